@@ -1,0 +1,127 @@
+//! Opening the CSV (a file or standard input) and resolving column flags to indices,
+//! once, against the header — before any data row is read.
+
+use std::fs::File;
+use std::io::{self, Read};
+
+use anyhow::Result;
+use csv::ByteRecord;
+
+use crate::error::bad_input;
+use crate::plan::{ColumnRef, CsvOptions, Source};
+
+/// Large reads keep system calls off the per-row path.
+const READ_BUFFER: usize = 256 * 1024;
+
+/// An open CSV positioned after its header.
+pub struct Input {
+    name: String,
+    reader: csv::Reader<Box<dyn Read>>,
+    header: Option<ByteRecord>,
+}
+
+impl Input {
+    pub fn open(source: &Source, options: &CsvOptions) -> Result<Input> {
+        let name = source.display_name();
+        let raw: Box<dyn Read> = match source {
+            Source::Stdin => Box::new(io::stdin()),
+            Source::Path(path) => {
+                Box::new(File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?)
+            }
+        };
+        Input::from_reader(name, raw, options)
+    }
+
+    pub fn from_reader(name: String, raw: Box<dyn Read>, options: &CsvOptions) -> Result<Input> {
+        let mut reader = csv::ReaderBuilder::new()
+            .delimiter(options.delimiter)
+            .has_headers(options.has_header)
+            .buffer_capacity(READ_BUFFER)
+            .from_reader(raw);
+        let header = if options.has_header {
+            let header = reader
+                .byte_headers()
+                .map_err(|e| bad_input(format!("{name}: reading the header: {e}")))?;
+            Some(header.clone())
+        } else {
+            None
+        };
+        Ok(Input { name, reader, header })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn reader(&mut self) -> &mut csv::Reader<Box<dyn Read>> {
+        &mut self.reader
+    }
+
+    /// The 0-based index of a column, named by `flag` in messages. Without a header an index
+    /// is checked against the first row's width when the scan starts.
+    pub fn resolve(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
+        let name = match column {
+            ColumnRef::Index(i) => return Ok(*i),
+            ColumnRef::Name(name) => name,
+        };
+        let Some(header) = &self.header else {
+            unreachable!("a column name is only planned when the input has a header")
+        };
+        let names: Vec<String> = header.iter().map(header_name).collect();
+        let matches: Vec<usize> = (0..names.len()).filter(|&i| names[i] == *name).collect();
+        match matches.as_slice() {
+            [i] => Ok(*i),
+            [] if names.iter().all(|n| n.is_empty()) => Err(bad_input(format!(
+                "{}: no column '{name}' ({flag}): the input has no header row",
+                self.name
+            ))),
+            [] => Err(bad_input(format!(
+                "{}: no column '{name}' ({flag}); the columns are: {}",
+                self.name,
+                names.join(", ")
+            ))),
+            _ => Err(bad_input(format!(
+                "{}: column '{name}' ({flag}) appears {} times in the header",
+                self.name,
+                matches.len()
+            ))),
+        }
+    }
+}
+
+/// A header cell as a name: a UTF-8 byte-order mark and surrounding spaces are not part of it.
+fn header_name(cell: &[u8]) -> String {
+    let cell = cell.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(cell);
+    String::from_utf8_lossy(cell.trim_ascii()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(text: &'static str) -> Input {
+        let options = CsvOptions {
+            delimiter: b',',
+            has_header: true,
+        };
+        Input::from_reader("t.csv".into(), Box::new(text.as_bytes()), &options).unwrap()
+    }
+
+    #[test]
+    fn resolves_names_with_bom_and_spaces() {
+        let i = input("\u{feff}id, income ,age\n1,2,3\n");
+        assert_eq!(i.resolve(&ColumnRef::Name("id".into()), "--col").unwrap(), 0);
+        assert_eq!(i.resolve(&ColumnRef::Name("income".into()), "--col").unwrap(), 1);
+        let err = i.resolve(&ColumnRef::Name("incom".into()), "--col").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.csv: no column 'incom' (--col); the columns are: id, income, age"
+        );
+    }
+
+    #[test]
+    fn duplicate_header_is_an_error() {
+        let i = input("a,a\n1,2\n");
+        assert!(i.resolve(&ColumnRef::Name("a".into()), "--col").is_err());
+    }
+}

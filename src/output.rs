@@ -1,0 +1,64 @@
+//! Rendering a release as text or JSON into a buffer. Nothing is written to stdout until the
+//! whole release is rendered, so a failure leaves stdout empty.
+
+use anyhow::Result;
+
+use crate::cli::Format;
+use crate::release::{Number, Release};
+
+/// The bytes to print for a release.
+pub fn render(release: &Release, format: Format) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut out, release)?;
+            out.push(b'\n');
+        }
+        Format::Text => render_text(release, &mut out)?,
+    }
+    Ok(out)
+}
+
+/// Scalars: one number on one line. Histograms: CSV with header `bin,count`.
+fn render_text(release: &Release, out: &mut Vec<u8>) -> Result<()> {
+    if let Some(value) = release.value {
+        out.extend_from_slice(format_number(value).as_bytes());
+        out.push(b'\n');
+    }
+    if let Some(bins) = &release.bins {
+        let mut writer = csv::Writer::from_writer(out);
+        writer.write_record(["bin", "count"])?;
+        for bin in bins {
+            writer.write_record([bin.bin.as_str(), &bin.count.to_string()])?;
+        }
+        writer.flush()?;
+    }
+    Ok(())
+}
+
+/// Shortest decimal that reads back as the same f64; exponent form only for very large or
+/// small magnitudes, so ordinary values stay plain for `awk` and spreadsheets.
+pub fn format_number(value: Number) -> String {
+    match value {
+        Number::Integer(i) => i.to_string(),
+        Number::Real(0.0) => "0".to_string(),
+        Number::Real(x) if (1e-5..1e16).contains(&x.abs()) => format!("{x}"),
+        Number::Real(x) => format!("{x:e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_back_exactly() {
+        for x in [0.1, 123456.789, -2.5, 1e20, 3.3e-9, 9007199254740993.0, -0.0] {
+            let s = format_number(Number::Real(x));
+            assert_eq!(s.parse::<f64>().unwrap(), x, "{s}");
+        }
+        assert_eq!(format_number(Number::Real(200000.0)), "200000");
+        assert_eq!(format_number(Number::Real(1e300)), "1e300");
+        assert_eq!(format_number(Number::Integer(-3)), "-3");
+    }
+}

@@ -1,0 +1,241 @@
+//! **mean** — the mean of a column clamped to [L, U].
+//!
+//! - replace (n public): the noisy sum with Δ = U − L, divided by the public n. This is the
+//!   seeds' mean + Laplace((U − L)/(nε)), computed exactly on the grid before the division.
+//!   n = 0 has no mean and is refused.
+//! - add-remove (n private): ε is split into two exact halves. Each value is shifted by the
+//!   midpoint m = (L + U)/2, so the shifted sum has Δ = (U − L)/2 (one row adds or removes at
+//!   most half the width); the count has Δ = 1. The release is m + S̃ / max(1, C̃), clamped to
+//!   [L, U]. Both steps are post-processing of two ε/2-DP releases, so the mean is ε-DP by
+//!   sequential composition; the true n is never used (unlike `noisy sum / n`, which leaks n).
+//!   The clamp and the max(1, ·) bias the mean towards the bounds when C̃ is small.
+//!
+//! Bounds are snapped outwards to the grid, the add-remove lower bound one more unit if needed
+//! so that the midpoint is itself on the grid.
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, ToPrimitive};
+
+use super::sum::SumSpec;
+use super::{count, Aggregate};
+use crate::clamp::{Bounds, Grid, GridBounds};
+use crate::cli::Neighbours;
+use crate::epsilon::Epsilon;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MeanSpec {
+    /// The plain clamped sum (Δ = U − L) and the public n.
+    Replace(SumSpec),
+    /// Midpoint-shifted sum with ε/2 and noisy count with ε/2.
+    AddRemove { bounds: GridBounds, midpoint: i128 },
+}
+
+/// The exact parts of a mean, each with its sensitivity.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MeanAggregate {
+    Replace {
+        sum: Aggregate<i128>,
+        n: u64,
+    },
+    AddRemove {
+        shifted_sum: Aggregate<i128>,
+        count: Aggregate<i128>,
+        midpoint: i128,
+    },
+}
+
+impl MeanSpec {
+    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<MeanSpec, String> {
+        match neighbours {
+            Neighbours::Replace => SumSpec::new(bounds, Neighbours::Replace, eps).map(MeanSpec::Replace),
+            Neighbours::AddRemove => {
+                let half_width = bounds.width() / BigInt::from(2);
+                let grid = Grid::for_noise(&half_width, eps.split(2).as_rational());
+                let bounds = GridBounds::snap(&bounds, grid, true)?;
+                let midpoint = (bounds.lower + bounds.upper) / 2;
+                Ok(MeanSpec::AddRemove { bounds, midpoint })
+            }
+        }
+    }
+
+    /// The ε of each noisy part, in the order the parts are released.
+    pub fn epsilon_parts(&self, eps: &Epsilon) -> Vec<Epsilon> {
+        match self {
+            MeanSpec::Replace(_) => vec![eps.clone()],
+            MeanSpec::AddRemove { .. } => vec![eps.split(2), eps.split(2)],
+        }
+    }
+
+    pub fn bounds(&self) -> &GridBounds {
+        match self {
+            MeanSpec::Replace(sum) => &sum.bounds,
+            MeanSpec::AddRemove { bounds, .. } => bounds,
+        }
+    }
+
+    /// One row's contribution in grid units (shifted by the midpoint under add-remove).
+    #[inline]
+    pub fn units(&self, x: f64) -> i128 {
+        match self {
+            MeanSpec::Replace(sum) => sum.units(x),
+            MeanSpec::AddRemove { bounds, midpoint } => bounds.units(x) - midpoint,
+        }
+    }
+
+    /// The parts from the accumulated `total` of [`MeanSpec::units`] over `n` rows.
+    pub fn aggregate(&self, total: i128, n: u64) -> MeanAggregate {
+        match self {
+            MeanSpec::Replace(sum) => MeanAggregate::Replace {
+                sum: sum.aggregate(total),
+                n,
+            },
+            MeanSpec::AddRemove { bounds, midpoint } => MeanAggregate::AddRemove {
+                shifted_sum: Aggregate {
+                    value: total,
+                    // Shifted values lie in [−h, h] with h = (U − L)/2 (an integer: even span).
+                    sensitivity: bounds.width_units() / 2,
+                    grid: bounds.grid,
+                },
+                count: count::aggregate(n),
+                midpoint: *midpoint,
+            },
+        }
+    }
+
+    /// Aggregates a sequence of values (the scan in `lib.rs` does the same row by row).
+    pub fn mean(&self, values: impl IntoIterator<Item = f64>) -> MeanAggregate {
+        let (mut total, mut n) = (0i128, 0u64);
+        for x in values {
+            total += self.units(x);
+            n += 1;
+        }
+        self.aggregate(total, n)
+    }
+}
+
+/// Post-processing under replace: noisy sum / n, clamped to the bounds. Returns the value and
+/// whether the clamp changed it.
+pub fn replace_release(noisy_sum: &BigInt, n: u64, bounds: &GridBounds) -> (f64, bool) {
+    let sum = BigRational::from_integer(noisy_sum.clone());
+    clamp_units(sum / BigInt::from(n.max(1)), bounds)
+}
+
+/// Post-processing under add-remove: m + S̃ / max(1, C̃), clamped to the bounds.
+pub fn add_remove_release(
+    noisy_shifted: &BigInt,
+    noisy_count: &BigInt,
+    midpoint: i128,
+    bounds: &GridBounds,
+) -> (f64, bool) {
+    let count = noisy_count.clone().max(BigInt::one());
+    let mean_units =
+        BigRational::from_integer(BigInt::from(midpoint)) + BigRational::new(noisy_shifted.clone(), count);
+    clamp_units(mean_units, bounds)
+}
+
+fn clamp_units(units: BigRational, bounds: &GridBounds) -> (f64, bool) {
+    let lower = BigRational::from_integer(BigInt::from(bounds.lower));
+    let upper = BigRational::from_integer(BigInt::from(bounds.upper));
+    let clamped = units.clone().max(lower).min(upper);
+    let changed = clamped != units;
+    let value = (clamped * bounds.grid.spacing()).to_f64().unwrap_or(f64::NAN);
+    (value, changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clamp::Finite;
+    use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use proptest::prelude::*;
+
+    fn parts(a: &MeanAggregate) -> Vec<(i128, i128)> {
+        match a {
+            MeanAggregate::Replace { sum, .. } => vec![(sum.value, sum.sensitivity)],
+            MeanAggregate::AddRemove {
+                shifted_sum, count, ..
+            } => {
+                vec![
+                    (shifted_sum.value, shifted_sum.sensitivity),
+                    (count.value, count.sensitivity),
+                ]
+            }
+        }
+    }
+
+    proptest! {
+        /// Each part of the mean moves by at most its own Δ on neighbouring datasets
+        /// (add and remove under add-remove; replace under replace, where n is fixed).
+        #[test]
+        fn each_part_moves_by_at_most_its_sensitivity(
+            (bounds, eps) in bounds_and_eps(),
+            rows in proptest::collection::vec(awkward_value(), 1..40),
+            other in awkward_value(),
+            at in any::<prop::sample::Index>(),
+        ) {
+            let i = at.index(rows.len());
+            let mut removed = rows.clone();
+            removed.remove(i);
+            let mut added = rows.clone();
+            added.push(other);
+            let mut changed = rows.clone();
+            changed[i] = other;
+            for (neighbours, others) in [
+                (Neighbours::AddRemove, vec![removed, added]),
+                (Neighbours::Replace, vec![changed]),
+            ] {
+                let Ok(spec) = MeanSpec::new(bounds, neighbours, &eps) else { continue };
+                let base = parts(&spec.mean(rows.iter().copied()));
+                for other_rows in others {
+                    for ((v, delta), (w, _)) in base.iter().zip(parts(&spec.mean(other_rows))) {
+                        prop_assert!((v - w).abs() <= *delta, "moved {} > Δ {}", (v - w).abs(), delta);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn add_remove_shifts_by_midpoint_and_halves_epsilon() {
+        let b = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(10.0).unwrap()).unwrap();
+        let eps: Epsilon = "1".parse().unwrap();
+        let spec = MeanSpec::new(b, Neighbours::AddRemove, &eps).unwrap();
+        let MeanAggregate::AddRemove {
+            shifted_sum,
+            count,
+            midpoint,
+        } = spec.mean([0.0, 10.0, 5.0])
+        else {
+            panic!("add-remove gives two parts")
+        };
+        assert_eq!(shifted_sum.value, 0);
+        assert_eq!(count.value, 3);
+        assert_eq!(count.sensitivity, 1);
+        // (U − L)/2 = 5 over ε/2: Δ/ε = 10, grid 2^(3 − 40); Δ in units 5·2^37.
+        assert_eq!(shifted_sum.grid.exponent(), -37);
+        assert_eq!(shifted_sum.sensitivity, 5i128 << 37);
+        assert_eq!(midpoint, 5i128 << 37);
+        let halves = spec.epsilon_parts(&eps);
+        assert_eq!(
+            halves[0].as_rational() + halves[1].as_rational(),
+            *eps.as_rational()
+        );
+    }
+
+    #[test]
+    fn post_processing_clamps_and_never_divides_by_zero() {
+        let b = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(8.0).unwrap()).unwrap();
+        let gb = GridBounds::snap(&b, Grid::UNIT, true).unwrap();
+        assert_eq!(
+            add_remove_release(&BigInt::from(2), &BigInt::from(-5), 4, &gb),
+            (6.0, false)
+        );
+        assert_eq!(
+            add_remove_release(&BigInt::from(100), &BigInt::from(2), 4, &gb),
+            (8.0, true)
+        );
+        assert_eq!(replace_release(&BigInt::from(12), 4, &gb), (3.0, false));
+        assert_eq!(replace_release(&BigInt::from(-12), 4, &gb), (0.0, true));
+    }
+}
