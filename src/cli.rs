@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::clamp::{Categories, Finite};
 use crate::epsilon::Epsilon;
+use crate::ledger::Budget;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -50,6 +51,12 @@ pub enum Query {
         dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv"
     )]
     Histogram(HistogramArgs),
+    /// Show a dataset's budget, what has been spent and the releases charged to it.
+    #[command(
+        after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
+        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json"
+    )]
+    Budget(BudgetArgs),
 }
 
 /// The privacy unit: what two neighbouring datasets differ by.
@@ -102,7 +109,43 @@ pub struct Common {
     /// The input has no header row; columns are 1-based indices.
     #[arg(long)]
     pub no_header: bool,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
     /// CSV file; - or absent reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+/// The persistent budget ledger (sequential composition across invocations).
+#[derive(Args, Debug)]
+pub struct LedgerArgs {
+    /// Budget ledger (JSON lines): every release is charged to it, and refused (exit 3) when the
+    /// dataset's budget cannot pay.
+    #[arg(long, value_name = "PATH", env = "DPSTAT_LEDGER")]
+    pub ledger: Option<PathBuf>,
+    /// Total ε for this dataset; the first release with --budget records it.
+    #[arg(long, value_name = "TOTAL")]
+    pub budget: Option<Budget>,
+    /// Allow --budget to change a total already recorded in the ledger.
+    #[arg(long)]
+    pub change_budget: bool,
+    /// Name of the dataset in the ledger; default: the SHA-256 of the input bytes.
+    #[arg(long, value_name = "NAME")]
+    pub dataset: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct BudgetArgs {
+    /// Budget ledger (JSON lines).
+    #[arg(long, value_name = "PATH", env = "DPSTAT_LEDGER")]
+    pub ledger: PathBuf,
+    /// Name of the dataset; default: the SHA-256 of FILE (or of standard input).
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    pub dataset: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// The dataset's file, to identify it by content; - or absent reads standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 }

@@ -73,12 +73,34 @@ pub fn rational_to_f64_up(r: &BigRational) -> f64 {
 
 /// Largest f64 <= r, for figures where rounding down is the conservative side.
 pub fn rational_to_f64_down(r: &BigRational) -> f64 {
-    -rational_to_f64_up(&-r)
+    // + 0.0 turns the -0.0 of a zero into 0.0.
+    -rational_to_f64_up(&-r) + 0.0
+}
+
+/// A rational for people: the exact decimal when it terminates within 30 digits (1/5 is
+/// "0.2", not 0.19999999999999998), else 15 significant digits marked with a leading "~".
+pub fn decimal(r: &BigRational) -> String {
+    let ten = BigInt::from(10u32);
+    let mut scaled = r.clone();
+    for digits in 0..=30usize {
+        if scaled.is_integer() {
+            let sign = if r.is_negative() { "-" } else { "" };
+            let text = scaled.to_integer().abs().to_string();
+            if digits == 0 {
+                return format!("{sign}{text}");
+            }
+            let padded = format!("{text:0>width$}", width = digits + 1);
+            let (int, frac) = padded.split_at(padded.len() - digits);
+            return format!("{sign}{int}.{}", frac.trim_end_matches('0'));
+        }
+        scaled *= &ten;
+    }
+    format!("~{:.15e}", r.to_f64().unwrap_or(f64::NAN))
 }
 
 impl fmt::Display for Epsilon {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.to_f64_up())
+        f.write_str(&decimal(&self.0))
     }
 }
 
@@ -194,6 +216,16 @@ mod tests {
         let e: Epsilon = "0.3".parse().unwrap();
         let half = e.split(2);
         assert_eq!(half.as_rational() + half.as_rational(), *e.as_rational());
+    }
+
+    #[test]
+    fn decimals_print_exactly() {
+        assert_eq!(decimal(&ratio(1, 5)), "0.2");
+        assert_eq!(decimal(&ratio(-3, 4)), "-0.75");
+        assert_eq!(decimal(&ratio(7, 1)), "7");
+        assert_eq!(decimal(&ratio(1, 1_000_000_000)), "0.000000001");
+        assert!(decimal(&ratio(1, 3)).starts_with("~3.33333"));
+        assert_eq!(rational_to_f64_down(&ratio(0, 1)).to_bits(), 0.0f64.to_bits());
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! Opening the CSV (a file or standard input) and resolving column flags to indices,
 //! once, against the header — before any data row is read.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read};
+use std::rc::Rc;
 
 use anyhow::Result;
 use csv::ByteRecord;
+use sha2::{Digest, Sha256};
 
 use crate::error::bad_input;
 use crate::plan::{ColumnRef, CsvOptions, Source};
@@ -18,18 +21,36 @@ pub struct Input {
     name: String,
     reader: csv::Reader<Box<dyn Read>>,
     header: Option<ByteRecord>,
+    digest: Option<Rc<RefCell<Sha256>>>,
 }
 
 impl Input {
-    pub fn open(source: &Source, options: &CsvOptions) -> Result<Input> {
+    /// Opens the source; with `fingerprint`, every byte read is also hashed (SHA-256), so the
+    /// dataset is identified in the same single pass, standard input included.
+    pub fn open(source: &Source, options: &CsvOptions, fingerprint: bool) -> Result<Input> {
         let name = source.display_name();
-        let raw: Box<dyn Read> = match source {
+        let mut raw: Box<dyn Read> = match source {
             Source::Stdin => Box::new(io::stdin()),
             Source::Path(path) => {
                 Box::new(File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?)
             }
         };
-        Input::from_reader(name, raw, options)
+        let digest = fingerprint.then(|| Rc::new(RefCell::new(Sha256::new())));
+        if let Some(digest) = &digest {
+            raw = Box::new(Hashing {
+                inner: raw,
+                digest: Rc::clone(digest),
+            });
+        }
+        let mut input = Input::from_reader(name, raw, options)?;
+        input.digest = digest;
+        Ok(input)
+    }
+
+    /// SHA-256 of every byte read so far: after a complete scan, of the whole input.
+    pub fn fingerprint(&self) -> Option<String> {
+        let digest = self.digest.as_ref()?.borrow().clone().finalize();
+        Some(crate::ledger::fingerprint(&digest))
     }
 
     pub fn from_reader(name: String, raw: Box<dyn Read>, options: &CsvOptions) -> Result<Input> {
@@ -46,7 +67,12 @@ impl Input {
         } else {
             None
         };
-        Ok(Input { name, reader, header })
+        Ok(Input {
+            name,
+            reader,
+            header,
+            digest: None,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -86,6 +112,20 @@ impl Input {
                 matches.len()
             ))),
         }
+    }
+}
+
+/// Passes bytes through while hashing them.
+struct Hashing {
+    inner: Box<dyn Read>,
+    digest: Rc<RefCell<Sha256>>,
+}
+
+impl Read for Hashing {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.digest.borrow_mut().update(&buf[..n]);
+        Ok(n)
     }
 }
 

@@ -7,12 +7,14 @@
 //! it is not a stable API.
 
 pub mod accuracy;
+pub mod budget;
 pub mod clamp;
 pub mod cli;
 pub mod column;
 pub mod epsilon;
 pub mod error;
 pub mod input;
+pub mod ledger;
 pub mod mechanism;
 pub mod output;
 pub mod plan;
@@ -32,9 +34,12 @@ use crate::query::mean::{MeanAggregate, MeanSpec};
 use crate::query::{count, histogram};
 use crate::release::Release;
 
-/// Validates the command line, reads the data once, releases, and writes the release to `out`
-/// only once it is complete.
+/// Validates the command line, reads the data once, releases, charges the ledger if there is
+/// one, and only then writes the release to `out`.
 pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
+    if let cli::Query::Budget(args) = &cli.query {
+        return budget::report(args, out);
+    }
     let plan = Plan::from_cli(cli)?;
     if plan.eps.is_large() {
         warn(&format!(
@@ -43,7 +48,23 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
         ));
     }
     let mut rng = mechanism::system_rng()?;
-    let release = compute_release(&plan, &mut rng)?;
+    let fingerprint = plan.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
+    let mut input = Input::open(&plan.source, &plan.csv, fingerprint)?;
+    let mut release = compute_release(&plan, &mut input, &mut rng)?;
+    if let Some(ledger) = &plan.ledger {
+        let dataset = match (&ledger.dataset, input.fingerprint()) {
+            (Some(name), _) => name.clone(),
+            (None, Some(hash)) => hash,
+            (None, None) => unreachable!("the input is hashed whenever no --dataset is given"),
+        };
+        let charge = ledger::Charge {
+            query: release.query.to_string(),
+            column: release.column.clone(),
+            neighbours: plan.neighbours.name().to_string(),
+            eps: plan.eps.clone(),
+        };
+        release.budget = Some(ledger::charge(ledger, &dataset, &charge)?);
+    }
     let bytes = output::render(&release, plan.format)?;
     out.write_all(&bytes)?;
     out.flush()?;
@@ -51,8 +72,7 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
 }
 
 /// Reads the input in one pass and produces the release.
-pub fn compute_release(plan: &Plan, rng: &mut dyn RngCore) -> Result<Release> {
-    let mut input = Input::open(&plan.source, &plan.csv)?;
+pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Result<Release> {
     let column_name = |c: &plan::ColumnRef| c.label();
     let mut selection = Selection {
         column: None,
@@ -64,7 +84,7 @@ pub fn compute_release(plan: &Plan, rng: &mut dyn RngCore) -> Result<Release> {
     };
     Ok(match &plan.query {
         QueryPlan::Count => {
-            let rows = column::scan_cells(&mut input, &selection, |_| Ok(()))?;
+            let rows = column::scan_cells(input, &selection, |_| Ok(()))?;
             let noisy = mechanism::laplace(&count::aggregate(rows), &plan.eps, rng);
             Release::count(plan, &noisy)
         }
@@ -75,7 +95,7 @@ pub fn compute_release(plan: &Plan, rng: &mut dyn RngCore) -> Result<Release> {
         } => {
             selection.column = Some((input.resolve(column, "--col")?, column_name(column)));
             let mut total: i128 = 0;
-            column::scan_numbers(&mut input, &selection, *invalid, |x| total += spec.units(x))?;
+            column::scan_numbers(input, &selection, *invalid, |x| total += spec.units(x))?;
             let noisy = mechanism::laplace(&spec.aggregate(total), &plan.eps, rng);
             Release::sum(plan, column_name(column), &noisy, &spec.bounds)
         }
@@ -86,7 +106,7 @@ pub fn compute_release(plan: &Plan, rng: &mut dyn RngCore) -> Result<Release> {
         } => {
             selection.column = Some((input.resolve(column, "--col")?, column_name(column)));
             let mut total: i128 = 0;
-            let n = column::scan_numbers(&mut input, &selection, *invalid, |x| total += spec.units(x))?;
+            let n = column::scan_numbers(input, &selection, *invalid, |x| total += spec.units(x))?;
             mean_release(plan, column_name(column), spec, spec.aggregate(total, n), rng)?
         }
         QueryPlan::Histogram {
@@ -98,12 +118,12 @@ pub fn compute_release(plan: &Plan, rng: &mut dyn RngCore) -> Result<Release> {
             let counts = match bins {
                 BinSpec::Numeric(b) => {
                     let mut counts = vec![0u64; b.len()];
-                    column::scan_numbers(&mut input, &selection, *invalid, |x| counts[b.index(x)] += 1)?;
+                    column::scan_numbers(input, &selection, *invalid, |x| counts[b.index(x)] += 1)?;
                     counts
                 }
                 BinSpec::Categories(c) => {
                     let mut counts = vec![0u64; c.names().len() + 1];
-                    column::scan_cells(&mut input, &selection, |cell| {
+                    column::scan_cells(input, &selection, |cell| {
                         counts[c.index(cell)] += 1;
                         Ok(())
                     })?;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use dpstat::cli::Cli;
 use dpstat::error::EXIT_USAGE;
+use dpstat::ledger::{BudgetExhausted, EXIT_BUDGET};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -18,7 +19,10 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(io::stderr(), "dpstat: {}", one_line(&format!("{e:#}")));
-            ExitCode::from(EXIT_USAGE)
+            match e.downcast_ref::<BudgetExhausted>() {
+                Some(_) => ExitCode::from(EXIT_BUDGET),
+                None => ExitCode::from(EXIT_USAGE),
+            }
         }
     }
 }

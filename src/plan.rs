@@ -7,6 +7,7 @@ use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
 use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
+use crate::ledger::LedgerSpec;
 use crate::query::{mean::MeanSpec, sum::SumSpec};
 
 /// Where the CSV comes from.
@@ -119,6 +120,7 @@ pub struct Plan {
     pub neighbours: Neighbours,
     pub format: Format,
     pub confidence: Confidence,
+    pub ledger: Option<LedgerSpec>,
 }
 
 impl Plan {
@@ -131,6 +133,7 @@ impl Plan {
                 a.common,
                 QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid),
             ),
+            cli::Query::Budget(_) => unreachable!("`dpstat budget` is not a query; run() dispatches it"),
         };
         let has_header = !common.no_header;
         let query = query.validate(&common, has_header)?;
@@ -154,6 +157,7 @@ impl Plan {
                 query.name()
             )));
         }
+        let ledger = ledger_spec(&common.ledger)?;
         let source = match &common.file {
             None => Source::Stdin,
             Some(p) if p.as_os_str() == "-" => Source::Stdin,
@@ -171,6 +175,7 @@ impl Plan {
             neighbours: common.neighbours,
             format: common.format,
             confidence: common.confidence,
+            ledger,
         })
     }
 }
@@ -244,6 +249,37 @@ impl QueryArgs {
             }
         })
     }
+}
+
+/// The ledger flags make sense only together.
+fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError> {
+    let Some(path) = &args.ledger else {
+        let stray = [
+            (args.budget.is_some(), "--budget"),
+            (args.change_budget, "--change-budget"),
+            (args.dataset.is_some(), "--dataset"),
+        ];
+        return match stray.iter().find(|(given, _)| *given) {
+            Some((_, flag)) => Err(InputError(format!(
+                "{flag} needs a ledger: add --ledger PATH (or set DPSTAT_LEDGER)"
+            ))),
+            None => Ok(None),
+        };
+    };
+    if args.change_budget && args.budget.is_none() {
+        return Err(InputError(
+            "--change-budget needs the new total: add --budget TOTAL".into(),
+        ));
+    }
+    if args.dataset.as_deref().is_some_and(|d| d.trim().is_empty()) {
+        return Err(InputError("--dataset must not be empty".into()));
+    }
+    Ok(Some(LedgerSpec {
+        path: path.clone(),
+        budget: args.budget.clone(),
+        change_budget: args.change_budget,
+        dataset: args.dataset.clone(),
+    }))
 }
 
 fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>) -> Result<Bounds, InputError> {

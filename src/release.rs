@@ -12,6 +12,7 @@ use crate::accuracy;
 use crate::clamp::{GridBounds, OTHER};
 use crate::cli::Confidence;
 use crate::epsilon::rational_to_f64_up;
+use crate::ledger::BudgetSummary;
 use crate::mechanism::Noisy;
 use crate::plan::{BinSpec, Plan};
 use crate::query::mean;
@@ -51,6 +52,9 @@ pub struct Release {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<Part>,
     pub post_processing: Vec<String>,
+    /// The ledger account after this release was charged (only with --ledger).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSummary>,
 }
 
 /// An integer release (counts) or a real one (sums, means).
@@ -157,6 +161,7 @@ impl Release {
             accuracy,
             parts: vec![],
             post_processing: vec![],
+            budget: None,
         }
     }
 

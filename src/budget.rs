@@ -1,0 +1,82 @@
+//! `dpstat budget`: a dataset's total, what it has spent and the releases charged to it.
+//! Reads the ledger under its lock, like a release does, so it never sees half a record.
+
+use std::fs::File;
+use std::io::{self, Write};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cli::{BudgetArgs, Format};
+use crate::error::bad_input;
+use num_rational::BigRational;
+
+use crate::epsilon::decimal;
+use crate::ledger::{self, Account, BudgetSummary, Record};
+
+#[derive(Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    summary: BudgetSummary,
+    releases: &'a [Record],
+}
+
+pub fn report(args: &BudgetArgs, out: &mut dyn Write) -> Result<()> {
+    let dataset = match (&args.dataset, &args.file) {
+        (Some(name), _) => name.clone(),
+        (None, Some(path)) if path.as_os_str() != "-" => {
+            let file =
+                File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
+            ledger::fingerprint_of(file).map_err(|e| bad_input(format!("reading {}: {e}", path.display())))?
+        }
+        _ => ledger::fingerprint_of(io::stdin().lock())
+            .map_err(|e| bad_input(format!("reading <stdin>: {e}")))?,
+    };
+    let account = ledger::account(&args.ledger, &dataset)?;
+    let summary = BudgetSummary::new(&dataset, &account);
+    let mut bytes = Vec::new();
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer(
+                &mut bytes,
+                &Report {
+                    summary,
+                    releases: &account.releases,
+                },
+            )?;
+            bytes.push(b'\n');
+        }
+        Format::Text => render_text(&mut bytes, &account, &dataset)?,
+    }
+    out.write_all(&bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn render_text(out: &mut Vec<u8>, account: &Account, dataset: &str) -> io::Result<()> {
+    let or_none = |v: &Option<BigRational>| v.as_ref().map_or_else(|| "none recorded".to_string(), decimal);
+    writeln!(out, "dataset    {dataset}")?;
+    writeln!(out, "budget     {}", or_none(&account.total))?;
+    writeln!(out, "spent      {}", decimal(&account.spent))?;
+    writeln!(out, "remaining  {}", or_none(&account.remaining()))?;
+    writeln!(out, "releases   {}", account.releases.len())?;
+    for record in &account.releases {
+        if let Record::Release {
+            time,
+            query,
+            column,
+            neighbours,
+            epsilon,
+            ..
+        } = record
+        {
+            let column = column.as_deref().unwrap_or("-");
+            let eps = ledger::parse_exact(epsilon).map_or_else(|| epsilon.clone(), |e| decimal(&e));
+            writeln!(
+                out,
+                "  {time}  {query:<9} {column:<16} {neighbours:<10} eps {eps}"
+            )?;
+        }
+    }
+    Ok(())
+}

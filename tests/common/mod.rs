@@ -1,0 +1,59 @@
+//! Shared helpers for the integration tests: the real binary, with reproducible noise and
+//! paths under fixtures/.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+/// `dpstat` with `DPSTAT_INSECURE_SEED` set, run from the crate root.
+pub fn dpstat() -> Command {
+    seeded(1)
+}
+
+/// `dpstat` with a given insecure seed.
+pub fn seeded(seed: u64) -> Command {
+    let mut cmd = Command::cargo_bin("dpstat").expect("the dpstat binary is built by cargo test");
+    cmd.env("DPSTAT_INSECURE_SEED", seed.to_string())
+        .env_remove("DPSTAT_LEDGER")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+/// Absolute path of a fixture file.
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+}
+
+/// Runs the command, expects exit 0, returns stdout as a string.
+pub fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("dpstat runs");
+    assert!(
+        out.status.success(),
+        "dpstat failed: {:?}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// Runs the command, expects exit 0 and JSON on stdout.
+pub fn json_of(cmd: &mut Command) -> serde_json::Value {
+    let text = stdout_of(cmd.args(["--format", "json"]));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Expects exit 2, empty stdout and one `dpstat:` line on stderr containing every `needle`.
+pub fn fails_with(cmd: &mut Command, needles: &[&str]) -> String {
+    let out = cmd.output().expect("dpstat runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {stderr}");
+    assert!(out.stdout.is_empty(), "stdout must be empty, got: {}", String::from_utf8_lossy(&out.stdout));
+    let errors: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
+    assert_eq!(errors.len(), 1, "one error line expected, got: {stderr}");
+    assert!(errors[0].starts_with("dpstat: "), "error line starts with 'dpstat: ': {stderr}");
+    for needle in needles {
+        assert!(errors[0].contains(needle), "error should mention {needle:?}: {stderr}");
+    }
+    errors[0].to_string()
+}
