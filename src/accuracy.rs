@@ -45,18 +45,9 @@ mod tests {
     fn corner_bound_and_width_cap() {
         let r = |n: i64, d: i64| BigRational::new(n.into(), d.into());
         // S̃ = 100, C̃ = 10, a = 10, c = 2: released 10; corners 110/8 = 13.75 is the farthest.
-        assert_eq!(
-            mean_add_remove_bound(&100.into(), &10.into(), 10, 2, 1000),
-            r(15, 4)
-        );
+        assert_eq!(mean_add_remove_bound(&100.into(), &10.into(), 10, 2, 1000), r(15, 4));
         // Count bound reaching zero: only the width is safe.
-        assert_eq!(
-            mean_add_remove_bound(&100.into(), &2.into(), 10, 2, 1000),
-            r(1000, 1)
-        );
-        assert_eq!(
-            mean_add_remove_bound(&100.into(), &3.into(), 1000, 2, 50),
-            r(50, 1)
-        );
+        assert_eq!(mean_add_remove_bound(&100.into(), &2.into(), 10, 2, 1000), r(1000, 1));
+        assert_eq!(mean_add_remove_bound(&100.into(), &3.into(), 1000, 2, 50), r(50, 1));
     }
 }

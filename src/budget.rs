@@ -37,13 +37,7 @@ pub fn report(args: &BudgetArgs, out: &mut dyn Write) -> Result<()> {
     let mut bytes = Vec::new();
     match args.format {
         Format::Json => {
-            serde_json::to_writer(
-                &mut bytes,
-                &Report {
-                    summary,
-                    releases: &account.releases,
-                },
-            )?;
+            serde_json::to_writer(&mut bytes, &Report { summary, releases: &account.releases })?;
             bytes.push(b'\n');
         }
         Format::Text => render_text(&mut bytes, &account, &dataset)?,
@@ -61,21 +55,10 @@ fn render_text(out: &mut Vec<u8>, account: &Account, dataset: &str) -> io::Resul
     writeln!(out, "remaining  {}", or_none(&account.remaining()))?;
     writeln!(out, "releases   {}", account.releases.len())?;
     for record in &account.releases {
-        if let Record::Release {
-            time,
-            query,
-            column,
-            neighbours,
-            epsilon,
-            ..
-        } = record
-        {
+        if let Record::Release { time, query, column, neighbours, epsilon, .. } = record {
             let column = column.as_deref().unwrap_or("-");
             let eps = ledger::parse_exact(epsilon).map_or_else(|| epsilon.clone(), |e| decimal(&e));
-            writeln!(
-                out,
-                "  {time}  {query:<9} {column:<16} {neighbours:<10} eps {eps}"
-            )?;
+            writeln!(out, "  {time}  {query:<9} {column:<16} {neighbours:<10} eps {eps}")?;
         }
     }
     Ok(())

@@ -50,15 +50,9 @@ pub struct Bounds {
 impl Bounds {
     pub fn new(lower: Finite, upper: Finite) -> Result<Bounds, String> {
         if lower.0 < upper.0 {
-            Ok(Bounds {
-                lower: lower.0,
-                upper: upper.0,
-            })
+            Ok(Bounds { lower: lower.0, upper: upper.0 })
         } else {
-            Err(format!(
-                "--lower ({}) must be less than --upper ({})",
-                lower.0, upper.0
-            ))
+            Err(format!("--lower ({}) must be less than --upper ({})", lower.0, upper.0))
         }
     }
     pub fn lower(&self) -> f64 {
@@ -95,9 +89,7 @@ impl Grid {
     /// g = 2^k with k = floor(log2(Δ/ε)) − 40. Depends only on flags (Δ from the bounds, ε).
     pub fn for_noise(sensitivity: &BigRational, eps: &BigRational) -> Grid {
         let exp = floor_log2(&(sensitivity / eps)) - GRID_BITS_BELOW_SCALE;
-        Grid {
-            exp: exp.clamp(i32::MIN as i64 / 2, i32::MAX as i64 / 2) as i32,
-        }
+        Grid { exp: exp.clamp(i32::MIN as i64 / 2, i32::MAX as i64 / 2) as i32 }
     }
 
     pub fn exponent(&self) -> i32 {
@@ -111,9 +103,7 @@ impl Grid {
 
     /// units · g as the nearest f64 (post-processing for display).
     pub fn to_f64(&self, units: &BigInt) -> f64 {
-        (BigRational::from_integer(units.clone()) * self.spacing())
-            .to_f64()
-            .unwrap_or(f64::NAN)
+        (BigRational::from_integer(units.clone()) * self.spacing()).to_f64().unwrap_or(f64::NAN)
     }
 
     /// x / g rounded to the nearest integer, ties towards +∞; saturates far outside i128.
@@ -123,11 +113,8 @@ impl Grid {
         let negative = bits >> 63 == 1;
         let exp_field = ((bits >> 52) & 0x7ff) as i64;
         let fraction = bits & ((1u64 << 52) - 1);
-        let (mantissa, exp2) = if exp_field == 0 {
-            (fraction, -1074)
-        } else {
-            (fraction | (1u64 << 52), exp_field - 1075)
-        };
+        let (mantissa, exp2) =
+            if exp_field == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), exp_field - 1075) };
         if mantissa == 0 {
             return 0;
         }
@@ -149,11 +136,7 @@ impl Grid {
             let remainder = mantissa & ((1u64 << down) - 1);
             let half = 1u64 << (down - 1);
             // Ties go towards +∞: up for positive values, towards zero for negative ones.
-            let round_away = if negative {
-                remainder > half
-            } else {
-                remainder >= half
-            };
+            let round_away = if negative { remainder > half } else { remainder >= half };
             quotient + round_away as i128
         };
         if negative {
@@ -237,11 +220,8 @@ pub fn floor_log2(r: &BigRational) -> i64 {
     let (n, d) = (r.numer().abs(), r.denom().abs());
     let estimate = n.bits() as i64 - d.bits() as i64;
     // n/d lies in [2^(estimate−1), 2^(estimate+1)); one comparison settles which side.
-    let at_least = if estimate >= 0 {
-        n >= (d << estimate as usize)
-    } else {
-        (n << (-estimate) as usize) >= d
-    };
+    let at_least =
+        if estimate >= 0 { n >= (d << estimate as usize) } else { (n << (-estimate) as usize) >= d };
     if at_least {
         estimate
     } else {
@@ -382,10 +362,7 @@ mod tests {
         assert_eq!(Grid { exp: -1074 }.round_to_units(5e-324), 1);
         assert_eq!(Grid { exp: 0 }.round_to_units(1e308), i128::MAX);
         assert_eq!(Grid { exp: 0 }.round_to_units(-1e308), i128::MIN);
-        assert_eq!(
-            Grid { exp: 0 }.round_to_units(9007199254740993.0),
-            9007199254740992
-        );
+        assert_eq!(Grid { exp: 0 }.round_to_units(9007199254740993.0), 9007199254740992);
     }
 
     #[test]

@@ -52,10 +52,8 @@ pub enum Query {
     )]
     Histogram(HistogramArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
-    #[command(
-        after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
-        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json"
-    )]
+    #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
+        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
     Budget(BudgetArgs),
 }
 
@@ -187,20 +185,10 @@ pub struct HistogramArgs {
     #[arg(long, value_name = "A,B,...")]
     pub categories: Option<Categories>,
     /// Lower edge of the first bin (numeric histogram).
-    #[arg(
-        long,
-        value_name = "L",
-        allow_hyphen_values = true,
-        conflicts_with = "categories"
-    )]
+    #[arg(long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
     pub lower: Option<Finite>,
     /// Upper edge of the last bin (numeric histogram).
-    #[arg(
-        long,
-        value_name = "U",
-        allow_hyphen_values = true,
-        conflicts_with = "categories"
-    )]
+    #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
     pub upper: Option<Finite>,
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
@@ -220,10 +208,9 @@ impl FromStr for Filter {
     type Err = String;
     fn from_str(s: &str) -> Result<Filter, String> {
         match s.split_once('=') {
-            Some((column, value)) if !column.trim().is_empty() => Ok(Filter {
-                column: column.trim().to_string(),
-                value: value.trim().to_string(),
-            }),
+            Some((column, value)) if !column.trim().is_empty() => {
+                Ok(Filter { column: column.trim().to_string(), value: value.trim().to_string() })
+            }
             _ => Err(format!("'{s}' is not COL=VALUE")),
         }
     }
@@ -244,10 +231,7 @@ impl FromStr for InvalidPolicy {
             "error" => Ok(InvalidPolicy::Error),
             "skip" => Ok(InvalidPolicy::Skip),
             _ => match s.strip_prefix("impute=") {
-                Some(v) => v
-                    .parse()
-                    .map(InvalidPolicy::Impute)
-                    .map_err(|e| format!("impute value: {e}")),
+                Some(v) => v.parse().map(InvalidPolicy::Impute).map_err(|e| format!("impute value: {e}")),
                 None => Err("expected error, skip or impute=V".into()),
             },
         }
@@ -310,10 +294,7 @@ mod tests {
     #[test]
     fn parses_policies_and_filters() {
         assert_eq!("skip".parse::<InvalidPolicy>(), Ok(InvalidPolicy::Skip));
-        assert!(matches!(
-            "impute=3".parse::<InvalidPolicy>(),
-            Ok(InvalidPolicy::Impute(_))
-        ));
+        assert!(matches!("impute=3".parse::<InvalidPolicy>(), Ok(InvalidPolicy::Impute(_))));
         assert!("impute=nan".parse::<InvalidPolicy>().is_err());
         assert!("drop".parse::<InvalidPolicy>().is_err());
         let f: Filter = "region=north".parse().unwrap();

@@ -1,6 +1,6 @@
-//! The one hot loop: stream the rows once, keep those that pass `--where`, hand the selected
-//! cell on. One `ByteRecord` is refilled for every row and only the selected cells are looked
-//! at, so memory does not grow with the number of rows.
+//! The one hot loop: stream the rows once, keep those that pass `--where`, and feed each to the
+//! query's [`Fold`]. One `ByteRecord` is refilled for every row and only the selected cells are
+//! parsed, so memory does not grow with the number of rows.
 
 use anyhow::Result;
 use csv::ByteRecord;
@@ -9,35 +9,62 @@ use crate::cli::InvalidPolicy;
 use crate::error::bad_input;
 use crate::input::Input;
 
-/// The columns a query reads, as indices resolved against the header.
-#[derive(Clone, Debug, Default)]
-pub struct Selection {
-    /// The query's column (none for `count`) and its name for messages.
-    pub column: Option<(usize, String)>,
-    /// `--where` filters: column index and the value the trimmed cell must equal.
-    pub filters: Vec<(usize, Vec<u8>)>,
+/// A query's per-row state. `row` sees every row that passed the filters; `merge` combines the
+/// states of two parts of the input (for parallel scans), so it must be associative and exact.
+pub trait Fold: Clone + Send {
+    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell>;
+    fn merge(&mut self, other: Self);
+    /// The largest column index `row` reads, checked against the first row's width.
+    fn widest_column(&self) -> Option<usize>;
 }
 
-/// Why a cell was refused; the scan adds file, row and column.
-pub struct BadCell(pub String);
+/// Why a cell was refused; the scan adds file, row and column name.
+#[derive(Debug)]
+pub struct BadCell {
+    pub column: usize,
+    pub why: String,
+}
 
-/// Visits the selected (trimmed) cell of every row that passes the filters; returns how many
-/// rows were visited. With no column, the cell is empty.
-pub fn scan_cells(
-    input: &mut Input,
-    selection: &Selection,
-    mut visit: impl FnMut(&[u8]) -> Result<(), BadCell>,
-) -> Result<u64> {
+/// `--where` filters: column index and the value the trimmed cell must equal.
+pub type Filters = [(usize, Vec<u8>)];
+
+/// A numeric cell with its `--invalid` policy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NumberCell {
+    pub index: usize,
+    pub invalid: InvalidPolicy,
+}
+
+impl NumberCell {
+    /// The cell's finite number, the imputed value, or None for a skipped row. A missing or
+    /// non-finite cell ("NaN", "inf", "1e400") is refused under `--invalid error`.
+    #[inline]
+    pub fn read(&self, record: &ByteRecord) -> Result<Option<f64>, BadCell> {
+        let cell = text_cell(record, self.index);
+        match parse_number(cell) {
+            Some(x) => Ok(Some(x)),
+            None => match self.invalid {
+                InvalidPolicy::Error => Err(BadCell { column: self.index, why: describe_invalid(cell) }),
+                InvalidPolicy::Skip => Ok(None),
+                InvalidPolicy::Impute(v) => Ok(Some(v.get())),
+            },
+        }
+    }
+}
+
+/// The trimmed bytes of a cell (empty if the row is shorter).
+#[inline]
+pub fn text_cell(record: &ByteRecord, index: usize) -> &[u8] {
+    record.get(index).unwrap_or_default().trim_ascii()
+}
+
+/// Feeds every row that passes the filters to `fold`; returns the number of such rows.
+pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Result<u64> {
     let name = input.name().to_string();
-    let widest = selection
-        .filters
-        .iter()
-        .map(|(i, _)| *i)
-        .chain(selection.column.as_ref().map(|(i, _)| *i))
-        .max();
+    let widest = filters.iter().map(|(i, _)| *i).chain(fold.widest_column()).max();
     let mut record = ByteRecord::new();
     let mut row: u64 = 0;
-    let mut visited: u64 = 0;
+    let mut kept: u64 = 0;
     loop {
         match input.reader().read_byte_record(&mut record) {
             Ok(true) => {}
@@ -54,51 +81,17 @@ pub fn scan_cells(
                 )));
             }
         }
-        let keep = selection
-            .filters
-            .iter()
-            .all(|(i, value)| record.get(*i).map(<[u8]>::trim_ascii) == Some(value.as_slice()));
-        if !keep {
+        if !filters.iter().all(|(i, value)| text_cell(&record, *i) == value.as_slice()) {
             continue;
         }
-        let cell = match &selection.column {
-            Some((i, _)) => record.get(*i).unwrap_or_default().trim_ascii(),
-            None => &[],
-        };
-        if let Err(BadCell(why)) = visit(cell) {
+        if let Err(BadCell { column, why }) = fold.row(&record) {
             let line = record.position().map_or(row, |p| p.line());
-            let column = selection.column.as_ref().map_or("", |(_, n)| n.as_str());
-            return Err(bad_input(format!(
-                "{name}: row {row} (line {line}), column '{column}': {why}"
-            )));
+            let column = input.column_label(column);
+            return Err(bad_input(format!("{name}: row {row} (line {line}), column '{column}': {why}")));
         }
-        visited += 1;
+        kept += 1;
     }
-    Ok(visited)
-}
-
-/// Visits the finite numbers of the selected column, applying `--invalid` to every cell that
-/// is missing or not a finite number ("NaN", "inf" and overflowing "1e400" are not numbers).
-/// Returns how many values were visited (imputed ones included, skipped ones not).
-pub fn scan_numbers(
-    input: &mut Input,
-    selection: &Selection,
-    invalid: InvalidPolicy,
-    mut visit: impl FnMut(f64),
-) -> Result<u64> {
-    let mut skipped: u64 = 0;
-    let visited = scan_cells(input, selection, |cell| {
-        match parse_number(cell) {
-            Some(x) => visit(x),
-            None => match invalid {
-                InvalidPolicy::Error => return Err(BadCell(describe_invalid(cell))),
-                InvalidPolicy::Skip => skipped += 1,
-                InvalidPolicy::Impute(v) => visit(v.get()),
-            },
-        }
-        Ok(())
-    })?;
-    Ok(visited - skipped)
+    Ok(kept)
 }
 
 /// A finite f64, or None.
@@ -120,11 +113,7 @@ fn describe_invalid(cell: &[u8]) -> String {
 
 fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
     match error.kind() {
-        csv::ErrorKind::UnequalLengths {
-            expected_len,
-            len,
-            pos,
-        } => {
+        csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
             let line = pos.as_ref().map_or(row, |p| p.line());
             bad_input(format!(
                 "{name}: row {row} (line {line}) has {len} fields, but the first row has {expected_len}"
@@ -141,38 +130,40 @@ mod tests {
     use crate::plan::CsvOptions;
 
     fn input(text: &'static str, has_header: bool) -> Input {
-        let options = CsvOptions {
-            delimiter: b',',
-            has_header,
-        };
+        let options = CsvOptions { delimiter: b',', has_header };
         Input::from_reader("t.csv".into(), Box::new(text.as_bytes()), &options).unwrap()
     }
 
+    /// Collects the numbers of one column, as the numeric queries see them.
+    #[derive(Clone)]
+    struct Collect(NumberCell, Vec<f64>);
+
+    impl Fold for Collect {
+        fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+            if let Some(x) = self.0.read(record)? {
+                self.1.push(x);
+            }
+            Ok(())
+        }
+        fn merge(&mut self, other: Self) {
+            self.1.extend(other.1);
+        }
+        fn widest_column(&self) -> Option<usize> {
+            Some(self.0.index)
+        }
+    }
+
     fn numbers(text: &'static str, invalid: InvalidPolicy) -> Result<Vec<f64>> {
-        let mut i = input(text, true);
-        let sel = Selection {
-            column: Some((1, "x".into())),
-            filters: vec![],
-        };
-        let mut out = vec![];
-        scan_numbers(&mut i, &sel, invalid, |x| out.push(x))?;
-        Ok(out)
+        let mut fold = Collect(NumberCell { index: 1, invalid }, vec![]);
+        scan(&mut input(text, true), &[], &mut fold)?;
+        Ok(fold.1)
     }
 
     #[test]
     fn parses_only_finite_numbers() {
         assert_eq!(parse_number(b"1.5"), Some(1.5));
         assert_eq!(parse_number(b"-0"), Some(-0.0));
-        for bad in [
-            &b"NaN"[..],
-            b"inf",
-            b"-inf",
-            b"1e400",
-            b"",
-            b"abc",
-            b"1,5",
-            b"\xff",
-        ] {
+        for bad in [&b"NaN"[..], b"inf", b"-inf", b"1e400", b"", b"abc", b"1,5", b"\xff"] {
             assert_eq!(parse_number(bad), None);
         }
     }
@@ -198,39 +189,27 @@ mod tests {
         let text = "id,x\n1,2\n2,NaN\n3,\n";
         assert_eq!(numbers(text, InvalidPolicy::Skip).unwrap(), vec![2.0]);
         let v = "7".parse().unwrap();
-        assert_eq!(
-            numbers(text, InvalidPolicy::Impute(v)).unwrap(),
-            vec![2.0, 7.0, 7.0]
-        );
+        assert_eq!(numbers(text, InvalidPolicy::Impute(v)).unwrap(), vec![2.0, 7.0, 7.0]);
     }
 
     #[test]
     fn filters_compare_trimmed_cells() {
-        let mut i = input("r,x\nn,1\n s ,2\nn,3\n", true);
-        let sel = Selection {
-            column: None,
-            filters: vec![(0, b"n".to_vec())],
-        };
-        assert_eq!(scan_cells(&mut i, &sel, |_| Ok(())).unwrap(), 2);
-        let mut i = input("r,x\nn,1\n s ,2\n", true);
-        let sel = Selection {
-            column: None,
-            filters: vec![(0, b"s".to_vec())],
-        };
-        assert_eq!(scan_cells(&mut i, &sel, |_| Ok(())).unwrap(), 1);
+        let mut fold = Collect(NumberCell { index: 1, invalid: InvalidPolicy::Error }, vec![]);
+        let kept =
+            scan(&mut input("r,x\nn,1\n s ,2\nn,3\n", true), &[(0, b"n".to_vec())], &mut fold).unwrap();
+        assert_eq!((kept, fold.1), (2, vec![1.0, 3.0]));
+        let mut fold = Collect(NumberCell { index: 1, invalid: InvalidPolicy::Error }, vec![]);
+        scan(&mut input("r,x\nn,1\n s ,2\n", true), &[(0, b"s".to_vec())], &mut fold).unwrap();
+        assert_eq!(fold.1, vec![2.0]);
     }
 
     #[test]
     fn ragged_rows_and_missing_index_are_errors() {
-        let mut i = input("a,b\n1,2\n3\n", true);
-        let err = scan_cells(&mut i, &Selection::default(), |_| Ok(())).unwrap_err();
+        let mut fold = Collect(NumberCell { index: 0, invalid: InvalidPolicy::Error }, vec![]);
+        let err = scan(&mut input("a,b\n1,2\n3\n", true), &[], &mut fold).unwrap_err();
         assert!(err.to_string().contains("row 2 (line 3) has 1 fields"), "{err}");
-        let mut i = input("1,2\n", false);
-        let sel = Selection {
-            column: Some((4, "5".into())),
-            filters: vec![],
-        };
-        let err = scan_cells(&mut i, &sel, |_| Ok(())).unwrap_err();
+        let mut fold = Collect(NumberCell { index: 4, invalid: InvalidPolicy::Error }, vec![]);
+        let err = scan(&mut input("1,2\n", false), &[], &mut fold).unwrap_err();
         assert!(err.to_string().contains("column 5 does not exist"), "{err}");
     }
 }

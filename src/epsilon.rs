@@ -184,9 +184,7 @@ mod tests {
 
     #[test]
     fn refuses_non_decimals() {
-        for s in [
-            "", ".", "inf", "NaN", "infinity", "0x10", "1e", "e5", "1.2.3", "1e999", "--1", "1 2",
-        ] {
+        for s in ["", ".", "inf", "NaN", "infinity", "0x10", "1e", "e5", "1.2.3", "1e999", "--1", "1 2"] {
             assert_eq!(parse_decimal(s), None, "{s}");
         }
     }
@@ -234,10 +232,7 @@ mod tests {
             let e: Epsilon = s.parse().unwrap();
             let f = e.to_f64_up();
             assert!(BigRational::from_float(f).unwrap() >= *e.as_rational(), "{s}");
-            assert!(
-                BigRational::from_float(f.next_down()).unwrap() < *e.as_rational(),
-                "{s}"
-            );
+            assert!(BigRational::from_float(f.next_down()).unwrap() < *e.as_rational(), "{s}");
         }
     }
 }

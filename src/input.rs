@@ -37,10 +37,7 @@ impl Input {
         };
         let digest = fingerprint.then(|| Rc::new(RefCell::new(Sha256::new())));
         if let Some(digest) = &digest {
-            raw = Box::new(Hashing {
-                inner: raw,
-                digest: Rc::clone(digest),
-            });
+            raw = Box::new(Hashing { inner: raw, digest: Rc::clone(digest) });
         }
         let mut input = Input::from_reader(name, raw, options)?;
         input.digest = digest;
@@ -60,23 +57,25 @@ impl Input {
             .buffer_capacity(READ_BUFFER)
             .from_reader(raw);
         let header = if options.has_header {
-            let header = reader
-                .byte_headers()
-                .map_err(|e| bad_input(format!("{name}: reading the header: {e}")))?;
+            let header =
+                reader.byte_headers().map_err(|e| bad_input(format!("{name}: reading the header: {e}")))?;
             Some(header.clone())
         } else {
             None
         };
-        Ok(Input {
-            name,
-            reader,
-            header,
-            digest: None,
-        })
+        Ok(Input { name, reader, header, digest: None })
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// How messages name a column: its header name, or its 1-based number.
+    pub fn column_label(&self, index: usize) -> String {
+        match self.header.as_ref().and_then(|h| h.get(index)) {
+            Some(name) => header_name(name),
+            None => (index + 1).to_string(),
+        }
     }
 
     pub fn reader(&mut self) -> &mut csv::Reader<Box<dyn Read>> {
@@ -140,10 +139,7 @@ mod tests {
     use super::*;
 
     fn input(text: &'static str) -> Input {
-        let options = CsvOptions {
-            delimiter: b',',
-            has_header: true,
-        };
+        let options = CsvOptions { delimiter: b',', has_header: true };
         Input::from_reader("t.csv".into(), Box::new(text.as_bytes()), &options).unwrap()
     }
 
@@ -153,10 +149,7 @@ mod tests {
         assert_eq!(i.resolve(&ColumnRef::Name("id".into()), "--col").unwrap(), 0);
         assert_eq!(i.resolve(&ColumnRef::Name("income".into()), "--col").unwrap(), 1);
         let err = i.resolve(&ColumnRef::Name("incom".into()), "--col").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "t.csv: no column 'incom' (--col); the columns are: id, income, age"
-        );
+        assert_eq!(err.to_string(), "t.csv: no column 'incom' (--col); the columns are: id, income, age");
     }
 
     #[test]

@@ -50,9 +50,7 @@ impl FromStr for Budget {
         match parse_decimal(s) {
             Some(r) if r.is_positive() => Ok(Budget(r)),
             Some(_) => Err("the budget must be greater than 0".into()),
-            None => Err(format!(
-                "'{s}' is not a decimal number (write a budget like 1 or 2.5)"
-            )),
+            None => Err(format!("'{s}' is not a decimal number (write a budget like 1 or 2.5)")),
         }
     }
 }
@@ -72,12 +70,7 @@ pub struct LedgerSpec {
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Record {
     /// Sets the dataset's total budget (the latest one counts).
-    Budget {
-        time: String,
-        dataset: String,
-        total: String,
-        total_decimal: f64,
-    },
+    Budget { time: String, dataset: String, total: String, total_decimal: f64 },
     /// Charges one release.
     Release {
         time: String,
@@ -232,8 +225,7 @@ fn open_locked(path: &Path) -> Result<File> {
         .create(true)
         .open(path)
         .map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
-    file.lock()
-        .with_context(|| format!("locking ledger {}", path.display()))?;
+    file.lock().with_context(|| format!("locking ledger {}", path.display()))?;
     Ok(file)
 }
 
@@ -258,9 +250,7 @@ fn read_account(file: &File, path: &Path, dataset: &str) -> Result<Account> {
         let record: Record = serde_json::from_str(line.trim_end())
             .map_err(|e| corrupt(path, number, &format!("is not a valid record: {e}")))?;
         match &record {
-            Record::Budget {
-                dataset: d, total, ..
-            } => {
+            Record::Budget { dataset: d, total, .. } => {
                 let total = parse_exact(total)
                     .filter(|t| t.is_positive())
                     .ok_or_else(|| corrupt(path, number, "has a budget that is not a positive n/d"))?;
@@ -268,9 +258,7 @@ fn read_account(file: &File, path: &Path, dataset: &str) -> Result<Account> {
                     account.total = Some(total);
                 }
             }
-            Record::Release {
-                dataset: d, epsilon, ..
-            } => {
+            Record::Release { dataset: d, epsilon, .. } => {
                 let eps = parse_exact(epsilon)
                     .filter(|e| e.is_positive())
                     .ok_or_else(|| corrupt(path, number, "has an epsilon that is not a positive n/d"))?;
@@ -360,11 +348,7 @@ mod tests {
         let before = std::fs::read(&s.path).unwrap();
         let err = charge(&s, "d", &release("0.1")).unwrap_err();
         assert!(err.downcast_ref::<BudgetExhausted>().is_some());
-        assert_eq!(
-            std::fs::read(&s.path).unwrap(),
-            before,
-            "a refusal writes nothing"
-        );
+        assert_eq!(std::fs::read(&s.path).unwrap(), before, "a refusal writes nothing");
     }
 
     #[test]
@@ -399,10 +383,7 @@ mod tests {
         for (bad, needle) in [
             (format!("{good}{{\"type\":\"release\""), "line 3 is truncated"),
             (format!("{good}not json\n"), "line 3 is not a valid record"),
-            (
-                format!("{good}{{\"type\":\"gift\"}}\n"),
-                "line 3 is not a valid record",
-            ),
+            (format!("{good}{{\"type\":\"gift\"}}\n"), "line 3 is not a valid record"),
             (good.replace("\"1/10\"", "\"-1/10\""), "line 2 has an epsilon"),
             (good.replace("\"1/1\"", "\"x\""), "line 1 has a budget"),
         ] {

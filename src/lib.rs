@@ -27,10 +27,15 @@ use std::io::Write;
 use anyhow::Result;
 use rand::RngCore;
 
-use crate::column::Selection;
+use std::sync::Arc;
+
+use crate::column::NumberCell;
 use crate::input::Input;
 use crate::plan::{BinSpec, Plan, QueryPlan};
-use crate::query::mean::{MeanAggregate, MeanSpec};
+use crate::query::count::CountFold;
+use crate::query::histogram::{BinOf, HistogramFold};
+use crate::query::mean::{MeanAggregate, MeanFold, MeanSpec};
+use crate::query::sum::SumFold;
 use crate::query::{count, histogram};
 use crate::release::Release;
 
@@ -73,66 +78,42 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
 
 /// Reads the input in one pass and produces the release.
 pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Result<Release> {
-    let column_name = |c: &plan::ColumnRef| c.label();
-    let mut selection = Selection {
-        column: None,
-        filters: plan
-            .filters
-            .iter()
-            .map(|f| Ok((input.resolve(&f.column, "--where")?, f.value.as_bytes().to_vec())))
-            .collect::<Result<_>>()?,
-    };
+    let filters: Vec<(usize, Vec<u8>)> = plan
+        .filters
+        .iter()
+        .map(|f| Ok((input.resolve(&f.column, "--where")?, f.value.as_bytes().to_vec())))
+        .collect::<Result<_>>()?;
     Ok(match &plan.query {
         QueryPlan::Count => {
-            let rows = column::scan_cells(input, &selection, |_| Ok(()))?;
-            let noisy = mechanism::laplace(&count::aggregate(rows), &plan.eps, rng);
+            let mut fold = CountFold::default();
+            column::scan(input, &filters, &mut fold)?;
+            let noisy = mechanism::laplace(&count::aggregate(fold.rows), &plan.eps, rng);
             Release::count(plan, &noisy)
         }
-        QueryPlan::Sum {
-            column,
-            spec,
-            invalid,
-        } => {
-            selection.column = Some((input.resolve(column, "--col")?, column_name(column)));
-            let mut total: i128 = 0;
-            column::scan_numbers(input, &selection, *invalid, |x| total += spec.units(x))?;
-            let noisy = mechanism::laplace(&spec.aggregate(total), &plan.eps, rng);
-            Release::sum(plan, column_name(column), &noisy, &spec.bounds)
+        QueryPlan::Sum { column, spec, invalid } => {
+            let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
+            let mut fold = SumFold::new(spec.clone(), cell);
+            column::scan(input, &filters, &mut fold)?;
+            let noisy = mechanism::laplace(&fold.aggregate(), &plan.eps, rng);
+            Release::sum(plan, column.label(), &noisy, &spec.bounds)
         }
-        QueryPlan::Mean {
-            column,
-            spec,
-            invalid,
-        } => {
-            selection.column = Some((input.resolve(column, "--col")?, column_name(column)));
-            let mut total: i128 = 0;
-            let n = column::scan_numbers(input, &selection, *invalid, |x| total += spec.units(x))?;
-            mean_release(plan, column_name(column), spec, spec.aggregate(total, n), rng)?
+        QueryPlan::Mean { column, spec, invalid } => {
+            let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
+            let mut fold = MeanFold::new(spec.clone(), cell);
+            column::scan(input, &filters, &mut fold)?;
+            mean_release(plan, column.label(), spec, fold.aggregate(), rng)?
         }
-        QueryPlan::Histogram {
-            column,
-            bins,
-            invalid,
-        } => {
-            selection.column = Some((input.resolve(column, "--col")?, column_name(column)));
-            let counts = match bins {
-                BinSpec::Numeric(b) => {
-                    let mut counts = vec![0u64; b.len()];
-                    column::scan_numbers(input, &selection, *invalid, |x| counts[b.index(x)] += 1)?;
-                    counts
-                }
-                BinSpec::Categories(c) => {
-                    let mut counts = vec![0u64; c.names().len() + 1];
-                    column::scan_cells(input, &selection, |cell| {
-                        counts[c.index(cell)] += 1;
-                        Ok(())
-                    })?;
-                    counts
-                }
+        QueryPlan::Histogram { column, bins, invalid } => {
+            let index = input.resolve(column, "--col")?;
+            let bin_of = match bins {
+                BinSpec::Numeric(b) => BinOf::Numeric(NumberCell { index, invalid: *invalid }, b.clone()),
+                BinSpec::Categories(c) => BinOf::Category(index, Arc::new(c.clone())),
             };
-            let aggregate = histogram::aggregate(counts, plan.neighbours);
+            let mut fold = HistogramFold::new(bin_of);
+            column::scan(input, &filters, &mut fold)?;
+            let aggregate = histogram::aggregate(fold.counts, plan.neighbours);
             let noisy = mechanism::laplace_each(&aggregate, &plan.eps, rng);
-            Release::histogram(plan, column_name(column), bins, &noisy)
+            Release::histogram(plan, column.label(), bins, &noisy)
         }
     })
 }
@@ -156,11 +137,7 @@ fn mean_release(
             let noisy = mechanism::laplace(&sum, &eps[0], rng);
             Release::mean_replace(plan, column, &noisy, n, spec.bounds())
         }
-        MeanAggregate::AddRemove {
-            shifted_sum,
-            count,
-            midpoint,
-        } => {
+        MeanAggregate::AddRemove { shifted_sum, count, midpoint } => {
             let noisy_sum = mechanism::laplace(&shifted_sum, &eps[0], rng);
             let noisy_count = mechanism::laplace(&count, &eps[1], rng);
             Release::mean_add_remove(plan, column, &noisy_sum, &noisy_count, midpoint, spec.bounds())

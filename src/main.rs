@@ -42,11 +42,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
     }
     let rendered = e.render().to_string();
     // clap's message runs until the first blank line; its continuation lines name the flags.
-    let message: Vec<&str> = rendered
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
+    let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
     let message = message.join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
     let _ = writeln!(io::stderr(), "dpstat: {message} (see --help)");
@@ -54,9 +50,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .filter_map(|c| c.downcast_ref::<io::Error>())
-        .any(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    e.chain().filter_map(|c| c.downcast_ref::<io::Error>()).any(|io| io.kind() == io::ErrorKind::BrokenPipe)
 }
 
 fn one_line(message: &str) -> String {

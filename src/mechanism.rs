@@ -44,13 +44,7 @@ pub struct Noisy<T> {
 pub fn laplace(aggregate: &Aggregate<i128>, eps: &Epsilon, rng: &mut dyn RngCore) -> Noisy<BigInt> {
     let scale = noise_scale(aggregate.sensitivity, eps);
     let value = BigInt::from(aggregate.value) + discrete_laplace(rng, &scale);
-    Noisy {
-        value,
-        sensitivity: aggregate.sensitivity,
-        grid: aggregate.grid,
-        scale,
-        eps: eps.clone(),
-    }
+    Noisy { value, sensitivity: aggregate.sensitivity, grid: aggregate.grid, scale, eps: eps.clone() }
 }
 
 /// Releases every coordinate of a vector aggregate with independent noise of scale Δ₁/ε,
@@ -61,18 +55,8 @@ pub fn laplace_each(
     rng: &mut dyn RngCore,
 ) -> Noisy<Vec<BigInt>> {
     let scale = noise_scale(aggregate.sensitivity, eps);
-    let value = aggregate
-        .value
-        .iter()
-        .map(|&v| BigInt::from(v) + discrete_laplace(rng, &scale))
-        .collect();
-    Noisy {
-        value,
-        sensitivity: aggregate.sensitivity,
-        grid: aggregate.grid,
-        scale,
-        eps: eps.clone(),
-    }
+    let value = aggregate.value.iter().map(|&v| BigInt::from(v) + discrete_laplace(rng, &scale)).collect();
+    Noisy { value, sensitivity: aggregate.sensitivity, grid: aggregate.grid, scale, eps: eps.clone() }
 }
 
 /// Scale of the noise in grid units: Δ/ε, exactly.
@@ -131,11 +115,7 @@ mod tests {
     fn scale_is_sensitivity_over_epsilon() {
         let eps: Epsilon = "0.25".parse().unwrap();
         assert_eq!(noise_scale(3, &eps), BigRational::from_integer(BigInt::from(12)));
-        let agg = Aggregate {
-            value: 10,
-            sensitivity: 2,
-            grid: Grid::UNIT,
-        };
+        let agg = Aggregate { value: 10, sensitivity: 2, grid: Grid::UNIT };
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let noisy = laplace(&agg, &eps, &mut rng);
         assert_eq!(noisy.scale, BigRational::from_integer(BigInt::from(8)));
@@ -146,19 +126,11 @@ mod tests {
     #[test]
     fn vector_noise_is_independent_per_bin() {
         let eps: Epsilon = "0.5".parse().unwrap();
-        let agg = Aggregate {
-            value: vec![0; 2000],
-            sensitivity: 1,
-            grid: Grid::UNIT,
-        };
+        let agg = Aggregate { value: vec![0; 2000], sensitivity: 1, grid: Grid::UNIT };
         let mut rng = ChaCha20Rng::seed_from_u64(7);
         let noisy = laplace_each(&agg, &eps, &mut rng);
         // Lag-1 products of independent zero-mean draws average near 0.
-        let v: Vec<f64> = noisy
-            .value
-            .iter()
-            .map(|b| b.to_string().parse().unwrap())
-            .collect();
+        let v: Vec<f64> = noisy.value.iter().map(|b| b.to_string().parse().unwrap()).collect();
         let var = v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64;
         let lag = v.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / (v.len() - 1) as f64;
         assert!(var > 4.0, "variance {var} too small for scale 2");

@@ -42,9 +42,7 @@ impl ColumnRef {
         }
         match text.trim().parse::<usize>() {
             Ok(i) if i >= 1 => Ok(ColumnRef::Index(i - 1)),
-            _ => Err(InputError(format!(
-                "{flag} '{text}': with --no-header, columns are 1-based numbers"
-            ))),
+            _ => Err(InputError(format!("{flag} '{text}': with --no-header, columns are 1-based numbers"))),
         }
     }
 
@@ -81,21 +79,9 @@ pub enum BinSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueryPlan {
     Count,
-    Sum {
-        column: ColumnRef,
-        spec: SumSpec,
-        invalid: InvalidPolicy,
-    },
-    Mean {
-        column: ColumnRef,
-        spec: MeanSpec,
-        invalid: InvalidPolicy,
-    },
-    Histogram {
-        column: ColumnRef,
-        bins: BinSpec,
-        invalid: InvalidPolicy,
-    },
+    Sum { column: ColumnRef, spec: SumSpec, invalid: InvalidPolicy },
+    Mean { column: ColumnRef, spec: MeanSpec, invalid: InvalidPolicy },
+    Histogram { column: ColumnRef, bins: BinSpec, invalid: InvalidPolicy },
 }
 
 impl QueryPlan {
@@ -129,10 +115,9 @@ impl Plan {
             cli::Query::Count(a) => (a.common, QueryArgs::Count),
             cli::Query::Sum(a) => (a.common, QueryArgs::Sum(a.col, a.lower, a.upper, a.invalid)),
             cli::Query::Mean(a) => (a.common, QueryArgs::Mean(a.col, a.lower, a.upper, a.invalid)),
-            cli::Query::Histogram(a) => (
-                a.common,
-                QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid),
-            ),
+            cli::Query::Histogram(a) => {
+                (a.common, QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid))
+            }
             cli::Query::Budget(_) => unreachable!("`dpstat budget` is not a query; run() dispatches it"),
         };
         let has_header = !common.no_header;
@@ -165,10 +150,7 @@ impl Plan {
         };
         Ok(Plan {
             source,
-            csv: CsvOptions {
-                delimiter: common.delimiter.0,
-                has_header,
-            },
+            csv: CsvOptions { delimiter: common.delimiter.0, has_header },
             filters,
             query,
             eps: common.eps,
@@ -185,14 +167,7 @@ enum QueryArgs {
     Count,
     Sum(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Mean(String, Option<Finite>, Option<Finite>, InvalidPolicy),
-    Histogram(
-        String,
-        Option<usize>,
-        Option<Categories>,
-        Option<Finite>,
-        Option<Finite>,
-        InvalidPolicy,
-    ),
+    Histogram(String, Option<usize>, Option<Categories>, Option<Finite>, Option<Finite>, InvalidPolicy),
 }
 
 impl QueryArgs {
@@ -205,21 +180,13 @@ impl QueryArgs {
                 let bounds = require_bounds("sum", lower, upper)?;
                 check_invalid_policy(invalid, neighbours)?;
                 let spec = SumSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
-                QueryPlan::Sum {
-                    column: column(&col)?,
-                    spec,
-                    invalid,
-                }
+                QueryPlan::Sum { column: column(&col)?, spec, invalid }
             }
             QueryArgs::Mean(col, lower, upper, invalid) => {
                 let bounds = require_bounds("mean", lower, upper)?;
                 check_invalid_policy(invalid, neighbours)?;
                 let spec = MeanSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
-                QueryPlan::Mean {
-                    column: column(&col)?,
-                    spec,
-                    invalid,
-                }
+                QueryPlan::Mean { column: column(&col)?, spec, invalid }
             }
             QueryArgs::Histogram(col, bins, categories, lower, upper, invalid) => {
                 let bins = match (bins, categories) {
@@ -241,11 +208,7 @@ impl QueryArgs {
                         ));
                     }
                 };
-                QueryPlan::Histogram {
-                    column: column(&col)?,
-                    bins,
-                    invalid,
-                }
+                QueryPlan::Histogram { column: column(&col)?, bins, invalid }
             }
         })
     }
@@ -260,16 +223,14 @@ fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError>
             (args.dataset.is_some(), "--dataset"),
         ];
         return match stray.iter().find(|(given, _)| *given) {
-            Some((_, flag)) => Err(InputError(format!(
-                "{flag} needs a ledger: add --ledger PATH (or set DPSTAT_LEDGER)"
-            ))),
+            Some((_, flag)) => {
+                Err(InputError(format!("{flag} needs a ledger: add --ledger PATH (or set DPSTAT_LEDGER)")))
+            }
             None => Ok(None),
         };
     };
     if args.change_budget && args.budget.is_none() {
-        return Err(InputError(
-            "--change-budget needs the new total: add --budget TOTAL".into(),
-        ));
+        return Err(InputError("--change-budget needs the new total: add --budget TOTAL".into()));
     }
     if args.dataset.as_deref().is_some_and(|d| d.trim().is_empty()) {
         return Err(InputError("--dataset must not be empty".into()));

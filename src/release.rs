@@ -114,25 +114,15 @@ pub struct Part {
 const MECHANISM: &str = "discrete-laplace";
 
 fn grid_info(noisy: &Noisy<impl Sized>) -> GridInfo {
-    GridInfo {
-        exponent: noisy.grid.exponent(),
-        spacing: noisy.grid.to_f64(&BigInt::from(1)),
-    }
+    GridInfo { exponent: noisy.grid.exponent(), spacing: noisy.grid.to_f64(&BigInt::from(1)) }
 }
 
 fn bounds_info(bounds: &GridBounds) -> BoundsInfo {
-    BoundsInfo {
-        lower: bounds.lower_f64(),
-        upper: bounds.upper_f64(),
-    }
+    BoundsInfo { lower: bounds.lower_f64(), upper: bounds.upper_f64() }
 }
 
 fn saturating_i128(v: &BigInt) -> i128 {
-    v.to_i128().unwrap_or(if v.sign() == num_bigint::Sign::Minus {
-        i128::MIN
-    } else {
-        i128::MAX
-    })
+    v.to_i128().unwrap_or(if v.sign() == num_bigint::Sign::Minus { i128::MIN } else { i128::MAX })
 }
 
 impl Release {
@@ -141,11 +131,7 @@ impl Release {
         Release {
             query: plan.query.name(),
             column,
-            filters: plan
-                .filters
-                .iter()
-                .map(|f| format!("{}={}", f.column.label(), f.value))
-                .collect(),
+            filters: plan.filters.iter().map(|f| format!("{}={}", f.column.label(), f.value)).collect(),
             value: None,
             value_units: None,
             bins: None,
@@ -203,10 +189,8 @@ impl Release {
         let per_row = |units: f64| {
             rational_to_f64_up(&(BigRational::from_float(units).unwrap_or_default() / &n_rational))
         };
-        let accuracy = scalar_accuracy(
-            plan.confidence,
-            per_row(noisy_sum.error_bound(plan.confidence.beta())),
-        );
+        let accuracy =
+            scalar_accuracy(plan.confidence, per_row(noisy_sum.error_bound(plan.confidence.beta())));
         let mut post = vec![format!("noisy sum divided by the public row count n = {n}")];
         post.extend(clamped.then(|| clamp_note(bounds)));
         Release {
@@ -274,12 +258,7 @@ impl Release {
                 .enumerate()
                 .map(|(i, count)| {
                     let (lower, upper) = b.edges(i);
-                    BinCount {
-                        bin: b.label(i),
-                        lower: Some(lower),
-                        upper: Some(upper),
-                        count,
-                    }
+                    BinCount { bin: b.label(i), lower: Some(lower), upper: Some(upper), count }
                 })
                 .collect(),
             BinSpec::Categories(c) => c
@@ -288,12 +267,7 @@ impl Release {
                 .map(String::as_str)
                 .chain([OTHER])
                 .zip(counts)
-                .map(|(name, count)| BinCount {
-                    bin: name.to_string(),
-                    lower: None,
-                    upper: None,
-                    count,
-                })
+                .map(|(name, count)| BinCount { bin: name.to_string(), lower: None, upper: None, count })
                 .collect(),
         };
         let accuracy = Accuracy {
@@ -311,11 +285,7 @@ impl Release {
 }
 
 fn scalar_accuracy(confidence: Confidence, error_bound: f64) -> Accuracy {
-    Accuracy {
-        confidence: confidence.level(),
-        error_bound,
-        scope: "value",
-    }
+    Accuracy { confidence: confidence.level(), error_bound, scope: "value" }
 }
 
 fn clamp_note(bounds: &GridBounds) -> String {

@@ -307,10 +307,8 @@ pub fn discrete_laplace_pmf(scale: f64, z: i64) -> f64 {
 /// Looks at both signs because `Ratio::new_raw` can produce a negative or
 /// zero denominator.
 fn positive_parts(r: &BigRational) -> Option<(BigUint, BigUint)> {
-    let positive = matches!(
-        (r.numer().sign(), r.denom().sign()),
-        (Sign::Plus, Sign::Plus) | (Sign::Minus, Sign::Minus)
-    );
+    let positive =
+        matches!((r.numer().sign(), r.denom().sign()), (Sign::Plus, Sign::Plus) | (Sign::Minus, Sign::Minus));
     positive.then(|| (r.numer().magnitude().clone(), r.denom().magnitude().clone()))
 }
 
@@ -335,9 +333,7 @@ mod tests {
     }
 
     fn chi2_critical(df: usize) -> f64 {
-        ChiSquared::new(df as f64)
-            .expect("df > 0")
-            .inverse_cdf(1.0 - ALPHA)
+        ChiSquared::new(df as f64).expect("df > 0").inverse_cdf(1.0 - ALPHA)
     }
 
     /// Pearson χ² test of `observed` against `probs` (which must sum to 1).
@@ -346,10 +342,7 @@ mod tests {
         assert!(observed.len() >= 2, "{name}: need at least 2 bins");
         let total: u64 = observed.iter().sum();
         let prob_sum: f64 = probs.iter().sum();
-        assert!(
-            (prob_sum - 1.0).abs() < 1e-9,
-            "{name}: probabilities sum to {prob_sum}"
-        );
+        assert!((prob_sum - 1.0).abs() < 1e-9, "{name}: probabilities sum to {prob_sum}");
         let n = total as f64;
         let mut stat = 0.0;
         for (&o, &p) in observed.iter().zip(probs) {
@@ -419,10 +412,9 @@ mod tests {
         // covers the masking itself.
         let mut r = rng(2);
         let draws = 40_000;
-        for (name, q) in [
-            ("2^64+8", (BigUint::one() << 64u32) + 8u32),
-            ("3·2^64", (BigUint::one() << 64u32) * 3u32),
-        ] {
+        for (name, q) in
+            [("2^64+8", (BigUint::one() << 64u32) + 8u32), ("3·2^64", (BigUint::one() << 64u32) * 3u32)]
+        {
             let eighth = &q / 8u32;
             let mut low = [0u64; 8];
             let mut high = [0u64; 8];
@@ -549,9 +541,7 @@ mod tests {
 
     fn laplace_samples(seed: u64, scale: &BigRational, n: usize) -> Vec<i64> {
         let mut r = rng(seed);
-        (0..n)
-            .map(|_| discrete_laplace(&mut r, scale).to_i64().expect("fits in i64"))
-            .collect()
+        (0..n).map(|_| discrete_laplace(&mut r, scale).to_i64().expect("fits in i64")).collect()
     }
 
     /// Parameter p = exp(−1/s) of the discrete Laplace with scale s.
@@ -629,9 +619,7 @@ mod tests {
 
         let var_true = 2.0 * p / (1.0 - p).powi(2);
         // Fourth moment from the pmf (terms beyond |z| = 400 are < 1e-50).
-        let m4_true: f64 = (-400i64..=400)
-            .map(|z| (z as f64).powi(4) * discrete_laplace_pmf(s, z))
-            .sum();
+        let m4_true: f64 = (-400i64..=400).map(|z| (z as f64).powi(4) * discrete_laplace_pmf(s, z)).sum();
 
         let mean = samples.iter().map(|&z| z as f64).sum::<f64>() / nf;
         let z_mean = mean / (var_true / nf).sqrt();
@@ -642,10 +630,7 @@ mod tests {
         let second = samples.iter().map(|&z| (z as f64).powi(2)).sum::<f64>() / nf;
         let se = ((m4_true - var_true * var_true) / nf).sqrt();
         let z_var = (second - var_true) / se;
-        assert!(
-            z_var.abs() < Z_MAX,
-            "variance {second} vs {var_true}: z = {z_var:.2}"
-        );
+        assert!(z_var.abs() < Z_MAX, "variance {second} vs {var_true}: z = {z_var:.2}");
     }
 
     #[test]
@@ -664,12 +649,7 @@ mod tests {
         let n = 20_000;
         let mut r = rng(500);
         let mut magnitudes: Vec<u64> = (0..n)
-            .map(|_| {
-                discrete_laplace(&mut r, &scale)
-                    .magnitude()
-                    .to_u64()
-                    .expect("fits in u64")
-            })
+            .map(|_| discrete_laplace(&mut r, &scale).magnitude().to_u64().expect("fits in u64"))
             .collect();
         magnitudes.sort_unstable();
         let empirical = magnitudes[(0.95 * n as f64) as usize] as f64;
@@ -681,11 +661,7 @@ mod tests {
 
         let covered = magnitudes.iter().filter(|&&m| m as f64 <= bound).count() as f64 / n as f64;
         let se = (beta * (1.0 - beta) / n as f64).sqrt();
-        assert!(
-            covered >= 1.0 - beta - 4.0 * se,
-            "coverage {covered} below {}",
-            1.0 - beta
-        );
+        assert!(covered >= 1.0 - beta - 4.0 * se, "coverage {covered} below {}", 1.0 - beta);
     }
 
     #[test]
@@ -746,20 +722,11 @@ mod tests {
             ratio(1_000_000_000_000, 1),
         ];
         for scale in &scales {
-            let bounds: Vec<u128> = betas
-                .iter()
-                .map(|&b| discrete_laplace_error_bound(scale, b))
-                .collect();
-            assert!(
-                bounds.windows(2).all(|w| w[0] <= w[1]),
-                "not monotone in beta at {scale}: {bounds:?}"
-            );
+            let bounds: Vec<u128> = betas.iter().map(|&b| discrete_laplace_error_bound(scale, b)).collect();
+            assert!(bounds.windows(2).all(|w| w[0] <= w[1]), "not monotone in beta at {scale}: {bounds:?}");
         }
         for &beta in &betas {
-            let bounds: Vec<u128> = scales
-                .iter()
-                .map(|s| discrete_laplace_error_bound(s, beta))
-                .collect();
+            let bounds: Vec<u128> = scales.iter().map(|s| discrete_laplace_error_bound(s, beta)).collect();
             assert!(
                 bounds.windows(2).all(|w| w[0] <= w[1]),
                 "not monotone in scale at beta {beta}: {bounds:?}"

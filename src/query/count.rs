@@ -5,18 +5,37 @@
 //! count with discrete Laplace noise of scale 1/ε (the geometric mechanism, Ghosh, Roughgarden,
 //! Sundararajan 2012) is ε-DP.
 
+use csv::ByteRecord;
+
 use super::Aggregate;
 use crate::clamp::Grid;
+use crate::column::{BadCell, Fold};
 
 /// Δ of a count under either privacy unit.
 pub const SENSITIVITY: i128 = 1;
 
 /// The count of `rows` matching rows as an aggregate with Δ = 1 on the integers.
 pub fn aggregate(rows: u64) -> Aggregate<i128> {
-    Aggregate {
-        value: rows as i128,
-        sensitivity: SENSITIVITY,
-        grid: Grid::UNIT,
+    Aggregate { value: rows as i128, sensitivity: SENSITIVITY, grid: Grid::UNIT }
+}
+
+/// Counts the rows that passed the filters.
+#[derive(Clone, Debug, Default)]
+pub struct CountFold {
+    pub rows: u64,
+}
+
+impl Fold for CountFold {
+    #[inline]
+    fn row(&mut self, _: &ByteRecord) -> Result<(), BadCell> {
+        self.rows += 1;
+        Ok(())
+    }
+    fn merge(&mut self, other: Self) {
+        self.rows += other.rows;
+    }
+    fn widest_column(&self) -> Option<usize> {
+        None
     }
 }
 

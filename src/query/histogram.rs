@@ -10,9 +10,14 @@
 //! Ghosh, Roughgarden, Sundararajan 2012). Bins and categories come from flags only: bins read
 //! off the data would leak which values occur.
 
+use std::sync::Arc;
+
+use csv::ByteRecord;
+
 use super::Aggregate;
-use crate::clamp::Grid;
+use crate::clamp::{Bins, Categories, Grid};
 use crate::cli::Neighbours;
+use crate::column::{text_cell, BadCell, Fold, NumberCell};
 
 /// L1 sensitivity of a histogram for a privacy unit.
 pub fn sensitivity(neighbours: Neighbours) -> i128 {
@@ -28,6 +33,56 @@ pub fn aggregate(counts: Vec<u64>, neighbours: Neighbours) -> Aggregate<Vec<i128
         value: counts.into_iter().map(i128::from).collect(),
         sensitivity: sensitivity(neighbours),
         grid: Grid::UNIT,
+    }
+}
+
+/// How a row finds its bin.
+#[derive(Clone, Debug)]
+pub enum BinOf {
+    Numeric(NumberCell, Bins),
+    Category(usize, Arc<Categories>),
+}
+
+/// Per-bin counts of one column.
+#[derive(Clone, Debug)]
+pub struct HistogramFold {
+    pub bin_of: BinOf,
+    pub counts: Vec<u64>,
+}
+
+impl HistogramFold {
+    pub fn new(bin_of: BinOf) -> HistogramFold {
+        let bins = match &bin_of {
+            BinOf::Numeric(_, bins) => bins.len(),
+            BinOf::Category(_, categories) => categories.names().len() + 1,
+        };
+        HistogramFold { bin_of, counts: vec![0; bins] }
+    }
+}
+
+impl Fold for HistogramFold {
+    #[inline]
+    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+        let bin = match &self.bin_of {
+            BinOf::Numeric(cell, bins) => match cell.read(record)? {
+                Some(x) => bins.index(x),
+                None => return Ok(()),
+            },
+            BinOf::Category(index, categories) => categories.index(text_cell(record, *index)),
+        };
+        self.counts[bin] += 1;
+        Ok(())
+    }
+    fn merge(&mut self, other: Self) {
+        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
+            *mine += theirs;
+        }
+    }
+    fn widest_column(&self) -> Option<usize> {
+        Some(match &self.bin_of {
+            BinOf::Numeric(cell, _) => cell.index,
+            BinOf::Category(index, _) => *index,
+        })
     }
 }
 
@@ -47,7 +102,7 @@ pub fn count_into<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clamp::{Bins, Bounds, Categories, Finite};
+    use crate::clamp::{Bounds, Finite};
     use crate::query::sum::tests::awkward_value;
     use proptest::prelude::*;
 

@@ -13,6 +13,7 @@
 //! Bounds are snapped outwards to the grid, the add-remove lower bound one more unit if needed
 //! so that the midpoint is itself on the grid.
 
+use csv::ByteRecord;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive};
@@ -21,6 +22,7 @@ use super::sum::SumSpec;
 use super::{count, Aggregate};
 use crate::clamp::{Bounds, Grid, GridBounds};
 use crate::cli::Neighbours;
+use crate::column::{BadCell, Fold, NumberCell};
 use crate::epsilon::Epsilon;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -34,15 +36,8 @@ pub enum MeanSpec {
 /// The exact parts of a mean, each with its sensitivity.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MeanAggregate {
-    Replace {
-        sum: Aggregate<i128>,
-        n: u64,
-    },
-    AddRemove {
-        shifted_sum: Aggregate<i128>,
-        count: Aggregate<i128>,
-        midpoint: i128,
-    },
+    Replace { sum: Aggregate<i128>, n: u64 },
+    AddRemove { shifted_sum: Aggregate<i128>, count: Aggregate<i128>, midpoint: i128 },
 }
 
 impl MeanSpec {
@@ -86,10 +81,7 @@ impl MeanSpec {
     /// The parts from the accumulated `total` of [`MeanSpec::units`] over `n` rows.
     pub fn aggregate(&self, total: i128, n: u64) -> MeanAggregate {
         match self {
-            MeanSpec::Replace(sum) => MeanAggregate::Replace {
-                sum: sum.aggregate(total),
-                n,
-            },
+            MeanSpec::Replace(sum) => MeanAggregate::Replace { sum: sum.aggregate(total), n },
             MeanSpec::AddRemove { bounds, midpoint } => MeanAggregate::AddRemove {
                 shifted_sum: Aggregate {
                     value: total,
@@ -103,7 +95,7 @@ impl MeanSpec {
         }
     }
 
-    /// Aggregates a sequence of values (the scan in `lib.rs` does the same row by row).
+    /// Aggregates a sequence of values, as [`MeanFold`] does row by row.
     pub fn mean(&self, values: impl IntoIterator<Item = f64>) -> MeanAggregate {
         let (mut total, mut n) = (0i128, 0u64);
         for x in values {
@@ -111,6 +103,42 @@ impl MeanSpec {
             n += 1;
         }
         self.aggregate(total, n)
+    }
+}
+
+/// The running exact (shifted) sum and the row count of one column.
+#[derive(Clone, Debug)]
+pub struct MeanFold {
+    pub spec: MeanSpec,
+    pub cell: NumberCell,
+    pub total: i128,
+    pub rows: u64,
+}
+
+impl MeanFold {
+    pub fn new(spec: MeanSpec, cell: NumberCell) -> MeanFold {
+        MeanFold { spec, cell, total: 0, rows: 0 }
+    }
+    pub fn aggregate(&self) -> MeanAggregate {
+        self.spec.aggregate(self.total, self.rows)
+    }
+}
+
+impl Fold for MeanFold {
+    #[inline]
+    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+        if let Some(x) = self.cell.read(record)? {
+            self.total += self.spec.units(x);
+            self.rows += 1;
+        }
+        Ok(())
+    }
+    fn merge(&mut self, other: Self) {
+        self.total += other.total;
+        self.rows += other.rows;
+    }
+    fn widest_column(&self) -> Option<usize> {
+        Some(self.cell.index)
     }
 }
 
@@ -153,13 +181,8 @@ mod tests {
     fn parts(a: &MeanAggregate) -> Vec<(i128, i128)> {
         match a {
             MeanAggregate::Replace { sum, .. } => vec![(sum.value, sum.sensitivity)],
-            MeanAggregate::AddRemove {
-                shifted_sum, count, ..
-            } => {
-                vec![
-                    (shifted_sum.value, shifted_sum.sensitivity),
-                    (count.value, count.sensitivity),
-                ]
+            MeanAggregate::AddRemove { shifted_sum, count, .. } => {
+                vec![(shifted_sum.value, shifted_sum.sensitivity), (count.value, count.sensitivity)]
             }
         }
     }
@@ -201,12 +224,7 @@ mod tests {
         let b = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(10.0).unwrap()).unwrap();
         let eps: Epsilon = "1".parse().unwrap();
         let spec = MeanSpec::new(b, Neighbours::AddRemove, &eps).unwrap();
-        let MeanAggregate::AddRemove {
-            shifted_sum,
-            count,
-            midpoint,
-        } = spec.mean([0.0, 10.0, 5.0])
-        else {
+        let MeanAggregate::AddRemove { shifted_sum, count, midpoint } = spec.mean([0.0, 10.0, 5.0]) else {
             panic!("add-remove gives two parts")
         };
         assert_eq!(shifted_sum.value, 0);
@@ -217,24 +235,15 @@ mod tests {
         assert_eq!(shifted_sum.sensitivity, 5i128 << 37);
         assert_eq!(midpoint, 5i128 << 37);
         let halves = spec.epsilon_parts(&eps);
-        assert_eq!(
-            halves[0].as_rational() + halves[1].as_rational(),
-            *eps.as_rational()
-        );
+        assert_eq!(halves[0].as_rational() + halves[1].as_rational(), *eps.as_rational());
     }
 
     #[test]
     fn post_processing_clamps_and_never_divides_by_zero() {
         let b = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(8.0).unwrap()).unwrap();
         let gb = GridBounds::snap(&b, Grid::UNIT, true).unwrap();
-        assert_eq!(
-            add_remove_release(&BigInt::from(2), &BigInt::from(-5), 4, &gb),
-            (6.0, false)
-        );
-        assert_eq!(
-            add_remove_release(&BigInt::from(100), &BigInt::from(2), 4, &gb),
-            (8.0, true)
-        );
+        assert_eq!(add_remove_release(&BigInt::from(2), &BigInt::from(-5), 4, &gb), (6.0, false));
+        assert_eq!(add_remove_release(&BigInt::from(100), &BigInt::from(2), 4, &gb), (8.0, true));
         assert_eq!(replace_release(&BigInt::from(12), 4, &gb), (3.0, false));
         assert_eq!(replace_release(&BigInt::from(-12), 4, &gb), (0.0, true));
     }

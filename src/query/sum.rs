@@ -10,9 +10,12 @@
 //! 2022). Discrete Laplace noise of scale Δ/ε in grid units then gives ε-DP (Dwork, McSherry,
 //! Nissim, Smith 2006; the exact sampler of Canonne, Kamath, Steinke 2020).
 
+use csv::ByteRecord;
+
 use super::Aggregate;
 use crate::clamp::{Bounds, Grid, GridBounds};
 use crate::cli::Neighbours;
+use crate::column::{BadCell, Fold, NumberCell};
 use crate::epsilon::Epsilon;
 
 /// A validated sum: bounds on the grid chosen for this Δ and ε.
@@ -51,16 +54,45 @@ impl SumSpec {
 
     /// The exact sum of `total` grid units with its sensitivity.
     pub fn aggregate(&self, total: i128) -> Aggregate<i128> {
-        Aggregate {
-            value: total,
-            sensitivity: self.sensitivity(),
-            grid: self.bounds.grid,
-        }
+        Aggregate { value: total, sensitivity: self.sensitivity(), grid: self.bounds.grid }
     }
 
-    /// Sums a sequence of values (the scan in `lib.rs` does the same row by row).
+    /// Sums a sequence of values, as [`SumFold`] does row by row.
     pub fn sum(&self, values: impl IntoIterator<Item = f64>) -> Aggregate<i128> {
         self.aggregate(values.into_iter().map(|x| self.units(x)).sum())
+    }
+}
+
+/// The running exact sum of one column. i128 cannot overflow: each row adds at most 2^62 units.
+#[derive(Clone, Debug)]
+pub struct SumFold {
+    pub spec: SumSpec,
+    pub cell: NumberCell,
+    pub total: i128,
+}
+
+impl SumFold {
+    pub fn new(spec: SumSpec, cell: NumberCell) -> SumFold {
+        SumFold { spec, cell, total: 0 }
+    }
+    pub fn aggregate(&self) -> Aggregate<i128> {
+        self.spec.aggregate(self.total)
+    }
+}
+
+impl Fold for SumFold {
+    #[inline]
+    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+        if let Some(x) = self.cell.read(record)? {
+            self.total += self.spec.units(x);
+        }
+        Ok(())
+    }
+    fn merge(&mut self, other: Self) {
+        self.total += other.total;
+    }
+    fn widest_column(&self) -> Option<usize> {
+        Some(self.cell.index)
     }
 }
 
@@ -89,13 +121,7 @@ pub(crate) mod tests {
     }
 
     pub fn bounds_and_eps() -> impl Strategy<Value = (Bounds, Epsilon)> {
-        let bound = prop_oneof![
-            -1e6f64..1e6,
-            Just(0.0),
-            Just(-1e300),
-            Just(1e300),
-            Just(9007199254740993.0)
-        ];
+        let bound = prop_oneof![-1e6f64..1e6, Just(0.0), Just(-1e300), Just(1e300), Just(9007199254740993.0)];
         let eps = prop_oneof![Just("0.1"), Just("1"), Just("0.001"), Just("3.7"), Just("1e-9")];
         (bound.clone(), bound, eps).prop_filter_map("L < U", |(a, b, e)| {
             let (l, u) = if a < b { (a, b) } else { (b, a) };
