@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::clamp::{Categories, Finite};
 use crate::epsilon::Epsilon;
 use crate::ledger::Budget;
+use crate::query::quantile::Level;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,6 +52,16 @@ pub enum Query {
         dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv"
     )]
     Histogram(HistogramArgs),
+    /// Noisy quantiles by the exponential mechanism (permute-and-flip) over public candidates.
+    /// Score sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
+    #[command(
+        after_help = "Examples:\n  dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 people.csv\n  \
+        dpstat quantile --col income --q 0.9 --eps 1 people.csv   (no bounds: public log-scale candidates)"
+    )]
+    Quantile(QuantileArgs),
+    /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
+    #[command(after_help = "Example:\n  dpstat median --col age --lower 0 --upper 120 --eps 0.5 people.csv")]
+    Median(MedianArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
         dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
@@ -195,6 +206,43 @@ pub struct HistogramArgs {
     pub invalid: InvalidPolicy,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// Flags of quantile and median.
+#[derive(Args, Debug)]
+pub struct RankArgs {
+    /// Column by header name (with --no-header, a 1-based index).
+    #[arg(long, value_name = "NAME")]
+    pub col: String,
+    /// Lowest candidate L (public); without --lower/--upper a public log-scale grid is used.
+    #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
+    pub lower: Option<Finite>,
+    /// Highest candidate U (public).
+    #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
+    pub upper: Option<Finite>,
+    /// Number of evenly spaced candidates over [L, U] (default 2001).
+    #[arg(long, value_name = "K", requires = "lower")]
+    pub resolution: Option<usize>,
+    /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
+    #[arg(long, value_name = "POLICY", default_value = "error")]
+    pub invalid: InvalidPolicy,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct QuantileArgs {
+    /// Quantile level(s) in (0, 1), exact decimals; several (repeat or comma-separate) split ε evenly.
+    #[arg(long = "q", value_name = "Q", required = true, value_delimiter = ',')]
+    pub levels: Vec<Level>,
+    #[command(flatten)]
+    pub rank: RankArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct MedianArgs {
+    #[command(flatten)]
+    pub rank: RankArgs,
 }
 
 /// `--where COL=VALUE`.

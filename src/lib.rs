@@ -35,6 +35,7 @@ use crate::plan::{BinSpec, Plan, QueryPlan};
 use crate::query::count::CountFold;
 use crate::query::histogram::{BinOf, HistogramFold};
 use crate::query::mean::{MeanAggregate, MeanFold, MeanSpec};
+use crate::query::quantile::QuantileFold;
 use crate::query::sum::SumFold;
 use crate::query::{count, histogram};
 use crate::release::Release;
@@ -114,6 +115,22 @@ pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) ->
             let aggregate = histogram::aggregate(fold.counts, plan.neighbours);
             let noisy = mechanism::laplace_each(&aggregate, &plan.eps, rng);
             Release::histogram(plan, column.label(), bins, &noisy)
+        }
+        QueryPlan::Quantile { column, spec, invalid, .. } => {
+            let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
+            let mut fold = QuantileFold::new(Arc::clone(&spec.candidates), cell);
+            column::scan(input, &filters, &mut fold)?;
+            let eps = spec.epsilon_per_level(&plan.eps);
+            let chosen: Vec<f64> = spec
+                .levels
+                .iter()
+                .map(|level| {
+                    let scores = fold.scores(level);
+                    let delta = level.score_sensitivity(plan.neighbours);
+                    spec.candidates.get(mechanism::permute_and_flip(&scores, delta, &eps, rng))
+                })
+                .collect();
+            Release::quantiles(plan, column.label(), spec, &eps, &chosen)
         }
     })
 }

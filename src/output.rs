@@ -25,6 +25,14 @@ fn render_text(release: &Release, out: &mut Vec<u8>) -> Result<()> {
         out.extend_from_slice(format_number(value).as_bytes());
         out.push(b'\n');
     }
+    if let (None, Some(quantiles)) = (release.value, &release.quantiles) {
+        let mut writer = csv::Writer::from_writer(&mut *out);
+        writer.write_record(["q", "value"])?;
+        for q in quantiles {
+            writer.write_record([format_number(Number::Real(q.q)), format_number(Number::Real(q.value))])?;
+        }
+        writer.flush()?;
+    }
     if let Some(bins) = &release.bins {
         let mut writer = csv::Writer::from_writer(out);
         writer.write_record(["bin", "count"])?;

@@ -2,12 +2,14 @@
 //! checked here, before a single data row is read, so later stages never recheck.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
 use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
+use crate::query::quantile::{Candidates, Level, QuantileSpec, DEFAULT_RESOLUTION, MAX_RESOLUTION};
 use crate::query::{mean::MeanSpec, sum::SumSpec};
 
 /// Where the CSV comes from.
@@ -82,6 +84,7 @@ pub enum QueryPlan {
     Sum { column: ColumnRef, spec: SumSpec, invalid: InvalidPolicy },
     Mean { column: ColumnRef, spec: MeanSpec, invalid: InvalidPolicy },
     Histogram { column: ColumnRef, bins: BinSpec, invalid: InvalidPolicy },
+    Quantile { column: ColumnRef, spec: QuantileSpec, invalid: InvalidPolicy, median: bool },
 }
 
 impl QueryPlan {
@@ -91,6 +94,8 @@ impl QueryPlan {
             QueryPlan::Sum { .. } => "sum",
             QueryPlan::Mean { .. } => "mean",
             QueryPlan::Histogram { .. } => "histogram",
+            QueryPlan::Quantile { median: false, .. } => "quantile",
+            QueryPlan::Quantile { median: true, .. } => "median",
         }
     }
 }
@@ -118,6 +123,30 @@ impl Plan {
             cli::Query::Histogram(a) => {
                 (a.common, QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid))
             }
+            cli::Query::Quantile(a) => (
+                a.rank.common,
+                QueryArgs::Quantile(
+                    a.rank.col,
+                    a.levels,
+                    a.rank.lower,
+                    a.rank.upper,
+                    a.rank.resolution,
+                    a.rank.invalid,
+                    false,
+                ),
+            ),
+            cli::Query::Median(a) => (
+                a.rank.common,
+                QueryArgs::Quantile(
+                    a.rank.col,
+                    vec![Level::MEDIAN],
+                    a.rank.lower,
+                    a.rank.upper,
+                    a.rank.resolution,
+                    a.rank.invalid,
+                    true,
+                ),
+            ),
             cli::Query::Budget(_) => unreachable!("`dpstat budget` is not a query; run() dispatches it"),
         };
         let has_header = !common.no_header;
@@ -168,6 +197,7 @@ enum QueryArgs {
     Sum(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Mean(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Histogram(String, Option<usize>, Option<Categories>, Option<Finite>, Option<Finite>, InvalidPolicy),
+    Quantile(String, Vec<Level>, Option<Finite>, Option<Finite>, Option<usize>, InvalidPolicy, bool),
 }
 
 impl QueryArgs {
@@ -209,6 +239,29 @@ impl QueryArgs {
                     }
                 };
                 QueryPlan::Histogram { column: column(&col)?, bins, invalid }
+            }
+            QueryArgs::Quantile(col, levels, lower, upper, resolution, invalid, median) => {
+                check_invalid_policy(invalid, neighbours)?;
+                let candidates = match (lower, upper, resolution) {
+                    (_, _, Some(k)) if !(2..=MAX_RESOLUTION).contains(&k) => {
+                        return Err(InputError(format!(
+                            "--resolution must be between 2 and {MAX_RESOLUTION} candidates"
+                        )));
+                    }
+                    (Some(l), Some(u), k) => Candidates::linear(
+                        Bounds::new(l, u).map_err(InputError)?,
+                        k.unwrap_or(DEFAULT_RESOLUTION),
+                    ),
+                    _ => Candidates::log_scale(),
+                };
+                let mut unique = levels.clone();
+                unique.sort_by_key(|l| (l.numer * 1_000_000_000_000 / l.denom, l.denom));
+                unique.dedup();
+                if unique.len() != levels.len() {
+                    return Err(InputError("--q lists the same level twice".into()));
+                }
+                let spec = QuantileSpec { candidates: Arc::new(candidates), levels, neighbours };
+                QueryPlan::Quantile { column: column(&col)?, spec, invalid, median }
             }
         })
     }

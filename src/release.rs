@@ -12,10 +12,12 @@ use crate::accuracy;
 use crate::clamp::{GridBounds, OTHER};
 use crate::cli::Confidence;
 use crate::epsilon::rational_to_f64_up;
+use crate::epsilon::Epsilon;
 use crate::ledger::BudgetSummary;
 use crate::mechanism::Noisy;
 use crate::plan::{BinSpec, Plan};
 use crate::query::mean;
+use crate::query::quantile::{self, QuantileSpec};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Release {
@@ -31,6 +33,10 @@ pub struct Release {
     pub value_units: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bins: Option<Vec<BinCount>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<Vec<QuantileValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<CandidateInfo>,
     /// ε charged by this release, rounded up to the next f64.
     pub epsilon: f64,
     /// ε charged, exactly, as numerator/denominator.
@@ -98,6 +104,31 @@ pub struct Accuracy {
     pub scope: &'static str,
 }
 
+/// One released quantile.
+#[derive(Clone, Debug, Serialize)]
+pub struct QuantileValue {
+    pub q: f64,
+    pub q_exact: String,
+    pub value: f64,
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    /// Δu: the most one neighbouring change moves any candidate's score.
+    pub score_sensitivity: u128,
+    /// With probability >= confidence the released candidate's rank is within this many rows
+    /// of the best candidate's.
+    pub rank_error_bound: f64,
+}
+
+/// The public candidate grid of a quantile release.
+#[derive(Clone, Debug, Serialize)]
+pub struct CandidateInfo {
+    pub count: usize,
+    pub lower: f64,
+    pub upper: f64,
+    /// "linear" (even grid over [L, U]) or "log" (the fixed public log-scale grid).
+    pub grid: &'static str,
+}
+
 /// One noisy part of a multi-part release.
 #[derive(Clone, Debug, Serialize)]
 pub struct Part {
@@ -135,6 +166,8 @@ impl Release {
             value: None,
             value_units: None,
             bins: None,
+            quantiles: None,
+            candidates: None,
             epsilon: plan.eps.to_f64_up(),
             epsilon_exact: plan.eps.exact_string(),
             neighbours: plan.neighbours.name(),
@@ -247,6 +280,51 @@ impl Release {
             parts: vec![part("shifted_sum", shifted), part("count", count)],
             post_processing: post,
             ..Release::base(plan, Some(column), scalar_accuracy(plan.confidence, error_bound))
+        }
+    }
+
+    /// Quantiles chosen by permute-and-flip, each with its share of ε.
+    pub fn quantiles(
+        plan: &Plan,
+        column: String,
+        spec: &QuantileSpec,
+        eps: &Epsilon,
+        chosen: &[f64],
+    ) -> Release {
+        let beta = plan.confidence.beta();
+        let k = spec.candidates.len();
+        let quantiles: Vec<QuantileValue> = spec
+            .levels
+            .iter()
+            .zip(chosen)
+            .map(|(level, &value)| QuantileValue {
+                q: level.to_f64(),
+                q_exact: format!("{}/{}", level.numer, level.denom),
+                value,
+                epsilon: eps.to_f64_up(),
+                epsilon_exact: eps.exact_string(),
+                score_sensitivity: level.score_sensitivity(plan.neighbours),
+                rank_error_bound: quantile::rank_error_bound(level, plan.neighbours, eps, k, beta),
+            })
+            .collect();
+        let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
+        let accuracy = Accuracy {
+            confidence: plan.confidence.level(),
+            error_bound: worst,
+            scope: "rank (rows), per quantile",
+        };
+        let candidates = &spec.candidates;
+        Release {
+            value: (chosen.len() == 1).then(|| Number::Real(chosen[0])),
+            quantiles: Some(quantiles),
+            candidates: Some(CandidateInfo {
+                count: k,
+                lower: candidates.first(),
+                upper: candidates.last(),
+                grid: candidates.kind,
+            }),
+            mechanism: "permute-and-flip",
+            ..Release::base(plan, Some(column), accuracy)
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod count;
 pub mod histogram;
 pub mod mean;
+pub mod quantile;
 pub mod sum;
 
 use crate::clamp::Grid;
