@@ -159,6 +159,20 @@ pub struct BudgetArgs {
     pub file: Option<PathBuf>,
 }
 
+impl Query {
+    /// The flags every query shares (None for `budget`).
+    pub fn common(&self) -> Option<&Common> {
+        match self {
+            Query::Count(a) => Some(&a.common),
+            Query::Sum(a) | Query::Mean(a) => Some(&a.common),
+            Query::Histogram(a) => Some(&a.common),
+            Query::Quantile(a) => Some(&a.rank.common),
+            Query::Median(a) => Some(&a.rank.common),
+            Query::Budget(_) => None,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct CountArgs {
     #[command(flatten)]
@@ -171,12 +185,15 @@ pub struct NumericArgs {
     /// Column by header name (with --no-header, a 1-based index).
     #[arg(long, value_name = "NAME")]
     pub col: String,
-    /// Lower clamping bound L (public; never taken from the data).
+    /// Lower clamping bound L (public). Without --lower/--upper, part of ε finds bounds privately.
     #[arg(long, value_name = "L", allow_hyphen_values = true)]
     pub lower: Option<Finite>,
-    /// Upper clamping bound U (public; never taken from the data).
+    /// Upper clamping bound U (public).
     #[arg(long, value_name = "U", allow_hyphen_values = true)]
     pub upper: Option<Finite>,
+    /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
+    #[arg(long, value_name = "E")]
+    pub bounds_eps: Option<Epsilon>,
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,
@@ -201,6 +218,9 @@ pub struct HistogramArgs {
     /// Upper edge of the last bin (numeric histogram).
     #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
     pub upper: Option<Finite>,
+    /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
+    #[arg(long, value_name = "E", conflicts_with = "categories")]
+    pub bounds_eps: Option<Epsilon>,
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,

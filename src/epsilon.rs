@@ -40,6 +40,13 @@ impl Epsilon {
         Epsilon::from_positive(&self.0 / BigInt::from(parts.max(1)))
     }
 
+    /// ε − other, if that is still a valid (positive, >= 1e-9) budget.
+    pub fn minus(&self, other: &Epsilon) -> Option<Epsilon> {
+        let rest = &self.0 - &other.0;
+        let min = BigRational::new(BigInt::one(), BigInt::from(10u32).pow(MIN_EPSILON_DECIMALS));
+        (rest >= min).then_some(Epsilon(rest))
+    }
+
     pub fn is_large(&self) -> bool {
         self.0 > BigRational::from_integer(BigInt::from(LARGE_EPSILON))
     }

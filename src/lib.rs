@@ -29,16 +29,18 @@ use rand::RngCore;
 
 use std::sync::Arc;
 
+use crate::clamp::Bins;
 use crate::column::NumberCell;
 use crate::input::Input;
-use crate::plan::{BinSpec, Plan, QueryPlan};
+use crate::plan::{BinSpec, Clamp, Plan, QueryPlan};
+use crate::query::bounds::{self, LogFold, PrivateBounds};
 use crate::query::count::CountFold;
 use crate::query::histogram::{BinOf, HistogramFold};
 use crate::query::mean::{MeanAggregate, MeanFold, MeanSpec};
 use crate::query::quantile::QuantileFold;
-use crate::query::sum::SumFold;
+use crate::query::sum::{SumFold, SumSpec};
 use crate::query::{count, histogram};
-use crate::release::Release;
+use crate::release::{BinLabels, Release};
 
 /// Validates the command line, reads the data once, releases, charges the ledger if there is
 /// one, and only then writes the release to `out`.
@@ -74,6 +76,10 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
     let bytes = output::render(&release, plan.format)?;
     out.write_all(&bytes)?;
     out.flush()?;
+    // Notes may carry released values (privately chosen bounds): only after the charge.
+    for note in &release.notes {
+        note_line(note);
+    }
     Ok(())
 }
 
@@ -93,28 +99,67 @@ pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) ->
         }
         QueryPlan::Sum { column, spec, invalid } => {
             let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
-            let mut fold = SumFold::new(spec.clone(), cell);
-            column::scan(input, &filters, &mut fold)?;
-            let noisy = mechanism::laplace(&fold.aggregate(), &plan.eps, rng);
-            Release::sum(plan, column.label(), &noisy, &spec.bounds)
+            match spec {
+                Clamp::Given(spec) => {
+                    let mut fold = SumFold::new(spec.clone(), cell);
+                    column::scan(input, &filters, &mut fold)?;
+                    let noisy = mechanism::laplace(&fold.aggregate(), &plan.eps, rng);
+                    Release::sum(plan, column.label(), &noisy, &spec.bounds)
+                }
+                Clamp::Private { bounds_eps, rest } => {
+                    let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+                    let spec = SumSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
+                    let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
+                    let noisy = mechanism::laplace(&spec.aggregate(total), rest, rng);
+                    Release::sum(plan, column.label(), &noisy, &spec.bounds).with_private_bounds(&found)
+                }
+            }
         }
         QueryPlan::Mean { column, spec, invalid } => {
             let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
-            let mut fold = MeanFold::new(spec.clone(), cell);
-            column::scan(input, &filters, &mut fold)?;
-            mean_release(plan, column.label(), spec, fold.aggregate(), rng)?
+            match spec {
+                Clamp::Given(spec) => {
+                    let mut fold = MeanFold::new(spec.clone(), cell);
+                    column::scan(input, &filters, &mut fold)?;
+                    mean_release(plan, column.label(), spec, &plan.eps, fold.aggregate(), rng)?
+                }
+                Clamp::Private { bounds_eps, rest } => {
+                    let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+                    let spec =
+                        MeanSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
+                    let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
+                    let aggregate = spec.aggregate(spec.shift(sum, fold.rows()), fold.rows());
+                    mean_release(plan, column.label(), &spec, rest, aggregate, rng)?
+                        .with_private_bounds(&found)
+                }
+            }
         }
         QueryPlan::Histogram { column, bins, invalid } => {
             let index = input.resolve(column, "--col")?;
-            let bin_of = match bins {
-                BinSpec::Numeric(b) => BinOf::Numeric(NumberCell { index, invalid: *invalid }, b.clone()),
-                BinSpec::Categories(c) => BinOf::Category(index, Arc::new(c.clone())),
+            let cell = NumberCell { index, invalid: *invalid };
+            let (bin_of, eps, found) = match bins {
+                BinSpec::Numeric(b) => (BinOf::Numeric(cell, b.clone()), &plan.eps, None),
+                BinSpec::Categories(c) => (BinOf::Category(index, Arc::new(c.clone())), &plan.eps, None),
+                BinSpec::NumericPrivate { bins, bounds_eps, rest } => {
+                    let (_, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+                    // The bins need the bounds before the first row: read the file again.
+                    *input = Input::open(&plan.source, &plan.csv, false)?;
+                    (BinOf::Numeric(cell, Bins::new(found.bounds, *bins)), rest, Some(found))
+                }
             };
             let mut fold = HistogramFold::new(bin_of);
             column::scan(input, &filters, &mut fold)?;
             let aggregate = histogram::aggregate(fold.counts, plan.neighbours);
-            let noisy = mechanism::laplace_each(&aggregate, &plan.eps, rng);
-            Release::histogram(plan, column.label(), bins, &noisy)
+            let noisy = mechanism::laplace_each(&aggregate, eps, rng);
+            let labels = match &fold.bin_of {
+                BinOf::Numeric(_, b) => BinLabels::Numeric(b),
+                BinOf::Category(_, c) => BinLabels::Categories(c),
+            };
+            let release = Release::histogram(plan, column.label(), labels, &noisy);
+            match &found {
+                Some(found) => release.with_private_bounds(found),
+                None => release,
+            }
         }
         QueryPlan::Quantile { column, spec, invalid, .. } => {
             let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
@@ -135,14 +180,31 @@ pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) ->
     })
 }
 
+/// One pass that gathers the log-scale statistics of a column, then bounds chosen privately
+/// with `bounds_eps` from them.
+fn private_bounds(
+    plan: &Plan,
+    input: &mut Input,
+    filters: &column::Filters,
+    cell: NumberCell,
+    bounds_eps: &epsilon::Epsilon,
+    rng: &mut dyn RngCore,
+) -> Result<(LogFold, PrivateBounds)> {
+    let mut fold = LogFold::new(cell);
+    column::scan(input, filters, &mut fold)?;
+    let found = bounds::choose(&fold, plan.neighbours, bounds_eps, rng);
+    Ok((fold, found))
+}
+
 fn mean_release(
     plan: &Plan,
     column: String,
     spec: &MeanSpec,
+    eps: &epsilon::Epsilon,
     aggregate: MeanAggregate,
     rng: &mut dyn RngCore,
 ) -> Result<Release> {
-    let eps = spec.epsilon_parts(&plan.eps);
+    let eps = spec.epsilon_parts(eps);
     Ok(match aggregate {
         MeanAggregate::Replace { n: 0, .. } => {
             return Err(error::bad_input(format!(
@@ -160,6 +222,11 @@ fn mean_release(
             Release::mean_add_remove(plan, column, &noisy_sum, &noisy_count, midpoint, spec.bounds())
         }
     })
+}
+
+/// An informational line on stderr.
+pub fn note_line(message: &str) {
+    let _ = writeln!(std::io::stderr(), "dpstat: note: {message}");
 }
 
 /// A note on stderr; a failure to write it must not stop a release.

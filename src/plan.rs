@@ -9,6 +9,7 @@ use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
+use crate::query::bounds;
 use crate::query::quantile::{Candidates, Level, QuantileSpec, DEFAULT_RESOLUTION, MAX_RESOLUTION};
 use crate::query::{mean::MeanSpec, sum::SumSpec};
 
@@ -74,6 +75,12 @@ pub struct FilterSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub enum BinSpec {
     Numeric(Bins),
+    /// K equal-width bins over bounds found privately with `bounds_eps`; the bins get `rest`.
+    NumericPrivate {
+        bins: usize,
+        bounds_eps: Epsilon,
+        rest: Epsilon,
+    },
     Categories(Categories),
 }
 
@@ -81,8 +88,8 @@ pub enum BinSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueryPlan {
     Count,
-    Sum { column: ColumnRef, spec: SumSpec, invalid: InvalidPolicy },
-    Mean { column: ColumnRef, spec: MeanSpec, invalid: InvalidPolicy },
+    Sum { column: ColumnRef, spec: Clamp<SumSpec>, invalid: InvalidPolicy },
+    Mean { column: ColumnRef, spec: Clamp<MeanSpec>, invalid: InvalidPolicy },
     Histogram { column: ColumnRef, bins: BinSpec, invalid: InvalidPolicy },
     Quantile { column: ColumnRef, spec: QuantileSpec, invalid: InvalidPolicy, median: bool },
 }
@@ -114,43 +121,18 @@ pub struct Plan {
     pub ledger: Option<LedgerSpec>,
 }
 
+/// Clamping bounds: given by flags, or to be found privately with a share of ε.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Clamp<S> {
+    Given(S),
+    Private { bounds_eps: Epsilon, rest: Epsilon },
+}
+
 impl Plan {
     pub fn from_cli(cli: cli::Cli) -> Result<Plan, InputError> {
-        let (common, query) = match cli.query {
-            cli::Query::Count(a) => (a.common, QueryArgs::Count),
-            cli::Query::Sum(a) => (a.common, QueryArgs::Sum(a.col, a.lower, a.upper, a.invalid)),
-            cli::Query::Mean(a) => (a.common, QueryArgs::Mean(a.col, a.lower, a.upper, a.invalid)),
-            cli::Query::Histogram(a) => {
-                (a.common, QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid))
-            }
-            cli::Query::Quantile(a) => (
-                a.rank.common,
-                QueryArgs::Quantile(
-                    a.rank.col,
-                    a.levels,
-                    a.rank.lower,
-                    a.rank.upper,
-                    a.rank.resolution,
-                    a.rank.invalid,
-                    false,
-                ),
-            ),
-            cli::Query::Median(a) => (
-                a.rank.common,
-                QueryArgs::Quantile(
-                    a.rank.col,
-                    vec![Level::MEDIAN],
-                    a.rank.lower,
-                    a.rank.upper,
-                    a.rank.resolution,
-                    a.rank.invalid,
-                    true,
-                ),
-            ),
-            cli::Query::Budget(_) => unreachable!("`dpstat budget` is not a query; run() dispatches it"),
-        };
+        let common = cli.query.common().ok_or_else(|| InputError("not a query".into()))?;
         let has_header = !common.no_header;
-        let query = query.validate(&common, has_header)?;
+        let query = validate_query(&cli.query, common)?;
         let filters = common
             .filters
             .iter()
@@ -171,99 +153,144 @@ impl Plan {
                 query.name()
             )));
         }
-        let ledger = ledger_spec(&common.ledger)?;
         let source = match &common.file {
             None => Source::Stdin,
             Some(p) if p.as_os_str() == "-" => Source::Stdin,
             Some(p) => Source::Path(p.clone()),
         };
+        if source == Source::Stdin
+            && matches!(&query, QueryPlan::Histogram { bins: BinSpec::NumericPrivate { .. }, .. })
+        {
+            return Err(InputError(
+                "a numeric histogram without --lower/--upper reads the data twice (bounds, then bins), \
+                 so it needs a FILE, not standard input; or give --lower L --upper U"
+                    .into(),
+            ));
+        }
         Ok(Plan {
             source,
             csv: CsvOptions { delimiter: common.delimiter.0, has_header },
             filters,
             query,
-            eps: common.eps,
+            eps: common.eps.clone(),
             neighbours: common.neighbours,
             format: common.format,
             confidence: common.confidence,
-            ledger,
+            ledger: ledger_spec(&common.ledger)?,
         })
     }
 }
 
-/// Query flags before validation.
-enum QueryArgs {
-    Count,
-    Sum(String, Option<Finite>, Option<Finite>, InvalidPolicy),
-    Mean(String, Option<Finite>, Option<Finite>, InvalidPolicy),
-    Histogram(String, Option<usize>, Option<Categories>, Option<Finite>, Option<Finite>, InvalidPolicy),
-    Quantile(String, Vec<Level>, Option<Finite>, Option<Finite>, Option<usize>, InvalidPolicy, bool),
+fn validate_query(query: &cli::Query, common: &Common) -> Result<QueryPlan, InputError> {
+    let neighbours = common.neighbours;
+    let has_header = !common.no_header;
+    let column = |text: &str| ColumnRef::parse(text, has_header, "--col");
+    Ok(match query {
+        cli::Query::Count(_) => QueryPlan::Count,
+        cli::Query::Sum(a) => {
+            check_invalid_policy(a.invalid, neighbours)?;
+            let spec = match clamp_bounds(a.lower, a.upper, a.bounds_eps.as_ref(), &common.eps)? {
+                Clamp::Given(b) => {
+                    Clamp::Given(SumSpec::new(b, neighbours, &common.eps).map_err(InputError)?)
+                }
+                Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+            };
+            QueryPlan::Sum { column: column(&a.col)?, spec, invalid: a.invalid }
+        }
+        cli::Query::Mean(a) => {
+            check_invalid_policy(a.invalid, neighbours)?;
+            let spec = match clamp_bounds(a.lower, a.upper, a.bounds_eps.as_ref(), &common.eps)? {
+                Clamp::Given(b) => {
+                    Clamp::Given(MeanSpec::new(b, neighbours, &common.eps).map_err(InputError)?)
+                }
+                Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+            };
+            QueryPlan::Mean { column: column(&a.col)?, spec, invalid: a.invalid }
+        }
+        cli::Query::Histogram(a) => {
+            let bins = match (a.bins, &a.categories) {
+                (_, Some(c)) => BinSpec::Categories(c.clone()),
+                (Some(k), None) if k == 0 || k >= MAX_BINS => {
+                    return Err(InputError(format!("--bins must be between 1 and {}", MAX_BINS - 1)));
+                }
+                (Some(k), None) => {
+                    check_invalid_policy(a.invalid, neighbours)?;
+                    match clamp_bounds(a.lower, a.upper, a.bounds_eps.as_ref(), &common.eps)? {
+                        Clamp::Given(b) => BinSpec::Numeric(Bins::new(b, k)),
+                        Clamp::Private { bounds_eps, rest } => {
+                            BinSpec::NumericPrivate { bins: k, bounds_eps, rest }
+                        }
+                    }
+                }
+                (None, None) => {
+                    return Err(InputError(
+                        "histogram needs public bins: --categories a,b,c or --bins K (with --lower L --upper U, \
+                         or without them to find bounds privately)"
+                            .into(),
+                    ));
+                }
+            };
+            QueryPlan::Histogram { column: column(&a.col)?, bins, invalid: a.invalid }
+        }
+        cli::Query::Quantile(a) => quantile_plan(&a.rank, a.levels.clone(), false, neighbours, has_header)?,
+        cli::Query::Median(a) => quantile_plan(&a.rank, vec![Level::MEDIAN], true, neighbours, has_header)?,
+        cli::Query::Budget(_) => unreachable!("`dpstat budget` has no Common flags"),
+    })
 }
 
-impl QueryArgs {
-    fn validate(self, common: &Common, has_header: bool) -> Result<QueryPlan, InputError> {
-        let neighbours = common.neighbours;
-        let column = |text: &str| ColumnRef::parse(text, has_header, "--col");
-        Ok(match self {
-            QueryArgs::Count => QueryPlan::Count,
-            QueryArgs::Sum(col, lower, upper, invalid) => {
-                let bounds = require_bounds("sum", lower, upper)?;
-                check_invalid_policy(invalid, neighbours)?;
-                let spec = SumSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
-                QueryPlan::Sum { column: column(&col)?, spec, invalid }
-            }
-            QueryArgs::Mean(col, lower, upper, invalid) => {
-                let bounds = require_bounds("mean", lower, upper)?;
-                check_invalid_policy(invalid, neighbours)?;
-                let spec = MeanSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
-                QueryPlan::Mean { column: column(&col)?, spec, invalid }
-            }
-            QueryArgs::Histogram(col, bins, categories, lower, upper, invalid) => {
-                let bins = match (bins, categories) {
-                    (_, Some(c)) => BinSpec::Categories(c),
-                    (Some(0), None) => {
-                        return Err(InputError("--bins must be at least 1".into()));
-                    }
-                    (Some(k), None) if k >= MAX_BINS => {
-                        return Err(InputError(format!("--bins must be below {MAX_BINS}")));
-                    }
-                    (Some(k), None) => {
-                        check_invalid_policy(invalid, neighbours)?;
-                        BinSpec::Numeric(Bins::new(require_bounds("histogram", lower, upper)?, k))
-                    }
-                    (None, None) => {
-                        return Err(InputError(
-                            "histogram needs public bins: --categories a,b,c or --bins K with --lower L --upper U"
-                                .into(),
-                        ));
-                    }
-                };
-                QueryPlan::Histogram { column: column(&col)?, bins, invalid }
-            }
-            QueryArgs::Quantile(col, levels, lower, upper, resolution, invalid, median) => {
-                check_invalid_policy(invalid, neighbours)?;
-                let candidates = match (lower, upper, resolution) {
-                    (_, _, Some(k)) if !(2..=MAX_RESOLUTION).contains(&k) => {
-                        return Err(InputError(format!(
-                            "--resolution must be between 2 and {MAX_RESOLUTION} candidates"
-                        )));
-                    }
-                    (Some(l), Some(u), k) => Candidates::linear(
-                        Bounds::new(l, u).map_err(InputError)?,
-                        k.unwrap_or(DEFAULT_RESOLUTION),
-                    ),
-                    _ => Candidates::log_scale(),
-                };
-                let mut unique = levels.clone();
-                unique.sort_by_key(|l| (l.numer * 1_000_000_000_000 / l.denom, l.denom));
-                unique.dedup();
-                if unique.len() != levels.len() {
-                    return Err(InputError("--q lists the same level twice".into()));
-                }
-                let spec = QuantileSpec { candidates: Arc::new(candidates), levels, neighbours };
-                QueryPlan::Quantile { column: column(&col)?, spec, invalid, median }
-            }
-        })
+fn quantile_plan(
+    a: &cli::RankArgs,
+    levels: Vec<Level>,
+    median: bool,
+    neighbours: Neighbours,
+    has_header: bool,
+) -> Result<QueryPlan, InputError> {
+    check_invalid_policy(a.invalid, neighbours)?;
+    let candidates = match (a.lower, a.upper, a.resolution) {
+        (_, _, Some(k)) if !(2..=MAX_RESOLUTION).contains(&k) => {
+            return Err(InputError(format!(
+                "--resolution must be between 2 and {MAX_RESOLUTION} candidates"
+            )));
+        }
+        (Some(l), Some(u), k) => {
+            Candidates::linear(Bounds::new(l, u).map_err(InputError)?, k.unwrap_or(DEFAULT_RESOLUTION))
+        }
+        _ => Candidates::log_scale(),
+    };
+    let mut unique = levels.clone();
+    unique.sort_by_key(|l| (l.numer * 1_000_000_000_000 / l.denom, l.denom));
+    unique.dedup();
+    if unique.len() != levels.len() {
+        return Err(InputError("--q lists the same level twice".into()));
+    }
+    let spec = QuantileSpec { candidates: Arc::new(candidates), levels, neighbours };
+    let column = ColumnRef::parse(&a.col, has_header, "--col")?;
+    Ok(QueryPlan::Quantile { column, spec, invalid: a.invalid, median })
+}
+
+/// Both bounds, or neither (then a share of ε finds them privately); never one.
+fn clamp_bounds(
+    lower: Option<Finite>,
+    upper: Option<Finite>,
+    bounds_eps: Option<&Epsilon>,
+    eps: &Epsilon,
+) -> Result<Clamp<Bounds>, InputError> {
+    match (lower, upper) {
+        (Some(l), Some(u)) if bounds_eps.is_none() => {
+            Ok(Clamp::Given(Bounds::new(l, u).map_err(InputError)?))
+        }
+        (Some(_), Some(_)) => Err(InputError(
+            "--bounds-eps pays for finding bounds privately; it has no use with --lower/--upper".into(),
+        )),
+        (None, None) => {
+            let (bounds_eps, rest) = bounds::split(eps, bounds_eps).map_err(InputError)?;
+            Ok(Clamp::Private { bounds_eps, rest })
+        }
+        _ => Err(InputError(
+            "give both --lower and --upper (bounds fix how much one row can change the result), \
+             or neither to spend part of --eps finding them privately"
+                .into(),
+        )),
     }
 }
 
@@ -294,16 +321,6 @@ fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError>
         change_budget: args.change_budget,
         dataset: args.dataset.clone(),
     }))
-}
-
-fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>) -> Result<Bounds, InputError> {
-    match (lower, upper) {
-        (Some(l), Some(u)) => Bounds::new(l, u).map_err(InputError),
-        _ => Err(InputError(format!(
-            "{query} needs clamping bounds --lower L --upper U: they fix how much one row can \
-             change the result, and taking them from the data would leak it"
-        ))),
-    }
 }
 
 /// `--invalid skip` makes the number of rows depend on the data, which `replace` declares public.

@@ -9,15 +9,18 @@ use num_traits::ToPrimitive;
 use serde::Serialize;
 
 use crate::accuracy;
-use crate::clamp::{GridBounds, OTHER};
+use crate::clamp::{Bins, Categories, GridBounds, OTHER};
 use crate::cli::Confidence;
 use crate::epsilon::rational_to_f64_up;
 use crate::epsilon::Epsilon;
 use crate::ledger::BudgetSummary;
 use crate::mechanism::Noisy;
-use crate::plan::{BinSpec, Plan};
+use crate::output::format_number;
+use crate::plan::Plan;
+use crate::query::bounds::PrivateBounds;
 use crate::query::mean;
 use crate::query::quantile::{self, QuantileSpec};
+use crate::{epsilon, ledger};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Release {
@@ -58,6 +61,9 @@ pub struct Release {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<Part>,
     pub post_processing: Vec<String>,
+    /// Lines for stderr, printed only after the release is complete and charged.
+    #[serde(skip)]
+    pub notes: Vec<String>,
     /// The ledger account after this release was charged (only with --ledger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSummary>,
@@ -90,9 +96,17 @@ pub struct GridInfo {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BoundsInfo {
-    /// The clamping bounds as used: the flags snapped outwards onto the grid.
+    /// The clamping bounds as used: the flags (or the private estimate) snapped outwards
+    /// onto the grid.
     pub lower: f64,
     pub upper: f64,
+    /// "flags", or "private" when a share of ε found them.
+    pub source: &'static str,
+    /// ε spent finding the bounds (included in the release's epsilon).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon_exact: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -102,6 +116,12 @@ pub struct Accuracy {
     pub error_bound: f64,
     /// "value", or "per bin" for histograms (a simultaneous bound over K bins uses β/K).
     pub scope: &'static str,
+}
+
+/// The bins a histogram release is labelled with.
+pub enum BinLabels<'a> {
+    Numeric(&'a Bins),
+    Categories(&'a Categories),
 }
 
 /// One released quantile.
@@ -149,7 +169,13 @@ fn grid_info(noisy: &Noisy<impl Sized>) -> GridInfo {
 }
 
 fn bounds_info(bounds: &GridBounds) -> BoundsInfo {
-    BoundsInfo { lower: bounds.lower_f64(), upper: bounds.upper_f64() }
+    BoundsInfo {
+        lower: bounds.lower_f64(),
+        upper: bounds.upper_f64(),
+        source: "flags",
+        epsilon: None,
+        epsilon_exact: None,
+    }
 }
 
 fn saturating_i128(v: &BigInt) -> i128 {
@@ -181,6 +207,7 @@ impl Release {
             parts: vec![],
             post_processing: vec![],
             budget: None,
+            notes: vec![],
         }
     }
 
@@ -328,18 +355,57 @@ impl Release {
         }
     }
 
+    /// Records that the bounds were found privately, in the JSON and in a note for stderr.
+    pub fn with_private_bounds(mut self, found: &PrivateBounds) -> Release {
+        let (lower, upper) = (found.bounds.lower(), found.bounds.upper());
+        let (lo, hi) = (format_number(Number::Real(lower)), format_number(Number::Real(upper)));
+        let info = self.bounds.get_or_insert(BoundsInfo {
+            lower,
+            upper,
+            source: "private",
+            epsilon: None,
+            epsilon_exact: None,
+        });
+        info.source = "private";
+        info.epsilon = Some(found.eps.to_f64_up());
+        info.epsilon_exact = Some(found.eps.exact_string());
+        self.notes.push(if found.found {
+            format!(
+                "bounds [{lo}, {hi}] were estimated privately with epsilon {} of {}; \
+                 give --lower/--upper to spend all of it on the {}",
+                found.eps,
+                self.epsilon_exact_decimal(),
+                self.query
+            )
+        } else {
+            format!(
+                "no range of values was dense enough to find bounds with epsilon {}: used the widest \
+                 public bounds [{lo}, {hi}], so the release is very noisy; give --lower/--upper \
+                 or a larger --bounds-eps",
+                found.eps
+            )
+        });
+        self.post_processing.push(format!("clamping bounds [{lo}, {hi}] chosen privately"));
+        self
+    }
+
+    fn epsilon_exact_decimal(&self) -> String {
+        ledger::parse_exact(&self.epsilon_exact)
+            .map_or_else(|| self.epsilon.to_string(), |e| epsilon::decimal(&e))
+    }
+
     /// A histogram: one noisy count per public bin.
-    pub fn histogram(plan: &Plan, column: String, bins: &BinSpec, noisy: &Noisy<Vec<BigInt>>) -> Release {
+    pub fn histogram(plan: &Plan, column: String, bins: BinLabels, noisy: &Noisy<Vec<BigInt>>) -> Release {
         let counts = noisy.value.iter().map(saturating_i128);
         let bins: Vec<BinCount> = match bins {
-            BinSpec::Numeric(b) => counts
+            BinLabels::Numeric(b) => counts
                 .enumerate()
                 .map(|(i, count)| {
                     let (lower, upper) = b.edges(i);
                     BinCount { bin: b.label(i), lower: Some(lower), upper: Some(upper), count }
                 })
                 .collect(),
-            BinSpec::Categories(c) => c
+            BinLabels::Categories(c) => c
                 .names()
                 .iter()
                 .map(String::as_str)

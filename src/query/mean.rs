@@ -78,6 +78,14 @@ impl MeanSpec {
         }
     }
 
+    /// The total of [`MeanSpec::units`] from the plain clamped sum (in grid units) of n rows.
+    pub fn shift(&self, sum: i128, n: u64) -> i128 {
+        match self {
+            MeanSpec::Replace(_) => sum,
+            MeanSpec::AddRemove { midpoint, .. } => sum - n as i128 * midpoint,
+        }
+    }
+
     /// The parts from the accumulated `total` of [`MeanSpec::units`] over `n` rows.
     pub fn aggregate(&self, total: i128, n: u64) -> MeanAggregate {
         match self {

@@ -2,6 +2,7 @@
 //! most one neighbouring change can move it (its sensitivity), in integer grid units, so the
 //! mechanism never has to be told a scale by hand.
 
+pub mod bounds;
 pub mod count;
 pub mod histogram;
 pub mod mean;
