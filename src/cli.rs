@@ -98,7 +98,7 @@ pub enum Format {
 #[derive(Args, Debug)]
 pub struct Common {
     /// Privacy budget ε of this release, read as an exact decimal (>= 1e-9; > 10 warns).
-    #[arg(long, value_name = "E")]
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub eps: Epsilon,
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
@@ -253,7 +253,13 @@ pub struct RankArgs {
 #[derive(Args, Debug)]
 pub struct QuantileArgs {
     /// Quantile level(s) in (0, 1), exact decimals; several (repeat or comma-separate) split ε evenly.
-    #[arg(long = "q", value_name = "Q", required = true, value_delimiter = ',')]
+    #[arg(
+        long = "q",
+        value_name = "Q",
+        required = true,
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
     pub levels: Vec<Level>,
     #[command(flatten)]
     pub rank: RankArgs,

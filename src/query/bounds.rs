@@ -256,9 +256,9 @@ pub fn split(eps: &Epsilon, bounds_eps: Option<&Epsilon>) -> Result<(Epsilon, Ep
 mod tests {
     use super::*;
     use crate::clamp::GridBounds;
-    use num_traits::Signed;
     use crate::cli::InvalidPolicy;
     use crate::query::sum::tests::awkward_value;
+    use num_traits::Signed;
     use proptest::prelude::*;
 
     fn fold_of(values: &[f64]) -> LogFold {

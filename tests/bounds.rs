@@ -1,0 +1,127 @@
+//! Private bounds: sum, mean and numeric histogram without --lower/--upper.
+
+mod common;
+
+use std::fs;
+
+use common::{dpstat, fails_with, fixture, json_of};
+use tempfile::TempDir;
+
+/// The headline usage: no bounds, ε = 0.1 in total, bounds reported on stderr after the release.
+#[test]
+fn mean_without_bounds_charges_exactly_epsilon_and_reports_the_bounds() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let out = dpstat()
+        .args(["mean", "--col", "income", "--eps", "0.1", "--budget", "1", "--format", "json", "--ledger"])
+        .arg(&ledger)
+        .arg(fixture("incomes_20k.csv"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bounds [8192, 131072] were estimated privately with epsilon 0.01 of 0.1"),
+        "{stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["epsilon_exact"], "1/10");
+    assert_eq!(json["bounds"]["source"], "private");
+    assert_eq!(json["bounds"]["epsilon_exact"], "1/100");
+    assert_eq!(
+        (json["bounds"]["lower"].as_f64(), json["bounds"]["upper"].as_f64()),
+        (Some(8192.0), Some(131072.0))
+    );
+    // The rest, 9/100, is split between the shifted sum and the count.
+    assert_eq!(json["parts"][0]["epsilon_exact"], "9/200");
+    assert_eq!(json["parts"][1]["epsilon_exact"], "9/200");
+    // The clamped true mean of the fixture is 46 986.2; the release is within its stated bound
+    // for this seed.
+    let bound = json["accuracy"]["error_bound"].as_f64().unwrap();
+    assert!((json["value"].as_f64().unwrap() - 46_986.2).abs() <= bound);
+    // Exactly one release record, charging exactly 1/10.
+    let ledger = fs::read_to_string(&ledger).unwrap();
+    let releases: Vec<serde_json::Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["type"] == "release")
+        .collect();
+    assert_eq!(releases.len(), 1);
+    assert_eq!(releases[0]["epsilon"], "1/10");
+}
+
+#[test]
+fn sum_and_histogram_find_bounds_too() {
+    let mut sum = dpstat();
+    sum.args(["sum", "--col", "income", "--eps", "1"]).arg(fixture("incomes_20k.csv"));
+    let json = json_of(&mut sum);
+    assert_eq!(json["bounds"]["source"], "private");
+    assert_eq!(json["bounds"]["epsilon_exact"], "1/10");
+    // Δ = max(|L|, |U|) at ε = 9/10 for the query itself.
+    let upper = json["bounds"]["upper"].as_f64().unwrap();
+    assert_eq!(json["sensitivity"].as_f64().unwrap(), upper);
+    assert!((json["scale"].as_f64().unwrap() - upper / 0.9).abs() < 1e-6 * upper);
+
+    let mut hist = dpstat();
+    hist.args(["histogram", "--col", "income", "--bins", "4", "--eps", "1", "--bounds-eps", "0.25"])
+        .arg(fixture("incomes_20k.csv"));
+    let json = json_of(&mut hist);
+    assert_eq!(json["bounds"]["epsilon_exact"], "1/4");
+    let bins = json["bins"].as_array().unwrap();
+    assert_eq!(bins.len(), 4);
+    assert_eq!(bins[0]["lower"].as_f64(), json["bounds"]["lower"].as_f64());
+    // Scale of each bin: Δ = 1 at the remaining ε = 3/4.
+    assert!((json["scale"].as_f64().unwrap() - 4.0 / 3.0).abs() < 1e-12);
+}
+
+#[test]
+fn sparse_data_falls_back_to_the_widest_public_bounds() {
+    let out = dpstat()
+        .args(["mean", "--col", "income", "--eps", "0.1"])
+        .arg(fixture("people.csv"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no range of values was dense enough"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
+
+#[test]
+fn bad_bounds_flags() {
+    let run = |args: &[&str]| {
+        let mut cmd = dpstat();
+        cmd.args(args).arg(fixture("incomes_20k.csv"));
+        cmd
+    };
+    fails_with(&mut run(&["mean", "--col", "income", "--eps", "0.1", "--lower", "0"]), &["--upper"]);
+    fails_with(&mut run(&["sum", "--col", "income", "--eps", "0.1", "--upper", "5"]), &["--lower"]);
+    fails_with(
+        &mut run(&["mean", "--col", "income", "--eps", "0.1", "--bounds-eps", "0.1"]),
+        &["--bounds-eps"],
+    );
+    fails_with(
+        &mut run(&["mean", "--col", "income", "--eps", "0.1", "--bounds-eps", "0.2"]),
+        &["--bounds-eps"],
+    );
+    fails_with(
+        &mut run(&[
+            "mean",
+            "--col",
+            "income",
+            "--eps",
+            "1",
+            "--lower",
+            "0",
+            "--upper",
+            "9",
+            "--bounds-eps",
+            "0.1",
+        ]),
+        &["--bounds-eps"],
+    );
+    let bytes = fs::read(fixture("incomes_20k.csv")).unwrap();
+    let mut stdin = dpstat();
+    stdin.args(["histogram", "--col", "income", "--bins", "4", "--eps", "1"]).write_stdin(bytes);
+    fails_with(&mut stdin, &["FILE", "--lower"]);
+}

@@ -1,0 +1,203 @@
+//! quantile and median: permute-and-flip over public candidates, run through the real binary.
+
+mod common;
+
+use std::fs;
+
+use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
+
+/// The values of column `x` in a fixture.
+fn values(name: &str) -> Vec<f64> {
+    let text = fs::read_to_string(fixture(name)).unwrap();
+    text.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect()
+}
+
+/// How many rows candidate c is from the q-th quantile in rank: |(1−q)·#(x<c) − q·#(x>c)|.
+fn rank_offset(values: &[f64], q: f64, c: f64) -> f64 {
+    let below = values.iter().filter(|&&x| x < c).count() as f64;
+    let above = values.iter().filter(|&&x| x > c).count() as f64;
+    ((1.0 - q) * below - q * above).abs()
+}
+
+/// Runs `median` over integer candidates 0..=200 with many seeds; the released median's rank
+/// offset must exceed the best candidate's by at most the printed bound in >= C − 3 SE of runs.
+fn median_within_rank_error(name: &str, eps: &str) {
+    let data = values(name);
+    let best = (0..=200).map(|c| rank_offset(&data, 0.5, c as f64)).fold(f64::INFINITY, f64::min);
+    let runs = 200;
+    let mut within = 0;
+    for seed in 0..runs {
+        let mut cmd = seeded(seed);
+        cmd.args(["median", "--col", "x", "--lower", "0", "--upper", "200", "--resolution", "201"])
+            .args(["--eps", eps])
+            .arg(fixture(name));
+        let json = json_of(&mut cmd);
+        let value = json["value"].as_f64().unwrap();
+        assert_eq!(value.fract(), 0.0, "candidates are the integers 0..=200");
+        let bound = json["quantiles"][0]["rank_error_bound"].as_f64().unwrap();
+        if rank_offset(&data, 0.5, value) - best <= bound {
+            within += 1;
+        }
+    }
+    let share = within as f64 / runs as f64;
+    let floor = 0.95 - 3.0 * (0.95f64 * 0.05 / runs as f64).sqrt();
+    assert!(share >= floor, "{name}: {within}/{runs} within the rank error bound");
+}
+
+#[test]
+fn median_of_odd_sized_data() {
+    median_within_rank_error("quantile_odd.csv", "1");
+}
+
+#[test]
+fn median_of_even_sized_data() {
+    median_within_rank_error("quantile_even.csv", "1");
+}
+
+#[test]
+fn median_with_many_ties() {
+    median_within_rank_error("quantile_ties.csv", "1");
+}
+
+#[test]
+fn median_of_all_equal_values() {
+    median_within_rank_error("quantile_equal.csv", "0.5");
+}
+
+#[test]
+fn median_with_values_outside_the_bounds() {
+    median_within_rank_error("quantile_outside.csv", "1");
+}
+
+/// At a large ε the release is the true median (the best candidate is picked almost surely).
+#[test]
+fn large_epsilon_finds_the_true_median_and_quantiles() {
+    let mut cmd = dpstat();
+    cmd.args([
+        "median",
+        "--col",
+        "x",
+        "--lower",
+        "0",
+        "--upper",
+        "200",
+        "--resolution",
+        "201",
+        "--eps",
+        "200",
+    ])
+    .arg(fixture("quantile_odd.csv"));
+    assert_eq!(stdout_of(&mut cmd), "51\n");
+    let mut cmd = dpstat();
+    cmd.args([
+        "median",
+        "--col",
+        "x",
+        "--lower",
+        "0",
+        "--upper",
+        "200",
+        "--resolution",
+        "201",
+        "--eps",
+        "200",
+    ])
+    .arg(fixture("quantile_equal.csv"));
+    assert_eq!(stdout_of(&mut cmd), "7\n");
+    let mut cmd = dpstat();
+    cmd.args(["quantile", "--col", "x", "--q", "0.1,0.9", "--lower", "0", "--upper", "200"])
+        .args(["--resolution", "201", "--eps", "400"])
+        .arg(fixture("quantile_odd.csv"));
+    assert_eq!(stdout_of(&mut cmd), "q,value\n0.1,11\n0.9,91\n");
+}
+
+#[test]
+fn several_levels_split_epsilon_exactly() {
+    let mut cmd = dpstat();
+    cmd.args(["quantile", "--col", "x", "--q", "0.25", "--q", "0.5", "--q", "0.75", "--lower", "0"])
+        .args(["--upper", "200", "--eps", "1"])
+        .arg(fixture("quantile_odd.csv"));
+    let json = json_of(&mut cmd);
+    assert_eq!(json["epsilon_exact"], "1/1");
+    assert_eq!(json["mechanism"], "permute-and-flip");
+    let qs = json["quantiles"].as_array().unwrap();
+    assert_eq!(qs.len(), 3);
+    for (q, level) in qs.iter().zip(["1/4", "1/2", "3/4"]) {
+        assert_eq!(q["epsilon_exact"], "1/3");
+        assert_eq!(q["q_exact"], level);
+    }
+    // Score sensitivity max(a, b − a) under add-remove: 3 for 1/4, 1 for 1/2.
+    assert_eq!(qs[0]["score_sensitivity"], 3);
+    assert_eq!(qs[1]["score_sensitivity"], 1);
+    assert!(json.get("value").is_none(), "several levels have no single value");
+    assert_eq!(json["candidates"]["count"], 2001);
+}
+
+#[test]
+fn replace_doubles_the_median_score_sensitivity() {
+    let mut cmd = dpstat();
+    cmd.args([
+        "median",
+        "--col",
+        "x",
+        "--lower",
+        "0",
+        "--upper",
+        "200",
+        "--eps",
+        "1",
+        "--neighbours",
+        "replace",
+    ])
+    .arg(fixture("quantile_odd.csv"));
+    assert_eq!(json_of(&mut cmd)["quantiles"][0]["score_sensitivity"], 2);
+}
+
+#[test]
+fn median_is_the_half_quantile() {
+    let run = |args: &[&str]| {
+        let mut cmd = seeded(42);
+        cmd.args(args).args(["--col", "x", "--lower", "0", "--upper", "200", "--eps", "0.7"]);
+        stdout_of(cmd.arg(fixture("quantile_even.csv")))
+    };
+    assert_eq!(run(&["median"]), run(&["quantile", "--q", "0.5"]));
+}
+
+#[test]
+fn without_bounds_the_public_log_grid_is_used_at_full_epsilon() {
+    let mut cmd = dpstat();
+    cmd.args(["median", "--col", "income", "--eps", "1"]).arg(fixture("incomes_20k.csv"));
+    let json = json_of(&mut cmd);
+    assert_eq!(json["candidates"]["grid"], "log");
+    assert_eq!(json["quantiles"][0]["epsilon_exact"], "1/1");
+    let median = json["value"].as_f64().unwrap();
+    // The log grid has ~3 % steps; the true median of the fixture is about 40 000.
+    assert!((30_000.0..55_000.0).contains(&median), "{median}");
+}
+
+#[test]
+fn bad_quantile_flags() {
+    let base = |extra: &[&str]| {
+        let mut cmd = dpstat();
+        cmd.args(["quantile", "--col", "x", "--eps", "1"]).args(extra).arg(fixture("quantile_odd.csv"));
+        cmd
+    };
+    for q in ["0", "1", "1.5", "-0.1", "abc", "nan"] {
+        fails_with(&mut base(&["--q", q]), &["--q"]);
+    }
+    fails_with(&mut base(&["--q", "0.5", "--q", "0.5"]), &["twice"]);
+    fails_with(
+        &mut base(&["--q", "0.5", "--lower", "0", "--upper", "9", "--resolution", "0"]),
+        &["--resolution"],
+    );
+    fails_with(
+        &mut base(&["--q", "0.5", "--lower", "0", "--upper", "9", "--resolution", "1"]),
+        &["--resolution"],
+    );
+    fails_with(&mut base(&["--q", "0.5", "--lower", "0"]), &["--upper"]);
+    fails_with(&mut base(&["--q", "0.5", "--lower", "9", "--upper", "0"]), &["--lower"]);
+    fails_with(&mut base(&[]), &["--q"]);
+    let mut cmd = dpstat();
+    cmd.args(["median", "--col", "nope", "--eps", "1"]).arg(fixture("quantile_odd.csv"));
+    fails_with(&mut cmd, &["no column 'nope'"]);
+}
