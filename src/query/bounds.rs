@@ -35,7 +35,7 @@ use crate::sampler::discrete_laplace_error_bound;
 pub const MIN_EXP: i32 = -32;
 pub const MAX_EXP: i32 = 63;
 /// Chance that some empty bin passes the threshold.
-const SPURIOUS_BIN_PROBABILITY: f64 = 0.01;
+const SPURIOUS_BIN_PROBABILITY: f64 = 0.001;
 /// Exponent fields of an f64 (0 = subnormal, 2047 = inf/NaN, never stored).
 const EXPONENTS: usize = 2047;
 /// Scale of the exact sums: every finite f64 is a multiple of 2^-1074.
