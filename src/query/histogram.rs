@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use csv::ByteRecord;
 
-use super::Aggregate;
+use super::{add_counts, Aggregate};
 use crate::clamp::{Bins, Categories, Grid};
 use crate::cli::Neighbours;
 use crate::column::{text_cell, BadCell, Fold, NumberCell};
@@ -74,9 +74,7 @@ impl Fold for HistogramFold {
         Ok(())
     }
     fn merge(&mut self, other: Self) {
-        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
-            *mine += theirs;
-        }
+        add_counts(&mut self.counts, &other.counts);
     }
     fn widest_column(&self) -> Option<usize> {
         Some(match &self.bin_of {
@@ -104,6 +102,7 @@ mod tests {
     use super::*;
     use crate::clamp::{Bounds, Finite};
     use crate::query::sum::tests::awkward_value;
+    use crate::query::{neighbouring, Neighbouring};
     use proptest::prelude::*;
 
     fn l1(a: &[i128], b: &[i128]) -> i128 {
@@ -123,12 +122,7 @@ mod tests {
             let bins = Bins::new(bounds, k);
             let hist = |r: &[f64], n: Neighbours| aggregate(count_into(k, r.iter().copied(), |x| bins.index(x)), n);
             let i = at.index(rows.len());
-            let mut removed = rows.clone();
-            removed.remove(i);
-            let mut added = rows.clone();
-            added.push(other);
-            let mut changed = rows.clone();
-            changed[i] = other;
+            let Neighbouring { removed, added, changed } = neighbouring(&rows, other, i);
             let base = hist(&rows, Neighbours::AddRemove);
             for n in [removed, added] {
                 prop_assert!(l1(&hist(&n, Neighbours::AddRemove).value, &base.value) <= base.sensitivity);

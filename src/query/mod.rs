@@ -11,6 +11,32 @@ pub mod sum;
 
 use crate::clamp::Grid;
 
+/// Adds per-bin counts of another part of the input (exact, so merging in any order agrees).
+pub fn add_counts(mine: &mut [u64], theirs: &[u64]) {
+    for (m, t) in mine.iter_mut().zip(theirs) {
+        *m += t;
+    }
+}
+
+/// The neighbours of a dataset for property tests: one row removed, one added, one changed.
+#[cfg(test)]
+pub(crate) fn neighbouring<T: Clone>(rows: &[T], other: T, at: usize) -> Neighbouring<T> {
+    let mut removed = rows.to_vec();
+    removed.remove(at);
+    let mut added = rows.to_vec();
+    added.push(other.clone());
+    let mut changed = rows.to_vec();
+    changed[at] = other;
+    Neighbouring { removed, added, changed }
+}
+
+#[cfg(test)]
+pub(crate) struct Neighbouring<T> {
+    pub removed: Vec<T>,
+    pub added: Vec<T>,
+    pub changed: Vec<T>,
+}
+
 /// An exact aggregate in units of `grid` and its sensitivity in the same units.
 /// For a vector (histogram) the sensitivity is the L1 sensitivity.
 #[derive(Clone, Debug, PartialEq, Eq)]

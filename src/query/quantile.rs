@@ -22,6 +22,7 @@ use csv::ByteRecord;
 use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive};
 
+use super::add_counts;
 use crate::clamp::Bounds;
 use crate::cli::Neighbours;
 use crate::column::{BadCell, Fold, NumberCell};
@@ -208,12 +209,8 @@ impl Fold for QuantileFold {
         Ok(())
     }
     fn merge(&mut self, other: Self) {
-        for (mine, theirs) in self.equal.iter_mut().zip(other.equal) {
-            *mine += theirs;
-        }
-        for (mine, theirs) in self.gaps.iter_mut().zip(other.gaps) {
-            *mine += theirs;
-        }
+        add_counts(&mut self.equal, &other.equal);
+        add_counts(&mut self.gaps, &other.gaps);
     }
     fn widest_column(&self) -> Option<usize> {
         Some(self.cell.index)
@@ -242,6 +239,7 @@ mod tests {
     use super::*;
     use crate::cli::InvalidPolicy;
     use crate::query::sum::tests::awkward_value;
+    use crate::query::{neighbouring, Neighbouring};
     use proptest::prelude::*;
 
     fn fold_of(values: &[f64], candidates: &Arc<Candidates>) -> QuantileFold {
@@ -305,12 +303,7 @@ mod tests {
             });
             let base = fold_of(&rows, &cands).scores(&level);
             let i = at.index(rows.len());
-            let mut removed = rows.clone();
-            removed.remove(i);
-            let mut added = rows.clone();
-            added.push(other);
-            let mut changed = rows.clone();
-            changed[i] = other;
+            let Neighbouring { removed, added, changed } = neighbouring(&rows, other, i);
             for (neighbours, others) in [
                 (Neighbours::AddRemove, vec![removed, added]),
                 (Neighbours::Replace, vec![changed]),

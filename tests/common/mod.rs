@@ -57,3 +57,42 @@ pub fn fails_with(cmd: &mut Command, needles: &[&str]) -> String {
     }
     errors[0].to_string()
 }
+
+/// The two privacy units, as flag values.
+pub const UNITS: [&str; 2] = ["add-remove", "replace"];
+
+/// How a test hands the CSV to dpstat: as a path, as `-` on stdin, or with no FILE at all.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    Path,
+    Dash,
+    Absent,
+}
+
+impl Source {
+    pub const ALL: [Source; 3] = [Source::Path, Source::Dash, Source::Absent];
+
+    pub fn feed<'a>(self, cmd: &'a mut Command, name: &str) -> &'a mut Command {
+        let bytes = || std::fs::read(fixture(name)).expect("fixture is readable");
+        match self {
+            Source::Path => cmd.arg(fixture(name)),
+            Source::Dash => cmd.arg("-").write_stdin(bytes()),
+            Source::Absent => cmd.write_stdin(bytes()),
+        }
+    }
+}
+
+/// Runs a release that must succeed and say on stderr that the seeded noise is not private.
+pub fn released(cmd: &mut Command) -> String {
+    let assert = cmd.assert().success().stderr(predicates::str::contains("NOT private"));
+    String::from_utf8(assert.get_output().stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// Text output of a scalar release: exactly one finite number on one line.
+pub fn one_number(text: &str) -> f64 {
+    let line = text.strip_suffix('\n').unwrap_or_else(|| panic!("no final newline: {text:?}"));
+    assert!(!line.contains('\n'), "more than one line: {text:?}");
+    let x: f64 = line.parse().unwrap_or_else(|e| panic!("not a number ({e}): {text:?}"));
+    assert!(x.is_finite(), "not finite: {text:?}");
+    x
+}

@@ -1,0 +1,933 @@
+//! End-to-end statistical tests (DESIGN.md §6.3–§6.5): the real binary is run many times with
+//! different `DPSTAT_INSECURE_SEED` values and its releases are tested against the distribution
+//! that CLI.md and DESIGN.md declare — χ² for integer (discrete Laplace) noise, Kolmogorov–Smirnov
+//! plus a scale test for real-valued noise — and against the accuracy bound and the grid it prints.
+//!
+//! Every test has a fixed significance level (`ALPHA`), fixed seeds and hand-computed truths
+//! (checked against the fixtures by `fixtures_hold_the_stated_truth`). The runs of one
+//! configuration are made once and shared by the tests that need them (`OnceLock`), spread over
+//! a few threads; each run is one process.
+//!
+//! Exactness: serde_json (without its `float_roundtrip` feature) may parse a float one ulp off,
+//! so every real number compared exactly is taken from the JSON text as printed
+//! (`number_tokens`) and parsed by the standard library, which rounds correctly.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use common::{fixture, json_of, seeded, stdout_of};
+use dpstat::sampler::discrete_laplace_pmf;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
+use serde_json::Value;
+use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
+
+/// Significance level of every goodness-of-fit test in this file.
+const ALPHA: f64 = 0.001;
+/// Coverage may fall short of the stated confidence by at most this many standard errors.
+const COVERAGE_SE: f64 = 3.0;
+/// Processes in flight at once (the machine has 2 cores; spawning waits on I/O).
+const WORKERS: usize = 4;
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures and their truths (hand-computed; `fixtures_hold_the_stated_truth` re-derives them).
+
+/// dist_count.csv: 23 rows; 8 of them have group = a.
+const COUNT_ROWS: i64 = 23;
+const COUNT_GROUP_A: i64 = 8;
+
+/// dist_mean.csv, column x: 40 rows, halves in (0, 10) except one −3 and one 14.
+const MEAN_ROWS: u64 = 40;
+/// Σ clamp(x, 0, 10) = 200 (−3 → 0, 14 → 10), so the clamped mean is 5.
+const SUM_0_10: i64 = 200;
+const MEAN_0_10: i64 = 5;
+/// Σ clamp(x, −20, 10) = 197 (−3 stays, 14 → 10).
+const SUM_M20_10: i64 = 197;
+/// Numeric histogram of x over [0, 10] in 4 bins (no value sits on an edge).
+const HIST_0_10_4: [i64; 4] = [12, 7, 11, 10];
+
+// ---------------------------------------------------------------------------------------------
+// Configurations: one set of flags on one fixture, run with seeds seed_base..seed_base+runs.
+
+struct Config {
+    fixture: &'static str,
+    args: &'static [&'static str],
+    seed_base: u64,
+    runs: usize,
+}
+
+/// count, ε = 1/2: discrete Laplace with scale 1/ε = 2.
+const COUNT: Config =
+    Config { fixture: "dist_count.csv", args: &["count", "--eps", "0.5"], seed_base: 100_000, runs: 1500 };
+
+/// count with --where under replace, ε = 3/10: discrete Laplace with scale 10/3.
+const COUNT_WHERE: Config = Config {
+    fixture: "dist_count.csv",
+    args: &["count", "--eps", "0.3", "--where", "group=a", "--neighbours", "replace"],
+    seed_base: 200_000,
+    runs: 1500,
+};
+
+/// sum add-remove over [−20, 10], ε = 1: Δ = max(|L|, |U|) = 20, Laplace(20);
+/// grid 2^(floor(log2 20) − 40) = 2^−36.
+const SUM_ADD_REMOVE: Config = Config {
+    fixture: "dist_mean.csv",
+    args: &["sum", "--col", "x", "--lower", "-20", "--upper", "10", "--eps", "1"],
+    seed_base: 300_000,
+    runs: 2000,
+};
+
+/// sum replace over [0, 10], ε = 1/4: Δ = U − L = 10, Laplace(40); grid 2^(5 − 40) = 2^−35.
+const SUM_REPLACE: Config = Config {
+    fixture: "dist_mean.csv",
+    args: &["sum", "--col", "x", "--lower", "0", "--upper", "10", "--eps", "0.25", "--neighbours", "replace"],
+    seed_base: 400_000,
+    runs: 1000,
+};
+
+/// mean replace over [0, 10], ε = 1, n = 40: Laplace((U − L)/(nε)) = Laplace(1/4); the mean is 5,
+/// so the release is clamped only if |noise| > 5 = 20 scales (probability e^−20/… ≈ 1e−9 a run).
+/// Grid of the sum: Δ/ε = 10, 2^(3 − 40) = 2^−37.
+const MEAN_REPLACE: Config = Config {
+    fixture: "dist_mean.csv",
+    args: &["mean", "--col", "x", "--lower", "0", "--upper", "10", "--eps", "1", "--neighbours", "replace"],
+    seed_base: 500_000,
+    runs: 2000,
+};
+
+/// mean add-remove over [0, 10], ε = 1: shifted sum (midpoint 5, Δ = 5) at ε/2 → Laplace(10),
+/// true shifted sum 0; count (Δ = 1) at ε/2 → discrete Laplace(2), true count 40.
+/// Grid: (5)/(1/2) = 10, 2^−37.
+const MEAN_ADD_REMOVE: Config = Config {
+    fixture: "dist_mean.csv",
+    args: &["mean", "--col", "x", "--lower", "0", "--upper", "10", "--eps", "1"],
+    seed_base: 600_000,
+    runs: 2000,
+};
+
+/// numeric histogram, 4 bins over [0, 10], replace (L1 Δ = 2), ε = 1: discrete Laplace(2) per bin.
+const HISTOGRAM: Config = Config {
+    fixture: "dist_mean.csv",
+    args: &[
+        "histogram",
+        "--col",
+        "x",
+        "--bins",
+        "4",
+        "--lower",
+        "0",
+        "--upper",
+        "10",
+        "--eps",
+        "1",
+        "--neighbours",
+        "replace",
+    ],
+    seed_base: 700_000,
+    runs: 1000,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary.
+
+/// One JSON release of one seeded run.
+struct Run {
+    seed: u64,
+    json: Value,
+    /// Every number token exactly as printed, by JSON pointer ("/value", "/parts/0/value").
+    numbers: BTreeMap<String, String>,
+}
+
+impl Run {
+    /// A printed real number, parsed exactly (std rounds correctly; serde_json may not).
+    fn f64(&self, pointer: &str) -> f64 {
+        let token = self
+            .numbers
+            .get(pointer)
+            .unwrap_or_else(|| panic!("seed {}: no number at {pointer} in {}", self.seed, self.json));
+        token.parse().unwrap_or_else(|e| panic!("seed {}: {pointer} = {token}: {e}", self.seed))
+    }
+
+    /// The exact rational value of a printed real number.
+    fn exact(&self, pointer: &str) -> BigRational {
+        exact(self.f64(pointer))
+    }
+
+    fn int(&self, pointer: &str) -> i64 {
+        self.json
+            .pointer(pointer)
+            .and_then(Value::as_i64)
+            .unwrap_or_else(|| panic!("seed {}: no integer at {pointer} in {}", self.seed, self.json))
+    }
+
+    fn str(&self, pointer: &str) -> &str {
+        self.json
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("seed {}: no string at {pointer} in {}", self.seed, self.json))
+    }
+
+    /// A `value_units` field: must be an integer written as a string of decimal digits.
+    fn units(&self, pointer: &str) -> BigInt {
+        let s = self.str(pointer);
+        let digits = s.strip_prefix('-').unwrap_or(s);
+        assert!(
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
+            "seed {}: {pointer} = {s:?} is not an integer string",
+            self.seed
+        );
+        s.parse().expect("digits parse")
+    }
+}
+
+/// Calls `f(0..n)` on `WORKERS` threads and returns the results in order.
+fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return mine;
+                        }
+                        mine.push((i, f(i)));
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            match worker.join() {
+                Ok(mine) => mine.into_iter().for_each(|(i, t)| results[i] = Some(t)),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    results.into_iter().map(|r| r.expect("every index ran")).collect()
+}
+
+/// stdout of `dpstat <args> <fixture> [extra]` with a given seed.
+fn output(seed: u64, args: &[&str], fixture_name: &str, extra: &[&str]) -> String {
+    stdout_of(seeded(seed).args(args).arg(fixture(fixture_name)).args(extra))
+}
+
+fn json_run(seed: u64, args: &[&str], fixture_name: &str) -> Run {
+    let text = output(seed, args, fixture_name, &["--format", "json"]);
+    let json: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    Run { seed, json, numbers: number_tokens(&text) }
+}
+
+fn run_all(config: &Config) -> Vec<Run> {
+    parallel_map(config.runs, |i| json_run(config.seed_base + i as u64, config.args, config.fixture))
+}
+
+/// The runs of a configuration, made once per test process.
+fn cached(cell: &'static OnceLock<Vec<Run>>, config: &Config) -> &'static [Run] {
+    cell.get_or_init(|| run_all(config))
+}
+
+macro_rules! runs_of {
+    ($name:ident, $config:expr) => {
+        fn $name() -> &'static [Run] {
+            static CELL: OnceLock<Vec<Run>> = OnceLock::new();
+            cached(&CELL, &$config)
+        }
+    };
+}
+
+runs_of!(count_runs, COUNT);
+runs_of!(count_where_runs, COUNT_WHERE);
+runs_of!(sum_add_remove_runs, SUM_ADD_REMOVE);
+runs_of!(sum_replace_runs, SUM_REPLACE);
+runs_of!(mean_replace_runs, MEAN_REPLACE);
+runs_of!(mean_add_remove_runs, MEAN_ADD_REMOVE);
+runs_of!(histogram_runs, HISTOGRAM);
+
+// ---------------------------------------------------------------------------------------------
+// Number tokens as printed.
+
+/// Every number token of a (valid) JSON text, exactly as printed, keyed by JSON pointer.
+fn number_tokens(text: &str) -> BTreeMap<String, String> {
+    let mut scanner = Scanner { text, at: 0, numbers: BTreeMap::new() };
+    scanner.value(String::new());
+    scanner.numbers
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    at: usize,
+    numbers: BTreeMap<String, String>,
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> u8 {
+        self.text.as_bytes()[self.at]
+    }
+
+    fn skip_space(&mut self) {
+        while self.at < self.text.len() && self.peek().is_ascii_whitespace() {
+            self.at += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8) {
+        self.skip_space();
+        assert_eq!(self.peek(), byte, "JSON scanner at {}: {}", self.at, self.text);
+        self.at += 1;
+    }
+
+    /// A string token; escapes are kept as written (our keys have none).
+    fn string(&mut self) -> String {
+        self.expect(b'"');
+        let start = self.at;
+        while self.peek() != b'"' {
+            self.at += if self.peek() == b'\\' { 2 } else { 1 };
+        }
+        self.at += 1;
+        self.text[start..self.at - 1].to_string()
+    }
+
+    fn value(&mut self, pointer: String) {
+        self.skip_space();
+        match self.peek() {
+            b'{' => {
+                self.at += 1;
+                self.skip_space();
+                if self.peek() == b'}' {
+                    self.at += 1;
+                    return;
+                }
+                loop {
+                    let key = self.string();
+                    self.expect(b':');
+                    self.value(format!("{pointer}/{key}"));
+                    self.skip_space();
+                    self.at += 1;
+                    if self.text.as_bytes()[self.at - 1] == b'}' {
+                        return;
+                    }
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                self.skip_space();
+                if self.peek() == b']' {
+                    self.at += 1;
+                    return;
+                }
+                for index in 0.. {
+                    self.value(format!("{pointer}/{index}"));
+                    self.skip_space();
+                    self.at += 1;
+                    if self.text.as_bytes()[self.at - 1] == b']' {
+                        return;
+                    }
+                }
+            }
+            b'"' => {
+                self.string();
+            }
+            b't' | b'f' | b'n' => {
+                while self.at < self.text.len() && self.peek().is_ascii_alphabetic() {
+                    self.at += 1;
+                }
+            }
+            _ => {
+                let start = self.at;
+                while self.at < self.text.len()
+                    && matches!(self.peek(), b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    self.at += 1;
+                }
+                self.numbers.insert(pointer, self.text[start..self.at].to_string());
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact arithmetic.
+
+fn exact(x: f64) -> BigRational {
+    BigRational::from_float(x).unwrap_or_else(|| panic!("{x} is not finite"))
+}
+
+fn int(n: i64) -> BigRational {
+    BigRational::from_integer(BigInt::from(n))
+}
+
+fn rational(numer: i64, denom: i64) -> BigRational {
+    BigRational::new(BigInt::from(numer), BigInt::from(denom))
+}
+
+fn pow2(k: i64) -> BigRational {
+    if k >= 0 {
+        BigRational::from_integer(BigInt::one() << k as usize)
+    } else {
+        BigRational::new(BigInt::one(), BigInt::one() << (-k) as usize)
+    }
+}
+
+/// Whether x is a nearest f64 to r (no f64 is closer): for a representable r, x == r exactly.
+fn is_nearest_f64(x: f64, r: &BigRational) -> bool {
+    let gap = |y: f64| (exact(y) - r).abs();
+    let here = gap(x);
+    here <= gap(x.next_up()) && here <= gap(x.next_down())
+}
+
+/// "a/b" as printed in `epsilon_exact`.
+fn exact_fraction(s: &str) -> BigRational {
+    let (n, d) = s.split_once('/').unwrap_or_else(|| panic!("{s:?} is not a/b"));
+    BigRational::new(n.parse().expect("numerator"), d.parse().expect("denominator"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics.
+
+/// Continuous Laplace(0, b) CDF.
+fn laplace_cdf(x: f64, b: f64) -> f64 {
+    if x < 0.0 {
+        0.5 * (x / b).exp()
+    } else {
+        1.0 - 0.5 * (-x / b).exp()
+    }
+}
+
+/// Two-sided one-sample Kolmogorov–Smirnov statistic of `samples` against `cdf`.
+fn ks_statistic(samples: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len() as f64;
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let f = cdf(x);
+            ((i + 1) as f64 / n - f).max(f - i as f64 / n)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Critical value of the KS statistic at `ALPHA` from the asymptotic Kolmogorov distribution,
+/// P(√N·D > x) ≈ 2·exp(−2x²) (the first term of the series; conservative for finite N).
+fn ks_critical(n: usize) -> f64 {
+    (-(ALPHA / 2.0).ln() / 2.0).sqrt() / (n as f64).sqrt()
+}
+
+/// `noise` is a sample of Laplace(0, scale): a KS test of the whole distribution (shape and
+/// location) and, as KS is weak on the scale, a z-test of the mean absolute value (|X| is
+/// exponential with mean and standard deviation `scale`), both at `ALPHA`.
+fn assert_laplace(name: &str, noise: &[f64], scale: f64) {
+    let n = noise.len();
+    let d = ks_statistic(noise, |x| laplace_cdf(x, scale));
+    let critical = ks_critical(n);
+    let mean_abs = noise.iter().map(|x| x.abs()).sum::<f64>() / n as f64;
+    let z = (mean_abs - scale) / (scale / (n as f64).sqrt());
+    let z_critical = Normal::standard().inverse_cdf(1.0 - ALPHA / 2.0);
+    eprintln!(
+        "{name}: N = {n}, KS D = {d:.4} (critical {critical:.4}), mean |noise| z = {z:.2} \
+         (critical {z_critical:.2})"
+    );
+    assert!(
+        d < critical,
+        "{name}: KS D = {d:.4} >= critical {critical:.4} (N = {n}, alpha = {ALPHA}) against Laplace({scale})"
+    );
+    assert!(
+        z.abs() < z_critical,
+        "{name}: mean |noise| = {mean_abs:.5} vs scale {scale}: z = {z:.2}, critical {z_critical:.2} (N = {n})"
+    );
+}
+
+/// Pearson χ² test at `ALPHA` of integer `noise` against the discrete Laplace pmf of `scale`:
+/// one bin per z in −K..=K and one pooled tail on each side, K as large as keeps every expected
+/// count >= 5. Plus, as for `assert_laplace`, a z-test of the mean |noise| (E|Z| = 2p/(1 − p²),
+/// E Z² = 2p/(1 − p)²), which is far more sensitive to a wrong scale than χ².
+fn assert_discrete_laplace(name: &str, noise: &[i64], scale: f64) {
+    let n = noise.len() as f64;
+    let p = (-1.0 / scale).exp();
+    // P(Z > k) = p^(k+1)/(1+p).
+    let tail = |k: i64| (-(k + 1) as f64 / scale).exp() / (1.0 + p);
+    let mut k = 0;
+    while n * discrete_laplace_pmf(scale, k + 1) >= 5.0 && n * tail(k + 1) >= 5.0 {
+        k += 1;
+    }
+    assert!(n * tail(k) >= 5.0, "{name}: too few samples to pool the tails");
+    let mut probs = vec![tail(k)];
+    probs.extend((-k..=k).map(|z| discrete_laplace_pmf(scale, z)));
+    probs.push(tail(k));
+    let total: f64 = probs.iter().sum();
+    assert!((total - 1.0).abs() < 1e-9, "{name}: probabilities sum to {total}");
+    let mut observed = vec![0u64; probs.len()];
+    for &z in noise {
+        observed[(z.clamp(-k - 1, k + 1) + k + 1) as usize] += 1;
+    }
+    let stat: f64 = observed.iter().zip(&probs).map(|(&o, &q)| (o as f64 - n * q).powi(2) / (n * q)).sum();
+    let df = probs.len() - 1;
+    let critical = ChiSquared::new(df as f64).expect("df > 0").inverse_cdf(1.0 - ALPHA);
+    let one_minus_p = -(-1.0 / scale).exp_m1();
+    let mean_abs_true = 2.0 * p / (one_minus_p * (1.0 + p));
+    let sd_abs = (2.0 * p / one_minus_p.powi(2) - mean_abs_true.powi(2)).sqrt();
+    let mean_abs = noise.iter().map(|z| z.unsigned_abs() as f64).sum::<f64>() / n;
+    let z = (mean_abs - mean_abs_true) / (sd_abs / n.sqrt());
+    let z_critical = Normal::standard().inverse_cdf(1.0 - ALPHA / 2.0);
+    eprintln!(
+        "{name}: N = {n}, chi2 = {stat:.2} (critical {critical:.2}, df {df}), mean |noise| z = {z:.2} \
+         (critical {z_critical:.2})"
+    );
+    assert!(
+        stat < critical,
+        "{name}: chi2 = {stat:.2} >= critical {critical:.2} (df {df}, alpha = {ALPHA}) against discrete \
+         Laplace({scale}); observed {observed:?}, expected {:?}",
+        probs.iter().map(|q| (n * q).round()).collect::<Vec<_>>()
+    );
+    assert!(
+        z.abs() < z_critical,
+        "{name}: mean |noise| = {mean_abs:.4} vs {mean_abs_true:.4} for discrete Laplace({scale}): z = {z:.2}, \
+         critical {z_critical:.2} (N = {n})"
+    );
+}
+
+/// At least `confidence` of the releases fall within their printed bound, up to `COVERAGE_SE`
+/// standard errors of a binomial share.
+fn assert_coverage(name: &str, covered: usize, total: usize, confidence: f64) {
+    let share = covered as f64 / total as f64;
+    let se = (confidence * (1.0 - confidence) / total as f64).sqrt();
+    let floor = confidence - COVERAGE_SE * se;
+    eprintln!("{name}: coverage {covered}/{total} = {share:.4} (floor {floor:.4})");
+    assert!(
+        share >= floor,
+        "{name}: only {covered}/{total} = {share:.4} of releases within the printed error_bound; \
+         stated confidence {confidence}, floor {floor:.4}"
+    );
+}
+
+/// The bound is also not loose where the noise is continuous-like: its coverage is the
+/// confidence itself up to 4 standard errors (the bound is the exact quantile, DESIGN.md §4).
+fn assert_coverage_tight(name: &str, covered: usize, total: usize, confidence: f64) {
+    let share = covered as f64 / total as f64;
+    let se = (confidence * (1.0 - confidence) / total as f64).sqrt();
+    assert!(
+        share <= confidence + 4.0 * se,
+        "{name}: {covered}/{total} = {share:.4} within the printed bound: bound looser than confidence {confidence}"
+    );
+}
+
+fn assert_close(name: &str, got: f64, want: f64) {
+    assert!((got - want).abs() <= want.abs() * 1e-12, "{name}: {got} != {want}");
+}
+
+/// The printed confidence of every run.
+fn confidence_of(runs: &[Run]) -> f64 {
+    let c = runs[0].f64("/accuracy/confidence");
+    assert_eq!(c, 0.95, "default confidence");
+    assert!(runs.iter().all(|r| r.f64("/accuracy/confidence") == c));
+    c
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixtures hold what the constants say.
+
+fn column(name: &str, col: &str) -> Vec<String> {
+    let mut reader = csv::Reader::from_path(fixture(name)).expect("fixture opens");
+    let index = reader.headers().expect("header").iter().position(|h| h == col).expect("column exists");
+    reader.records().map(|r| r.expect("record")[index].to_string()).collect()
+}
+
+#[test]
+fn fixtures_hold_the_stated_truth() {
+    let groups = column("dist_count.csv", "group");
+    assert_eq!(groups.len() as i64, COUNT_ROWS);
+    assert_eq!(groups.iter().filter(|g| *g == "a").count() as i64, COUNT_GROUP_A);
+
+    let xs: Vec<f64> = column("dist_mean.csv", "x").iter().map(|s| s.parse().expect("number")).collect();
+    assert_eq!(xs.len() as u64, MEAN_ROWS);
+    // Halves and small integers: every f64 sum below is exact.
+    let clamped_sum = |l: f64, u: f64| xs.iter().map(|x| x.clamp(l, u)).sum::<f64>();
+    assert_eq!(clamped_sum(0.0, 10.0), SUM_0_10 as f64);
+    assert_eq!(clamped_sum(-20.0, 10.0), SUM_M20_10 as f64);
+    assert_eq!(SUM_0_10, MEAN_0_10 * MEAN_ROWS as i64);
+    let mut bins = [0i64; 4];
+    for x in &xs {
+        let c = x.clamp(0.0, 10.0);
+        assert!(![2.5, 5.0, 7.5].contains(&c), "{x} sits on a bin edge");
+        bins[((c / 2.5) as usize).min(3)] += 1;
+    }
+    assert_eq!(bins, HIST_0_10_4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. count: discrete Laplace, p = exp(−ε/Δ), Δ = 1.
+
+fn check_count(name: &str, runs: &[Run], truth: i64, scale: f64, eps_exact: &str) {
+    for run in runs {
+        assert_eq!(run.str("/query"), "count");
+        assert_eq!(run.str("/epsilon_exact"), eps_exact);
+        assert_eq!(run.f64("/sensitivity"), 1.0);
+        assert_close("count scale", run.f64("/scale"), scale);
+    }
+    let noise: Vec<i64> = runs.iter().map(|r| r.int("/value") - truth).collect();
+    assert_discrete_laplace(name, &noise, scale);
+}
+
+#[test]
+fn count_noise_fits_discrete_laplace() {
+    check_count("count --eps 0.5", count_runs(), COUNT_ROWS, 2.0, "1/2");
+}
+
+#[test]
+fn count_with_where_noise_fits_discrete_laplace() {
+    let runs = count_where_runs();
+    assert!(runs.iter().all(|r| r.json["where"] == serde_json::json!(["group=a"])));
+    check_count("count --eps 0.3 --where group=a", runs, COUNT_GROUP_A, 10.0 / 3.0, "3/10");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. sum and mean: continuous Laplace to far below KS resolution (grid ≈ 2^−40 of the scale).
+
+/// release − truth for every run, exactly, then as f64.
+fn real_noise(runs: &[Run], truth: &BigRational) -> Vec<f64> {
+    runs.iter().map(|r| (r.exact("/value") - truth).to_f64().expect("finite")).collect()
+}
+
+#[test]
+fn mean_replace_noise_fits_laplace() {
+    let runs = mean_replace_runs();
+    for run in runs {
+        assert_eq!(run.int("/rows"), MEAN_ROWS as i64);
+        assert_eq!(run.str("/neighbours"), "replace");
+        // Only the division by n: a clamp into [L, U] would change the distribution.
+        assert_eq!(run.json["post_processing"].as_array().map(Vec::len), Some(1), "{}", run.json);
+        assert_close("mean replace scale", run.f64("/scale"), 0.25);
+    }
+    // (U − L)/(nε) = 10/(40·1).
+    assert_laplace("mean --neighbours replace [0,10] eps 1 n 40", &real_noise(runs, &int(MEAN_0_10)), 0.25);
+}
+
+#[test]
+fn sum_add_remove_noise_fits_laplace() {
+    let runs = sum_add_remove_runs();
+    for run in runs {
+        assert_close("sum add-remove scale", run.f64("/scale"), 20.0);
+        assert_eq!(run.f64("/sensitivity"), 20.0);
+    }
+    // max(|L|, |U|)/ε = max(20, 10)/1.
+    assert_laplace("sum [-20,10] eps 1", &real_noise(runs, &int(SUM_M20_10)), 20.0);
+}
+
+#[test]
+fn sum_replace_noise_fits_laplace() {
+    let runs = sum_replace_runs();
+    for run in runs {
+        assert_close("sum replace scale", run.f64("/scale"), 40.0);
+        assert_eq!(run.f64("/sensitivity"), 10.0);
+    }
+    // (U − L)/ε = 10/(1/4).
+    assert_laplace("sum --neighbours replace [0,10] eps 0.25", &real_noise(runs, &int(SUM_0_10)), 40.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. mean add-remove: ε halves add up exactly; each part has its declared distribution.
+
+#[test]
+fn mean_add_remove_parts_fit_their_distributions() {
+    let runs = mean_add_remove_runs();
+    for run in runs {
+        assert_eq!(run.str("/parts/0/name"), "shifted_sum");
+        assert_eq!(run.str("/parts/1/name"), "count");
+        let total = exact_fraction(run.str("/parts/0/epsilon_exact"))
+            + exact_fraction(run.str("/parts/1/epsilon_exact"));
+        assert_eq!(total, int(1), "seed {}: halves of eps 1", run.seed);
+        assert_eq!(exact_fraction(run.str("/epsilon_exact")), int(1));
+        assert_close("shifted sum scale", run.f64("/parts/0/scale"), 10.0);
+        assert_close("count part scale", run.f64("/parts/1/scale"), 2.0);
+    }
+    // Count: Δ = 1 at ε/2 = 1/2, discrete Laplace with scale 2/ε = 2 around n = 40.
+    let count_noise: Vec<i64> = runs
+        .iter()
+        .map(|r| r.units("/parts/1/value_units").to_i64().expect("count fits in i64") - MEAN_ROWS as i64)
+        .collect();
+    assert_discrete_laplace("mean add-remove: count part", &count_noise, 2.0);
+    // Shifted sum: Σ(clamp(x) − 5) = 0 with Δ = (U − L)/2 = 5 at ε/2: Laplace(10).
+    assert_laplace(
+        "mean add-remove: shifted-sum part",
+        &real_noise_at(runs, "/parts/0/value", &BigRational::zero()),
+        10.0,
+    );
+}
+
+fn real_noise_at(runs: &[Run], pointer: &str, truth: &BigRational) -> Vec<f64> {
+    runs.iter().map(|r| (r.exact(pointer) - truth).to_f64().expect("finite")).collect()
+}
+
+#[test]
+fn mean_add_remove_epsilon_halves_add_up_exactly() {
+    // ε as typed, and its exact value by hand.
+    let cases = [
+        ("0.3", rational(3, 10)),
+        ("0.7", rational(7, 10)),
+        ("2.5", rational(5, 2)),
+        ("1e-3", rational(1, 1000)),
+        ("0.123456789", rational(123_456_789, 1_000_000_000)),
+    ];
+    for (i, (eps, want)) in cases.iter().enumerate() {
+        let args = ["mean", "--col", "x", "--lower", "0", "--upper", "10", "--eps", eps];
+        let run = json_run(900 + i as u64, &args, "dist_mean.csv");
+        let halves: Vec<BigRational> =
+            (0..2).map(|p| exact_fraction(run.str(&format!("/parts/{p}/epsilon_exact")))).collect();
+        assert_eq!(&halves[0] + &halves[1], *want, "eps {eps}: {}", run.json);
+        assert_eq!(halves[0], halves[1], "eps {eps}: equal halves");
+        assert_eq!(exact_fraction(run.str("/epsilon_exact")), *want, "eps {eps}");
+        // The printed float ε of each part is the exact half rounded up.
+        for (p, half) in halves.iter().enumerate() {
+            let printed = run.exact(&format!("/parts/{p}/epsilon"));
+            assert!(printed >= *half, "eps {eps}: part {p} epsilon rounded down");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Accuracy coverage: |release − truth| <= printed error_bound in >= confidence of the runs.
+
+/// How many runs have |value − truth| <= error_bound, exactly.
+fn covered(runs: &[Run], pointer: &str, truth: &BigRational) -> usize {
+    runs.iter().filter(|r| (r.exact(pointer) - truth).abs() <= r.exact("/accuracy/error_bound")).count()
+}
+
+#[test]
+fn accuracy_coverage_count() {
+    for (name, runs, truth) in
+        [("count", count_runs(), COUNT_ROWS), ("count --where", count_where_runs(), COUNT_GROUP_A)]
+    {
+        let c = confidence_of(runs);
+        assert_coverage(name, covered(runs, "/value", &int(truth)), runs.len(), c);
+    }
+}
+
+#[test]
+fn accuracy_coverage_sum() {
+    for (name, runs, truth) in
+        [("sum add-remove", sum_add_remove_runs(), SUM_M20_10), ("sum replace", sum_replace_runs(), SUM_0_10)]
+    {
+        let c = confidence_of(runs);
+        let hits = covered(runs, "/value", &int(truth));
+        assert_coverage(name, hits, runs.len(), c);
+        assert_coverage_tight(name, hits, runs.len(), c);
+    }
+}
+
+#[test]
+fn accuracy_coverage_mean_replace() {
+    let runs = mean_replace_runs();
+    let c = confidence_of(runs);
+    let hits = covered(runs, "/value", &int(MEAN_0_10));
+    assert_coverage("mean replace", hits, runs.len(), c);
+    assert_coverage_tight("mean replace", hits, runs.len(), c);
+}
+
+#[test]
+fn accuracy_coverage_mean_add_remove() {
+    // The bound combines the sum and count bounds at β/2 each: conservative, so only the floor.
+    let runs = mean_add_remove_runs();
+    let c = confidence_of(runs);
+    let hits = covered(runs, "/value", &int(MEAN_0_10));
+    assert_coverage("mean add-remove", hits, runs.len(), c);
+}
+
+#[test]
+fn accuracy_coverage_histogram_per_bin() {
+    let runs = histogram_runs();
+    let c = confidence_of(runs);
+    for run in runs {
+        assert_eq!(run.str("/accuracy/scope"), "per bin");
+        assert_close("histogram scale", run.f64("/scale"), 2.0);
+        assert_eq!(run.f64("/sensitivity"), 2.0);
+    }
+    let mut all = 0;
+    for (bin, truth) in HIST_0_10_4.iter().enumerate() {
+        let pointer = format!("/bins/{bin}/count");
+        let hits = runs
+            .iter()
+            .filter(|r| (r.int(&pointer) - truth).abs() as f64 <= r.f64("/accuracy/error_bound"))
+            .count();
+        assert_coverage(&format!("histogram bin {bin}"), hits, runs.len(), c);
+        all += hits;
+    }
+    assert_coverage("histogram, all bins", all, runs.len() * HIST_0_10_4.len(), c);
+}
+
+#[test]
+fn histogram_noise_fits_discrete_laplace() {
+    // Replace: L1 Δ = 2, ε = 1, so every bin gets discrete Laplace(2), independently.
+    let runs = histogram_runs();
+    let noise: Vec<i64> = runs
+        .iter()
+        .flat_map(|r| {
+            HIST_0_10_4
+                .iter()
+                .enumerate()
+                .map(move |(bin, truth)| r.int(&format!("/bins/{bin}/count")) - truth)
+        })
+        .collect();
+    assert_discrete_laplace("histogram --neighbours replace eps 1, all bins", &noise, 2.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Grid: value_units are integers, values are exactly value_units · 2^exponent, and the
+//    exponent depends on the flags only.
+
+fn exponent_of(run: &Run, pointer: &str) -> i64 {
+    let k = run.int(&format!("{pointer}/exponent"));
+    let spacing = run.exact(&format!("{pointer}/spacing"));
+    assert_eq!(spacing, pow2(k), "seed {}: spacing is not 2^{k}", run.seed);
+    k
+}
+
+/// value == value_units · 2^k exactly (the noisy aggregate is below 2^53 units, so the product is
+/// an f64); `expected_k` is the exponent computed by hand for the configuration.
+fn assert_on_grid(name: &str, run: &Run, value: &str, units: &str, grid: &str, expected_k: i64) {
+    let k = exponent_of(run, grid);
+    assert_eq!(k, expected_k, "{name}: grid exponent");
+    let u = run.units(units);
+    assert!(u.abs() < BigInt::one() << 53, "{name}: seed {}: {u} units", run.seed);
+    assert_eq!(
+        run.exact(value),
+        BigRational::from_integer(u.clone()) * pow2(k),
+        "{name}: seed {}: value {} is not {u} · 2^{k}",
+        run.seed,
+        run.f64(value)
+    );
+}
+
+#[test]
+fn sum_values_are_exact_grid_multiples() {
+    for (name, runs, k) in
+        [("sum add-remove", sum_add_remove_runs(), -36), ("sum replace", sum_replace_runs(), -35)]
+    {
+        for run in runs {
+            assert_on_grid(name, run, "/value", "/value_units", "/grid", k);
+        }
+    }
+}
+
+#[test]
+fn mean_replace_values_are_grid_sums_over_n() {
+    for run in mean_replace_runs() {
+        let k = exponent_of(run, "/grid");
+        assert_eq!(k, -37);
+        // value_units is the noisy sum; the mean is that sum · 2^k / n (no clamp happened), printed
+        // as the nearest f64.
+        let sum = BigRational::from_integer(run.units("/value_units")) * pow2(k);
+        let mean = sum / int(run.int("/rows"));
+        assert!(
+            is_nearest_f64(run.f64("/value"), &mean),
+            "seed {}: value {} is not the nearest f64 to {mean}",
+            run.seed,
+            run.f64("/value")
+        );
+    }
+}
+
+#[test]
+fn mean_add_remove_values_are_built_from_grid_parts() {
+    for run in mean_add_remove_runs() {
+        let k = exponent_of(run, "/grid");
+        assert_on_grid("shifted sum", run, "/parts/0/value", "/parts/0/value_units", "/parts/0/grid", k);
+        assert_on_grid("count part", run, "/parts/1/value", "/parts/1/value_units", "/parts/1/grid", 0);
+        assert_eq!(k, -37);
+        // value = clamp(m + S̃·2^k / max(1, C̃), L, U), printed as the nearest f64.
+        let (lower, upper) = (run.exact("/bounds/lower"), run.exact("/bounds/upper"));
+        let midpoint = (&lower + &upper) / int(2);
+        let sum = BigRational::from_integer(run.units("/parts/0/value_units")) * pow2(k);
+        let count = run.units("/parts/1/value_units").max(BigInt::one());
+        let mean = (midpoint + sum / BigRational::from_integer(count)).clamp(lower, upper);
+        assert!(
+            is_nearest_f64(run.f64("/value"), &mean),
+            "seed {}: value {} is not the nearest f64 to {mean}",
+            run.seed,
+            run.f64("/value")
+        );
+    }
+}
+
+#[test]
+fn text_output_parses_to_the_json_value() {
+    const PER_CONFIG: usize = 100;
+    let configs: [(&Config, &[Run]); 5] = [
+        (&COUNT, count_runs()),
+        (&SUM_ADD_REMOVE, sum_add_remove_runs()),
+        (&SUM_REPLACE, sum_replace_runs()),
+        (&MEAN_REPLACE, mean_replace_runs()),
+        (&MEAN_ADD_REMOVE, mean_add_remove_runs()),
+    ];
+    for (config, runs) in configs {
+        let texts = parallel_map(PER_CONFIG, |i| output(runs[i].seed, config.args, config.fixture, &[]));
+        for (run, text) in runs.iter().zip(texts) {
+            let line = text.strip_suffix('\n').unwrap_or_else(|| panic!("no newline: {text:?}"));
+            assert!(!line.contains('\n'), "one line expected: {text:?}");
+            let parsed: f64 = line.parse().unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            let json = run.f64("/value");
+            assert_eq!(
+                parsed.to_bits(),
+                json.to_bits(),
+                "{:?} seed {}: text {line} vs JSON {}",
+                config.args,
+                run.seed,
+                run.numbers["/value"]
+            );
+        }
+    }
+}
+
+/// grid.exponent of one JSON release.
+fn grid_exponent(seed: u64, args: &[&str], fixture_name: &str) -> i64 {
+    let json = json_of(seeded(seed).args(args).arg(fixture(fixture_name)));
+    json["grid"]["exponent"].as_i64().unwrap_or_else(|| panic!("no grid exponent: {json}"))
+}
+
+#[test]
+fn grid_exponent_is_the_same_on_different_data() {
+    // dist_mean.csv (40 rows in (−3, 14)) and dist_other.csv (7 rows, from −250.25 to 1e6).
+    for config in [&SUM_ADD_REMOVE, &SUM_REPLACE, &MEAN_REPLACE, &MEAN_ADD_REMOVE] {
+        let here = grid_exponent(1, config.args, "dist_mean.csv");
+        let there = grid_exponent(2, config.args, "dist_other.csv");
+        assert_eq!(here, there, "{:?}: grid depends on the data", config.args);
+    }
+}
+
+#[test]
+fn grid_exponent_follows_the_design_formula() {
+    // k = floor(log2(Δ/ε)) − 40, worked out by hand (DESIGN.md §2.2).
+    let cases: [(&[&str], i64); 14] = [
+        // sum add-remove, Δ = max(|L|, |U|)
+        (&["sum", "--lower", "0", "--upper", "100", "--eps", "1"], 6 - 40), // 100
+        (&["sum", "--lower", "0", "--upper", "100", "--eps", "0.1"], 9 - 40), // 1000
+        (&["sum", "--lower", "-50", "--upper", "50", "--eps", "1"], 5 - 40), // 50
+        (&["sum", "--lower", "0", "--upper", "10", "--eps", "0.3"], 5 - 40), // 33.3
+        (&["sum", "--lower", "0", "--upper", "8", "--eps", "1"], 3 - 40),   // exactly 8
+        (&["sum", "--lower", "0", "--upper", "8", "--eps", "0.999"], 3 - 40), // 8.008
+        (&["sum", "--lower", "0", "--upper", "8", "--eps", "1.001"], 2 - 40), // 7.992
+        (&["sum", "--lower", "-1e6", "--upper", "1e6", "--eps", "0.01"], 26 - 40), // 1e8
+        // sum replace, Δ = U − L
+        (&["sum", "--lower", "-50", "--upper", "50", "--eps", "1", "--neighbours", "replace"], 6 - 40), // 100
+        (&["sum", "--lower", "0.5", "--upper", "0.75", "--eps", "2", "--neighbours", "replace"], -3 - 40), // 1/8
+        // mean replace: the sum's grid, Δ = U − L
+        (&["mean", "--lower", "0", "--upper", "10", "--eps", "1", "--neighbours", "replace"], 3 - 40), // 10
+        // mean add-remove: Δ = (U − L)/2 at ε/2
+        (&["mean", "--lower", "0", "--upper", "10", "--eps", "1"], 3 - 40), // 5/(1/2) = 10
+        (&["mean", "--lower", "0", "--upper", "10", "--eps", "0.1"], 6 - 40), // 5/(1/20) = 100
+        (&["mean", "--lower", "-1", "--upper", "1", "--eps", "4"], -1 - 40), // 1/2
+    ];
+    for (i, (flags, want)) in cases.iter().enumerate() {
+        let mut args = vec![flags[0], "--col", "x"];
+        args.extend(&flags[1..]);
+        let got = grid_exponent(800 + i as u64, &args, "dist_other.csv");
+        assert_eq!(got, *want, "{args:?}");
+    }
+}
