@@ -17,6 +17,9 @@ pub const MAX_GRID_UNITS: i128 = 1 << 62;
 /// Noise resolution: the grid is about 2^-40 of the noise scale (DESIGN.md §2.2).
 const GRID_BITS_BELOW_SCALE: i64 = 40;
 
+/// Largest bound magnitude of a sum or mean: 2^64 rows of it, plus noise, stay below f64::MAX.
+pub const MAX_PRINTABLE_BOUND: f64 = 1e288;
+
 /// A finite bound value given by flag (`--lower`, `--upper`, `impute=V`).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
 pub struct Finite(f64);
@@ -61,6 +64,17 @@ impl Bounds {
     pub fn upper(&self) -> f64 {
         self.upper
     }
+    /// Refuses bounds so large that a sum of up to 2^64 clamped rows plus its noise could exceed
+    /// the largest f64, so that every release prints as a finite number.
+    pub fn check_printable(&self) -> Result<(), String> {
+        if self.lower.abs() > MAX_PRINTABLE_BOUND || self.upper.abs() > MAX_PRINTABLE_BOUND {
+            return Err(format!(
+                "--lower/--upper must lie within ±{MAX_PRINTABLE_BOUND:e}, so that every release fits in a double"
+            ));
+        }
+        Ok(())
+    }
+
     /// max(|L|, |U|), exactly.
     pub fn max_abs(&self) -> BigRational {
         exact(self.lower).abs().max(exact(self.upper).abs())
@@ -232,8 +246,8 @@ pub fn floor_log2(r: &BigRational) -> i64 {
 /// K equal-width public bins over [L, U]; values outside land in the edge bins.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bins {
-    bounds: Bounds,
-    count: usize,
+    /// K + 1 edges, from L to U. Bin i is [edges[i], edges[i+1]) (the last one closed).
+    edges: Vec<f64>,
 }
 
 /// The largest number of numeric bins or categories a histogram may have.
@@ -241,48 +255,42 @@ pub const MAX_BINS: usize = 1_000_000;
 
 impl Bins {
     pub fn new(bounds: Bounds, count: usize) -> Bins {
-        Bins { bounds, count }
+        let (l, u) = (bounds.lower, bounds.upper);
+        let k = count as f64;
+        // A weighted mean of the ends puts integer edges on integers (0..100 in 100 bins gives
+        // 28, not 28.000000000000004); halved first so it cannot overflow near ±f64::MAX.
+        let edge = |i: usize| ((l / 2.0) * (k - i as f64) + (u / 2.0) * i as f64) / k * 2.0;
+        let mut edges: Vec<f64> = (0..=count).map(edge).collect();
+        edges[0] = l;
+        edges[count] = u;
+        Bins { edges }
     }
 
     pub fn len(&self) -> usize {
-        self.count
+        self.edges.len() - 1
     }
 
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.len() == 0
     }
 
-    /// The bin of a finite value. Any deterministic map of a row to one bin keeps the L1
-    /// sensitivity at 1 / 2, so float rounding at a bin edge is harmless.
+    /// The bin of a finite value: the one whose printed edges hold it. Any deterministic map of a
+    /// row to one bin keeps the L1 sensitivity at 1 / 2; this one also agrees with the labels.
     #[inline]
     pub fn index(&self, x: f64) -> usize {
-        let (l, u) = (self.bounds.lower, self.bounds.upper);
-        if x <= l {
-            return 0;
-        }
-        if x >= u {
-            return self.count - 1;
-        }
-        // Halved so that U − L cannot overflow for bounds near ±f64::MAX.
-        let position = (x / 2.0 - l / 2.0) / (u / 2.0 - l / 2.0);
-        ((position * self.count as f64) as usize).min(self.count - 1)
+        let interior = &self.edges[1..self.edges.len() - 1];
+        interior.partition_point(|&e| e <= x)
     }
 
     /// Lower and upper edge of bin i.
     pub fn edges(&self, i: usize) -> (f64, f64) {
-        let edge = |j: usize| {
-            if j == self.count {
-                return self.bounds.upper;
-            }
-            let (l, u) = (self.bounds.lower, self.bounds.upper);
-            l + (u / 2.0 - l / 2.0) * (2.0 * j as f64 / self.count as f64)
-        };
-        (edge(i), edge(i + 1))
+        (self.edges[i], self.edges[i + 1])
     }
 
     pub fn label(&self, i: usize) -> String {
         let (lo, hi) = self.edges(i);
-        format!("{lo}..{hi}")
+        let show = |x: f64| crate::output::format_number(crate::release::Number::Real(x));
+        format!("{}..{}", show(lo), show(hi))
     }
 }
 
@@ -410,6 +418,14 @@ mod tests {
         let wide = Bins::new(bounds(-f64::MAX, f64::MAX), 2);
         assert_eq!(wide.index(-1e307), 0);
         assert_eq!(wide.index(1e307), 1);
+        let hundred = Bins::new(bounds(0.0, 100.0), 100);
+        for k in 0..100 {
+            assert_eq!(hundred.index(k as f64), k, "value {k}");
+            assert_eq!(hundred.label(k), format!("{k}..{}", k + 1));
+        }
+        let tenths = Bins::new(bounds(-1.0, 1.0), 10);
+        assert_eq!(tenths.index(-0.8), 1);
+        assert_eq!(tenths.label(1), "-0.8..-0.6");
     }
 
     #[test]

@@ -39,8 +39,9 @@ pub enum Query {
         after_help = "Example:\n  dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 people.csv"
     )]
     Sum(NumericArgs),
-    /// Noisy mean of a column clamped to [L, U]. add-remove: noisy shifted sum / noisy count,
-    /// ε split in half; replace: Laplace((U−L)/(nε)) with public n.
+    /// Noisy mean of a column clamped to [L, U]. Sensitivity: replace (U−L)/n with n public
+    /// (Laplace((U−L)/(nε))); add-remove: noisy sum shifted by the midpoint (sensitivity (U−L)/2)
+    /// over a noisy count (sensitivity 1), ε split in two exact halves.
     #[command(
         after_help = "Example:\n  dpstat mean --col income --lower 0 --upper 200000 --eps 0.1 people.csv"
     )]
@@ -110,7 +111,7 @@ pub struct Common {
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bound, in (0, 1).
-    #[arg(long, value_name = "C", default_value = "0.95")]
+    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
     /// Field delimiter: one ASCII character, or \t / tab.
     #[arg(long, value_name = "C", default_value = ",")]
@@ -133,7 +134,7 @@ pub struct LedgerArgs {
     #[arg(long, value_name = "PATH", env = "DPSTAT_LEDGER")]
     pub ledger: Option<PathBuf>,
     /// Total ε for this dataset; the first release with --budget records it.
-    #[arg(long, value_name = "TOTAL")]
+    #[arg(long, value_name = "TOTAL", allow_negative_numbers = true)]
     pub budget: Option<Budget>,
     /// Allow --budget to change a total already recorded in the ledger.
     #[arg(long)]
@@ -183,7 +184,7 @@ pub struct CountArgs {
 #[derive(Args, Debug)]
 pub struct NumericArgs {
     /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
     pub col: String,
     /// Lower clamping bound L (public). Without --lower/--upper, part of ε finds bounds privately.
     #[arg(long, value_name = "L", allow_hyphen_values = true)]
@@ -192,7 +193,7 @@ pub struct NumericArgs {
     #[arg(long, value_name = "U", allow_hyphen_values = true)]
     pub upper: Option<Finite>,
     /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
-    #[arg(long, value_name = "E")]
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub bounds_eps: Option<Epsilon>,
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
@@ -204,10 +205,10 @@ pub struct NumericArgs {
 #[derive(Args, Debug)]
 pub struct HistogramArgs {
     /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
     pub col: String,
     /// Numeric histogram: K equal-width bins over [L, U]; values outside go to the edge bins.
-    #[arg(long, value_name = "K", conflicts_with = "categories")]
+    #[arg(long, value_name = "K", conflicts_with = "categories", allow_negative_numbers = true)]
     pub bins: Option<usize>,
     /// Categorical histogram over this public list; unlisted values count in the bin `other`.
     #[arg(long, value_name = "A,B,...")]
@@ -219,7 +220,7 @@ pub struct HistogramArgs {
     #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
     pub upper: Option<Finite>,
     /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
-    #[arg(long, value_name = "E", conflicts_with = "categories")]
+    #[arg(long, value_name = "E", conflicts_with = "categories", allow_negative_numbers = true)]
     pub bounds_eps: Option<Epsilon>,
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
@@ -232,7 +233,7 @@ pub struct HistogramArgs {
 #[derive(Args, Debug)]
 pub struct RankArgs {
     /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
     pub col: String,
     /// Lowest candidate L (public); without --lower/--upper a public log-scale grid is used.
     #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
@@ -241,7 +242,7 @@ pub struct RankArgs {
     #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
     pub upper: Option<Finite>,
     /// Number of evenly spaced candidates over [L, U] (default 2001).
-    #[arg(long, value_name = "K", requires = "lower")]
+    #[arg(long, value_name = "K", requires = "lower", allow_negative_numbers = true)]
     pub resolution: Option<usize>,
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]

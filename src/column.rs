@@ -116,7 +116,7 @@ fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
         csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
             let line = pos.as_ref().map_or(row, |p| p.line());
             bad_input(format!(
-                "{name}: row {row} (line {line}) has {len} fields, but the first row has {expected_len}"
+                "{name}: row {row} (line {line}) has {len} fields, but the rows before it have {expected_len}"
             ))
         }
         csv::ErrorKind::Io(e) => bad_input(format!("{name}: reading: {e}")),

@@ -88,6 +88,9 @@ pub fn rational_to_f64_down(r: &BigRational) -> f64 {
 /// "0.2", not 0.19999999999999998), else 15 significant digits marked with a leading "~".
 pub fn decimal(r: &BigRational) -> String {
     let ten = BigInt::from(10u32);
+    if r.abs() >= BigRational::from_integer(ten.pow(21)) {
+        return format!("~{:e}", r.to_f64().unwrap_or(f64::MAX));
+    }
     let mut scaled = r.clone();
     for digits in 0..=30usize {
         if scaled.is_integer() {
@@ -115,8 +118,13 @@ impl FromStr for Epsilon {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Epsilon, String> {
-        let r = parse_decimal(s)
-            .ok_or_else(|| format!("'{s}' is not a decimal number (write epsilon like 0.1, 1, or 5e-3)"))?;
+        let r = parse_decimal(s).ok_or_else(|| match s.trim().parse::<f64>() {
+            Ok(_) => "epsilon must be a finite decimal no larger than 1.7e308".to_string(),
+            Err(_) => format!("'{s}' is not a decimal number (write epsilon like 0.1, 1, or 5e-3)"),
+        })?;
+        if r > BigRational::from_float(f64::MAX).unwrap_or_default() {
+            return Err("epsilon must be a finite decimal no larger than 1.7e308".into());
+        }
         let min = BigRational::new(BigInt::one(), BigInt::from(10u32).pow(MIN_EPSILON_DECIMALS));
         if !r.is_positive() {
             return Err("epsilon must be greater than 0".into());
@@ -204,6 +212,9 @@ mod tests {
         assert!("0.000000001".parse::<Epsilon>().is_ok());
         assert!("1e-9".parse::<Epsilon>().is_ok());
         assert!("nan".parse::<Epsilon>().is_err());
+        assert!("1e308".parse::<Epsilon>().is_ok());
+        assert!("1e309".parse::<Epsilon>().is_err());
+        assert!("1e401".parse::<Epsilon>().unwrap_err().contains("finite"));
         assert!("inf".parse::<Epsilon>().is_err());
         assert!("11".parse::<Epsilon>().unwrap().is_large());
         assert!(!"10".parse::<Epsilon>().unwrap().is_large());

@@ -97,7 +97,7 @@ impl Input {
         match matches.as_slice() {
             [i] => Ok(*i),
             [] if names.iter().all(|n| n.is_empty()) => Err(bad_input(format!(
-                "{}: no column '{name}' ({flag}): the input has no header row",
+                "{}: no column '{name}' ({flag}): the input is empty (not even a header row)",
                 self.name
             ))),
             [] => Err(bad_input(format!(

@@ -42,6 +42,7 @@ pub enum MeanAggregate {
 
 impl MeanSpec {
     pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<MeanSpec, String> {
+        bounds.check_printable()?;
         match neighbours {
             Neighbours::Replace => SumSpec::new(bounds, Neighbours::Replace, eps).map(MeanSpec::Replace),
             Neighbours::AddRemove => {

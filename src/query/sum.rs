@@ -29,6 +29,7 @@ impl SumSpec {
     /// Chooses the grid from the real-valued Δ of the flags and ε, then snaps the bounds.
     /// Fails (before any data is read) when the bounds do not fit the grid in 2^62 units.
     pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<SumSpec, String> {
+        bounds.check_printable()?;
         let delta = match neighbours {
             Neighbours::AddRemove => bounds.max_abs(),
             Neighbours::Replace => bounds.width(),
