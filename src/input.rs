@@ -44,6 +44,15 @@ impl Input {
         Ok(input)
     }
 
+    /// Opens the source again for a second pass, keeping the fingerprint of the first (which
+    /// read every byte).
+    pub fn reopen(&mut self, source: &Source, options: &CsvOptions) -> Result<()> {
+        let digest = self.digest.take();
+        *self = Input::open(source, options, false)?;
+        self.digest = digest;
+        Ok(())
+    }
+
     /// SHA-256 of every byte read so far: after a complete scan, of the whole input.
     pub fn fingerprint(&self) -> Option<String> {
         let digest = self.digest.as_ref()?.borrow().clone().finalize();

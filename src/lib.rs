@@ -24,7 +24,7 @@ pub mod sampler;
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rand::RngCore;
 
 use std::sync::Arc;
@@ -60,10 +60,9 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
     let mut input = Input::open(&plan.source, &plan.csv, fingerprint)?;
     let mut release = compute_release(&plan, &mut input, &mut rng)?;
     if let Some(ledger) = &plan.ledger {
-        let dataset = match (&ledger.dataset, input.fingerprint()) {
-            (Some(name), _) => name.clone(),
-            (None, Some(hash)) => hash,
-            (None, None) => unreachable!("the input is hashed whenever no --dataset is given"),
+        let dataset = match &ledger.dataset {
+            Some(name) => name.clone(),
+            None => input.fingerprint().context("internal error: the input was not fingerprinted")?,
         };
         let charge = ledger::Charge {
             query: release.query.to_string(),
@@ -143,7 +142,7 @@ pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) ->
                 BinSpec::NumericPrivate { bins, bounds_eps, rest } => {
                     let (_, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
                     // The bins need the bounds before the first row: read the file again.
-                    *input = Input::open(&plan.source, &plan.csv, false)?;
+                    input.reopen(&plan.source, &plan.csv)?;
                     (BinOf::Numeric(cell, Bins::new(found.bounds, *bins)), rest, Some(found))
                 }
             };

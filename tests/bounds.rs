@@ -74,6 +74,23 @@ fn sum_and_histogram_find_bounds_too() {
     assert!((json["scale"].as_f64().unwrap() - 4.0 / 3.0).abs() < 1e-12);
 }
 
+/// The second pass of a numeric histogram keeps the first pass's dataset fingerprint.
+#[test]
+fn two_pass_histogram_is_charged_to_the_file_it_read() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let mut cmd = dpstat();
+    cmd.args(["histogram", "--col", "income", "--bins", "4", "--eps", "1", "--budget", "1", "--ledger"])
+        .arg(&ledger)
+        .arg(fixture("incomes_20k.csv"));
+    let json = json_of(&mut cmd);
+    let dataset = json["budget"]["dataset"].as_str().unwrap().to_string();
+    let mut same = dpstat();
+    same.args(["count", "--eps", "0.1", "--ledger"]).arg(&ledger).arg(fixture("incomes_20k.csv"));
+    let out = same.output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "the budget of that dataset is spent: {dataset}");
+}
+
 #[test]
 fn sparse_data_falls_back_to_the_widest_public_bounds() {
     let out = dpstat()
