@@ -47,10 +47,7 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
     }
     let plan = Plan::from_cli(cli)?;
     if plan.eps.is_large() {
-        warn(&format!(
-            "epsilon {} is large: above 10 a release protects little (an attacker's odds about any one row can change by a factor of e^{})",
-            plan.eps, plan.eps
-        ));
+        warn(&large_epsilon_warning(&plan.eps));
     }
     let mut rng = mechanism::system_rng()?;
     let fingerprint = plan.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
@@ -143,6 +140,17 @@ fn mean_release(
             Release::mean_add_remove(plan, column, &noisy_sum, &noisy_count, midpoint, spec.bounds())
         }
     })
+}
+
+/// What ε > 10 means for the people in the data. A warning, never a refusal: scripts rely on it.
+pub fn large_epsilon_warning(eps: &epsilon::Epsilon) -> String {
+    let factor = eps.to_f64_up().exp();
+    let factor = if factor.is_finite() { format!("{factor:.1e}") } else { "more than 1e308".to_string() };
+    format!(
+        "--eps {eps} is large: the release still runs, but it protects little. With ε = {eps} an observer's \
+         odds about whether any one person's row is in the data (or what it holds) can change by a factor \
+         of up to e^{eps} ≈ {factor}; ε of 1 or less is the usual range for meaningful protection (lower --eps)"
+    )
 }
 
 /// A note on stderr; a failure to write it must not stop a release.

@@ -243,14 +243,24 @@ fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError>
     }))
 }
 
-fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>) -> Result<Bounds, InputError> {
-    match (lower, upper) {
-        (Some(l), Some(u)) => Bounds::new(l, u).map_err(InputError),
-        _ => Err(InputError(format!(
-            "{query} needs clamping bounds --lower L --upper U: they fix how much one row can \
-             change the result, and taking them from the data would leak it"
-        ))),
-    }
+/// Bounds are flags, never statistics of the data; the message says why and how to give them.
+pub(crate) fn require_bounds(
+    query: &str,
+    lower: Option<Finite>,
+    upper: Option<Finite>,
+) -> Result<Bounds, InputError> {
+    let missing = match (lower, upper) {
+        (Some(l), Some(u)) => return Bounds::new(l, u).map_err(InputError),
+        (Some(_), None) => "--upper U is missing",
+        (None, Some(_)) => "--lower L is missing",
+        (None, None) => "--lower L and --upper U are missing",
+    };
+    Err(InputError(format!(
+        "{query} needs public clamping bounds and {missing}: add --lower L --upper U with the range \
+         you expect the values to lie in (e.g. --lower 0 --upper 120 for ages). They fix how much one \
+         row can change the result; dpstat never takes them from the data, because the column's min \
+         or max would reveal the rows that hold them"
+    )))
 }
 
 /// `--invalid skip` makes the number of rows depend on the data, which `replace` declares public.
