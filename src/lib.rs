@@ -13,11 +13,13 @@ pub mod cli;
 pub mod column;
 pub mod epsilon;
 pub mod error;
+pub mod generate;
 pub mod input;
 pub mod ledger;
 pub mod mechanism;
 pub mod output;
 pub mod plan;
+pub mod planning;
 pub mod query;
 pub mod release;
 pub mod sampler;
@@ -42,8 +44,12 @@ use crate::release::Release;
 /// Validates the command line, reads the data once, releases, charges the ledger if there is
 /// one, and only then writes the release to `out`.
 pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
-    if let cli::Query::Budget(args) = &cli.query {
-        return budget::report(args, out);
+    match &cli.query {
+        cli::Query::Budget(args) => return budget::report(args, out),
+        cli::Query::Plan(args) => return planning::run(args, out),
+        cli::Query::Completions(args) => return generate::completions(args.shell, out),
+        cli::Query::Man => return generate::man(out),
+        cli::Query::Count(_) | cli::Query::Sum(_) | cli::Query::Mean(_) | cli::Query::Histogram(_) => {}
     }
     let plan = Plan::from_cli(cli)?;
     if plan.eps.is_large() {

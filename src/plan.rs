@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
-use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours};
+use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
@@ -118,10 +118,12 @@ impl Plan {
             cli::Query::Histogram(a) => {
                 (a.common, QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid))
             }
-            cli::Query::Budget(_) => unreachable!("`dpstat budget` is not a query; run() dispatches it"),
+            cli::Query::Budget(_) | cli::Query::Plan(_) | cli::Query::Completions(_) | cli::Query::Man => {
+                unreachable!("not a release; run() dispatches it before planning one")
+            }
         };
         let has_header = !common.no_header;
-        let query = query.validate(&common, has_header)?;
+        let query = query.validate(common.neighbours, &common.eps, has_header)?;
         let filters = common
             .filters
             .iter()
@@ -162,8 +164,10 @@ impl Plan {
     }
 }
 
-/// Query flags before validation.
-enum QueryArgs {
+/// Query flags before validation. `dpstat plan` builds these too and validates them at every
+/// ε it tries, so a planned query is exactly the query a release would run.
+#[derive(Clone, Debug)]
+pub(crate) enum QueryArgs {
     Count,
     Sum(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Mean(String, Option<Finite>, Option<Finite>, InvalidPolicy),
@@ -171,21 +175,26 @@ enum QueryArgs {
 }
 
 impl QueryArgs {
-    fn validate(self, common: &Common, has_header: bool) -> Result<QueryPlan, InputError> {
-        let neighbours = common.neighbours;
+    /// The validated query at this ε (the grid of a real-valued query depends on ε).
+    pub(crate) fn validate(
+        self,
+        neighbours: Neighbours,
+        eps: &Epsilon,
+        has_header: bool,
+    ) -> Result<QueryPlan, InputError> {
         let column = |text: &str| ColumnRef::parse(text, has_header, "--col");
         Ok(match self {
             QueryArgs::Count => QueryPlan::Count,
             QueryArgs::Sum(col, lower, upper, invalid) => {
                 let bounds = require_bounds("sum", lower, upper)?;
                 check_invalid_policy(invalid, neighbours)?;
-                let spec = SumSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
+                let spec = SumSpec::new(bounds, neighbours, eps).map_err(InputError)?;
                 QueryPlan::Sum { column: column(&col)?, spec, invalid }
             }
             QueryArgs::Mean(col, lower, upper, invalid) => {
                 let bounds = require_bounds("mean", lower, upper)?;
                 check_invalid_policy(invalid, neighbours)?;
-                let spec = MeanSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
+                let spec = MeanSpec::new(bounds, neighbours, eps).map_err(InputError)?;
                 QueryPlan::Mean { column: column(&col)?, spec, invalid }
             }
             QueryArgs::Histogram(col, bins, categories, lower, upper, invalid) => {
