@@ -85,7 +85,11 @@ Sensitivity (L1 over all bins; every bin gets independent discrete Laplace noise
 Worked examples:
   dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv
     add-remove: Δ = 1, scale = 1/0.5 = 2: each printed count is within ±6 of its bin's true
-    count with probability 0.95 (per bin; see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).";
+    count with probability 0.95 (per bin; see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --format chart people.csv
+    draws the noisy counts as bars with their ± accuracy band (width from COLUMNS or the terminal).
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --plot region.svg people.csv
+    also writes an SVG bar chart with error bars, after the release (and any ledger charge).";
 
 const PLAN_HELP: &str = "\
 Planning never reads data, never draws noise and never charges a ledger. It calls the same
@@ -257,6 +261,8 @@ pub enum Format {
     Text,
     /// One JSON object with the release and how to read it.
     Json,
+    /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
+    Chart,
 }
 
 /// Flags every query takes.
@@ -271,7 +277,7 @@ pub struct Common {
     /// Use only rows whose COL equals VALUE (repeatable; all must hold).
     #[arg(long = "where", value_name = "COL=VALUE")]
     pub filters: Vec<Filter>,
-    /// Output format.
+    /// Output format (chart: histograms only).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bound, in (0, 1).
@@ -316,7 +322,7 @@ pub struct BudgetArgs {
     /// Name of the dataset; default: the SHA-256 of FILE (or of standard input).
     #[arg(long, value_name = "NAME", conflicts_with = "file")]
     pub dataset: Option<String>,
-    /// Output format.
+    /// Output format (text or json).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// The dataset's file, to identify it by content; - or absent reads standard input.
@@ -369,6 +375,10 @@ pub struct HistogramArgs {
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,
+    /// Also write an SVG bar chart of the noisy counts with error bars (the per-bin accuracy
+    /// bound) to this file, after the release is complete and any ledger charge is made.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }

@@ -8,6 +8,7 @@
 
 pub mod accuracy;
 pub mod budget;
+pub mod chart;
 pub mod clamp;
 pub mod cli;
 pub mod column;
@@ -23,6 +24,7 @@ pub mod planning;
 pub mod query;
 pub mod release;
 pub mod sampler;
+pub mod svg;
 
 use std::io::Write;
 
@@ -59,6 +61,15 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
     let fingerprint = plan.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let mut input = Input::open(&plan.source, &plan.csv, fingerprint)?;
     let mut release = compute_release(&plan, &mut input, &mut rng)?;
+    // Drawn now, so a failure to draw charges nothing; written only after the charge.
+    let plot = match &plan.plot {
+        Some(path) => {
+            let svg = svg::render_release(&release)
+                .ok_or_else(|| error::bad_input("--plot draws histograms; this release has no bins"))??;
+            Some((path, svg))
+        }
+        None => None,
+    };
     if let Some(ledger) = &plan.ledger {
         let dataset = match (&ledger.dataset, input.fingerprint()) {
             (Some(name), _) => name.clone(),
@@ -74,6 +85,12 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
         release.budget = Some(ledger::charge(ledger, &dataset, &charge)?);
     }
     let bytes = output::render(&release, plan.format)?;
+    if let Some((path, svg)) = plot {
+        std::fs::write(path, svg).map_err(|e| {
+            let charged = if plan.ledger.is_some() { " (the ledger was already charged)" } else { "" };
+            error::bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
+        })?;
+    }
     out.write_all(&bytes)?;
     out.flush()?;
     Ok(())

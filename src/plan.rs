@@ -1,7 +1,7 @@
 //! From what the user typed (`cli.rs`) to a validated plan: every cross-flag rule is
 //! checked here, before a single data row is read, so later stages never recheck.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
 use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours};
@@ -107,17 +107,21 @@ pub struct Plan {
     pub format: Format,
     pub confidence: Confidence,
     pub ledger: Option<LedgerSpec>,
+    /// `--plot FILE.svg` (histograms): written after the release and any ledger charge.
+    pub plot: Option<PathBuf>,
 }
 
 impl Plan {
     pub fn from_cli(cli: cli::Cli) -> Result<Plan, InputError> {
-        let (common, query) = match cli.query {
-            cli::Query::Count(a) => (a.common, QueryArgs::Count),
-            cli::Query::Sum(a) => (a.common, QueryArgs::Sum(a.col, a.lower, a.upper, a.invalid)),
-            cli::Query::Mean(a) => (a.common, QueryArgs::Mean(a.col, a.lower, a.upper, a.invalid)),
-            cli::Query::Histogram(a) => {
-                (a.common, QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid))
-            }
+        let (common, query, plot) = match cli.query {
+            cli::Query::Count(a) => (a.common, QueryArgs::Count, None),
+            cli::Query::Sum(a) => (a.common, QueryArgs::Sum(a.col, a.lower, a.upper, a.invalid), None),
+            cli::Query::Mean(a) => (a.common, QueryArgs::Mean(a.col, a.lower, a.upper, a.invalid), None),
+            cli::Query::Histogram(a) => (
+                a.common,
+                QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid),
+                a.plot,
+            ),
             cli::Query::Budget(_) | cli::Query::Plan(_) | cli::Query::Completions(_) | cli::Query::Man => {
                 unreachable!("not a release; run() dispatches it before planning one")
             }
@@ -144,6 +148,15 @@ impl Plan {
                 query.name()
             )));
         }
+        if common.format == Format::Chart && !matches!(query, QueryPlan::Histogram { .. }) {
+            return Err(InputError(format!(
+                "--format chart draws the bars of a histogram; {} releases one number: use --format text or --format json",
+                query.name()
+            )));
+        }
+        if let Some(path) = &plot {
+            check_plot_path(path)?;
+        }
         let ledger = ledger_spec(&common.ledger)?;
         let source = match &common.file {
             None => Source::Stdin,
@@ -160,6 +173,7 @@ impl Plan {
             format: common.format,
             confidence: common.confidence,
             ledger,
+            plot,
         })
     }
 }
@@ -250,6 +264,33 @@ fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError>
         change_budget: args.change_budget,
         dataset: args.dataset.clone(),
     }))
+}
+
+/// `--plot` is written after the release and any ledger charge, so a path that cannot be
+/// written is refused now, before any data is read or budget spent.
+fn check_plot_path(path: &Path) -> Result<(), InputError> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() || path.file_name().is_none() {
+        return Err(InputError(format!(
+            "--plot '{shown}' is not a file name; give one like --plot chart.svg"
+        )));
+    }
+    if path.is_dir() {
+        return Err(InputError(format!(
+            "--plot '{shown}' is a directory; give a file name like --plot chart.svg"
+        )));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(InputError(format!(
+            "--plot '{shown}': the directory '{}' does not exist; create it or point --plot elsewhere",
+            parent.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Bounds are flags, never statistics of the data; the message says why and how to give them.

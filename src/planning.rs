@@ -138,6 +138,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> Result<()> {
             bytes
         }
         Format::Text => render_text(&report).into_bytes(),
+        Format::Chart => unreachable!("refused in Request::from_cli"),
     };
     out.write_all(&bytes)?;
     out.flush()?;
@@ -179,6 +180,11 @@ impl Request {
             ),
         };
         let PlanTarget { eps, error, neighbours, confidence, format } = target;
+        if *format == Format::Chart {
+            return Err(InputError(
+                "--format chart draws a histogram release; dpstat plan prints --format text or json".into(),
+            ));
+        }
         let target = match (eps, error) {
             (Some(e), _) => Target::Epsilon(e.clone()),
             (None, Some(e)) => Target::Error(positive_error(*e)?),

@@ -23,7 +23,7 @@ fn completions_for_bash_zsh_and_fish_mention_every_subcommand() {
             assert!(script.contains(name.as_str()), "{shell} completions do not mention {name}");
         }
         // Flags of the queries complete too.
-        for flag in ["eps", "neighbours", "rows"] {
+        for flag in ["eps", "neighbours", "plot", "rows"] {
             assert!(script.contains(flag), "{shell} completions do not mention {flag}");
         }
     }

@@ -142,6 +142,7 @@ fn plan_errors_name_the_flag_that_fixes_them() {
     fails_with(dpstat().args(args("plan count --error -3")), &["--error", "greater than 0"]);
     fails_with(dpstat().args(args("plan count --eps 1 --error 3")), &["--error", "--eps"]);
     fails_with(dpstat().args(args("plan sum --lower 0 --upper 1e12 --error 1e-9")), &["raise --error"]);
+    fails_with(dpstat().args(args("plan count --eps 1 --format chart")), &["--format"]);
     fails_with(dpstat().args(args("plan count --eps 1 people.csv")), &["people.csv"]);
 }
 
