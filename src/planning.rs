@@ -122,6 +122,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
     pub assumptions: Vec<String>,
+    /// What the ε means for protection when it is large (> 10), as a release warns on stderr.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub reads_data: bool,
     pub draws_noise: bool,
     pub charges_ledger: bool,
@@ -370,7 +373,9 @@ impl Request {
                 show(1.0 - self.confidence.beta() / k as f64)
             ));
         }
+        let warnings = if e.eps.is_large() { vec![crate::large_epsilon_warning(&e.eps)] } else { vec![] };
         Report {
+            warnings,
             plan: self.query_name(),
             column: self.column.clone().filter(|c| !c.is_empty()),
             neighbours: self.neighbours.name(),
@@ -485,6 +490,9 @@ fn render_text(r: &Report) -> String {
     for a in &r.assumptions {
         lines.push(("assumes", a.clone()));
     }
+    for w in &r.warnings {
+        lines.push(("warning", w.clone()));
+    }
     let mut text = String::new();
     for (key, value) in lines {
         text.push_str(&format!("{key:<12} {value}\n"));
@@ -559,6 +567,10 @@ mod tests {
         assert!(err.0.contains("--rows N"), "{err}");
         let err = request("sum --lower 0 --eps 1").solve().unwrap_err();
         assert!(err.0.contains("--upper U is missing"), "{err}");
+        let large = request("count --error 0.5").solve().unwrap();
+        assert!(large.epsilon > 3.0 && large.warnings.is_empty(), "{large:?}");
+        let large = request("count --eps 11").solve().unwrap();
+        assert!(large.warnings[0].contains("protects little"), "{:?}", large.warnings);
         let report = request("mean --lower 0 --upper 1 --rows 10 --error 1").solve().unwrap();
         assert_eq!(report.epsilon_decimal, "0.000000001", "the width caps the mean's bound");
     }
