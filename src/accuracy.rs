@@ -1,9 +1,72 @@
-//! Accuracy bounds that need more than one noise bound (DESIGN.md §4). The single-noise bound
-//! (discrete Laplace tail) lives beside the sampler; this combines them.
+//! Accuracy bounds (DESIGN.md §4), the one source of truth for releases and for `dpstat plan`.
+//! The single-noise bound (the discrete Laplace tail) lives beside the sampler and is read
+//! through [`Calibration`]; the functions here turn it into the bound a release states:
+//! one value, a histogram bin, a mean over a public n, or the add-remove mean's combination
+//! of a noisy sum and a noisy count. A release calls them with its noisy parts; the planner
+//! calls them with the same calibrations and an assumed row count, and never with data.
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed};
+
+use crate::cli::Confidence;
+use crate::epsilon::rational_to_f64_up;
+use crate::mechanism::Calibration;
+
+/// Bound of one discrete-Laplace release (a count, a sum, each bin of a histogram) in the
+/// statistic's units: |release − true value| <= bound with probability >= confidence.
+pub fn single(noise: &Calibration, confidence: Confidence) -> f64 {
+    noise.error_bound(confidence.beta())
+}
+
+/// A figure in the statistic's units divided by the public row count n >= 1, rounded up
+/// (mean under replace: its bound, sensitivity and scale are the sum's over n).
+pub fn per_row(value: f64, n: u64) -> f64 {
+    let n = BigRational::from_integer(BigInt::from(n.max(1)));
+    rational_to_f64_up(&(BigRational::from_float(value).unwrap_or_default() / n))
+}
+
+/// Mean under replace: the noisy sum's bound over the public n.
+pub fn mean_replace(sum_noise: &Calibration, n: u64, confidence: Confidence) -> f64 {
+    per_row(single(sum_noise, confidence), n)
+}
+
+/// Mean under add-remove, from its noisy parts: [`mean_add_remove_bound`] with the sum's and
+/// the count's bounds each at β/2, in the statistic's units, rounded up.
+pub fn mean_add_remove(
+    shifted: &Calibration,
+    count: &Calibration,
+    noisy_sum: &BigInt,
+    noisy_count: &BigInt,
+    width_units: i128,
+    confidence: Confidence,
+) -> f64 {
+    let half_beta = confidence.beta() / 2.0;
+    let units = mean_add_remove_bound(
+        noisy_sum,
+        noisy_count,
+        shifted.error_bound_units(half_beta),
+        count.error_bound_units(half_beta),
+        width_units,
+    );
+    rational_to_f64_up(&(units * shifted.grid.spacing()))
+}
+
+/// Mean under add-remove before any noise is drawn, for an assumed `rows`: the same
+/// combination as a release, with the noisy count taken to be `rows` and the noisy shifted
+/// sum at its largest, rows·(U − L)/2 (every value at one bound). For a given count the bound
+/// grows with |S̃|, so this is the widest bound a release with that noisy count can state.
+pub fn mean_add_remove_planned(
+    shifted: &Calibration,
+    count: &Calibration,
+    rows: u64,
+    width_units: i128,
+    confidence: Confidence,
+) -> f64 {
+    let rows = BigInt::from(rows);
+    let largest_sum = BigInt::from(width_units / 2) * &rows;
+    mean_add_remove(shifted, count, &largest_sum, &rows, width_units, confidence)
+}
 
 /// Error bound (grid units) of the add-remove mean m + S̃ / max(1, C̃) with |S̃ − S| <= a and
 /// |C̃ − C| <= c (each at β/2, so both hold with probability >= 1 − β).
@@ -40,6 +103,37 @@ pub fn mean_add_remove_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clamp::Grid;
+    use crate::epsilon::Epsilon;
+    use crate::query::Aggregate;
+
+    fn calibration(sensitivity: i128, eps: &str) -> Calibration {
+        let eps: Epsilon = eps.parse().unwrap();
+        Calibration::of(&Aggregate { value: (), sensitivity, grid: Grid::UNIT }, &eps)
+    }
+
+    #[test]
+    fn planned_mean_bound_is_the_widest_for_its_count() {
+        let confidence: Confidence = "0.9".parse().unwrap();
+        let (shifted, count) = (calibration(50, "0.5"), calibration(1, "0.5"));
+        let (rows, width) = (400u64, 100i128);
+        let planned = mean_add_remove_planned(&shifted, &count, rows, width, confidence);
+        assert!(planned > 0.0 && planned < width as f64);
+        let n = BigInt::from(rows);
+        for s in (-20_000i64..=20_000).step_by(997) {
+            let got = mean_add_remove(&shifted, &count, &BigInt::from(s), &n, width, confidence);
+            assert!(got <= planned, "S̃ = {s}: {got} > planned {planned}");
+        }
+        let top = mean_add_remove(&shifted, &count, &BigInt::from(20_000), &n, width, confidence);
+        assert_eq!(top, planned);
+    }
+
+    #[test]
+    fn per_row_divides_and_rounds_up() {
+        assert_eq!(per_row(10.0, 4), 2.5);
+        let third = per_row(1.0, 3);
+        assert!(BigRational::from_float(third).unwrap() >= BigRational::new(1.into(), 3.into()));
+    }
 
     #[test]
     fn corner_bound_and_width_cap() {

@@ -22,6 +22,9 @@ struct Report<'a> {
 }
 
 pub fn report(args: &BudgetArgs, out: &mut dyn Write) -> Result<()> {
+    if args.format == Format::Chart {
+        return Err(bad_input("--format chart draws histograms; dpstat budget prints --format text or json"));
+    }
     let dataset = match (&args.dataset, &args.file) {
         (Some(name), _) => name.clone(),
         (None, Some(path)) if path.as_os_str() != "-" => {
@@ -40,7 +43,7 @@ pub fn report(args: &BudgetArgs, out: &mut dyn Write) -> Result<()> {
             serde_json::to_writer(&mut bytes, &Report { summary, releases: &account.releases })?;
             bytes.push(b'\n');
         }
-        Format::Text => render_text(&mut bytes, &account, &dataset)?,
+        Format::Text | Format::Chart => render_text(&mut bytes, &account, &dataset)?,
     }
     out.write_all(&bytes)?;
     out.flush()?;

@@ -12,16 +12,31 @@ use crate::epsilon::Epsilon;
 use crate::ledger::Budget;
 use crate::query::quantile::Level;
 
+/// `dpstat --version`: the version and the build facts a privacy review asks about.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nrandomness: ChaCha20 seeded from the operating system's CSPRNG, once per run; \
+     no entropy is an error, never a fallback",
+    "\nnoise:      exact discrete Laplace sampler (Canonne, Kamath, Steinke 2020), integer and \
+     rational arithmetic only, no floating point",
+    "\nsums:       exact fixed-point on a power-of-two grid chosen from the flags, never from the data",
+    "\ntest hook:  DPSTAT_INSECURE_SEED=<u64> makes the noise reproducible and NOT private; \
+     every run with it warns on stderr"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "dpstat",
     version,
+    long_version = LONG_VERSION,
     about = "Differentially private statistics from a CSV file, with exact noise",
     long_about = "Differentially private statistics from a CSV file, with exact noise.\n\n\
         Reads a CSV (FILE, or standard input when FILE is - or absent) in one streaming pass, \
         computes the statistic exactly on clamped values, adds discrete Laplace noise scaled to \
         its sensitivity, and prints the noisy release. Every release is pure ε-DP for the \
         privacy unit given by --neighbours.",
+    after_help = "Start with `dpstat plan …` to see what error an ε buys (no data read), then run the query.\n\
+        `dpstat QUERY --help` shows each query's sensitivity and a worked example.",
     propagate_version = true
 )]
 pub struct Cli {
@@ -29,29 +44,78 @@ pub struct Cli {
     pub query: Query,
 }
 
+const COUNT_HELP: &str = "\
+Sensitivity (noise: discrete Laplace on the integers, scale Δ/ε):
+  add-remove  Δ = 1   one row more or less moves the count by 1
+  replace     Δ = 1   a changed row can start or stop matching --where
+
+Worked example:
+  dpstat count --where urban_rural=2 --eps 0.1 people.csv
+    Δ = 1, scale = 1/0.1 = 10: the printed count is within ±30 of the true count
+    with probability 0.95 (`dpstat plan count --eps 0.1` says the same without data).";
+
+const SUM_HELP: &str = "\
+Sensitivity (values clamped to [L, U]; noise: discrete Laplace of scale Δ/ε on a 2^k grid):
+  add-remove  Δ = max(|L|, |U|)   a row added or removed moves the sum by its clamped value
+  replace     Δ = U − L           a row's value changes anywhere within [L, U]
+
+Worked example:
+  dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 people.csv
+    add-remove: Δ = max(0, 200000) = 200000, scale = 200000/0.5 = 400000: the printed sum
+    is within ±1198293 of the true clamped sum with probability 0.95
+    (see `dpstat plan sum --lower 0 --upper 200000 --eps 0.5`).";
+
+const MEAN_HELP: &str = "\
+Sensitivity (values clamped to [L, U]):
+  add-remove  n is private: ε is split in two halves, a sum of values shifted by the midpoint
+              (L+U)/2 with Δ = (U − L)/2 and a count with Δ = 1; the release is
+              midpoint + noisy sum / max(1, noisy count), clamped to [L, U]. The true n is never used.
+  replace     n is public: a noisy sum with Δ = U − L divided by n, i.e. Δ = (U − L)/n for the mean.
+
+Worked example:
+  dpstat mean --col age --lower 0 --upper 100 --eps 1 --neighbours replace people.csv
+    replace with n = 200 rows: Δ = (100 − 0)/200 = 0.5, scale = 0.5/1 = 0.5: the printed mean
+    is within ±1.5 of the true clamped mean with probability 0.95
+    (see `dpstat plan mean --lower 0 --upper 100 --eps 1 --neighbours replace --rows 200`).";
+
+const HISTOGRAM_HELP: &str = "\
+Sensitivity (L1 over all bins; every bin gets independent discrete Laplace noise of scale Δ/ε):
+  add-remove  Δ = 1   one bin gains or loses one row
+  replace     Δ = 2   one bin loses a row and another gains it
+
+Worked examples:
+  dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv
+    add-remove: Δ = 1, scale = 1/0.5 = 2: each printed count is within ±6 of its bin's true
+    count with probability 0.95 (per bin; see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --format chart people.csv
+    draws the noisy counts as bars with their ± accuracy band (width from COLUMNS or the terminal).
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --plot region.svg people.csv
+    also writes an SVG bar chart with error bars, after the release (and any ledger charge).";
+
+const PLAN_HELP: &str = "\
+Planning never reads data, never draws noise and never charges a ledger. It calls the same
+accuracy code as a release, so its bound is the one the release will print.
+
+Examples:
+  dpstat plan sum --lower 0 --upper 200000 --eps 0.5
+  dpstat plan histogram --bins 8 --lower 0 --upper 80 --error 5
+  dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --error 1 --format json";
+
 #[derive(Subcommand, Debug)]
 pub enum Query {
     /// Noisy number of rows (after --where). Sensitivity 1 under both privacy units.
-    #[command(after_help = "Example:\n  dpstat count --where urban_rural=2 --eps 0.1 people.csv")]
+    #[command(after_help = COUNT_HELP)]
     Count(CountArgs),
     /// Noisy sum of a column clamped to [L, U]. Sensitivity max(|L|,|U|) (add-remove), U−L (replace).
-    #[command(
-        after_help = "Example:\n  dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 people.csv"
-    )]
+    #[command(after_help = SUM_HELP)]
     Sum(NumericArgs),
-    /// Noisy mean of a column clamped to [L, U]. Sensitivity: replace (U−L)/n with n public
-    /// (Laplace((U−L)/(nε))); add-remove: noisy sum shifted by the midpoint (sensitivity (U−L)/2)
-    /// over a noisy count (sensitivity 1), ε split in two exact halves.
-    #[command(
-        after_help = "Example:\n  dpstat mean --col income --lower 0 --upper 200000 --eps 0.1 people.csv"
-    )]
+    /// Noisy mean of a column clamped to [L, U]. Sensitivity: replace (U−L)/n with n public;
+    /// add-remove: a midpoint-shifted sum (U−L)/2 over a noisy count (1), ε split in two halves.
+    #[command(after_help = MEAN_HELP)]
     Mean(NumericArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
     /// L1 sensitivity 1 (add-remove), 2 (replace).
-    #[command(
-        after_help = "Examples:\n  dpstat histogram --col region --categories north,south,east,west --eps 0.5 people.csv\n  \
-        dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv"
-    )]
+    #[command(after_help = HISTOGRAM_HELP)]
     Histogram(HistogramArgs),
     /// Noisy quantiles by the exponential mechanism (permute-and-flip) over public candidates.
     /// Score sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
@@ -67,6 +131,119 @@ pub enum Query {
     #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
         dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
     Budget(BudgetArgs),
+    /// Accuracy planning without data: the error a query would have at --eps, or the ε it
+    /// needs for a target --error.
+    #[command(after_help = PLAN_HELP)]
+    Plan(PlanArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(after_help = "Examples:\n  \
+        dpstat completions bash > ~/.local/share/bash-completion/completions/dpstat\n  \
+        dpstat completions zsh > ~/.zfunc/_dpstat\n  \
+        dpstat completions fish > ~/.config/fish/completions/dpstat.fish")]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to standard output.
+    #[command(after_help = "Example:\n  dpstat man > dpstat.1 && man ./dpstat.1")]
+    Man,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `dpstat plan QUERY`: the query's own flags, less the ones about data.
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    pub query: PlanQuery,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PlanQuery {
+    /// Plan a count: Δ = 1 under both privacy units.
+    #[command(after_help = "Example:\n  dpstat plan count --eps 0.1\n  dpstat plan count --error 10")]
+    Count(PlanTarget),
+    /// Plan a sum over [L, U]: Δ = max(|L|,|U|) (add-remove), U − L (replace).
+    #[command(after_help = "Example:\n  dpstat plan sum --lower 0 --upper 200000 --error 500000")]
+    Sum(PlanNumericArgs),
+    /// Plan a mean over [L, U]; the bound depends on the row count, so give --rows N.
+    #[command(after_help = "Examples:\n  \
+        dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --eps 1\n  \
+        dpstat plan mean --lower 0 --upper 100 --rows 5000 --error 0.5")]
+    Mean(PlanMeanArgs),
+    /// Plan a histogram: the bound is per bin, L1 Δ = 1 (add-remove), 2 (replace).
+    #[command(after_help = "Example:\n  dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5")]
+    Histogram(PlanHistogramArgs),
+}
+
+/// What to solve for, and how to state it.
+#[derive(Args, Debug)]
+pub struct PlanTarget {
+    /// ε to plan for: prints the error bound a release at this ε would state.
+    #[arg(long, value_name = "E")]
+    pub eps: Option<Epsilon>,
+    /// Target error bound (in the statistic's units): prints the smallest ε, to 3 significant
+    /// digits, whose bound is at most this.
+    #[arg(long, value_name = "E", conflicts_with = "eps", allow_hyphen_values = true)]
+    pub error: Option<Finite>,
+    /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
+    #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
+    pub neighbours: Neighbours,
+    /// Level of the accuracy bound, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95")]
+    pub confidence: Confidence,
+    /// Output format (text or json).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `dpstat plan sum|mean`: the bounds, as the query takes them.
+#[derive(Args, Debug)]
+pub struct PlanNumericArgs {
+    /// Column name, only to label the plan (no data is read).
+    #[arg(long, value_name = "NAME")]
+    pub col: Option<String>,
+    /// Lower clamping bound L, as the query would take it.
+    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    pub lower: Option<Finite>,
+    /// Upper clamping bound U, as the query would take it.
+    #[arg(long, value_name = "U", allow_hyphen_values = true)]
+    pub upper: Option<Finite>,
+    #[command(flatten)]
+    pub target: PlanTarget,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanMeanArgs {
+    #[command(flatten)]
+    pub numeric: PlanNumericArgs,
+    /// Assumed row count n: public under replace; under add-remove the plan assumes the noisy
+    /// count comes out at n.
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanHistogramArgs {
+    /// Column name, only to label the plan (no data is read).
+    #[arg(long, value_name = "NAME")]
+    pub col: Option<String>,
+    /// Numeric histogram: K equal-width bins over [L, U].
+    #[arg(long, value_name = "K", conflicts_with = "categories")]
+    pub bins: Option<usize>,
+    /// Categorical histogram over this public list (plus the bin `other`).
+    #[arg(long, value_name = "A,B,...")]
+    pub categories: Option<Categories>,
+    /// Lower edge of the first bin (numeric histogram).
+    #[arg(long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
+    pub lower: Option<Finite>,
+    /// Upper edge of the last bin (numeric histogram).
+    #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
+    pub upper: Option<Finite>,
+    #[command(flatten)]
+    pub target: PlanTarget,
 }
 
 /// The privacy unit: what two neighbouring datasets differ by.
@@ -90,9 +267,13 @@ impl Neighbours {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
+    /// One number on a line; a histogram as CSV `bin,count`.
     #[default]
     Text,
+    /// One JSON object with the release and how to read it.
     Json,
+    /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
+    Chart,
 }
 
 /// Flags every query takes.
@@ -107,7 +288,7 @@ pub struct Common {
     /// Use only rows whose COL equals VALUE (repeatable; all must hold).
     #[arg(long = "where", value_name = "COL=VALUE")]
     pub filters: Vec<Filter>,
-    /// Output format.
+    /// Output format (chart: histograms only).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bound, in (0, 1).
@@ -152,7 +333,7 @@ pub struct BudgetArgs {
     /// Name of the dataset; default: the SHA-256 of FILE (or of standard input).
     #[arg(long, value_name = "NAME", conflicts_with = "file")]
     pub dataset: Option<String>,
-    /// Output format.
+    /// Output format (text or json).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// The dataset's file, to identify it by content; - or absent reads standard input.
@@ -169,7 +350,7 @@ impl Query {
             Query::Histogram(a) => Some(&a.common),
             Query::Quantile(a) => Some(&a.rank.common),
             Query::Median(a) => Some(&a.rank.common),
-            Query::Budget(_) => None,
+            Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man => None,
         }
     }
 }
@@ -225,6 +406,10 @@ pub struct HistogramArgs {
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,
+    /// Also write an SVG bar chart of the noisy counts with error bars (the per-bin accuracy
+    /// bound) to this file, after the release is complete and any ledger charge is made.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }

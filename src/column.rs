@@ -75,7 +75,8 @@ pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Resu
         if row == 1 {
             if let Some(widest) = widest.filter(|&w| w >= record.len()) {
                 return Err(bad_input(format!(
-                    "{name}: column {} does not exist: rows have {} fields",
+                    "{name}: column {} does not exist: rows have {} fields (--col and --where take \
+                     1-based numbers with --no-header; check --delimiter)",
                     widest + 1,
                     record.len()
                 )));
@@ -116,7 +117,8 @@ fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
         csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
             let line = pos.as_ref().map_or(row, |p| p.line());
             bad_input(format!(
-                "{name}: row {row} (line {line}) has {len} fields, but the rows before it have {expected_len}"
+                "{name}: row {row} (line {line}) has {len} fields, but the rows before it have {expected_len} \
+                 (is --delimiter right? quote fields that contain it)"
             ))
         }
         csv::ErrorKind::Io(e) => bad_input(format!("{name}: reading: {e}")),

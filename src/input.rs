@@ -109,11 +109,17 @@ impl Input {
                 "{}: no column '{name}' ({flag}): the input is empty (not even a header row)",
                 self.name
             ))),
-            [] => Err(bad_input(format!(
-                "{}: no column '{name}' ({flag}); the columns are: {}",
-                self.name,
-                names.join(", ")
-            ))),
+            [] => {
+                let hint = match nearest(name, &names) {
+                    Some(near) => format!("did you mean {flag} {near}? "),
+                    None => String::new(),
+                };
+                Err(bad_input(format!(
+                    "{}: no column '{name}' ({flag}); {hint}the columns are: {}",
+                    self.name,
+                    names.join(", ")
+                )))
+            }
             _ => Err(bad_input(format!(
                 "{}: column '{name}' ({flag}) appears {} times in the header",
                 self.name,
@@ -121,6 +127,21 @@ impl Input {
             ))),
         }
     }
+}
+
+/// The header name closest to a mistyped one: the same name in another case, else the most
+/// similar (Jaro-Winkler >= 0.8, as for typos and dropped letters); none when nothing is close.
+fn nearest<'a>(name: &str, names: &'a [String]) -> Option<&'a str> {
+    let lower = name.to_lowercase();
+    if let Some(same) = names.iter().find(|n| n.to_lowercase() == lower) {
+        return Some(same);
+    }
+    names
+        .iter()
+        .map(|n| (strsim::jaro_winkler(&lower, &n.to_lowercase()), n))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n.as_str())
 }
 
 /// Passes bytes through while hashing them.
@@ -158,7 +179,21 @@ mod tests {
         assert_eq!(i.resolve(&ColumnRef::Name("id".into()), "--col").unwrap(), 0);
         assert_eq!(i.resolve(&ColumnRef::Name("income".into()), "--col").unwrap(), 1);
         let err = i.resolve(&ColumnRef::Name("incom".into()), "--col").unwrap_err();
-        assert_eq!(err.to_string(), "t.csv: no column 'incom' (--col); the columns are: id, income, age");
+        assert_eq!(
+            err.to_string(),
+            "t.csv: no column 'incom' (--col); did you mean --col income? the columns are: id, income, age"
+        );
+        let err = i.resolve(&ColumnRef::Name("zzz".into()), "--where").unwrap_err();
+        assert_eq!(err.to_string(), "t.csv: no column 'zzz' (--where); the columns are: id, income, age");
+    }
+
+    #[test]
+    fn suggests_the_nearest_name() {
+        let names: Vec<String> = ["id", "age", "income", "urban_rural"].map(String::from).to_vec();
+        assert_eq!(nearest("Income", &names), Some("income"));
+        assert_eq!(nearest("urban", &names), Some("urban_rural"));
+        assert_eq!(nearest("agee", &names), Some("age"));
+        assert_eq!(nearest("height", &names), None);
     }
 
     #[test]

@@ -185,7 +185,8 @@ pub fn charge(spec: &LedgerSpec, dataset: &str, charge: &Charge) -> Result<Budge
         let remaining = &total - &account.spent;
         return Err(BudgetExhausted(format!(
             "budget exhausted for dataset {dataset}: spent {} of {}, asked {}, remaining {}; \
-             nothing was released or charged",
+             nothing was released or charged (ask for at most the remaining --eps, or raise the \
+             total with --budget TOTAL --change-budget)",
             decimal(&account.spent),
             decimal(&total),
             charge.eps,

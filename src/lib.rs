@@ -8,19 +8,23 @@
 
 pub mod accuracy;
 pub mod budget;
+pub mod chart;
 pub mod clamp;
 pub mod cli;
 pub mod column;
 pub mod epsilon;
 pub mod error;
+pub mod generate;
 pub mod input;
 pub mod ledger;
 pub mod mechanism;
 pub mod output;
 pub mod plan;
+pub mod planning;
 pub mod query;
 pub mod release;
 pub mod sampler;
+pub mod svg;
 
 use std::io::Write;
 
@@ -45,20 +49,35 @@ use crate::release::{BinLabels, Release};
 /// Validates the command line, reads the data once, releases, charges the ledger if there is
 /// one, and only then writes the release to `out`.
 pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
-    if let cli::Query::Budget(args) = &cli.query {
-        return budget::report(args, out);
+    match &cli.query {
+        cli::Query::Budget(args) => return budget::report(args, out),
+        cli::Query::Plan(args) => return planning::run(args, out),
+        cli::Query::Completions(args) => return generate::completions(args.shell, out),
+        cli::Query::Man => return generate::man(out),
+        cli::Query::Count(_)
+        | cli::Query::Sum(_)
+        | cli::Query::Mean(_)
+        | cli::Query::Histogram(_)
+        | cli::Query::Quantile(_)
+        | cli::Query::Median(_) => {}
     }
     let plan = Plan::from_cli(cli)?;
     if plan.eps.is_large() {
-        warn(&format!(
-            "epsilon {} is large: above 10 a release protects little (an attacker's odds about any one row can change by a factor of e^{})",
-            plan.eps, plan.eps
-        ));
+        warn(&large_epsilon_warning(&plan.eps));
     }
     let mut rng = mechanism::system_rng()?;
     let fingerprint = plan.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let mut input = Input::open(&plan.source, &plan.csv, fingerprint)?;
     let mut release = compute_release(&plan, &mut input, &mut rng)?;
+    // Drawn now, so a failure to draw charges nothing; written only after the charge.
+    let plot = match &plan.plot {
+        Some(path) => {
+            let svg = svg::render_release(&release)
+                .ok_or_else(|| error::bad_input("--plot draws histograms; this release has no bins"))??;
+            Some((path, svg))
+        }
+        None => None,
+    };
     if let Some(ledger) = &plan.ledger {
         let dataset = match &ledger.dataset {
             Some(name) => name.clone(),
@@ -73,6 +92,12 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
         release.budget = Some(ledger::charge(ledger, &dataset, &charge)?);
     }
     let bytes = output::render(&release, plan.format)?;
+    if let Some((path, svg)) = plot {
+        std::fs::write(path, svg).map_err(|e| {
+            let charged = if plan.ledger.is_some() { " (the ledger was already charged)" } else { "" };
+            error::bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
+        })?;
+    }
     out.write_all(&bytes)?;
     out.flush()?;
     // Notes may carry released values (privately chosen bounds): only after the charge.
@@ -226,6 +251,17 @@ fn mean_release(
 /// An informational line on stderr.
 pub fn note_line(message: &str) {
     let _ = writeln!(std::io::stderr(), "dpstat: note: {message}");
+}
+
+/// What ε > 10 means for the people in the data. A warning, never a refusal: scripts rely on it.
+pub fn large_epsilon_warning(eps: &epsilon::Epsilon) -> String {
+    let factor = eps.to_f64_up().exp();
+    let factor = if factor.is_finite() { format!("{factor:.1e}") } else { "more than 1e308".to_string() };
+    format!(
+        "--eps {eps} is large: the release still runs, but it protects little. With ε = {eps} an observer's \
+         odds about whether any one person's row is in the data (or what it holds) can change by a factor \
+         of up to e^{eps} ≈ {factor}; ε of 1 or less is the usual range for meaningful protection (lower --eps)"
+    )
 }
 
 /// A note on stderr; a failure to write it must not stop a release.

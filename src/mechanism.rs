@@ -29,10 +29,12 @@ use crate::sampler::{bernoulli_exp, discrete_laplace, discrete_laplace_error_bou
 /// The test-only switch to reproducible (and therefore not private) noise.
 pub const INSECURE_SEED_VAR: &str = "DPSTAT_INSECURE_SEED";
 
-/// A noisy release in grid units with what it took to make it.
-#[derive(Clone, Debug)]
-pub struct Noisy<T> {
-    pub value: T,
+/// The noise of one release, fixed before any data is read: Δ and the grid come from the
+/// query's spec (through its aggregate), ε from the flags. A release draws its noise from this;
+/// `dpstat plan` reads its accuracy off it without drawing anything, so both state the same
+/// scale and the same bound.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
     /// Δ in grid units.
     pub sensitivity: i128,
     pub grid: Grid,
@@ -41,31 +43,18 @@ pub struct Noisy<T> {
     pub eps: Epsilon,
 }
 
-/// Releases a scalar aggregate with discrete Laplace noise of scale Δ/ε.
-pub fn laplace(aggregate: &Aggregate<i128>, eps: &Epsilon, rng: &mut dyn RngCore) -> Noisy<BigInt> {
-    let scale = noise_scale(aggregate.sensitivity, eps);
-    let value = BigInt::from(aggregate.value) + discrete_laplace(rng, &scale);
-    Noisy { value, sensitivity: aggregate.sensitivity, grid: aggregate.grid, scale, eps: eps.clone() }
-}
+impl Calibration {
+    /// The calibration of discrete Laplace noise for an aggregate's Δ and grid at ε. Only the
+    /// sensitivity and grid are read, never the aggregate's value.
+    pub fn of<T>(aggregate: &Aggregate<T>, eps: &Epsilon) -> Calibration {
+        Calibration {
+            sensitivity: aggregate.sensitivity,
+            grid: aggregate.grid,
+            scale: noise_scale(aggregate.sensitivity, eps),
+            eps: eps.clone(),
+        }
+    }
 
-/// Releases every coordinate of a vector aggregate with independent noise of scale Δ₁/ε,
-/// Δ₁ being its L1 sensitivity.
-pub fn laplace_each(
-    aggregate: &Aggregate<Vec<i128>>,
-    eps: &Epsilon,
-    rng: &mut dyn RngCore,
-) -> Noisy<Vec<BigInt>> {
-    let scale = noise_scale(aggregate.sensitivity, eps);
-    let value = aggregate.value.iter().map(|&v| BigInt::from(v) + discrete_laplace(rng, &scale)).collect();
-    Noisy { value, sensitivity: aggregate.sensitivity, grid: aggregate.grid, scale, eps: eps.clone() }
-}
-
-/// Scale of the noise in grid units: Δ/ε, exactly.
-pub fn noise_scale(sensitivity: i128, eps: &Epsilon) -> BigRational {
-    BigRational::from_integer(BigInt::from(sensitivity)) / eps.as_rational()
-}
-
-impl<T> Noisy<T> {
     /// Smallest t (grid units) with P(|noise| > t) <= β (DESIGN.md §4).
     pub fn error_bound_units(&self, beta: f64) -> u128 {
         discrete_laplace_error_bound(&self.scale, beta)
@@ -86,6 +75,38 @@ impl<T> Noisy<T> {
     pub fn scale_value(&self) -> f64 {
         rational_to_f64_up(&(&self.scale * self.grid.spacing()))
     }
+}
+
+/// A noisy release in grid units with the calibration of its noise.
+#[derive(Clone, Debug)]
+pub struct Noisy<T> {
+    pub value: T,
+    pub noise: Calibration,
+}
+
+/// Releases a scalar aggregate with discrete Laplace noise of scale Δ/ε.
+pub fn laplace(aggregate: &Aggregate<i128>, eps: &Epsilon, rng: &mut dyn RngCore) -> Noisy<BigInt> {
+    let noise = Calibration::of(aggregate, eps);
+    let value = BigInt::from(aggregate.value) + discrete_laplace(rng, &noise.scale);
+    Noisy { value, noise }
+}
+
+/// Releases every coordinate of a vector aggregate with independent noise of scale Δ₁/ε,
+/// Δ₁ being its L1 sensitivity.
+pub fn laplace_each(
+    aggregate: &Aggregate<Vec<i128>>,
+    eps: &Epsilon,
+    rng: &mut dyn RngCore,
+) -> Noisy<Vec<BigInt>> {
+    let noise = Calibration::of(aggregate, eps);
+    let value =
+        aggregate.value.iter().map(|&v| BigInt::from(v) + discrete_laplace(rng, &noise.scale)).collect();
+    Noisy { value, noise }
+}
+
+/// Scale of the noise in grid units: Δ/ε, exactly.
+pub fn noise_scale(sensitivity: i128, eps: &Epsilon) -> BigRational {
+    BigRational::from_integer(BigInt::from(sensitivity)) / eps.as_rational()
 }
 
 /// Permute-and-flip (McKenna & Sheldon 2020): picks index r of `scores` (lower is better) with
@@ -148,9 +169,9 @@ mod tests {
         let agg = Aggregate { value: 10, sensitivity: 2, grid: Grid::UNIT };
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let noisy = laplace(&agg, &eps, &mut rng);
-        assert_eq!(noisy.scale, BigRational::from_integer(BigInt::from(8)));
-        assert_eq!(noisy.scale_value(), 8.0);
-        assert_eq!(noisy.sensitivity_value(), 2.0);
+        assert_eq!(noisy.noise.scale, BigRational::from_integer(BigInt::from(8)));
+        assert_eq!(noisy.noise.scale_value(), 8.0);
+        assert_eq!(noisy.noise.sensitivity_value(), 2.0);
     }
 
     /// χ² test of permute-and-flip frequencies against its exact selection probabilities,

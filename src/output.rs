@@ -3,7 +3,9 @@
 
 use anyhow::Result;
 
+use crate::chart;
 use crate::cli::Format;
+use crate::error::bad_input;
 use crate::release::{Number, Release};
 
 /// The bytes to print for a release.
@@ -15,6 +17,12 @@ pub fn render(release: &Release, format: Format) -> Result<Vec<u8>> {
             out.push(b'\n');
         }
         Format::Text => render_text(release, &mut out)?,
+        Format::Chart => {
+            let chart = chart::render_release(release, chart::terminal_width()).ok_or_else(|| {
+                bad_input("--format chart draws histograms; use --format text or --format json")
+            })?;
+            out.extend_from_slice(chart.as_bytes());
+        }
     }
     Ok(out)
 }

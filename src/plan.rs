@@ -1,11 +1,11 @@
 //! From what the user typed (`cli.rs`) to a validated plan: every cross-flag rule is
 //! checked here, before a single data row is read, so later stages never recheck.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
-use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours};
+use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
@@ -119,6 +119,8 @@ pub struct Plan {
     pub format: Format,
     pub confidence: Confidence,
     pub ledger: Option<LedgerSpec>,
+    /// `--plot FILE.svg` (histograms): written after the release and any ledger charge.
+    pub plot: Option<PathBuf>,
 }
 
 /// Clamping bounds: given by flags, or to be found privately with a share of ε.
@@ -133,6 +135,10 @@ impl Plan {
         let common = cli.query.common().ok_or_else(|| InputError("not a query".into()))?;
         let has_header = !common.no_header;
         let query = validate_query(&cli.query, common)?;
+        let plot = match &cli.query {
+            cli::Query::Histogram(a) => a.plot.clone(),
+            _ => None,
+        };
         let filters = common
             .filters
             .iter()
@@ -152,6 +158,15 @@ impl Plan {
                  would be private, so the sensitivity would not hold; use --neighbours add-remove",
                 query.name()
             )));
+        }
+        if common.format == Format::Chart && !matches!(query, QueryPlan::Histogram { .. }) {
+            return Err(InputError(format!(
+                "--format chart draws the bars of a histogram; {} releases no bins: use --format text or --format json",
+                query.name()
+            )));
+        }
+        if let Some(path) = &plot {
+            check_plot_path(path)?;
         }
         let source = match &common.file {
             None => Source::Stdin,
@@ -177,65 +192,145 @@ impl Plan {
             format: common.format,
             confidence: common.confidence,
             ledger: ledger_spec(&common.ledger)?,
+            plot,
         })
     }
 }
 
-fn validate_query(query: &cli::Query, common: &Common) -> Result<QueryPlan, InputError> {
-    let neighbours = common.neighbours;
-    let has_header = !common.no_header;
-    let column = |text: &str| ColumnRef::parse(text, has_header, "--col");
-    Ok(match query {
-        cli::Query::Count(_) => QueryPlan::Count,
-        cli::Query::Sum(a) => {
-            check_invalid_policy(a.invalid, neighbours)?;
-            let spec = match clamp_bounds(a.lower, a.upper, a.bounds_eps.as_ref(), &common.eps)? {
-                Clamp::Given(b) => {
-                    Clamp::Given(SumSpec::new(b, neighbours, &common.eps).map_err(InputError)?)
-                }
-                Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
-            };
-            QueryPlan::Sum { column: column(&a.col)?, spec, invalid: a.invalid }
-        }
-        cli::Query::Mean(a) => {
-            check_invalid_policy(a.invalid, neighbours)?;
-            let spec = match clamp_bounds(a.lower, a.upper, a.bounds_eps.as_ref(), &common.eps)? {
-                Clamp::Given(b) => {
-                    Clamp::Given(MeanSpec::new(b, neighbours, &common.eps).map_err(InputError)?)
-                }
-                Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
-            };
-            QueryPlan::Mean { column: column(&a.col)?, spec, invalid: a.invalid }
+/// What every query's validation needs besides its own flags.
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    neighbours: Neighbours,
+    eps: &'a Epsilon,
+    has_header: bool,
+}
+
+/// Clamping flags as typed.
+#[derive(Clone, Copy)]
+struct ClampArgs<'a> {
+    lower: Option<Finite>,
+    upper: Option<Finite>,
+    bounds_eps: Option<&'a Epsilon>,
+}
+
+fn validate_query(query: &cli::Query, common: &cli::Common) -> Result<QueryPlan, InputError> {
+    let cx = Context { neighbours: common.neighbours, eps: &common.eps, has_header: !common.no_header };
+    match query {
+        cli::Query::Count(_) => Ok(QueryPlan::Count),
+        cli::Query::Sum(a) | cli::Query::Mean(a) => {
+            let clamp = ClampArgs { lower: a.lower, upper: a.upper, bounds_eps: a.bounds_eps.as_ref() };
+            numeric_plan(matches!(query, cli::Query::Mean(_)), &a.col, clamp, a.invalid, cx)
         }
         cli::Query::Histogram(a) => {
-            let bins = match (a.bins, &a.categories) {
-                (_, Some(c)) => BinSpec::Categories(c.clone()),
-                (Some(k), None) if k == 0 || k >= MAX_BINS => {
-                    return Err(InputError(format!("--bins must be between 1 and {}", MAX_BINS - 1)));
-                }
-                (Some(k), None) => {
-                    check_invalid_policy(a.invalid, neighbours)?;
-                    match clamp_bounds(a.lower, a.upper, a.bounds_eps.as_ref(), &common.eps)? {
-                        Clamp::Given(b) => BinSpec::Numeric(Bins::new(b, k)),
-                        Clamp::Private { bounds_eps, rest } => {
-                            BinSpec::NumericPrivate { bins: k, bounds_eps, rest }
-                        }
-                    }
-                }
-                (None, None) => {
-                    return Err(InputError(
-                        "histogram needs public bins: --categories a,b,c or --bins K (with --lower L --upper U, \
-                         or without them to find bounds privately)"
-                            .into(),
-                    ));
-                }
-            };
-            QueryPlan::Histogram { column: column(&a.col)?, bins, invalid: a.invalid }
+            let clamp = ClampArgs { lower: a.lower, upper: a.upper, bounds_eps: a.bounds_eps.as_ref() };
+            histogram_plan(&a.col, a.bins, a.categories.as_ref(), clamp, a.invalid, cx)
         }
-        cli::Query::Quantile(a) => quantile_plan(&a.rank, a.levels.clone(), false, neighbours, has_header)?,
-        cli::Query::Median(a) => quantile_plan(&a.rank, vec![Level::MEDIAN], true, neighbours, has_header)?,
-        cli::Query::Budget(_) => unreachable!("`dpstat budget` has no Common flags"),
+        cli::Query::Quantile(a) => {
+            quantile_plan(&a.rank, a.levels.clone(), false, cx.neighbours, cx.has_header)
+        }
+        cli::Query::Median(a) => {
+            quantile_plan(&a.rank, vec![Level::MEDIAN], true, cx.neighbours, cx.has_header)
+        }
+        _ => unreachable!("not a release; run() dispatches it before planning one"),
+    }
+}
+
+/// A sum or a mean; its grid depends on ε, so the spec is built here, before any data is read.
+fn numeric_plan(
+    mean: bool,
+    col: &str,
+    clamp: ClampArgs,
+    invalid: InvalidPolicy,
+    cx: Context,
+) -> Result<QueryPlan, InputError> {
+    check_invalid_policy(invalid, cx.neighbours)?;
+    let column = ColumnRef::parse(col, cx.has_header, "--col")?;
+    let bounds = clamp_bounds(if mean { "mean" } else { "sum" }, clamp, cx.eps)?;
+    Ok(if mean {
+        let spec = match bounds {
+            Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, cx.neighbours, cx.eps).map_err(InputError)?),
+            Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+        };
+        QueryPlan::Mean { column, spec, invalid }
+    } else {
+        let spec = match bounds {
+            Clamp::Given(b) => Clamp::Given(SumSpec::new(b, cx.neighbours, cx.eps).map_err(InputError)?),
+            Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+        };
+        QueryPlan::Sum { column, spec, invalid }
     })
+}
+
+fn histogram_plan(
+    col: &str,
+    bins: Option<usize>,
+    categories: Option<&Categories>,
+    clamp: ClampArgs,
+    invalid: InvalidPolicy,
+    cx: Context,
+) -> Result<QueryPlan, InputError> {
+    let bins = match (bins, categories) {
+        (_, Some(c)) => BinSpec::Categories(c.clone()),
+        (Some(k), None) if k == 0 || k >= MAX_BINS => {
+            return Err(InputError(format!("--bins must be between 1 and {}", MAX_BINS - 1)));
+        }
+        (Some(k), None) => {
+            check_invalid_policy(invalid, cx.neighbours)?;
+            match clamp_bounds("histogram", clamp, cx.eps)? {
+                Clamp::Given(b) => BinSpec::Numeric(Bins::new(b, k)),
+                Clamp::Private { bounds_eps, rest } => BinSpec::NumericPrivate { bins: k, bounds_eps, rest },
+            }
+        }
+        (None, None) => {
+            return Err(InputError(
+                "histogram needs public bins: --categories a,b,c or --bins K (with --lower L --upper U, \
+                 or without them to find bounds privately)"
+                    .into(),
+            ));
+        }
+    };
+    Ok(QueryPlan::Histogram { column: ColumnRef::parse(col, cx.has_header, "--col")?, bins, invalid })
+}
+
+/// Query flags as `dpstat plan` gives them. The planner validates them at every ε it tries, so a
+/// planned query is exactly the query a release would run. Bounds are required here: bounds
+/// found privately depend on the data, so their accuracy cannot be planned.
+#[derive(Clone, Debug)]
+pub(crate) enum QueryArgs {
+    Count,
+    Sum(String, Option<Finite>, Option<Finite>, InvalidPolicy),
+    Mean(String, Option<Finite>, Option<Finite>, InvalidPolicy),
+    Histogram(String, Option<usize>, Option<Categories>, Option<Finite>, Option<Finite>, InvalidPolicy),
+}
+
+impl QueryArgs {
+    /// The validated query at this ε (the grid of a real-valued query depends on ε).
+    pub(crate) fn validate(
+        self,
+        neighbours: Neighbours,
+        eps: &Epsilon,
+        has_header: bool,
+    ) -> Result<QueryPlan, InputError> {
+        let cx = Context { neighbours, eps, has_header };
+        let given = |lower, upper| ClampArgs { lower, upper, bounds_eps: None };
+        match self {
+            QueryArgs::Count => Ok(QueryPlan::Count),
+            QueryArgs::Sum(col, lower, upper, invalid) => {
+                require_bounds("sum", lower, upper)?;
+                numeric_plan(false, &col, given(lower, upper), invalid, cx)
+            }
+            QueryArgs::Mean(col, lower, upper, invalid) => {
+                require_bounds("mean", lower, upper)?;
+                numeric_plan(true, &col, given(lower, upper), invalid, cx)
+            }
+            QueryArgs::Histogram(col, bins, categories, lower, upper, invalid) => {
+                if bins.is_some() && categories.is_none() {
+                    require_bounds("histogram", lower, upper)?;
+                }
+                histogram_plan(&col, bins, categories.as_ref(), given(lower, upper), invalid, cx)
+            }
+        }
+    }
 }
 
 fn quantile_plan(
@@ -269,28 +364,24 @@ fn quantile_plan(
 }
 
 /// Both bounds, or neither (then a share of ε finds them privately); never one.
-fn clamp_bounds(
-    lower: Option<Finite>,
-    upper: Option<Finite>,
-    bounds_eps: Option<&Epsilon>,
-    eps: &Epsilon,
-) -> Result<Clamp<Bounds>, InputError> {
-    match (lower, upper) {
-        (Some(l), Some(u)) if bounds_eps.is_none() => {
+fn clamp_bounds(query: &str, clamp: ClampArgs, eps: &Epsilon) -> Result<Clamp<Bounds>, InputError> {
+    match (clamp.lower, clamp.upper) {
+        (Some(l), Some(u)) if clamp.bounds_eps.is_none() => {
             Ok(Clamp::Given(Bounds::new(l, u).map_err(InputError)?))
         }
         (Some(_), Some(_)) => Err(InputError(
             "--bounds-eps pays for finding bounds privately; it has no use with --lower/--upper".into(),
         )),
         (None, None) => {
-            let (bounds_eps, rest) = bounds::split(eps, bounds_eps).map_err(InputError)?;
+            let (bounds_eps, rest) = bounds::split(eps, clamp.bounds_eps).map_err(InputError)?;
             Ok(Clamp::Private { bounds_eps, rest })
         }
-        _ => Err(InputError(
-            "give both --lower and --upper (bounds fix how much one row can change the result), \
-             or neither to spend part of --eps finding them privately"
-                .into(),
-        )),
+        (lower, upper) => match require_bounds(query, lower, upper) {
+            Err(InputError(why)) => Err(InputError(format!(
+                "{why}; or leave out both to spend part of --eps finding them privately"
+            ))),
+            Ok(_) => unreachable!("one bound is missing here"),
+        },
     }
 }
 
@@ -321,6 +412,53 @@ fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError>
         change_budget: args.change_budget,
         dataset: args.dataset.clone(),
     }))
+}
+
+/// `--plot` is written after the release and any ledger charge, so a path that cannot be
+/// written is refused now, before any data is read or budget spent.
+fn check_plot_path(path: &Path) -> Result<(), InputError> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() || path.file_name().is_none() {
+        return Err(InputError(format!(
+            "--plot '{shown}' is not a file name; give one like --plot chart.svg"
+        )));
+    }
+    if path.is_dir() {
+        return Err(InputError(format!(
+            "--plot '{shown}' is a directory; give a file name like --plot chart.svg"
+        )));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(InputError(format!(
+            "--plot '{shown}': the directory '{}' does not exist; create it or point --plot elsewhere",
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Bounds are flags, never statistics of the data; the message says why and how to give them.
+pub(crate) fn require_bounds(
+    query: &str,
+    lower: Option<Finite>,
+    upper: Option<Finite>,
+) -> Result<Bounds, InputError> {
+    let missing = match (lower, upper) {
+        (Some(l), Some(u)) => return Bounds::new(l, u).map_err(InputError),
+        (Some(_), None) => "--upper U is missing",
+        (None, Some(_)) => "--lower L is missing",
+        (None, None) => "--lower L and --upper U are missing",
+    };
+    Err(InputError(format!(
+        "{query} needs public clamping bounds and {missing}: add --lower L --upper U with the range \
+         you expect the values to lie in (e.g. --lower 0 --upper 120 for ages). They fix how much one \
+         row can change the result; dpstat never takes them from the data, because the column's min \
+         or max would reveal the rows that hold them"
+    )))
 }
 
 /// `--invalid skip` makes the number of rows depend on the data, which `replace` declares public.

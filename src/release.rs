@@ -4,14 +4,12 @@
 //! true row count under add-remove.
 
 use num_bigint::BigInt;
-use num_rational::BigRational;
 use num_traits::ToPrimitive;
 use serde::Serialize;
 
 use crate::accuracy;
-use crate::clamp::{Bins, Categories, GridBounds, OTHER};
+use crate::clamp::{Bins, Categories, Grid, GridBounds, OTHER};
 use crate::cli::Confidence;
-use crate::epsilon::rational_to_f64_up;
 use crate::epsilon::Epsilon;
 use crate::ledger::BudgetSummary;
 use crate::mechanism::Noisy;
@@ -162,20 +160,32 @@ pub struct Part {
     pub grid: GridInfo,
 }
 
-const MECHANISM: &str = "discrete-laplace";
+pub const MECHANISM: &str = "discrete-laplace";
+
+impl GridInfo {
+    pub fn of(grid: Grid) -> GridInfo {
+        GridInfo { exponent: grid.exponent(), spacing: grid.to_f64(&BigInt::from(1)) }
+    }
+}
 
 fn grid_info(noisy: &Noisy<impl Sized>) -> GridInfo {
-    GridInfo { exponent: noisy.grid.exponent(), spacing: noisy.grid.to_f64(&BigInt::from(1)) }
+    GridInfo::of(noisy.noise.grid)
+}
+
+impl BoundsInfo {
+    pub fn of(bounds: &GridBounds) -> BoundsInfo {
+        BoundsInfo {
+            lower: bounds.lower_f64(),
+            upper: bounds.upper_f64(),
+            source: "flags",
+            epsilon: None,
+            epsilon_exact: None,
+        }
+    }
 }
 
 fn bounds_info(bounds: &GridBounds) -> BoundsInfo {
-    BoundsInfo {
-        lower: bounds.lower_f64(),
-        upper: bounds.upper_f64(),
-        source: "flags",
-        epsilon: None,
-        epsilon_exact: None,
-    }
+    BoundsInfo::of(bounds)
 }
 
 fn saturating_i128(v: &BigInt) -> i128 {
@@ -213,23 +223,23 @@ impl Release {
 
     /// A count: the noisy integer.
     pub fn count(plan: &Plan, noisy: &Noisy<BigInt>) -> Release {
-        let accuracy = scalar_accuracy(plan.confidence, noisy.error_bound(plan.confidence.beta()));
+        let accuracy = scalar_accuracy(plan.confidence, accuracy::single(&noisy.noise, plan.confidence));
         Release {
             value: Some(Number::Integer(saturating_i128(&noisy.value))),
-            sensitivity: Some(noisy.sensitivity_value()),
-            scale: Some(noisy.scale_value()),
+            sensitivity: Some(noisy.noise.sensitivity_value()),
+            scale: Some(noisy.noise.scale_value()),
             ..Release::base(plan, None, accuracy)
         }
     }
 
     /// A sum: the noisy grid multiple.
     pub fn sum(plan: &Plan, column: String, noisy: &Noisy<BigInt>, bounds: &GridBounds) -> Release {
-        let accuracy = scalar_accuracy(plan.confidence, noisy.error_bound(plan.confidence.beta()));
+        let accuracy = scalar_accuracy(plan.confidence, accuracy::single(&noisy.noise, plan.confidence));
         Release {
-            value: Some(Number::Real(noisy.grid.to_f64(&noisy.value))),
+            value: Some(Number::Real(noisy.noise.grid.to_f64(&noisy.value))),
             value_units: Some(noisy.value.to_string()),
-            sensitivity: Some(noisy.sensitivity_value()),
-            scale: Some(noisy.scale_value()),
+            sensitivity: Some(noisy.noise.sensitivity_value()),
+            scale: Some(noisy.noise.scale_value()),
             grid: Some(grid_info(noisy)),
             bounds: Some(bounds_info(bounds)),
             ..Release::base(plan, Some(column), accuracy)
@@ -245,19 +255,15 @@ impl Release {
         bounds: &GridBounds,
     ) -> Release {
         let (value, clamped) = mean::replace_release(&noisy_sum.value, n, bounds);
-        let n_rational = BigRational::from_integer(BigInt::from(n));
-        let per_row = |units: f64| {
-            rational_to_f64_up(&(BigRational::from_float(units).unwrap_or_default() / &n_rational))
-        };
         let accuracy =
-            scalar_accuracy(plan.confidence, per_row(noisy_sum.error_bound(plan.confidence.beta())));
+            scalar_accuracy(plan.confidence, accuracy::mean_replace(&noisy_sum.noise, n, plan.confidence));
         let mut post = vec![format!("noisy sum divided by the public row count n = {n}")];
         post.extend(clamped.then(|| clamp_note(bounds)));
         Release {
             value: Some(Number::Real(value)),
             value_units: Some(noisy_sum.value.to_string()),
-            sensitivity: Some(per_row(noisy_sum.sensitivity_value())),
-            scale: Some(per_row(noisy_sum.scale_value())),
+            sensitivity: Some(accuracy::per_row(noisy_sum.noise.sensitivity_value(), n)),
+            scale: Some(accuracy::per_row(noisy_sum.noise.scale_value(), n)),
             grid: Some(grid_info(noisy_sum)),
             bounds: Some(bounds_info(bounds)),
             rows: Some(n),
@@ -276,28 +282,27 @@ impl Release {
         bounds: &GridBounds,
     ) -> Release {
         let (value, clamped) = mean::add_remove_release(&shifted.value, &count.value, midpoint, bounds);
-        let half_beta = plan.confidence.beta() / 2.0;
-        let bound_units = accuracy::mean_add_remove_bound(
+        let error_bound = accuracy::mean_add_remove(
+            &shifted.noise,
+            &count.noise,
             &shifted.value,
             &count.value,
-            shifted.error_bound_units(half_beta),
-            count.error_bound_units(half_beta),
             bounds.width_units(),
+            plan.confidence,
         );
-        let error_bound = rational_to_f64_up(&(bound_units * shifted.grid.spacing()));
         let mut post = vec![format!(
             "midpoint {} + noisy shifted sum / max(1, noisy count)",
-            shifted.grid.to_f64(&BigInt::from(midpoint))
+            shifted.noise.grid.to_f64(&BigInt::from(midpoint))
         )];
         post.extend(clamped.then(|| clamp_note(bounds)));
         let part = |name, noisy: &Noisy<BigInt>| Part {
             name,
-            value: noisy.grid.to_f64(&noisy.value),
+            value: noisy.noise.grid.to_f64(&noisy.value),
             value_units: noisy.value.to_string(),
-            epsilon: noisy.eps.to_f64_up(),
-            epsilon_exact: noisy.eps.exact_string(),
-            sensitivity: noisy.sensitivity_value(),
-            scale: noisy.scale_value(),
+            epsilon: noisy.noise.eps.to_f64_up(),
+            epsilon_exact: noisy.noise.eps.exact_string(),
+            sensitivity: noisy.noise.sensitivity_value(),
+            scale: noisy.noise.scale_value(),
             grid: grid_info(noisy),
         };
         Release {
@@ -416,20 +421,25 @@ impl Release {
         };
         let accuracy = Accuracy {
             confidence: plan.confidence.level(),
-            error_bound: noisy.error_bound(plan.confidence.beta()),
-            scope: "per bin",
+            error_bound: accuracy::single(&noisy.noise, plan.confidence),
+            scope: PER_BIN,
         };
         Release {
             bins: Some(bins),
-            sensitivity: Some(noisy.sensitivity_value()),
-            scale: Some(noisy.scale_value()),
+            sensitivity: Some(noisy.noise.sensitivity_value()),
+            scale: Some(noisy.noise.scale_value()),
             ..Release::base(plan, Some(column), accuracy)
         }
     }
 }
 
-fn scalar_accuracy(confidence: Confidence, error_bound: f64) -> Accuracy {
-    Accuracy { confidence: confidence.level(), error_bound, scope: "value" }
+/// The scope of a single value's bound.
+pub const VALUE: &str = "value";
+/// The scope of a histogram's bound: each bin on its own (a bound for all K at once uses β/K).
+pub const PER_BIN: &str = "per bin";
+
+pub fn scalar_accuracy(confidence: Confidence, error_bound: f64) -> Accuracy {
+    Accuracy { confidence: confidence.level(), error_bound, scope: VALUE }
 }
 
 fn clamp_note(bounds: &GridBounds) -> String {

@@ -227,7 +227,7 @@ pub fn choose(fold: &LogFold, neighbours: Neighbours, eps: &Epsilon, rng: &mut d
     let bins = noisy.value.len();
     // One-sided tail: P(Z > t) <= β/K per empty bin, via the two-sided bound at 2β/K.
     let threshold = BigInt::from(discrete_laplace_error_bound(
-        &noisy.scale,
+        &noisy.noise.scale,
         2.0 * SPURIOUS_BIN_PROBABILITY / bins as f64,
     ));
     let passing: Vec<usize> = (0..bins).filter(|&i| noisy.value[i] > threshold).collect();

@@ -1,0 +1,81 @@
+//! Generated from the clap definition: shell completions, the man page, `--help` with
+//! sensitivities and worked examples, and `--version` with the privacy-relevant build facts.
+
+mod common;
+
+use clap::CommandFactory;
+use common::{dpstat, fails_with, stdout_of};
+use dpstat::cli::Cli;
+
+/// Every subcommand the parser knows, from the definition itself.
+fn subcommands() -> Vec<String> {
+    Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect()
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish_mention_every_subcommand() {
+    let names = subcommands();
+    assert!(names.len() >= 8, "{names:?}");
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_of(dpstat().args(["completions", shell]));
+        assert!(script.len() > 500, "{shell}: a script, not a stub");
+        for name in &names {
+            assert!(script.contains(name.as_str()), "{shell} completions do not mention {name}");
+        }
+        // Flags of the queries complete too.
+        for flag in ["eps", "neighbours", "plot", "rows"] {
+            assert!(script.contains(flag), "{shell} completions do not mention {flag}");
+        }
+    }
+    fails_with(dpstat().args(["completions", "tcsh"]), &["invalid value 'tcsh'"]);
+}
+
+#[test]
+fn man_page_mentions_every_subcommand() {
+    let page = stdout_of(dpstat().arg("man"));
+    assert!(page.starts_with(".ie") || page.contains(".TH"), "roff: {}", &page[..80.min(page.len())]);
+    assert!(page.contains(".TH dpstat"), "title header");
+    for name in subcommands() {
+        assert!(page.contains(&name), "the man page does not mention {name}");
+    }
+}
+
+#[test]
+fn query_help_shows_the_sensitivity_per_unit_and_a_worked_example() {
+    for (query, formula) in
+        [("count", "Δ = 1"), ("sum", "Δ = max(|L|, |U|)"), ("mean", "Δ = (U − L)/2"), ("histogram", "Δ = 2")]
+    {
+        let help = stdout_of(dpstat().args([query, "--help"]));
+        for needle in ["Sensitivity", "add-remove", "replace", "Worked example", formula, "dpstat plan"] {
+            assert!(help.contains(needle), "{query} --help lacks {needle:?}:\n{help}");
+        }
+    }
+}
+
+/// The numbers in the worked examples are what `dpstat plan` computes (rounded up for print).
+#[test]
+fn worked_examples_agree_with_plan() {
+    for (query, plan, printed) in [
+        ("count", "plan count --eps 0.1", "±30 "),
+        ("sum", "plan sum --lower 0 --upper 200000 --eps 0.5", "±1198293 "),
+        ("mean", "plan mean --lower 0 --upper 100 --eps 1 --neighbours replace --rows 200", "±1.5 "),
+        ("histogram", "plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5", "±6 "),
+    ] {
+        let help = stdout_of(dpstat().args([query, "--help"]));
+        assert!(help.contains(printed), "{query} --help lacks {printed}");
+        let json = common::json_of(dpstat().args(plan.split_whitespace()));
+        let bound = json["accuracy"]["error_bound"].as_f64().unwrap();
+        let shown: f64 = printed.trim().trim_start_matches('±').parse().unwrap();
+        assert!(bound <= shown && shown - bound < 0.1, "{plan}: help says {shown}, plan says {bound}");
+    }
+}
+
+#[test]
+fn version_states_the_randomness_source_and_the_test_hook() {
+    let version = stdout_of(dpstat().arg("--version"));
+    assert!(version.starts_with(&format!("dpstat {}", env!("CARGO_PKG_VERSION"))), "{version}");
+    for needle in ["ChaCha20", "operating system's CSPRNG", "exact discrete Laplace", "DPSTAT_INSECURE_SEED"]
+    {
+        assert!(version.contains(needle), "--version lacks {needle}:\n{version}");
+    }
+}

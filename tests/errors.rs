@@ -1,0 +1,88 @@
+//! Errors that teach: each names the flag that fixes it, on one `dpstat:` line, exit 2.
+
+mod common;
+
+use common::{dpstat, fails_with, fixture, stdout_of};
+
+#[test]
+fn unknown_column_suggests_the_nearest_and_lists_all() {
+    let line = fails_with(
+        dpstat()
+            .args(["sum", "--col", "incom", "--lower", "0", "--upper", "1", "--eps", "1"])
+            .arg(fixture("people.csv")),
+        &["no column 'incom'", "did you mean --col income?", "the columns are: id, age, income, region"],
+    );
+    assert!(line.contains("people.csv"), "{line}");
+    fails_with(
+        dpstat().args(["count", "--where", "Region=north", "--eps", "1"]).arg(fixture("people.csv")),
+        &["did you mean --where region?"],
+    );
+    let line = fails_with(
+        dpstat().args(["count", "--where", "height=2", "--eps", "1"]).arg(fixture("people.csv")),
+        &["no column 'height'", "the columns are"],
+    );
+    assert!(!line.contains("did you mean"), "nothing is close to 'height': {line}");
+}
+
+#[test]
+fn missing_bounds_explain_why_they_are_flags() {
+    for query in ["sum", "mean"] {
+        fails_with(
+            dpstat().args([query, "--col", "age", "--eps", "1", "--lower", "0"]).arg(fixture("people.csv")),
+            &["--upper U is missing", "never takes them from the data", "would reveal", "privately"],
+        );
+    }
+    fails_with(
+        dpstat()
+            .args(["histogram", "--col", "age", "--bins", "4", "--lower", "0", "--eps", "1"])
+            .arg(fixture("people.csv")),
+        &["--upper U is missing"],
+    );
+}
+
+#[test]
+fn large_epsilon_warns_about_protection_and_still_releases() {
+    let out = dpstat().args(["count", "--eps", "20"]).arg(fixture("people.csv")).output().unwrap();
+    assert!(out.status.success(), "a large ε is never refused");
+    assert!(!out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warning = stderr.lines().find(|l| l.contains("is large")).expect("a warning");
+    for needle in ["dpstat: warning: --eps 20", "protects little", "e^20", "4.9e8", "lower --eps"] {
+        assert!(warning.contains(needle), "warning lacks {needle:?}: {warning}");
+    }
+    let quiet = dpstat().args(["count", "--eps", "10"]).arg(fixture("people.csv")).output().unwrap();
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("is large"));
+}
+
+#[test]
+fn clap_usage_errors_are_one_line() {
+    fails_with(&mut dpstat(), &["dpstat needs a subcommand", "count", "plan", "see dpstat --help"]);
+    fails_with(dpstat().arg("plan"), &["dpstat plan needs a subcommand", "histogram"]);
+    fails_with(
+        dpstat().args(["sum", "--col", "age", "--lowr", "0"]),
+        &["unexpected argument '--lowr'", "tip: a similar argument exists: '--lower'"],
+    );
+    fails_with(dpstat().args(["count", "--eps", "zero"]), &["--eps", "not a decimal number"]);
+    fails_with(
+        dpstat().args(["count", "--eps", "1", "--neighbours", "swap"]),
+        &["--neighbours", "add-remove"],
+    );
+    // --help still prints in full, to stdout, exit 0.
+    assert!(stdout_of(dpstat().arg("--help")).contains("Usage: dpstat"));
+}
+
+#[test]
+fn bad_cells_and_field_counts_name_the_fixing_flag() {
+    fails_with(
+        dpstat()
+            .args(["sum", "--col", "region", "--lower", "0", "--upper", "1", "--eps", "1"])
+            .arg(fixture("people.csv")),
+        &["row 1", "column 'region'", "--invalid skip", "--invalid impute=V"],
+    );
+    fails_with(
+        dpstat()
+            .args(["sum", "--no-header", "--col", "9", "--lower", "0", "--upper", "1", "--eps", "1"])
+            .arg(fixture("people.csv")),
+        &["column 9 does not exist", "--delimiter"],
+    );
+}
