@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::clamp::{Categories, Finite};
+use crate::clamp::{Categories, Finite, Keys};
 use crate::epsilon::Epsilon;
 use crate::ledger::Budget;
 
@@ -44,6 +44,14 @@ pub enum Query {
         after_help = "Example:\n  dpstat mean --col income --lower 0 --upper 200000 --eps 0.1 people.csv"
     )]
     Mean(NumericArgs),
+    /// Noisy population variance of a column clamped to [L, U], clamped to [0, ((U−L)/2)²].
+    /// add-remove: noisy count, shifted sum and sum of squares, ε split in three; replace: noisy
+    /// shifted sum and sum of squares over the public n, ε split in two.
+    #[command(
+        after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 people.csv\n  \
+        dpstat variance --col income --lower 0 --upper 200000 --eps 1 --by region --keys north,south people.csv"
+    )]
+    Variance(NumericArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
     /// L1 sensitivity 1 (add-remove), 2 (replace).
     #[command(
@@ -51,6 +59,14 @@ pub enum Query {
         dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv"
     )]
     Histogram(HistogramArgs),
+    /// Several queries from a workload file (TOML) in one pass over FILE: one total ε split into
+    /// exact shares, one privacy unit, one ledger charge.
+    #[command(
+        after_help = "Example:\n  dpstat run fixtures/compose_two_columns.toml fixtures/people.csv\n\n\
+        Workload file:\n  epsilon = \"1\"\n  neighbours = \"add-remove\"\n\n  [[query]]\n  name = \"mean_income\"\n  \
+        kind = \"mean\"\n  column = \"income\"\n  lower = 0\n  upper = 200000\n  share = \"0.25\"   # optional; default: even split"
+    )]
+    Run(RunArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
         dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
@@ -95,6 +111,13 @@ pub struct Common {
     /// Use only rows whose COL equals VALUE (repeatable; all must hold).
     #[arg(long = "where", value_name = "COL=VALUE")]
     pub filters: Vec<Filter>,
+    /// One release per public key of column COL (with --keys), each with the full ε: the groups
+    /// are disjoint (parallel composition), so ε is charged once.
+    #[arg(long, value_name = "COL", requires = "keys")]
+    pub by: Option<String>,
+    /// The public keys of --by, comma-separated; rows with any other key form the group `other`.
+    #[arg(long, value_name = "K1,K2,...", requires = "by")]
+    pub keys: Option<Keys>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -144,6 +167,31 @@ pub struct BudgetArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// The dataset's file, to identify it by content; - or absent reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+/// `dpstat run`: a workload file and the flags that are not part of it.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Workload file (TOML): total `epsilon`, `neighbours`, and one [[query]] table per query.
+    #[arg(value_name = "WORKLOAD")]
+    pub workload: PathBuf,
+    /// Output format: a text table, or JSON lines (one object per query).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Level of the printed accuracy bounds, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95")]
+    pub confidence: Confidence,
+    /// Field delimiter: one ASCII character, or \t / tab.
+    #[arg(long, value_name = "C", default_value = ",")]
+    pub delimiter: Delimiter,
+    /// The input has no header row; columns are 1-based indices.
+    #[arg(long)]
+    pub no_header: bool,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+    /// CSV file; - or absent reads standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 }

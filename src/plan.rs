@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
-use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
-use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours};
+use crate::clamp::{Bins, Bounds, Categories, Finite, Keys, MAX_BINS};
+use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
-use crate::query::{mean::MeanSpec, sum::SumSpec};
+use crate::query::{mean::MeanSpec, sum::SumSpec, variance::VarianceSpec};
 
 /// Where the CSV comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub enum ColumnRef {
 }
 
 impl ColumnRef {
-    fn parse(text: &str, has_header: bool, flag: &str) -> Result<ColumnRef, InputError> {
+    pub fn parse(text: &str, has_header: bool, flag: &str) -> Result<ColumnRef, InputError> {
         if has_header {
             return Ok(ColumnRef::Name(text.to_string()));
         }
@@ -68,6 +68,13 @@ pub struct FilterSpec {
     pub value: String,
 }
 
+/// `--by COL --keys k1,k2,...`: one release per public key, plus `other`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupSpec {
+    pub column: ColumnRef,
+    pub keys: Keys,
+}
+
 /// The histogram's public bins.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BinSpec {
@@ -81,6 +88,7 @@ pub enum QueryPlan {
     Count,
     Sum { column: ColumnRef, spec: SumSpec, invalid: InvalidPolicy },
     Mean { column: ColumnRef, spec: MeanSpec, invalid: InvalidPolicy },
+    Variance { column: ColumnRef, spec: VarianceSpec, invalid: InvalidPolicy },
     Histogram { column: ColumnRef, bins: BinSpec, invalid: InvalidPolicy },
 }
 
@@ -90,6 +98,7 @@ impl QueryPlan {
             QueryPlan::Count => "count",
             QueryPlan::Sum { .. } => "sum",
             QueryPlan::Mean { .. } => "mean",
+            QueryPlan::Variance { .. } => "variance",
             QueryPlan::Histogram { .. } => "histogram",
         }
     }
@@ -101,6 +110,8 @@ pub struct Plan {
     pub source: Source,
     pub csv: CsvOptions,
     pub filters: Vec<FilterSpec>,
+    /// `--by`: one release per public key, each with the full ε.
+    pub group: Option<GroupSpec>,
     pub query: QueryPlan,
     pub eps: Epsilon,
     pub neighbours: Neighbours,
@@ -115,13 +126,15 @@ impl Plan {
             cli::Query::Count(a) => (a.common, QueryArgs::Count),
             cli::Query::Sum(a) => (a.common, QueryArgs::Sum(a.col, a.lower, a.upper, a.invalid)),
             cli::Query::Mean(a) => (a.common, QueryArgs::Mean(a.col, a.lower, a.upper, a.invalid)),
+            cli::Query::Variance(a) => (a.common, QueryArgs::Variance(a.col, a.lower, a.upper, a.invalid)),
             cli::Query::Histogram(a) => {
                 (a.common, QueryArgs::Histogram(a.col, a.bins, a.categories, a.lower, a.upper, a.invalid))
             }
-            cli::Query::Budget(_) => unreachable!("`dpstat budget` is not a query; run() dispatches it"),
+            cli::Query::Budget(_) | cli::Query::Run(_) => {
+                unreachable!("`dpstat budget` and `dpstat run` are not single queries; run() dispatches them")
+            }
         };
         let has_header = !common.no_header;
-        let query = query.validate(&common, has_header)?;
         let filters = common
             .filters
             .iter()
@@ -132,26 +145,26 @@ impl Plan {
                 })
             })
             .collect::<Result<Vec<_>, InputError>>()?;
-        if common.neighbours == Neighbours::Replace
-            && !filters.is_empty()
-            && matches!(query, QueryPlan::Sum { .. } | QueryPlan::Mean { .. })
-        {
-            return Err(InputError(format!(
-                "--where with --neighbours replace is not supported for {}: the filtered row count \
-                 would be private, so the sensitivity would not hold; use --neighbours add-remove",
-                query.name()
-            )));
-        }
+        let group = match (&common.by, &common.keys) {
+            (Some(by), Some(keys)) => {
+                Some(GroupSpec { column: ColumnRef::parse(by, has_header, "--by")?, keys: keys.clone() })
+            }
+            _ => None,
+        };
         let ledger = ledger_spec(&common.ledger)?;
         let source = match &common.file {
             None => Source::Stdin,
             Some(p) if p.as_os_str() == "-" => Source::Stdin,
             Some(p) => Source::Path(p.clone()),
         };
+        let query = query.validate(&common.eps, common.neighbours, has_header, group.is_some())?;
+        check_combination(&query, common.neighbours, !filters.is_empty(), group.is_some())
+            .map_err(InputError)?;
         Ok(Plan {
             source,
             csv: CsvOptions { delimiter: common.delimiter.0, has_header },
             filters,
+            group,
             query,
             eps: common.eps,
             neighbours: common.neighbours,
@@ -162,31 +175,76 @@ impl Plan {
     }
 }
 
-/// Query flags before validation.
-enum QueryArgs {
+/// Rules across flags that no single flag can check: under replace, a filtered or grouped
+/// sum, mean or variance would need a private row count. Shared with workload files.
+pub fn check_combination(
+    query: &QueryPlan,
+    neighbours: Neighbours,
+    filtered: bool,
+    grouped: bool,
+) -> Result<(), String> {
+    if neighbours != Neighbours::Replace {
+        return Ok(());
+    }
+    let needs_n =
+        matches!(query, QueryPlan::Sum { .. } | QueryPlan::Mean { .. } | QueryPlan::Variance { .. });
+    if filtered && needs_n {
+        return Err(format!(
+            "--where with --neighbours replace is not supported for {}: the filtered row count \
+             would be private, so the sensitivity would not hold; use --neighbours add-remove",
+            query.name()
+        ));
+    }
+    if grouped && matches!(query, QueryPlan::Mean { .. } | QueryPlan::Variance { .. }) {
+        return Err(format!(
+            "--by with --neighbours replace is not supported for {}: each group's size would have to be \
+             public, but a changed row can move between groups, so group sizes are private; \
+             use --neighbours add-remove (the noisy count of each group is then part of the release)",
+            query.name()
+        ));
+    }
+    Ok(())
+}
+
+/// Query flags (or a workload query's keys) before validation.
+pub enum QueryArgs {
     Count,
     Sum(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Mean(String, Option<Finite>, Option<Finite>, InvalidPolicy),
+    Variance(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Histogram(String, Option<usize>, Option<Categories>, Option<Finite>, Option<Finite>, InvalidPolicy),
 }
 
 impl QueryArgs {
-    fn validate(self, common: &Common, has_header: bool) -> Result<QueryPlan, InputError> {
-        let neighbours = common.neighbours;
+    /// Checks the query's own flags and builds its spec (grids are chosen from ε here, so the
+    /// spec is for this ε). `grouped`: one release per `--by` group (changes sums under replace).
+    pub fn validate(
+        self,
+        eps: &Epsilon,
+        neighbours: Neighbours,
+        has_header: bool,
+        grouped: bool,
+    ) -> Result<QueryPlan, InputError> {
         let column = |text: &str| ColumnRef::parse(text, has_header, "--col");
         Ok(match self {
             QueryArgs::Count => QueryPlan::Count,
             QueryArgs::Sum(col, lower, upper, invalid) => {
                 let bounds = require_bounds("sum", lower, upper)?;
                 check_invalid_policy(invalid, neighbours)?;
-                let spec = SumSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
+                let spec = SumSpec::with_groups(bounds, neighbours, eps, grouped).map_err(InputError)?;
                 QueryPlan::Sum { column: column(&col)?, spec, invalid }
             }
             QueryArgs::Mean(col, lower, upper, invalid) => {
                 let bounds = require_bounds("mean", lower, upper)?;
                 check_invalid_policy(invalid, neighbours)?;
-                let spec = MeanSpec::new(bounds, neighbours, &common.eps).map_err(InputError)?;
+                let spec = MeanSpec::new(bounds, neighbours, eps).map_err(InputError)?;
                 QueryPlan::Mean { column: column(&col)?, spec, invalid }
+            }
+            QueryArgs::Variance(col, lower, upper, invalid) => {
+                let bounds = require_bounds("variance", lower, upper)?;
+                check_invalid_policy(invalid, neighbours)?;
+                let spec = VarianceSpec::new(bounds, neighbours, eps).map_err(InputError)?;
+                QueryPlan::Variance { column: column(&col)?, spec, invalid }
             }
             QueryArgs::Histogram(col, bins, categories, lower, upper, invalid) => {
                 let bins = match (bins, categories) {
@@ -215,7 +273,7 @@ impl QueryArgs {
 }
 
 /// The ledger flags make sense only together.
-fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError> {
+pub fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError> {
     let Some(path) = &args.ledger else {
         let stray = [
             (args.budget.is_some(), "--budget"),
