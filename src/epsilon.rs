@@ -110,6 +110,13 @@ impl FromStr for Epsilon {
     fn from_str(s: &str) -> Result<Epsilon, String> {
         let r = parse_decimal(s)
             .ok_or_else(|| format!("'{s}' is not a decimal number (write epsilon like 0.1, 1, or 5e-3)"))?;
+        Epsilon::from_rational(r)
+    }
+}
+
+impl Epsilon {
+    /// An exact rational as a budget, under the same rule as `--eps` (1e-9 <= ε).
+    pub fn from_rational(r: BigRational) -> Result<Epsilon, String> {
         let min = BigRational::new(BigInt::one(), BigInt::from(10u32).pow(MIN_EPSILON_DECIMALS));
         if !r.is_positive() {
             return Err("epsilon must be greater than 0".into());
