@@ -690,3 +690,40 @@ fn exact_decimal(eps: &Epsilon) -> String {
         d
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Workload, InputError> {
+        let csv = CsvOptions { delimiter: b',', has_header: true };
+        Workload::parse("w.toml", text, &Source::Stdin, &csv, "0.95".parse().unwrap(), Format::Text)
+    }
+
+    fn shares(w: &Workload) -> Vec<String> {
+        w.queries.iter().map(|q| q.plan.eps.exact_string()).collect()
+    }
+
+    #[test]
+    fn numbers_are_read_as_written() {
+        let w = parse("epsilon = 1_0e-1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = 0.1\n[[query]]\nname = \"b\"\nkind = \"count\"\n")
+            .unwrap();
+        assert_eq!(w.total.exact_string(), "1/1");
+        assert_eq!(shares(&w), ["1/10", "9/10"]);
+        let w = parse("epsilon = \"0.7\"\n[[query]]\nname = \"a\"\nkind = \"count\"\n").unwrap();
+        assert_eq!(shares(&w), ["7/10"]);
+    }
+
+    #[test]
+    fn missing_shares_split_the_rest_evenly() {
+        let text = "epsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = \"0.5\"\n\
+                    [[query]]\nname = \"b\"\nkind = \"count\"\n[[query]]\nname = \"c\"\nkind = \"count\"\n";
+        assert_eq!(shares(&parse(text).unwrap()), ["1/2", "1/4", "1/4"]);
+    }
+
+    #[test]
+    fn lines_are_one_based_from_byte_offsets() {
+        let file = SourceText { path: "w", text: "a\nbb\n\nc" };
+        assert_eq!([file.line(0), file.line(2), file.line(5), file.line(6), file.line(99)], [1, 2, 3, 4, 4]);
+    }
+}
