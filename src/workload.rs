@@ -605,7 +605,7 @@ fn render(workload: &Workload, releases: &[Published], format: Format) -> Result
                 "value".into(),
                 "epsilon".into(),
                 "sensitivity".into(),
-                format!("error({}%)", confidence * 100.0),
+                format!("error({}%)", (confidence * 1e6).round() / 1e4),
             ]];
             for (query, release) in workload.queries.iter().zip(releases) {
                 let eps = exact_decimal(&query.plan.eps);
@@ -719,6 +719,51 @@ mod tests {
         let text = "epsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = \"0.5\"\n\
                     [[query]]\nname = \"b\"\nkind = \"count\"\n[[query]]\nname = \"c\"\nkind = \"count\"\n";
         assert_eq!(shares(&parse(text).unwrap()), ["1/2", "1/4", "1/4"]);
+    }
+
+    /// Splitting the rows between two folds and merging gives exactly the one-fold result.
+    #[test]
+    fn workload_fold_merges_exactly() {
+        use crate::clamp::{Bounds, Finite};
+        use crate::column::NumberCell;
+        use crate::query::count::CountFold;
+        use crate::query::variance::{VarianceFold, VarianceSpec};
+        let bounds = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(10.0).unwrap()).unwrap();
+        let spec = VarianceSpec::new(bounds, Neighbours::AddRemove, &"1".parse().unwrap()).unwrap();
+        let cell = NumberCell { index: 1, invalid: InvalidPolicy::Skip };
+        let empty = WorkloadFold(vec![
+            Routed::new(QueryFold::Count(CountFold::default()), vec![(0, b"a".to_vec())], None),
+            Routed::new(QueryFold::Variance(VarianceFold::new(spec, cell)), vec![], None),
+        ]);
+        let rows: Vec<ByteRecord> = (0..40)
+            .map(|i| {
+                ByteRecord::from(vec![if i % 3 == 0 { "a" } else { "b" }, &format!("{}", i as f64 * 0.37)])
+            })
+            .collect();
+        let mut whole = empty.clone();
+        let (mut left, mut right) = (empty.clone(), empty);
+        for (i, r) in rows.iter().enumerate() {
+            whole.row(r).unwrap();
+            if i < 17 {
+                left.row(r).unwrap()
+            } else {
+                right.row(r).unwrap()
+            }
+        }
+        left.merge(right);
+        let summary = |w: &WorkloadFold| -> Vec<String> {
+            w.0.iter()
+                .flat_map(|r| &r.groups)
+                .map(|f| match f {
+                    QueryFold::Count(c) => c.rows.to_string(),
+                    QueryFold::Variance(v) => format!("{:?}", v.aggregate()),
+                    _ => unreachable!(),
+                })
+                .collect()
+        };
+        assert_eq!(summary(&left), summary(&whole));
+        assert_eq!(summary(&whole)[0], "14");
+        assert_eq!(whole.widest_column(), Some(1));
     }
 
     #[test]
