@@ -174,7 +174,7 @@ pub struct BudgetArgs {
 /// `dpstat run`: a workload file and the flags that are not part of it.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Workload file (TOML): total `epsilon`, `neighbours`, and one [[query]] table per query.
+    /// Workload file (TOML): total `epsilon`, `neighbours`, and one `[[query]]` table per query.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
     /// Output format: a text table, or JSON lines (one object per query).
