@@ -319,25 +319,68 @@ impl Categories {
 impl FromStr for Categories {
     type Err = String;
     fn from_str(s: &str) -> Result<Categories, String> {
+        Categories::parse_list(s, "category", "bin", "north,south,east")
+    }
+}
+
+impl Categories {
+    /// A comma-separated public list; `noun`, `role` (of `other`) and `example` word the messages.
+    fn parse_list(s: &str, noun: &str, role: &str, example: &str) -> Result<Categories, String> {
         let names: Vec<String> = s.split(',').map(|c| c.trim().to_string()).collect();
         let mut index = HashMap::new();
         for (i, name) in names.iter().enumerate() {
             if name.is_empty() {
-                return Err("a category is empty; list them like north,south,east".into());
+                return Err(format!("a {noun} is empty; list them like {example}"));
             }
             if name == OTHER {
                 return Err(format!(
-                    "'{OTHER}' names the bin for values not listed; it cannot be a category"
+                    "'{OTHER}' names the {role} for values not listed; it cannot be a {noun}"
                 ));
             }
             if index.insert(name.as_bytes().to_vec(), i).is_some() {
-                return Err(format!("category '{name}' is listed twice"));
+                return Err(format!("{noun} '{name}' is listed twice"));
             }
         }
         if names.len() >= MAX_BINS {
-            return Err(format!("at most {} categories", MAX_BINS - 1));
+            return Err(format!("at most {} {noun} values", MAX_BINS - 1));
         }
         Ok(Categories { names, index })
+    }
+}
+
+/// The public group keys of `--by COL --keys k1,k2,...`: rows whose (trimmed) key is not
+/// listed form one more group, `other`. Keys come from the flag, never from the data: keys
+/// read off the column would reveal which values occur.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Keys(Categories);
+
+impl Keys {
+    /// The listed keys, without `other`.
+    pub fn names(&self) -> &[String] {
+        self.0.names()
+    }
+
+    /// Number of groups: the keys and `other`.
+    pub fn groups(&self) -> usize {
+        self.0.names().len() + 1
+    }
+
+    /// Name of group i (`other` for the last).
+    pub fn label(&self, i: usize) -> &str {
+        self.0.names().get(i).map_or(OTHER, String::as_str)
+    }
+
+    /// The group of a (trimmed) cell.
+    #[inline]
+    pub fn index(&self, cell: &[u8]) -> usize {
+        self.0.index(cell)
+    }
+}
+
+impl FromStr for Keys {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Keys, String> {
+        Categories::parse_list(s, "key", "group", "urban,rural").map(Keys)
     }
 }
 
@@ -434,6 +477,9 @@ mod tests {
         assert!("a,,b".parse::<Categories>().is_err());
         assert!("a,a".parse::<Categories>().is_err());
         assert!("a,other".parse::<Categories>().is_err());
+        assert_eq!("x,,y".parse::<Keys>().unwrap_err(), "a key is empty; list them like urban,rural");
+        let k: Keys = "u, r".parse().unwrap();
+        assert_eq!((k.groups(), k.index(b"r"), k.index(b"z"), k.label(2)), (3, 1, 2, "other"));
         let c: Categories = "north, south".parse().unwrap();
         assert_eq!(c.index(b"south"), 1);
         assert_eq!(c.index(b"west"), 2);

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::clamp::{Categories, Finite};
+use crate::clamp::{Categories, Finite, Keys};
 use crate::epsilon::Epsilon;
 use crate::ledger::Budget;
 use crate::query::quantile::Level;
@@ -113,6 +113,14 @@ pub enum Query {
     /// add-remove: a midpoint-shifted sum (U−L)/2 over a noisy count (1), ε split in two halves.
     #[command(after_help = MEAN_HELP)]
     Mean(NumericArgs),
+    /// Noisy population variance of a column clamped to [L, U], clamped to [0, ((U−L)/2)²].
+    /// add-remove: noisy count, shifted sum and sum of squares, ε split in three; replace: noisy
+    /// shifted sum and sum of squares over the public n, ε split in two.
+    #[command(
+        after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 people.csv\n  \
+        dpstat variance --col income --lower 0 --upper 200000 --eps 1 --by region --keys north,south people.csv"
+    )]
+    Variance(NumericArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
     /// L1 sensitivity 1 (add-remove), 2 (replace).
     #[command(after_help = HISTOGRAM_HELP)]
@@ -127,6 +135,14 @@ pub enum Query {
     /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
     #[command(after_help = "Example:\n  dpstat median --col age --lower 0 --upper 120 --eps 0.5 people.csv")]
     Median(MedianArgs),
+    /// Several queries from a workload file (TOML) in one pass over FILE: one total ε split into
+    /// exact shares, one privacy unit, one ledger charge.
+    #[command(
+        after_help = "Example:\n  dpstat run fixtures/compose_two_columns.toml fixtures/people.csv\n\n\
+        Workload file:\n  epsilon = \"1\"\n  neighbours = \"add-remove\"\n\n  [[query]]\n  name = \"mean_income\"\n  \
+        kind = \"mean\"\n  column = \"income\"\n  lower = 0\n  upper = 200000\n  share = \"0.25\"   # optional; default: even split"
+    )]
+    Run(RunArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
         dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
@@ -288,6 +304,13 @@ pub struct Common {
     /// Use only rows whose COL equals VALUE (repeatable; all must hold).
     #[arg(long = "where", value_name = "COL=VALUE")]
     pub filters: Vec<Filter>,
+    /// One release per public key of column COL (with --keys), each with the full ε: the groups
+    /// are disjoint (parallel composition), so ε is charged once.
+    #[arg(long, value_name = "COL", requires = "keys")]
+    pub by: Option<String>,
+    /// The public keys of --by, comma-separated; rows with any other key form the group `other`.
+    #[arg(long, value_name = "K1,K2,...", requires = "by")]
+    pub keys: Option<Keys>,
     /// Output format (chart: histograms only).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -346,13 +369,38 @@ impl Query {
     pub fn common(&self) -> Option<&Common> {
         match self {
             Query::Count(a) => Some(&a.common),
-            Query::Sum(a) | Query::Mean(a) => Some(&a.common),
+            Query::Sum(a) | Query::Mean(a) | Query::Variance(a) => Some(&a.common),
             Query::Histogram(a) => Some(&a.common),
             Query::Quantile(a) => Some(&a.rank.common),
             Query::Median(a) => Some(&a.rank.common),
-            Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man => None,
+            Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => None,
         }
     }
+}
+
+/// `dpstat run`: a workload file and the flags that are not part of it.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Workload file (TOML): total `epsilon`, `neighbours`, and one `[[query]]` table per query.
+    #[arg(value_name = "WORKLOAD")]
+    pub workload: PathBuf,
+    /// Output format: a text table, or JSON lines (one object per query).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Level of the printed accuracy bounds, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95")]
+    pub confidence: Confidence,
+    /// Field delimiter: one ASCII character, or \t / tab.
+    #[arg(long, value_name = "C", default_value = ",")]
+    pub delimiter: Delimiter,
+    /// The input has no header row; columns are 1-based indices.
+    #[arg(long)]
+    pub no_header: bool,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+    /// CSV file; - or absent reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -122,6 +122,13 @@ impl FromStr for Epsilon {
             Ok(_) => "epsilon must be a finite decimal no larger than 1.7e308".to_string(),
             Err(_) => format!("'{s}' is not a decimal number (write epsilon like 0.1, 1, or 5e-3)"),
         })?;
+        Epsilon::from_rational(r)
+    }
+}
+
+impl Epsilon {
+    /// An exact rational as a budget, under the same rule as `--eps` (1e-9 <= ε <= f64::MAX).
+    pub fn from_rational(r: BigRational) -> Result<Epsilon, String> {
         if r > BigRational::from_float(f64::MAX).unwrap_or_default() {
             return Err("epsilon must be a finite decimal no larger than 1.7e308".into());
         }

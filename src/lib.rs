@@ -25,26 +25,29 @@ pub mod query;
 pub mod release;
 pub mod sampler;
 pub mod svg;
+pub mod workload;
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use rand::RngCore;
 
-use std::sync::Arc;
-
 use crate::clamp::Bins;
-use crate::column::NumberCell;
+use crate::column::{Fold, NumberCell};
 use crate::input::Input;
+use crate::ledger::{BudgetSummary, LedgerSpec};
 use crate::plan::{BinSpec, Clamp, Plan, QueryPlan};
 use crate::query::bounds::{self, LogFold, PrivateBounds};
 use crate::query::count::CountFold;
+use crate::query::group::{self as grouping, FilterList, GroupBy, Routed};
 use crate::query::histogram::{BinOf, HistogramFold};
 use crate::query::mean::{MeanAggregate, MeanFold, MeanSpec};
 use crate::query::quantile::QuantileFold;
 use crate::query::sum::{SumFold, SumSpec};
-use crate::query::{count, histogram};
-use crate::release::{BinLabels, Release};
+use crate::query::variance::{VarianceAggregate, VarianceFold, VarianceSpec};
+use crate::query::{count, histogram, QueryFold};
+use crate::release::{BinLabels, Group, GroupedRelease, Published, Release};
 
 /// Validates the command line, reads the data once, releases, charges the ledger if there is
 /// one, and only then writes the release to `out`.
@@ -54,44 +57,38 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
         cli::Query::Plan(args) => return planning::run(args, out),
         cli::Query::Completions(args) => return generate::completions(args.shell, out),
         cli::Query::Man => return generate::man(out),
-        cli::Query::Count(_)
-        | cli::Query::Sum(_)
-        | cli::Query::Mean(_)
-        | cli::Query::Histogram(_)
-        | cli::Query::Quantile(_)
-        | cli::Query::Median(_) => {}
+        cli::Query::Run(args) => return workload::run(args, out),
+        _ => {}
     }
     let plan = Plan::from_cli(cli)?;
-    if plan.eps.is_large() {
-        warn(&large_epsilon_warning(&plan.eps));
-    }
+    warn_if_large(&plan.eps);
     let mut rng = mechanism::system_rng()?;
     let fingerprint = plan.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let mut input = Input::open(&plan.source, &plan.csv, fingerprint)?;
-    let mut release = compute_release(&plan, &mut input, &mut rng)?;
+    let mut published = compute_release(&plan, &mut input, &mut rng)?;
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
-    let plot = match &plan.plot {
-        Some(path) => {
-            let svg = svg::render_release(&release)
+    let plot = match (&plan.plot, &published) {
+        (Some(path), Published::One(release)) => {
+            let svg = svg::render_release(release)
                 .ok_or_else(|| error::bad_input("--plot draws histograms; this release has no bins"))??;
             Some((path, svg))
         }
-        None => None,
+        _ => None,
     };
     if let Some(ledger) = &plan.ledger {
-        let dataset = match &ledger.dataset {
-            Some(name) => name.clone(),
-            None => input.fingerprint().context("internal error: the input was not fingerprinted")?,
+        let query = match &plan.group {
+            None => published.query().to_string(),
+            Some(g) => format!("{} by {}", published.query(), g.column.label()),
         };
         let charge = ledger::Charge {
-            query: release.query.to_string(),
-            column: release.column.clone(),
+            query,
+            column: published.column(),
             neighbours: plan.neighbours.name().to_string(),
             eps: plan.eps.clone(),
         };
-        release.budget = Some(ledger::charge(ledger, &dataset, &charge)?);
+        published.set_budget(charge_ledger(ledger, &input, &charge)?);
     }
-    let bytes = output::render(&release, plan.format)?;
+    let bytes = output::render(&published, plan.format)?;
     if let Some((path, svg)) = plot {
         std::fs::write(path, svg).map_err(|e| {
             let charged = if plan.ledger.is_some() { " (the ledger was already charged)" } else { "" };
@@ -101,93 +98,213 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
     out.write_all(&bytes)?;
     out.flush()?;
     // Notes may carry released values (privately chosen bounds): only after the charge.
-    for note in &release.notes {
-        note_line(note);
+    if let Published::One(release) = &published {
+        for note in &release.notes {
+            note_line(note);
+        }
     }
     Ok(())
 }
 
-/// Reads the input in one pass and produces the release.
-pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Result<Release> {
-    let filters: Vec<(usize, Vec<u8>)> = plan
+/// Charges the dataset (`--dataset`, else the fingerprint of the input just read) in the ledger.
+pub fn charge_ledger(ledger: &LedgerSpec, input: &Input, charge: &ledger::Charge) -> Result<BudgetSummary> {
+    let dataset = match &ledger.dataset {
+        Some(name) => name.clone(),
+        None => input.fingerprint().context("internal error: the input was not fingerprinted")?,
+    };
+    ledger::charge(ledger, &dataset, charge)
+}
+
+/// A warning for ε above 10. A warning, never a refusal: scripts rely on it.
+pub fn warn_if_large(eps: &epsilon::Epsilon) {
+    if eps.is_large() {
+        warn(&large_epsilon_warning(eps));
+    }
+}
+
+/// Reads the input (in one pass, but for a numeric histogram with bounds found privately) and
+/// produces the release, or one release per group with `--by`.
+pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Result<Published> {
+    if let Some(release) = single_release(plan, input, rng)? {
+        return Ok(Published::One(release));
+    }
+    let fold = new_fold(plan, input)?;
+    let (filters, by) = routing(plan, input)?;
+    // One match so that the scan loop is compiled for each query's own fold.
+    let groups = match fold {
+        QueryFold::Count(f) => scan_routed(input, f, filters, by, QueryFold::Count)?,
+        QueryFold::Sum(f) => scan_routed(input, f, filters, by, QueryFold::Sum)?,
+        QueryFold::Mean(f) => scan_routed(input, f, filters, by, QueryFold::Mean)?,
+        QueryFold::Variance(f) => scan_routed(input, f, filters, by, QueryFold::Variance)?,
+        QueryFold::Histogram(f) => scan_routed(input, f, filters, by, QueryFold::Histogram)?,
+    };
+    publish(plan, groups, rng)
+}
+
+fn scan_routed<F: Fold>(
+    input: &mut Input,
+    fold: F,
+    filters: FilterList,
+    by: Option<GroupBy>,
+    wrap: fn(F) -> QueryFold,
+) -> Result<Vec<QueryFold>> {
+    let mut routed = Routed::new(fold, filters, by);
+    column::scan(input, &[], &mut routed)?;
+    Ok(routed.groups.into_iter().map(wrap).collect())
+}
+
+/// The plan's filters and grouping, resolved against the input's header.
+pub fn routing(plan: &Plan, input: &Input) -> Result<(FilterList, Option<GroupBy>)> {
+    let filters = plan
         .filters
         .iter()
         .map(|f| Ok((input.resolve(&f.column, "--where")?, f.value.as_bytes().to_vec())))
         .collect::<Result<_>>()?;
+    let by = match &plan.group {
+        None => None,
+        Some(g) => Some(GroupBy { index: input.resolve(&g.column, "--by")?, keys: Arc::new(g.keys.clone()) }),
+    };
+    Ok((filters, by))
+}
+
+/// The empty fold of a query whose parameters are all known before the data (bounds from
+/// flags), its columns resolved against the input's header.
+pub fn new_fold(plan: &Plan, input: &Input) -> Result<QueryFold> {
+    let cell = |column, invalid| -> Result<NumberCell> {
+        Ok(NumberCell { index: input.resolve(column, "--col")?, invalid })
+    };
     Ok(match &plan.query {
-        QueryPlan::Count => {
-            let mut fold = CountFold::default();
-            column::scan(input, &filters, &mut fold)?;
-            let noisy = mechanism::laplace(&count::aggregate(fold.rows), &plan.eps, rng);
-            Release::count(plan, &noisy)
+        QueryPlan::Count => QueryFold::Count(CountFold::default()),
+        QueryPlan::Sum { column, spec: Clamp::Given(spec), invalid } => {
+            QueryFold::Sum(SumFold::new(spec.clone(), cell(column, *invalid)?))
         }
-        QueryPlan::Sum { column, spec, invalid } => {
-            let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
-            match spec {
-                Clamp::Given(spec) => {
-                    let mut fold = SumFold::new(spec.clone(), cell);
-                    column::scan(input, &filters, &mut fold)?;
-                    let noisy = mechanism::laplace(&fold.aggregate(), &plan.eps, rng);
-                    Release::sum(plan, column.label(), &noisy, &spec.bounds)
-                }
-                Clamp::Private { bounds_eps, rest } => {
-                    let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
-                    let spec = SumSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
-                    let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
-                    let noisy = mechanism::laplace(&spec.aggregate(total), rest, rng);
-                    Release::sum(plan, column.label(), &noisy, &spec.bounds).with_private_bounds(&found)
-                }
-            }
+        QueryPlan::Mean { column, spec: Clamp::Given(spec), invalid } => {
+            QueryFold::Mean(MeanFold::new(spec.clone(), cell(column, *invalid)?))
         }
-        QueryPlan::Mean { column, spec, invalid } => {
-            let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
-            match spec {
-                Clamp::Given(spec) => {
-                    let mut fold = MeanFold::new(spec.clone(), cell);
-                    column::scan(input, &filters, &mut fold)?;
-                    mean_release(plan, column.label(), spec, &plan.eps, fold.aggregate(), rng)?
-                }
-                Clamp::Private { bounds_eps, rest } => {
-                    let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
-                    let spec =
-                        MeanSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
-                    let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
-                    let aggregate = spec.aggregate(spec.shift(sum, fold.rows()), fold.rows());
-                    mean_release(plan, column.label(), &spec, rest, aggregate, rng)?
-                        .with_private_bounds(&found)
-                }
-            }
+        QueryPlan::Variance { column, spec, invalid } => {
+            QueryFold::Variance(VarianceFold::new(spec.clone(), cell(column, *invalid)?))
         }
         QueryPlan::Histogram { column, bins, invalid } => {
             let index = input.resolve(column, "--col")?;
-            let cell = NumberCell { index, invalid: *invalid };
-            let (bin_of, eps, found) = match bins {
-                BinSpec::Numeric(b) => (BinOf::Numeric(cell, b.clone()), &plan.eps, None),
-                BinSpec::Categories(c) => (BinOf::Category(index, Arc::new(c.clone())), &plan.eps, None),
-                BinSpec::NumericPrivate { bins, bounds_eps, rest } => {
-                    let (_, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
-                    // The bins need the bounds before the first row: read the file again.
-                    input.reopen(&plan.source, &plan.csv)?;
-                    (BinOf::Numeric(cell, Bins::new(found.bounds, *bins)), rest, Some(found))
-                }
+            let bin_of = match bins {
+                BinSpec::Numeric(b) => BinOf::Numeric(NumberCell { index, invalid: *invalid }, b.clone()),
+                BinSpec::Categories(c) => BinOf::Category(index, Arc::new(c.clone())),
+                BinSpec::NumericPrivate { .. } => unreachable!("released by single_release"),
             };
-            let mut fold = HistogramFold::new(bin_of);
-            column::scan(input, &filters, &mut fold)?;
-            let aggregate = histogram::aggregate(fold.counts, plan.neighbours);
-            let noisy = mechanism::laplace_each(&aggregate, eps, rng);
-            let labels = match &fold.bin_of {
-                BinOf::Numeric(_, b) => BinLabels::Numeric(b),
-                BinOf::Category(_, c) => BinLabels::Categories(c),
+            QueryFold::Histogram(HistogramFold::new(bin_of))
+        }
+        QueryPlan::Sum { .. } | QueryPlan::Mean { .. } | QueryPlan::Quantile { .. } => {
+            unreachable!("released by single_release")
+        }
+    })
+}
+
+/// Adds the noise to the folded aggregates: one release, or one per group, each with the
+/// plan's full ε.
+pub fn publish(plan: &Plan, groups: Vec<QueryFold>, rng: &mut dyn RngCore) -> Result<Published> {
+    match &plan.group {
+        None => {
+            let Some(fold) = groups.into_iter().next() else {
+                unreachable!("an ungrouped scan has one fold")
             };
-            let release = Release::histogram(plan, column.label(), labels, &noisy);
-            match &found {
-                Some(found) => release.with_private_bounds(found),
-                None => release,
+            Ok(Published::One(release_of(plan, fold, rng)?))
+        }
+        Some(g) => {
+            let groups = groups
+                .into_iter()
+                .enumerate()
+                .map(|(i, fold)| {
+                    Ok(Group { key: g.keys.label(i).to_string(), release: release_of(plan, fold, rng)? })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Published::Grouped(GroupedRelease::new(plan, g.column.label(), groups)))
+        }
+    }
+}
+
+fn release_of(plan: &Plan, fold: QueryFold, rng: &mut dyn RngCore) -> Result<Release> {
+    let label = |c: &plan::ColumnRef| c.label();
+    Ok(match (fold, &plan.query) {
+        (QueryFold::Count(fold), _) => {
+            let mut aggregate = count::aggregate(fold.rows);
+            if plan.group.is_some() {
+                aggregate.sensitivity = grouping::count_sensitivity(plan.neighbours);
             }
+            let noisy = mechanism::laplace(&aggregate, &plan.eps, rng);
+            Release::count(plan, &noisy)
+        }
+        (QueryFold::Sum(fold), QueryPlan::Sum { column, spec: Clamp::Given(spec), .. }) => {
+            let noisy = mechanism::laplace(&fold.aggregate(), &plan.eps, rng);
+            Release::sum(plan, label(column), &noisy, &spec.bounds)
+        }
+        (QueryFold::Mean(fold), QueryPlan::Mean { column, spec: Clamp::Given(spec), .. }) => {
+            mean_release(plan, label(column), spec, &plan.eps, fold.aggregate(), rng)?
+        }
+        (QueryFold::Variance(fold), QueryPlan::Variance { column, spec, .. }) => {
+            variance_release(plan, label(column), spec, fold.aggregate(), rng)?
+        }
+        (QueryFold::Histogram(fold), QueryPlan::Histogram { column, .. }) => {
+            histogram_release(plan, label(column), fold, &plan.eps, rng)
+        }
+        _ => unreachable!("the fold is built from the plan's query"),
+    })
+}
+
+fn histogram_release(
+    plan: &Plan,
+    column: String,
+    fold: HistogramFold,
+    eps: &epsilon::Epsilon,
+    rng: &mut dyn RngCore,
+) -> Release {
+    let labels = match &fold.bin_of {
+        BinOf::Numeric(_, b) => BinLabels::Numeric(b),
+        BinOf::Category(_, c) => BinLabels::Categories(c),
+    };
+    let aggregate = histogram::aggregate(fold.counts.clone(), plan.neighbours);
+    let noisy = mechanism::laplace_each(&aggregate, eps, rng);
+    Release::histogram(plan, column, labels, &noisy)
+}
+
+/// The queries that are not a plain fold known before the data: quantiles, and bounds found
+/// privately (never with `--by`, see `plan::check_combination`). None for the others.
+fn single_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Result<Option<Release>> {
+    let (filters, _) = routing(plan, input)?;
+    let cell = |column, invalid| -> Result<NumberCell> {
+        Ok(NumberCell { index: input.resolve(column, "--col")?, invalid })
+    };
+    Ok(Some(match &plan.query {
+        QueryPlan::Sum { column, spec: Clamp::Private { bounds_eps, rest }, invalid } => {
+            let cell = cell(column, *invalid)?;
+            let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+            let spec = SumSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
+            let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
+            let noisy = mechanism::laplace(&spec.aggregate(total), rest, rng);
+            Release::sum(plan, column.label(), &noisy, &spec.bounds).with_private_bounds(&found)
+        }
+        QueryPlan::Mean { column, spec: Clamp::Private { bounds_eps, rest }, invalid } => {
+            let cell = cell(column, *invalid)?;
+            let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+            let spec = MeanSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
+            let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
+            let aggregate = spec.aggregate(spec.shift(sum, fold.rows()), fold.rows());
+            mean_release(plan, column.label(), &spec, rest, aggregate, rng)?.with_private_bounds(&found)
+        }
+        QueryPlan::Histogram {
+            column,
+            bins: BinSpec::NumericPrivate { bins, bounds_eps, rest },
+            invalid,
+        } => {
+            let cell = cell(column, *invalid)?;
+            let (_, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+            // The bins need the bounds before the first row: read the file again.
+            input.reopen(&plan.source, &plan.csv)?;
+            let mut fold = HistogramFold::new(BinOf::Numeric(cell, Bins::new(found.bounds, *bins)));
+            column::scan(input, &filters, &mut fold)?;
+            histogram_release(plan, column.label(), fold, rest, rng).with_private_bounds(&found)
         }
         QueryPlan::Quantile { column, spec, invalid, .. } => {
-            let cell = NumberCell { index: input.resolve(column, "--col")?, invalid: *invalid };
-            let mut fold = QuantileFold::new(Arc::clone(&spec.candidates), cell);
+            let mut fold = QuantileFold::new(Arc::clone(&spec.candidates), cell(column, *invalid)?);
             column::scan(input, &filters, &mut fold)?;
             let eps = spec.epsilon_per_level(&plan.eps);
             let chosen: Vec<f64> = spec
@@ -201,7 +318,8 @@ pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) ->
                 .collect();
             Release::quantiles(plan, column.label(), spec, &eps, &chosen)
         }
-    })
+        _ => return Ok(None),
+    }))
 }
 
 /// One pass that gathers the log-scale statistics of a column, then bounds chosen privately
@@ -248,12 +366,33 @@ fn mean_release(
     })
 }
 
+fn variance_release(
+    plan: &Plan,
+    column: String,
+    spec: &VarianceSpec,
+    aggregate: VarianceAggregate,
+    rng: &mut dyn RngCore,
+) -> Result<Release> {
+    let eps = spec.epsilon_parts(&plan.eps);
+    let VarianceAggregate { count, shifted_sum, squares, n } = aggregate;
+    if count.is_none() && n == 0 {
+        return Err(error::bad_input(format!(
+            "{}: variance under --neighbours replace needs at least one row (n = 0 has no variance)",
+            plan.source.display_name()
+        )));
+    }
+    let noisy_count = count.map(|c| mechanism::laplace(&c, &eps[0], rng));
+    let noisy_sum = mechanism::laplace(&shifted_sum, &eps[eps.len() - 2], rng);
+    let noisy_squares = mechanism::laplace(&squares, &eps[eps.len() - 1], rng);
+    Ok(Release::variance(plan, column, spec, noisy_count.as_ref(), &noisy_sum, &noisy_squares, n))
+}
+
 /// An informational line on stderr.
 pub fn note_line(message: &str) {
     let _ = writeln!(std::io::stderr(), "dpstat: note: {message}");
 }
 
-/// What ε > 10 means for the people in the data. A warning, never a refusal: scripts rely on it.
+/// What ε > 10 means for the people in the data.
 pub fn large_epsilon_warning(eps: &epsilon::Epsilon) -> String {
     let factor = eps.to_f64_up().exp();
     let factor = if factor.is_finite() { format!("{factor:.1e}") } else { "more than 1e308".to_string() };

@@ -6,25 +6,50 @@ use anyhow::Result;
 use crate::chart;
 use crate::cli::Format;
 use crate::error::bad_input;
-use crate::release::{Number, Release};
+use crate::release::{GroupedRelease, Number, Published, Release};
 
 /// The bytes to print for a release.
-pub fn render(release: &Release, format: Format) -> Result<Vec<u8>> {
+pub fn render(published: &Published, format: Format) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    match format {
-        Format::Json => {
-            serde_json::to_writer(&mut out, release)?;
+    match (format, published) {
+        (Format::Json, _) => {
+            serde_json::to_writer(&mut out, published)?;
             out.push(b'\n');
         }
-        Format::Text => render_text(release, &mut out)?,
-        Format::Chart => {
+        (Format::Text, Published::One(release)) => render_text(release, &mut out)?,
+        (Format::Text, Published::Grouped(grouped)) => render_grouped_text(grouped, &mut out)?,
+        (Format::Chart, Published::One(release)) => {
             let chart = chart::render_release(release, chart::terminal_width()).ok_or_else(|| {
                 bad_input("--format chart draws histograms; use --format text or --format json")
             })?;
             out.extend_from_slice(chart.as_bytes());
         }
+        (Format::Chart, Published::Grouped(_)) => {
+            return Err(bad_input("--format chart draws one histogram; with --by use --format text or json"));
+        }
     }
     Ok(out)
+}
+
+/// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms.
+fn render_grouped_text(grouped: &GroupedRelease, out: &mut Vec<u8>) -> Result<()> {
+    let histogram = grouped.groups.iter().any(|g| g.release.bins.is_some());
+    let mut writer = csv::Writer::from_writer(out);
+    if histogram {
+        writer.write_record(["key", "bin", "count"])?;
+    } else {
+        writer.write_record(["key", "value"])?;
+    }
+    for group in &grouped.groups {
+        if let Some(value) = group.release.value {
+            writer.write_record([group.key.as_str(), &format_number(value)])?;
+        }
+        for bin in group.release.bins.iter().flatten() {
+            writer.write_record([group.key.as_str(), bin.bin.as_str(), &bin.count.to_string()])?;
+        }
+    }
+    writer.flush()?;
+    Ok(())
 }
 
 /// Scalars: one number on one line. Histograms: CSV with header `bin,count`.

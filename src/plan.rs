@@ -4,14 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
+use crate::clamp::{Bins, Bounds, Categories, Finite, Keys, MAX_BINS};
 use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
 use crate::query::bounds;
 use crate::query::quantile::{Candidates, Level, QuantileSpec, DEFAULT_RESOLUTION, MAX_RESOLUTION};
-use crate::query::{mean::MeanSpec, sum::SumSpec};
+use crate::query::{mean::MeanSpec, sum::SumSpec, variance::VarianceSpec};
 
 /// Where the CSV comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub enum ColumnRef {
 }
 
 impl ColumnRef {
-    fn parse(text: &str, has_header: bool, flag: &str) -> Result<ColumnRef, InputError> {
+    pub fn parse(text: &str, has_header: bool, flag: &str) -> Result<ColumnRef, InputError> {
         if has_header {
             return Ok(ColumnRef::Name(text.to_string()));
         }
@@ -71,6 +71,13 @@ pub struct FilterSpec {
     pub value: String,
 }
 
+/// `--by COL --keys k1,k2,...`: one release per public key, plus `other`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupSpec {
+    pub column: ColumnRef,
+    pub keys: Keys,
+}
+
 /// The histogram's public bins.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BinSpec {
@@ -90,6 +97,7 @@ pub enum QueryPlan {
     Count,
     Sum { column: ColumnRef, spec: Clamp<SumSpec>, invalid: InvalidPolicy },
     Mean { column: ColumnRef, spec: Clamp<MeanSpec>, invalid: InvalidPolicy },
+    Variance { column: ColumnRef, spec: VarianceSpec, invalid: InvalidPolicy },
     Histogram { column: ColumnRef, bins: BinSpec, invalid: InvalidPolicy },
     Quantile { column: ColumnRef, spec: QuantileSpec, invalid: InvalidPolicy, median: bool },
 }
@@ -100,6 +108,7 @@ impl QueryPlan {
             QueryPlan::Count => "count",
             QueryPlan::Sum { .. } => "sum",
             QueryPlan::Mean { .. } => "mean",
+            QueryPlan::Variance { .. } => "variance",
             QueryPlan::Histogram { .. } => "histogram",
             QueryPlan::Quantile { median: false, .. } => "quantile",
             QueryPlan::Quantile { median: true, .. } => "median",
@@ -113,6 +122,8 @@ pub struct Plan {
     pub source: Source,
     pub csv: CsvOptions,
     pub filters: Vec<FilterSpec>,
+    /// `--by`: one release per public key, each with the full ε.
+    pub group: Option<GroupSpec>,
     pub query: QueryPlan,
     pub eps: Epsilon,
     pub neighbours: Neighbours,
@@ -134,7 +145,13 @@ impl Plan {
     pub fn from_cli(cli: cli::Cli) -> Result<Plan, InputError> {
         let common = cli.query.common().ok_or_else(|| InputError("not a query".into()))?;
         let has_header = !common.no_header;
-        let query = validate_query(&cli.query, common)?;
+        let group = match (&common.by, &common.keys) {
+            (Some(by), Some(keys)) => {
+                Some(GroupSpec { column: ColumnRef::parse(by, has_header, "--by")?, keys: keys.clone() })
+            }
+            _ => None,
+        };
+        let query = validate_query(&cli.query, common, group.is_some())?;
         let plot = match &cli.query {
             cli::Query::Histogram(a) => a.plot.clone(),
             _ => None,
@@ -149,15 +166,12 @@ impl Plan {
                 })
             })
             .collect::<Result<Vec<_>, InputError>>()?;
-        if common.neighbours == Neighbours::Replace
-            && !filters.is_empty()
-            && matches!(query, QueryPlan::Sum { .. } | QueryPlan::Mean { .. })
-        {
-            return Err(InputError(format!(
-                "--where with --neighbours replace is not supported for {}: the filtered row count \
-                 would be private, so the sensitivity would not hold; use --neighbours add-remove",
-                query.name()
-            )));
+        check_combination(&query, common.neighbours, !filters.is_empty(), group.is_some())
+            .map_err(InputError)?;
+        if group.is_some() && (common.format == Format::Chart || plot.is_some()) {
+            return Err(InputError(
+                "--format chart and --plot draw one histogram; with --by use --format text or json".into(),
+            ));
         }
         if common.format == Format::Chart && !matches!(query, QueryPlan::Histogram { .. }) {
             return Err(InputError(format!(
@@ -186,6 +200,7 @@ impl Plan {
             source,
             csv: CsvOptions { delimiter: common.delimiter.0, has_header },
             filters,
+            group,
             query,
             eps: common.eps.clone(),
             neighbours: common.neighbours,
@@ -197,12 +212,61 @@ impl Plan {
     }
 }
 
+/// Rules across flags that no single flag can check. Shared with workload files.
+pub fn check_combination(
+    query: &QueryPlan,
+    neighbours: Neighbours,
+    filtered: bool,
+    grouped: bool,
+) -> Result<(), String> {
+    if grouped {
+        let private_bounds = matches!(
+            query,
+            QueryPlan::Sum { spec: Clamp::Private { .. }, .. }
+                | QueryPlan::Mean { spec: Clamp::Private { .. }, .. }
+                | QueryPlan::Histogram { bins: BinSpec::NumericPrivate { .. }, .. }
+        );
+        if private_bounds {
+            return Err("--by needs --lower/--upper: bounds found privately are not split by group".into());
+        }
+        if matches!(query, QueryPlan::Quantile { .. }) {
+            return Err(format!(
+                "--by is not supported for {}; run it once per --where filter",
+                query.name()
+            ));
+        }
+    }
+    if neighbours != Neighbours::Replace {
+        return Ok(());
+    }
+    let needs_n =
+        matches!(query, QueryPlan::Sum { .. } | QueryPlan::Mean { .. } | QueryPlan::Variance { .. });
+    if filtered && needs_n {
+        return Err(format!(
+            "--where with --neighbours replace is not supported for {}: the filtered row count \
+             would be private, so the sensitivity would not hold; use --neighbours add-remove",
+            query.name()
+        ));
+    }
+    if grouped && matches!(query, QueryPlan::Mean { .. } | QueryPlan::Variance { .. }) {
+        return Err(format!(
+            "--by with --neighbours replace is not supported for {}: each group's size would have to be \
+             public, but a changed row can move between groups, so group sizes are private; \
+             use --neighbours add-remove (the noisy count of each group is then part of the release)",
+            query.name()
+        ));
+    }
+    Ok(())
+}
+
 /// What every query's validation needs besides its own flags.
 #[derive(Clone, Copy)]
 struct Context<'a> {
     neighbours: Neighbours,
     eps: &'a Epsilon,
     has_header: bool,
+    /// One release per `--by` group (changes a sum's sensitivity under replace).
+    grouped: bool,
 }
 
 /// Clamping flags as typed.
@@ -213,13 +277,18 @@ struct ClampArgs<'a> {
     bounds_eps: Option<&'a Epsilon>,
 }
 
-fn validate_query(query: &cli::Query, common: &cli::Common) -> Result<QueryPlan, InputError> {
-    let cx = Context { neighbours: common.neighbours, eps: &common.eps, has_header: !common.no_header };
+fn validate_query(query: &cli::Query, common: &cli::Common, grouped: bool) -> Result<QueryPlan, InputError> {
+    let cx =
+        Context { neighbours: common.neighbours, eps: &common.eps, has_header: !common.no_header, grouped };
     match query {
         cli::Query::Count(_) => Ok(QueryPlan::Count),
         cli::Query::Sum(a) | cli::Query::Mean(a) => {
             let clamp = ClampArgs { lower: a.lower, upper: a.upper, bounds_eps: a.bounds_eps.as_ref() };
             numeric_plan(matches!(query, cli::Query::Mean(_)), &a.col, clamp, a.invalid, cx)
+        }
+        cli::Query::Variance(a) => {
+            require_bounds("variance", a.lower, a.upper)?;
+            variance_plan(&a.col, a.lower, a.upper, a.invalid, cx)
         }
         cli::Query::Histogram(a) => {
             let clamp = ClampArgs { lower: a.lower, upper: a.upper, bounds_eps: a.bounds_eps.as_ref() };
@@ -254,11 +323,26 @@ fn numeric_plan(
         QueryPlan::Mean { column, spec, invalid }
     } else {
         let spec = match bounds {
-            Clamp::Given(b) => Clamp::Given(SumSpec::new(b, cx.neighbours, cx.eps).map_err(InputError)?),
+            Clamp::Given(b) => {
+                Clamp::Given(SumSpec::with_groups(b, cx.neighbours, cx.eps, cx.grouped).map_err(InputError)?)
+            }
             Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
         };
         QueryPlan::Sum { column, spec, invalid }
     })
+}
+
+fn variance_plan(
+    col: &str,
+    lower: Option<Finite>,
+    upper: Option<Finite>,
+    invalid: InvalidPolicy,
+    cx: Context,
+) -> Result<QueryPlan, InputError> {
+    let bounds = require_bounds("variance", lower, upper)?;
+    check_invalid_policy(invalid, cx.neighbours)?;
+    let spec = VarianceSpec::new(bounds, cx.neighbours, cx.eps).map_err(InputError)?;
+    Ok(QueryPlan::Variance { column: ColumnRef::parse(col, cx.has_header, "--col")?, spec, invalid })
 }
 
 fn histogram_plan(
@@ -292,26 +376,30 @@ fn histogram_plan(
     Ok(QueryPlan::Histogram { column: ColumnRef::parse(col, cx.has_header, "--col")?, bins, invalid })
 }
 
-/// Query flags as `dpstat plan` gives them. The planner validates them at every ε it tries, so a
-/// planned query is exactly the query a release would run. Bounds are required here: bounds
-/// found privately depend on the data, so their accuracy cannot be planned.
+/// Query flags as `dpstat plan` and workload files give them. Both validate them exactly as a
+/// release would (the planner at every ε it tries). Bounds are required here: bounds found
+/// privately depend on the data, so their accuracy cannot be planned, and a workload's queries
+/// share one pass.
 #[derive(Clone, Debug)]
-pub(crate) enum QueryArgs {
+pub enum QueryArgs {
     Count,
     Sum(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Mean(String, Option<Finite>, Option<Finite>, InvalidPolicy),
+    Variance(String, Option<Finite>, Option<Finite>, InvalidPolicy),
     Histogram(String, Option<usize>, Option<Categories>, Option<Finite>, Option<Finite>, InvalidPolicy),
 }
 
 impl QueryArgs {
     /// The validated query at this ε (the grid of a real-valued query depends on ε).
-    pub(crate) fn validate(
+    /// `grouped`: one release per `--by` group (changes sums under replace).
+    pub fn validate(
         self,
-        neighbours: Neighbours,
         eps: &Epsilon,
+        neighbours: Neighbours,
         has_header: bool,
+        grouped: bool,
     ) -> Result<QueryPlan, InputError> {
-        let cx = Context { neighbours, eps, has_header };
+        let cx = Context { neighbours, eps, has_header, grouped };
         let given = |lower, upper| ClampArgs { lower, upper, bounds_eps: None };
         match self {
             QueryArgs::Count => Ok(QueryPlan::Count),
@@ -323,6 +411,7 @@ impl QueryArgs {
                 require_bounds("mean", lower, upper)?;
                 numeric_plan(true, &col, given(lower, upper), invalid, cx)
             }
+            QueryArgs::Variance(col, lower, upper, invalid) => variance_plan(&col, lower, upper, invalid, cx),
             QueryArgs::Histogram(col, bins, categories, lower, upper, invalid) => {
                 if bins.is_some() && categories.is_none() {
                     require_bounds("histogram", lower, upper)?;
@@ -386,7 +475,7 @@ fn clamp_bounds(query: &str, clamp: ClampArgs, eps: &Epsilon) -> Result<Clamp<Bo
 }
 
 /// The ledger flags make sense only together.
-fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError> {
+pub fn ledger_spec(args: &cli::LedgerArgs) -> Result<Option<LedgerSpec>, InputError> {
     let Some(path) = &args.ledger else {
         let stray = [
             (args.budget.is_some(), "--budget"),

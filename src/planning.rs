@@ -209,7 +209,7 @@ impl Request {
 
     /// The bound a release at `eps` would state, computed by the release's own code.
     pub fn evaluate(&self, eps: &Epsilon) -> Result<Evaluation, InputError> {
-        let plan = self.query.clone().validate(self.neighbours, eps, true)?;
+        let plan = self.query.clone().validate(eps, self.neighbours, true, false)?;
         let confidence = self.confidence;
         let single = |noise: Calibration| Evaluation {
             eps: eps.clone(),
@@ -227,6 +227,11 @@ impl Request {
             QueryPlan::Sum { spec: Clamp::Private { .. }, .. }
             | QueryPlan::Mean { spec: Clamp::Private { .. }, .. }
             | QueryPlan::Quantile { .. } => return Err(unplannable()),
+            QueryPlan::Variance { .. } => {
+                return Err(InputError(
+                    "dpstat plan covers count, sum, mean and histogram; not variance".into(),
+                ))
+            }
             QueryPlan::Sum { spec: Clamp::Given(spec), .. } => {
                 let noise = Calibration::of(&spec.aggregate(0), eps);
                 Evaluation {
@@ -351,6 +356,7 @@ impl Request {
             QueryArgs::Count => "count",
             QueryArgs::Sum(..) => "sum",
             QueryArgs::Mean(..) => "mean",
+            QueryArgs::Variance(..) => "variance",
             QueryArgs::Histogram(..) => "histogram",
         }
     }

@@ -4,20 +4,23 @@
 //! true row count under add-remove.
 
 use num_bigint::BigInt;
+use num_rational::BigRational;
 use num_traits::ToPrimitive;
 use serde::Serialize;
 
 use crate::accuracy;
 use crate::clamp::{Bins, Categories, Grid, GridBounds, OTHER};
 use crate::cli::Confidence;
+use crate::epsilon::rational_to_f64_up;
 use crate::epsilon::Epsilon;
 use crate::ledger::BudgetSummary;
 use crate::mechanism::Noisy;
 use crate::output::format_number;
 use crate::plan::Plan;
 use crate::query::bounds::PrivateBounds;
-use crate::query::mean;
 use crate::query::quantile::{self, QuantileSpec};
+use crate::query::variance::{self, Interval, VarianceSpec};
+use crate::query::{group, mean};
 use crate::{epsilon, ledger};
 
 #[derive(Clone, Debug, Serialize)]
@@ -295,16 +298,6 @@ impl Release {
             shifted.noise.grid.to_f64(&BigInt::from(midpoint))
         )];
         post.extend(clamped.then(|| clamp_note(bounds)));
-        let part = |name, noisy: &Noisy<BigInt>| Part {
-            name,
-            value: noisy.noise.grid.to_f64(&noisy.value),
-            value_units: noisy.value.to_string(),
-            epsilon: noisy.noise.eps.to_f64_up(),
-            epsilon_exact: noisy.noise.eps.exact_string(),
-            sensitivity: noisy.noise.sensitivity_value(),
-            scale: noisy.noise.scale_value(),
-            grid: grid_info(noisy),
-        };
         Release {
             value: Some(Number::Real(value)),
             grid: Some(grid_info(shifted)),
@@ -399,6 +392,74 @@ impl Release {
             .map_or_else(|| self.epsilon.to_string(), |e| epsilon::decimal(&e))
     }
 
+    /// A variance: (noisy count,) noisy shifted sum and noisy sum of squares, combined and
+    /// clamped into [0, h²]; under replace, `count` is None and n is public.
+    pub fn variance(
+        plan: &Plan,
+        column: String,
+        spec: &VarianceSpec,
+        count: Option<&Noisy<BigInt>>,
+        sum: &Noisy<BigInt>,
+        squares: &Noisy<BigInt>,
+        n: u64,
+    ) -> Release {
+        let denominator = count.map_or_else(|| BigInt::from(n), |c| c.value.clone());
+        let (value, clamped) = spec.release(&sum.value, &squares.value, &denominator);
+        // Union bound: each noisy part within its bound at β/parts, all at once with >= 1 − β.
+        let beta = plan.confidence.beta() / (2 + count.is_some() as u8) as f64;
+        let count_interval = match count {
+            Some(c) => Interval::around(
+                &c.value,
+                c.noise.error_bound_units(beta),
+                &BigRational::from_integer(1.into()),
+            ),
+            None => Interval::point(BigRational::from_integer(BigInt::from(n))),
+        };
+        let h = BigRational::from_integer(BigInt::from(spec.half_width_units())) * sum.noise.grid.spacing();
+        let bound = variance::error_bound(
+            &value,
+            &count_interval,
+            &Interval::around(&sum.value, sum.noise.error_bound_units(beta), &sum.noise.grid.spacing()),
+            &Interval::around(
+                &squares.value,
+                squares.noise.error_bound_units(beta),
+                &squares.noise.grid.spacing(),
+            ),
+            &squares.noise.grid.spacing(),
+            &spec.max_variance(),
+            &h,
+        );
+        let midpoint = sum.noise.grid.to_f64(&BigInt::from(spec.midpoint));
+        let mut post = vec![match count {
+            Some(_) => format!(
+                "values shifted by the midpoint {midpoint}; variance = noisy sum of squares / c - \
+                 (noisy shifted sum / c)^2 with c = max(1, noisy count)"
+            ),
+            None => format!(
+                "values shifted by the midpoint {midpoint}; variance = noisy sum of squares / n - \
+                 (noisy shifted sum / n)^2 with the public row count n = {n}"
+            ),
+        }];
+        post.extend(clamped.then(|| {
+            format!(
+                "clamped into [0, {}] = [0, ((U-L)/2)^2] (biases a variance near the ends of that range)",
+                rational_to_f64_up(&spec.max_variance())
+            )
+        }));
+        let mut parts: Vec<Part> = count.map(|c| part("count", c)).into_iter().collect();
+        parts.push(part("shifted_sum", sum));
+        parts.push(part("sum_of_squares", squares));
+        Release {
+            value: Some(Number::Real(value.to_f64().unwrap_or(f64::NAN))),
+            grid: Some(grid_info(sum)),
+            bounds: Some(bounds_info(&spec.bounds)),
+            rows: count.is_none().then_some(n),
+            parts,
+            post_processing: post,
+            ..Release::base(plan, Some(column), scalar_accuracy(plan.confidence, rational_to_f64_up(&bound)))
+        }
+    }
+
     /// A histogram: one noisy count per public bin.
     pub fn histogram(plan: &Plan, column: String, bins: BinLabels, noisy: &Noisy<Vec<BigInt>>) -> Release {
         let counts = noisy.value.iter().map(saturating_i128);
@@ -440,6 +501,93 @@ pub const PER_BIN: &str = "per bin";
 
 pub fn scalar_accuracy(confidence: Confidence, error_bound: f64) -> Accuracy {
     Accuracy { confidence: confidence.level(), error_bound, scope: VALUE }
+}
+
+fn part(name: &'static str, noisy: &Noisy<BigInt>) -> Part {
+    Part {
+        name,
+        value: noisy.noise.grid.to_f64(&noisy.value),
+        value_units: noisy.value.to_string(),
+        epsilon: noisy.noise.eps.to_f64_up(),
+        epsilon_exact: noisy.noise.eps.exact_string(),
+        sensitivity: noisy.noise.sensitivity_value(),
+        scale: noisy.noise.scale_value(),
+        grid: grid_info(noisy),
+    }
+}
+
+/// One release per public key of `--by`, plus `other`, each with the full ε (parallel
+/// composition; see `query::group`).
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupedRelease {
+    pub query: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// The grouping column.
+    pub by: String,
+    /// ε of every group's release and of the whole (rounded up), and exactly.
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    pub neighbours: &'static str,
+    pub composition: &'static str,
+    pub groups: Vec<Group>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSummary>,
+}
+
+/// One group's release.
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    pub key: String,
+    #[serde(flatten)]
+    pub release: Release,
+}
+
+impl GroupedRelease {
+    pub fn new(plan: &Plan, by: String, groups: Vec<Group>) -> GroupedRelease {
+        let column = groups.first().and_then(|g| g.release.column.clone());
+        GroupedRelease {
+            query: plan.query.name(),
+            column,
+            by,
+            epsilon: plan.eps.to_f64_up(),
+            epsilon_exact: plan.eps.exact_string(),
+            neighbours: plan.neighbours.name(),
+            composition: group::composition_note(plan.neighbours),
+            groups,
+            budget: None,
+        }
+    }
+}
+
+/// What one query publishes: one release, or one per group.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per query, built once
+pub enum Published {
+    One(Release),
+    Grouped(GroupedRelease),
+}
+
+impl Published {
+    pub fn query(&self) -> &'static str {
+        match self {
+            Published::One(r) => r.query,
+            Published::Grouped(g) => g.query,
+        }
+    }
+    pub fn column(&self) -> Option<String> {
+        match self {
+            Published::One(r) => r.column.clone(),
+            Published::Grouped(g) => g.column.clone(),
+        }
+    }
+    pub fn set_budget(&mut self, budget: BudgetSummary) {
+        match self {
+            Published::One(r) => r.budget = Some(budget),
+            Published::Grouped(g) => g.budget = Some(budget),
+        }
+    }
 }
 
 fn clamp_note(bounds: &GridBounds) -> String {

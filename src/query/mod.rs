@@ -4,12 +4,17 @@
 
 pub mod bounds;
 pub mod count;
+pub mod group;
 pub mod histogram;
 pub mod mean;
 pub mod quantile;
 pub mod sum;
+pub mod variance;
+
+use csv::ByteRecord;
 
 use crate::clamp::Grid;
+use crate::column::{BadCell, Fold};
 
 /// Adds per-bin counts of another part of the input (exact, so merging in any order agrees).
 pub fn add_counts(mine: &mut [u64], theirs: &[u64]) {
@@ -45,4 +50,46 @@ pub struct Aggregate<T> {
     /// Δ in grid units, >= 1: the largest change of `value` between neighbouring datasets.
     pub sensitivity: i128,
     pub grid: Grid,
+}
+
+/// The fold of any one query, for scans that hold several (a workload, `query::group`).
+#[derive(Clone, Debug)]
+pub enum QueryFold {
+    Count(count::CountFold),
+    Sum(sum::SumFold),
+    Mean(mean::MeanFold),
+    Variance(variance::VarianceFold),
+    Histogram(histogram::HistogramFold),
+}
+
+impl Fold for QueryFold {
+    #[inline]
+    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+        match self {
+            QueryFold::Count(f) => f.row(record),
+            QueryFold::Sum(f) => f.row(record),
+            QueryFold::Mean(f) => f.row(record),
+            QueryFold::Variance(f) => f.row(record),
+            QueryFold::Histogram(f) => f.row(record),
+        }
+    }
+    fn merge(&mut self, other: Self) {
+        match (self, other) {
+            (QueryFold::Count(a), QueryFold::Count(b)) => a.merge(b),
+            (QueryFold::Sum(a), QueryFold::Sum(b)) => a.merge(b),
+            (QueryFold::Mean(a), QueryFold::Mean(b)) => a.merge(b),
+            (QueryFold::Variance(a), QueryFold::Variance(b)) => a.merge(b),
+            (QueryFold::Histogram(a), QueryFold::Histogram(b)) => a.merge(b),
+            _ => unreachable!("merge joins two parts of the same query's scan"),
+        }
+    }
+    fn widest_column(&self) -> Option<usize> {
+        match self {
+            QueryFold::Count(f) => f.widest_column(),
+            QueryFold::Sum(f) => f.widest_column(),
+            QueryFold::Mean(f) => f.widest_column(),
+            QueryFold::Variance(f) => f.widest_column(),
+            QueryFold::Histogram(f) => f.widest_column(),
+        }
+    }
 }

@@ -3,7 +3,11 @@
 //! Privacy unit and sensitivity, with L and U snapped outwards to the grid (in grid units):
 //! - add-remove: one row added or removed moves the sum by its clamped value, so
 //!   Δ = max(|L|, |U|);
-//! - replace: one row's value changes within [L, U], so Δ = U − L.
+//! - replace: one row's value changes within [L, U], so Δ = U − L;
+//! - replace with `--by` groups: a changed row can leave one group and enter another, which
+//!   removes up to max(|L|, |U|) from one group's sum and adds up to max(|L|, |U|) to another's,
+//!   so the L1 sensitivity of the vector of group sums is Δ = 2·max(|L|, |U|) (>= U − L, which
+//!   covers a change within one group). See `query::group`.
 //!
 //! Every value is rounded to the grid and summed in i128, so the aggregate is exact and its
 //! sensitivity holds with no floating-point error term (Casacuberta, Shoemate, Vadhan, Wagaman
@@ -11,6 +15,7 @@
 //! Nissim, Smith 2006; the exact sampler of Canonne, Kamath, Steinke 2020).
 
 use csv::ByteRecord;
+use num_bigint::BigInt;
 
 use super::Aggregate;
 use crate::clamp::{Bounds, Grid, GridBounds};
@@ -23,27 +28,42 @@ use crate::epsilon::Epsilon;
 pub struct SumSpec {
     pub bounds: GridBounds,
     pub neighbours: Neighbours,
+    /// One sum per `--by` group: under replace, Δ is the L1 sensitivity across the groups.
+    pub across_groups: bool,
 }
 
 impl SumSpec {
     /// Chooses the grid from the real-valued Δ of the flags and ε, then snaps the bounds.
     /// Fails (before any data is read) when the bounds do not fit the grid in 2^62 units.
     pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<SumSpec, String> {
+        SumSpec::with_groups(bounds, neighbours, eps, false)
+    }
+
+    /// As [`SumSpec::new`]; with `across_groups`, for one sum per `--by` group.
+    pub fn with_groups(
+        bounds: Bounds,
+        neighbours: Neighbours,
+        eps: &Epsilon,
+        across_groups: bool,
+    ) -> Result<SumSpec, String> {
         bounds.check_printable()?;
-        let delta = match neighbours {
-            Neighbours::AddRemove => bounds.max_abs(),
-            Neighbours::Replace => bounds.width(),
+        let delta = match (neighbours, across_groups) {
+            (Neighbours::AddRemove, _) => bounds.max_abs(),
+            (Neighbours::Replace, false) => bounds.width(),
+            (Neighbours::Replace, true) => bounds.max_abs() * BigInt::from(2),
         };
         let grid = Grid::for_noise(&delta, eps.as_rational());
         let bounds = GridBounds::snap(&bounds, grid, false)?;
-        Ok(SumSpec { bounds, neighbours })
+        Ok(SumSpec { bounds, neighbours, across_groups })
     }
 
     /// Δ in grid units for this privacy unit.
     pub fn sensitivity(&self) -> i128 {
-        match self.neighbours {
-            Neighbours::AddRemove => self.bounds.max_abs_units(),
-            Neighbours::Replace => self.bounds.width_units(),
+        match (self.neighbours, self.across_groups) {
+            (Neighbours::AddRemove, _) => self.bounds.max_abs_units(),
+            (Neighbours::Replace, false) => self.bounds.width_units(),
+            // <= 2^63: bounds are at most 2^62 units.
+            (Neighbours::Replace, true) => 2 * self.bounds.max_abs_units(),
         }
     }
 

@@ -1,0 +1,280 @@
+//! **`--by COL --keys k1,k2,…`** — one release per public key, plus one for `other` (rows whose
+//! key is not listed), each at the full ε, charged once.
+//!
+//! The keys come from the flag, never from the data. A row's group is a deterministic function
+//! of the row (its trimmed key cell), so the groups partition the rows.
+//!
+//! - add-remove: a row added or removed belongs to exactly one group, so only that group's
+//!   aggregate changes, by at most the query's own Δ (count 1; sum max(|L|, |U|); histogram 1;
+//!   each part of mean and variance its own Δ). Releasing every group with the noise of the full
+//!   ε is ε-DP for the whole set of groups: parallel composition (McSherry 2009, "Privacy
+//!   Integrated Queries", Thm 4; Dwork & Roth 2014, §2.3).
+//! - replace: a changed row can change its key, leaving group A (a removal, for A) and entering
+//!   group B (an addition, for B). With each group's single-query replace Δ the release would
+//!   cost 2ε, not ε. dpstat keeps the charge at ε and accounts for the move in the sensitivity
+//!   instead: every group's noise has scale Δ₁/ε, where Δ₁ is the L1 sensitivity of the vector
+//!   of all groups' aggregates (the Laplace mechanism on that vector, Dwork, McSherry, Nissim,
+//!   Smith 2006):
+//!   - count: Δ₁ = 2 (one group −1, another +1; a change within a group moves no count);
+//!   - sum: Δ₁ = 2·max(|L|, |U|) (a removal and an addition; >= U − L, a change within a group);
+//!   - histogram: Δ₁ = 2, as without groups: each row lies in exactly one (group, bin) cell;
+//!   - mean and variance: refused. They divide by the group's size, which is private under
+//!     replace (rows move between groups), so the public-n construction does not apply; use
+//!     `--neighbours add-remove`, where the noisy per-group count is part of the release.
+//!
+//! Filters (`--where` and a workload query's `where`) are applied first, by the same fold.
+
+use std::sync::Arc;
+
+use csv::ByteRecord;
+
+use crate::clamp::Keys;
+use crate::cli::Neighbours;
+use crate::column::{text_cell, BadCell, Fold};
+
+/// Δ of one group's count: 1 under add-remove; 2 under replace (the L1 sensitivity across the
+/// groups, see the module docs).
+pub fn count_sensitivity(neighbours: Neighbours) -> i128 {
+    match neighbours {
+        Neighbours::AddRemove => 1,
+        Neighbours::Replace => 2,
+    }
+}
+
+/// The wording of the composition in every grouped release.
+pub fn composition_note(neighbours: Neighbours) -> &'static str {
+    match neighbours {
+        Neighbours::AddRemove => {
+            "parallel composition: the groups are disjoint (each row is in exactly one), so every group is \
+             released with the full epsilon and the total cost is epsilon, charged once"
+        }
+        Neighbours::Replace => {
+            "parallel composition: the groups are disjoint, so every group is released with the full epsilon \
+             and the total cost is epsilon, charged once; under replace a changed row can leave one group \
+             and enter another, so each group's sensitivity is the L1 sensitivity across all groups \
+             (count 2, sum 2*max(|L|,|U|), histogram 2)"
+        }
+    }
+}
+
+/// Resolved filters: column index and the value the trimmed cell must equal.
+pub type FilterList = Vec<(usize, Vec<u8>)>;
+
+/// The rows of column `index` grouped by the public `keys`.
+#[derive(Clone, Debug)]
+pub struct GroupBy {
+    pub index: usize,
+    pub keys: Arc<Keys>,
+}
+
+/// Applies filters, then routes every remaining row to the fold of its group (one fold when
+/// there is no `--by`).
+#[derive(Clone, Debug)]
+pub struct Routed<F> {
+    filters: Arc<[(usize, Vec<u8>)]>,
+    by: Option<GroupBy>,
+    pub groups: Vec<F>,
+}
+
+impl<F: Fold> Routed<F> {
+    pub fn new(fold: F, filters: FilterList, by: Option<GroupBy>) -> Routed<F> {
+        let n = by.as_ref().map_or(1, |b| b.keys.groups());
+        Routed { filters: filters.into(), by, groups: vec![fold; n] }
+    }
+
+    /// The group index of a row.
+    #[inline]
+    fn group(&self, record: &ByteRecord) -> usize {
+        self.by.as_ref().map_or(0, |b| b.keys.index(text_cell(record, b.index)))
+    }
+}
+
+impl<F: Fold> Fold for Routed<F> {
+    #[inline]
+    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+        if !self.filters.iter().all(|(i, value)| text_cell(record, *i) == value.as_slice()) {
+            return Ok(());
+        }
+        let g = self.group(record);
+        self.groups[g].row(record)
+    }
+    fn merge(&mut self, other: Self) {
+        for (mine, theirs) in self.groups.iter_mut().zip(other.groups) {
+            mine.merge(theirs);
+        }
+    }
+    fn widest_column(&self) -> Option<usize> {
+        let own = self.filters.iter().map(|(i, _)| *i).chain(self.by.as_ref().map(|b| b.index));
+        own.chain(self.groups.first().and_then(Fold::widest_column)).max()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clamp::{Bounds, Finite};
+    use crate::query::histogram;
+    use crate::query::mean::{MeanAggregate, MeanSpec};
+    use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use crate::query::sum::SumSpec;
+    use crate::query::variance::VarianceSpec;
+    use proptest::prelude::*;
+
+    /// A row: its key (0..4; keys "0","1","2" are listed, the rest go to `other`) and value.
+    type Row = (usize, f64);
+
+    fn keys() -> Keys {
+        "0,1,2".parse().unwrap()
+    }
+
+    fn group_of(k: &Keys, key: usize) -> usize {
+        k.index(key.to_string().as_bytes())
+    }
+
+    /// Per-group vectors of aggregates (one entry per group), from the rows.
+    fn by_group<T>(rows: &[Row], f: impl Fn(&[f64]) -> T) -> Vec<T> {
+        let k = keys();
+        (0..k.groups())
+            .map(|g| {
+                let values: Vec<f64> =
+                    rows.iter().filter(|(key, _)| group_of(&k, *key) == g).map(|(_, x)| *x).collect();
+                f(&values)
+            })
+            .collect()
+    }
+
+    fn l1(a: &[i128], b: &[i128]) -> i128 {
+        a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum()
+    }
+
+    fn row() -> impl Strategy<Value = Row> {
+        (0usize..5, awkward_value())
+    }
+
+    /// Neighbouring datasets: (add-remove neighbours, replace neighbours). The replacement
+    /// changes the key too, so the row can move between groups.
+    fn neighbours_of(rows: &[Row], other: Row, i: usize) -> (Vec<Vec<Row>>, Vec<Row>) {
+        let mut removed = rows.to_vec();
+        removed.remove(i);
+        let mut added = rows.to_vec();
+        added.push(other);
+        let mut changed = rows.to_vec();
+        changed[i] = other;
+        (vec![removed, added], changed)
+    }
+
+    proptest! {
+        /// Count, sum and histogram by group: under replace a row moved between groups moves
+        /// the vector of group aggregates by at most the declared Δ in L1, so one noise of
+        /// scale Δ/ε per group is ε-DP; under add-remove only one group changes, by at most Δ.
+        #[test]
+        fn a_row_moved_between_groups_is_covered_by_the_declared_sensitivity(
+            (bounds, eps) in bounds_and_eps(),
+            rows in proptest::collection::vec(row(), 1..40),
+            other in row(),
+            at in any::<prop::sample::Index>(),
+        ) {
+            let i = at.index(rows.len());
+            let (add_remove, changed) = neighbours_of(&rows, other, i);
+
+            // Counts.
+            let counts = |r: &[Row]| by_group(r, |v| v.len() as i128);
+            prop_assert!(l1(&counts(&changed), &counts(&rows)) <= count_sensitivity(Neighbours::Replace));
+            for n in &add_remove {
+                let (a, b) = (counts(n), counts(&rows));
+                prop_assert!(a.iter().zip(&b).filter(|(x, y)| x != y).count() <= 1);
+                prop_assert!(l1(&a, &b) <= count_sensitivity(Neighbours::AddRemove));
+            }
+
+            // Sums.
+            if let Ok(spec) = SumSpec::with_groups(bounds, Neighbours::Replace, &eps, true) {
+                let sums = |r: &[Row]| by_group(r, |v| spec.sum(v.iter().copied()).value);
+                prop_assert!(l1(&sums(&changed), &sums(&rows)) <= spec.sensitivity());
+                prop_assert!(spec.sensitivity() >= spec.bounds.width_units());
+            }
+            if let Ok(spec) = SumSpec::with_groups(bounds, Neighbours::AddRemove, &eps, true) {
+                let sums = |r: &[Row]| by_group(r, |v| spec.sum(v.iter().copied()).value);
+                for n in &add_remove {
+                    let (a, b) = (sums(n), sums(&rows));
+                    prop_assert!(a.iter().zip(&b).filter(|(x, y)| x != y).count() <= 1);
+                    prop_assert!(l1(&a, &b) <= spec.sensitivity());
+                }
+            }
+
+            // Histograms (3 bins) by group: the concatenated vector of all groups' bins.
+            let b = Bounds::new(Finite::from_f64(-100.0).unwrap(), Finite::from_f64(1e6).unwrap()).unwrap();
+            let bins = crate::clamp::Bins::new(b, 3);
+            let hist = |r: &[Row], n: Neighbours| -> (Vec<i128>, i128) {
+                let per_group = by_group(r, |v| {
+                    histogram::aggregate(histogram::count_into(3, v.iter().copied(), |x| bins.index(x)), n)
+                });
+                let delta = per_group[0].sensitivity;
+                (per_group.into_iter().flat_map(|a| a.value).collect(), delta)
+            };
+            let (base, delta) = hist(&rows, Neighbours::Replace);
+            prop_assert!(l1(&hist(&changed, Neighbours::Replace).0, &base) <= delta);
+            let (base, delta) = hist(&rows, Neighbours::AddRemove);
+            for n in &add_remove {
+                prop_assert!(l1(&hist(n, Neighbours::AddRemove).0, &base) <= delta);
+            }
+        }
+
+        /// Mean and variance by group (add-remove only): adding or removing a row changes the
+        /// parts of one group only, each by at most its own Δ.
+        #[test]
+        fn mean_and_variance_parts_change_in_one_group_only(
+            (bounds, eps) in bounds_and_eps(),
+            rows in proptest::collection::vec(row(), 1..30),
+            other in row(),
+            at in any::<prop::sample::Index>(),
+        ) {
+            let (add_remove, _) = neighbours_of(&rows, other, at.index(rows.len()));
+            if let Ok(spec) = MeanSpec::new(bounds, Neighbours::AddRemove, &eps) {
+                let parts = |r: &[Row]| by_group(r, |v| match spec.mean(v.iter().copied()) {
+                    MeanAggregate::AddRemove { shifted_sum, count, .. } => vec![shifted_sum, count],
+                    MeanAggregate::Replace { sum, .. } => vec![sum],
+                });
+                check_one_group(&parts(&rows), &add_remove.iter().map(|n| parts(n)).collect::<Vec<_>>())?;
+            }
+            if let Ok(spec) = VarianceSpec::new(bounds, Neighbours::AddRemove, &eps) {
+                let parts = |r: &[Row]| by_group(r, |v| {
+                    let a = spec.variance(v.iter().copied());
+                    a.count.into_iter().chain([a.shifted_sum, a.squares]).collect::<Vec<_>>()
+                });
+                check_one_group(&parts(&rows), &add_remove.iter().map(|n| parts(n)).collect::<Vec<_>>())?;
+            }
+        }
+    }
+
+    fn check_one_group(
+        base: &[Vec<crate::query::Aggregate<i128>>],
+        others: &[Vec<Vec<crate::query::Aggregate<i128>>>],
+    ) -> Result<(), TestCaseError> {
+        for other in others {
+            let mut changed_groups = 0;
+            for (b, o) in base.iter().zip(other) {
+                let mut changed = false;
+                for (pb, po) in b.iter().zip(o) {
+                    prop_assert!((pb.value - po.value).abs() <= pb.sensitivity);
+                    changed |= pb.value != po.value;
+                }
+                changed_groups += changed as usize;
+            }
+            prop_assert!(changed_groups <= 1, "{} groups changed", changed_groups);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn routes_rows_to_their_group_after_filters() {
+        use crate::query::count::CountFold;
+        let by = GroupBy { index: 0, keys: Arc::new("a,b".parse().unwrap()) };
+        let mut fold = Routed::new(CountFold::default(), vec![(1, b"y".to_vec())], Some(by));
+        for (key, keep) in [("a", "y"), ("b", "y"), ("b", "n"), ("zz", "y"), (" a ", "y"), ("", "y")] {
+            fold.row(&ByteRecord::from(vec![key, keep])).unwrap();
+        }
+        let counts: Vec<u64> = fold.groups.iter().map(|c| c.rows).collect();
+        assert_eq!(counts, vec![2, 1, 2]);
+        assert_eq!(fold.widest_column(), Some(1));
+    }
+}

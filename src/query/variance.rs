@@ -1,0 +1,503 @@
+//! **variance** — the population variance (1/n) of a column clamped to [L, U].
+//!
+//! Every value x is clamped, rounded to the grid g and shifted by the midpoint m = (L + U)/2,
+//! so y = x − m lies in [−h, h] with h = (U − L)/2 (in units: |y| <= h_u). The variance is
+//! shift-invariant, so it is computed from the shifted values.
+//!
+//! Released parts and their sensitivities (in their own grid units):
+//! - add-remove (n private), ε split in three exact thirds:
+//!   - count C: Δ = 1;
+//!   - shifted sum S = Σ y: one row added or removed moves it by |y| <= h, so Δ = h;
+//!   - sum of squares Q = Σ q(y), with q(y) = y² rounded to the squares' grid G: one row moves
+//!     it by q(y) ∈ [0, q(h)], so Δ = q(h) ≈ h².
+//!
+//!   Release: var = Q̃/C̃ − (S̃/C̃)² with C̃ replaced by max(1, C̃); the exact n is never used.
+//! - replace (n public), ε split in two exact halves:
+//!   - S: a changed row moves y from −h to h at most, so Δ = 2h = U − L;
+//!   - Q: q(y) moves within [0, q(h)], so Δ = q(h) ≈ h².
+//!
+//!   Release: var = Q̃/n − (S̃/n)²; n = 0 has no variance and is refused.
+//!
+//! Each part gets discrete Laplace noise of scale Δ/ε_part in its grid units (Dwork, McSherry,
+//! Nissim, Smith 2006; exact sampler of Canonne, Kamath, Steinke 2020); the parts' ε add up
+//! exactly to ε, so the release is ε-DP (pure) by sequential composition (Dwork & Roth 2014,
+//! Thm 3.16), and the formula above is post-processing. So is the final clamp into [0, h²]
+//! (the variance of values in [−h, h] lies there): it can only move the release towards the
+//! true value, but it biases a release near 0 or h² upwards or downwards respectively.
+//!
+//! Exact squares and overflow (Casacuberta, Shoemate, Vadhan, Wagaman 2022 for why this
+//! matters): the values' grid g = 2^k is chosen from the sum's Δ and ε_part (DESIGN §2.2) and
+//! the bounds are refused unless |L|, |U| <= 2^62 units, so |y| <= 2^62 and y² <= 2^124 fits
+//! an i128 exactly. The squares get their own grid G = 2^K chosen the same way from their own
+//! Δ = (h_u·g)² and ε_part, and q(y) = round(y² · g²/G) = round(y² · 2^(2k−K)), ties up: an
+//! exact shift of an exact integer. Rounding is monotone in y², so q(y) <= q(h_u) for every
+//! |y| <= h_u, which makes q(h_u) the exact integer Δ. q(h_u) is refused above 2^62 before any
+//! data is read (it is about 2^40·ε_part, so only absurd ε hit this), so each row adds at most
+//! 2^62 units to S and to Q and the i128 accumulators cannot overflow below 2^64 rows.
+//! Rounding the squares to G (about 2^-40 of their noise scale) moves the mean of squares by at
+//! most G/2; the accuracy bound includes that.
+
+use csv::ByteRecord;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
+
+use super::{count, Aggregate};
+use crate::clamp::{Bounds, Grid, GridBounds, MAX_GRID_UNITS};
+use crate::cli::Neighbours;
+use crate::column::{BadCell, Fold, NumberCell};
+use crate::epsilon::Epsilon;
+
+/// A validated variance: the values' grid and bounds, the midpoint, and the squares' grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarianceSpec {
+    pub neighbours: Neighbours,
+    /// Bounds on the values' grid g, with an even span so the midpoint is on the grid.
+    pub bounds: GridBounds,
+    /// m in units of g.
+    pub midpoint: i128,
+    /// The squares' grid G.
+    pub squares_grid: Grid,
+    /// 2k − K: q(y) = y² · 2^shift, rounded (a right shift when negative).
+    shift: i32,
+    /// q(h_u): the largest square of a shifted value, in units of G.
+    max_square: i128,
+}
+
+/// The exact parts of a variance, each with its sensitivity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarianceAggregate {
+    /// The noisy count's aggregate under add-remove; None under replace (n is public).
+    pub count: Option<Aggregate<i128>>,
+    pub shifted_sum: Aggregate<i128>,
+    pub squares: Aggregate<i128>,
+    /// The rows folded: public under replace, never released under add-remove.
+    pub n: u64,
+}
+
+impl VarianceSpec {
+    /// Chooses both grids from the flags and ε (never from the data) and refuses, before any
+    /// data is read, bounds whose values or squares would exceed 2^62 grid units.
+    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<VarianceSpec, String> {
+        let part = eps.split(parts(neighbours));
+        let half_width = bounds.width() / BigInt::from(2);
+        let sum_delta = match neighbours {
+            Neighbours::AddRemove => half_width,
+            Neighbours::Replace => bounds.width(),
+        };
+        let grid = Grid::for_noise(&sum_delta, part.as_rational());
+        let bounds_on_grid = GridBounds::snap(&bounds, grid, true)?;
+        let half_units = bounds_on_grid.width_units() / 2;
+        let h = BigRational::from_integer(BigInt::from(half_units)) * grid.spacing();
+        if (&h * &h) > crate::clamp::exact(f64::MAX) {
+            return Err(format!(
+                "bounds [{}, {}] are too wide for a variance: ((U-L)/2)^2 exceeds the largest \
+                 floating-point number; narrow --lower/--upper",
+                bounds.lower(),
+                bounds.upper()
+            ));
+        }
+        let squares_grid = Grid::for_noise(&(&h * &h), part.as_rational());
+        let shift = 2 * grid.exponent() - squares_grid.exponent();
+        let max_square = square_units(&BigInt::from(half_units), shift);
+        if max_square > BigInt::from(MAX_GRID_UNITS) || max_square < BigInt::one() {
+            return Err(format!(
+                "bounds [{}, {}] are too wide for this epsilon: a squared value would exceed 2^62 \
+                 units of its grid; narrow --lower/--upper or lower --eps",
+                bounds.lower(),
+                bounds.upper()
+            ));
+        }
+        let Some(max_square) = max_square.to_i128() else { unreachable!("checked against 2^62 above") };
+        let midpoint = (bounds_on_grid.lower + bounds_on_grid.upper) / 2;
+        Ok(VarianceSpec { neighbours, bounds: bounds_on_grid, midpoint, squares_grid, shift, max_square })
+    }
+
+    /// The ε of each noisy part, in release order: (count,) shifted sum, sum of squares.
+    pub fn epsilon_parts(&self, eps: &Epsilon) -> Vec<Epsilon> {
+        let n = parts(self.neighbours);
+        vec![eps.split(n); n as usize]
+    }
+
+    /// h in units of g: the largest |shifted value|.
+    pub fn half_width_units(&self) -> i128 {
+        self.bounds.width_units() / 2
+    }
+
+    /// Δ of the shifted sum in units of g: h (add-remove) or 2h = U − L (replace).
+    pub fn sum_sensitivity(&self) -> i128 {
+        match self.neighbours {
+            Neighbours::AddRemove => self.half_width_units(),
+            Neighbours::Replace => self.bounds.width_units(),
+        }
+    }
+
+    /// Δ of the sum of squares in units of G: q(h) under both units (each square is in [0, q(h)]).
+    pub fn squares_sensitivity(&self) -> i128 {
+        self.max_square
+    }
+
+    /// One row's shifted value y in units of g.
+    #[inline]
+    pub fn shifted(&self, x: f64) -> i128 {
+        self.bounds.units(x) - self.midpoint
+    }
+
+    /// q(y): y² on the squares' grid, rounded to nearest with ties up; exact, in [0, q(h)].
+    #[inline]
+    pub fn square(&self, y: i128) -> i128 {
+        let s = y * y; // |y| <= 2^62, so y² <= 2^124
+        if self.shift >= 0 {
+            // Only reached if g² is coarser than G; s · 2^shift <= q(h) <= 2^62 then.
+            s << self.shift
+        } else {
+            let down = (-self.shift) as u32;
+            if down >= 126 {
+                return 0; // s < 2^125 <= half of 2^down: rounds to 0 (then q(h) = 0 is refused)
+            }
+            (s + (1i128 << (down - 1))) >> down
+        }
+    }
+
+    /// The parts from the accumulated totals of `n` rows.
+    pub fn aggregate(&self, sum: i128, squares: i128, n: u64) -> VarianceAggregate {
+        VarianceAggregate {
+            count: (self.neighbours == Neighbours::AddRemove).then(|| count::aggregate(n)),
+            shifted_sum: Aggregate {
+                value: sum,
+                sensitivity: self.sum_sensitivity(),
+                grid: self.bounds.grid,
+            },
+            squares: Aggregate {
+                value: squares,
+                sensitivity: self.squares_sensitivity(),
+                grid: self.squares_grid,
+            },
+            n,
+        }
+    }
+
+    /// Aggregates a sequence of values, as [`VarianceFold`] does row by row.
+    pub fn variance(&self, values: impl IntoIterator<Item = f64>) -> VarianceAggregate {
+        let mut fold = VarianceTotals::default();
+        for x in values {
+            fold.add(self, x);
+        }
+        self.aggregate(fold.sum, fold.squares, fold.rows)
+    }
+
+    /// h² as an exact real.
+    pub fn max_variance(&self) -> BigRational {
+        let h = BigRational::from_integer(BigInt::from(self.half_width_units())) * self.bounds.grid.spacing();
+        &h * &h
+    }
+
+    /// Post-processing: Q̃·G/c − (S̃·g/c)² with c = max(1, C̃) (add-remove) or n (replace),
+    /// clamped into [0, h²]. Returns the exact value and whether the clamp changed it.
+    pub fn release(&self, sum: &BigInt, squares: &BigInt, denominator: &BigInt) -> (BigRational, bool) {
+        let c = BigRational::from_integer(denominator.clone().max(BigInt::one()));
+        let mean = BigRational::from_integer(sum.clone()) * self.bounds.grid.spacing() / &c;
+        let mean_square = BigRational::from_integer(squares.clone()) * self.squares_grid.spacing() / &c;
+        let raw = mean_square - &mean * &mean;
+        let clamped = raw.clone().max(BigRational::zero()).min(self.max_variance());
+        let changed = clamped != raw;
+        (clamped, changed)
+    }
+}
+
+fn parts(neighbours: Neighbours) -> u32 {
+    match neighbours {
+        Neighbours::AddRemove => 3,
+        Neighbours::Replace => 2,
+    }
+}
+
+/// y² · 2^shift rounded to nearest, ties up, in big integers (for the Δ check before the data).
+fn square_units(y: &BigInt, shift: i32) -> BigInt {
+    let s = y * y;
+    if shift >= 0 {
+        s << shift as usize
+    } else {
+        let down = (-shift) as usize;
+        (s + (BigInt::one() << (down - 1))) >> down
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct VarianceTotals {
+    sum: i128,
+    squares: i128,
+    rows: u64,
+}
+
+impl VarianceTotals {
+    #[inline]
+    fn add(&mut self, spec: &VarianceSpec, x: f64) {
+        let y = spec.shifted(x);
+        self.sum += y;
+        self.squares += spec.square(y);
+        self.rows += 1;
+    }
+}
+
+/// The running exact shifted sum, sum of squares and row count of one column.
+#[derive(Clone, Debug)]
+pub struct VarianceFold {
+    pub spec: VarianceSpec,
+    pub cell: NumberCell,
+    totals: VarianceTotals,
+}
+
+impl VarianceFold {
+    pub fn new(spec: VarianceSpec, cell: NumberCell) -> VarianceFold {
+        VarianceFold { spec, cell, totals: VarianceTotals::default() }
+    }
+    pub fn aggregate(&self) -> VarianceAggregate {
+        self.spec.aggregate(self.totals.sum, self.totals.squares, self.totals.rows)
+    }
+}
+
+impl Fold for VarianceFold {
+    #[inline]
+    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+        if let Some(x) = self.cell.read(record)? {
+            self.totals.add(&self.spec, x);
+        }
+        Ok(())
+    }
+    fn merge(&mut self, other: Self) {
+        self.totals.sum += other.totals.sum;
+        self.totals.squares += other.totals.squares;
+        self.totals.rows += other.totals.rows;
+    }
+    fn widest_column(&self) -> Option<usize> {
+        Some(self.cell.index)
+    }
+}
+
+/// A closed interval of reals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interval {
+    pub lo: BigRational,
+    pub hi: BigRational,
+}
+
+impl Interval {
+    /// [centre − radius, centre + radius] in units of `spacing`, as reals.
+    pub fn around(centre: &BigInt, radius: u128, spacing: &BigRational) -> Interval {
+        let r = BigInt::from(radius);
+        Interval {
+            lo: BigRational::from_integer(centre - &r) * spacing,
+            hi: BigRational::from_integer(centre + &r) * spacing,
+        }
+    }
+    pub fn point(x: BigRational) -> Interval {
+        Interval { lo: x.clone(), hi: x }
+    }
+}
+
+/// Error bound of a variance release, given intervals that hold the true count C, shifted sum
+/// S and sum of squares Q (as reals) simultaneously with probability >= 1 − β (union bound over
+/// the parts' noise bounds). Conservative: over the box, Q/C and (S/C)² are bounded separately
+/// (as if independent), S/C is cut to [−h, h], the squares' rounding adds G/2 on either side,
+/// and the true variance is cut to [0, h²]. The bound is the farthest point of the resulting
+/// interval from the released value, and never more than h². Everything here is computed from
+/// noisy values and flags, so it is post-processing.
+pub fn error_bound(
+    released: &BigRational,
+    count: &Interval,
+    sum: &Interval,
+    squares: &Interval,
+    squares_grid: &BigRational,
+    max_variance: &BigRational,
+    half_width: &BigRational,
+) -> BigRational {
+    let zero = BigRational::zero();
+    if !count.lo.is_positive() {
+        return max_variance.clone();
+    }
+    let corners = [&sum.lo / &count.lo, &sum.lo / &count.hi, &sum.hi / &count.lo, &sum.hi / &count.hi];
+    let mean_lo = corners.iter().min().cloned().unwrap_or_default().max(-half_width.clone());
+    let mean_hi = corners.iter().max().cloned().unwrap_or_default().min(half_width.clone());
+    if mean_lo > mean_hi {
+        return max_variance.clone();
+    }
+    let (sq_lo, sq_hi) = (&mean_lo * &mean_lo, &mean_hi * &mean_hi);
+    let mean2_hi = sq_lo.clone().max(sq_hi.clone());
+    let mean2_lo =
+        if !mean_lo.is_positive() && !mean_hi.is_negative() { zero.clone() } else { sq_lo.min(sq_hi) };
+    let half_g = squares_grid / BigInt::from(2);
+    let q_lo = squares.lo.clone().max(zero.clone());
+    let q_hi = squares.hi.clone();
+    if q_hi.is_negative() {
+        return max_variance.clone();
+    }
+    let msq_lo = &q_lo / &count.hi - &half_g;
+    let msq_hi = &q_hi / &count.lo + &half_g;
+    let lo = (msq_lo - mean2_hi).max(zero);
+    let hi = (msq_hi - mean2_lo).min(max_variance.clone());
+    if lo > hi {
+        return max_variance.clone();
+    }
+    let worst = (released - &lo).abs().max((released - &hi).abs());
+    worst.min(max_variance.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clamp::Finite;
+    use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use proptest::prelude::*;
+
+    fn parts_of(a: &VarianceAggregate) -> Vec<(i128, i128)> {
+        let mut v: Vec<(i128, i128)> = a.count.iter().map(|c| (c.value, c.sensitivity)).collect();
+        v.push((a.shifted_sum.value, a.shifted_sum.sensitivity));
+        v.push((a.squares.value, a.squares.sensitivity));
+        v
+    }
+
+    fn bounds(l: f64, u: f64) -> Bounds {
+        Bounds::new(Finite::from_f64(l).unwrap(), Finite::from_f64(u).unwrap()).unwrap()
+    }
+
+    proptest! {
+        /// Each part of the variance moves by at most its own Δ on neighbouring datasets: add
+        /// and remove under add-remove; replace under replace (n fixed). Extreme values included.
+        #[test]
+        fn each_part_moves_by_at_most_its_sensitivity(
+            (bounds, eps) in bounds_and_eps(),
+            rows in proptest::collection::vec(awkward_value(), 1..40),
+            other in awkward_value(),
+            at in any::<prop::sample::Index>(),
+        ) {
+            let i = at.index(rows.len());
+            let mut removed = rows.clone();
+            removed.remove(i);
+            let mut added = rows.clone();
+            added.push(other);
+            let mut changed = rows.clone();
+            changed[i] = other;
+            for (neighbours, others) in [
+                (Neighbours::AddRemove, vec![removed, added]),
+                (Neighbours::Replace, vec![changed]),
+            ] {
+                let Ok(spec) = VarianceSpec::new(bounds, neighbours, &eps) else { continue };
+                let base = parts_of(&spec.variance(rows.iter().copied()));
+                for other_rows in others {
+                    let moved = parts_of(&spec.variance(other_rows));
+                    prop_assert_eq!(base.len(), moved.len());
+                    for ((v, delta), (w, _)) in base.iter().zip(moved) {
+                        prop_assert!(*delta >= 1);
+                        prop_assert!((v - w).abs() <= *delta, "moved {} > Δ {}", (v - w).abs(), delta);
+                    }
+                }
+            }
+        }
+
+        /// Squares are exact and monotone: q(y) = round(y²·2^shift) lies in [0, q(h)], and the
+        /// shifted values lie in [−h, h], for any value, extreme ones included.
+        #[test]
+        fn squares_are_bounded_by_their_sensitivity(
+            (bounds, eps) in bounds_and_eps(),
+            x in awkward_value(),
+        ) {
+            for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
+                let Ok(spec) = VarianceSpec::new(bounds, neighbours, &eps) else { continue };
+                let y = spec.shifted(x);
+                prop_assert!(y.abs() <= spec.half_width_units());
+                let q = spec.square(y);
+                prop_assert!(q >= 0 && q <= spec.squares_sensitivity());
+                prop_assert_eq!(BigInt::from(q), square_units(&BigInt::from(y), spec.shift));
+                prop_assert!(spec.squares_sensitivity() <= MAX_GRID_UNITS);
+            }
+        }
+    }
+
+    #[test]
+    fn grids_and_sensitivities() {
+        let eps: Epsilon = "1".parse().unwrap();
+        let spec = VarianceSpec::new(bounds(0.0, 10.0), Neighbours::AddRemove, &eps).unwrap();
+        // h = 5 over ε/3: 15, floor(log2) = 3, g = 2^-37; h² = 25 over ε/3: 75, G = 2^(6 − 40).
+        assert_eq!(spec.bounds.grid.exponent(), -37);
+        assert_eq!(spec.squares_grid.exponent(), -34);
+        assert_eq!(spec.sum_sensitivity(), 5i128 << 37);
+        // q(h) = (5·2^37)² · 2^(−74 + 34) = 25 · 2^34 exactly.
+        assert_eq!(spec.squares_sensitivity(), 25i128 << 34);
+        assert_eq!(spec.epsilon_parts(&eps).len(), 3);
+        let rep = VarianceSpec::new(bounds(0.0, 10.0), Neighbours::Replace, &eps).unwrap();
+        // 2h = 10 over ε/2: 20, g = 2^(4 − 40); h² = 25 over ε/2: 50, G = 2^(5 − 40).
+        assert_eq!(rep.bounds.grid.exponent(), -36);
+        assert_eq!(rep.sum_sensitivity(), 10i128 << 36);
+        assert_eq!(rep.squares_sensitivity(), 25i128 << 35);
+        let halves = rep.epsilon_parts(&eps);
+        assert_eq!(halves[0].as_rational() + halves[1].as_rational(), *eps.as_rational());
+    }
+
+    #[test]
+    fn exact_variance_of_known_values() {
+        let eps: Epsilon = "1".parse().unwrap();
+        let spec = VarianceSpec::new(bounds(0.0, 10.0), Neighbours::AddRemove, &eps).unwrap();
+        let a = spec.variance([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0, 100.0, -3.0]);
+        // Clamped: 2,4,4,4,5,5,7,9,10,0: mean 5, squares of deviations 9+1+1+1+0+0+4+16+25+25 = 82.
+        let (v, clamped) = spec.release(
+            &BigInt::from(a.shifted_sum.value),
+            &BigInt::from(a.squares.value),
+            &BigInt::from(a.n),
+        );
+        assert!(!clamped);
+        assert_eq!(v, BigRational::new(82.into(), 10.into()));
+    }
+
+    #[test]
+    fn release_is_clamped_into_zero_to_h_squared() {
+        let eps: Epsilon = "1".parse().unwrap();
+        let spec = VarianceSpec::new(bounds(0.0, 2.0), Neighbours::AddRemove, &eps).unwrap();
+        let g = |x: i64| BigInt::from(x) << 36usize; // far above the grid's h
+        let (v, clamped) = spec.release(&BigInt::zero(), &(g(1) << 60usize), &BigInt::from(1));
+        assert!(clamped);
+        assert_eq!(v, spec.max_variance());
+        let (v, clamped) = spec.release(&(g(1) << 10usize), &BigInt::zero(), &BigInt::from(-4));
+        assert!(clamped);
+        assert_eq!(v, BigRational::zero());
+    }
+
+    #[test]
+    fn refuses_bounds_too_wide_for_the_grid() {
+        let eps: Epsilon = "1".parse().unwrap();
+        let err = VarianceSpec::new(bounds(-1e308, 1e308), Neighbours::AddRemove, &eps).unwrap_err();
+        assert!(err.contains("largest floating-point number"), "{err}");
+        assert!(VarianceSpec::new(bounds(-1e150, 1e150), Neighbours::AddRemove, &eps).is_ok());
+        let huge: Epsilon = "1e30".parse().unwrap();
+        let err = VarianceSpec::new(bounds(0.0, 1.0), Neighbours::Replace, &huge).unwrap_err();
+        assert!(err.contains("2^62"), "{err}");
+    }
+
+    #[test]
+    fn error_bound_covers_the_box_and_is_capped() {
+        let r = |n: i64| BigRational::from_integer(n.into());
+        let h2 = r(100);
+        // Count exactly 10, mean of squares in [4, 6], mean in [−1, 1]: var in [3, 6].
+        let b = error_bound(
+            &r(5),
+            &Interval::point(r(10)),
+            &Interval { lo: r(-10), hi: r(10) },
+            &Interval { lo: r(40), hi: r(60) },
+            &BigRational::zero(),
+            &h2,
+            &r(10),
+        );
+        assert_eq!(b, r(2));
+        // A count interval reaching 0 says nothing: h².
+        let b = error_bound(
+            &r(5),
+            &Interval { lo: r(0), hi: r(4) },
+            &Interval::point(r(0)),
+            &Interval::point(r(0)),
+            &BigRational::zero(),
+            &h2,
+            &r(10),
+        );
+        assert_eq!(b, h2);
+    }
+}

@@ -1,0 +1,296 @@
+//! `--by COL --keys ...`: one release per public key (plus `other`), each at the full ε.
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+
+use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
+use proptest::prelude::*;
+use tempfile::TempDir;
+
+const REGIONS: [&str; 5] = ["north", "south", "east", "west", "other"];
+
+/// True row counts of people.csv per region (keys north,south,east,west; the rest `other`).
+fn true_region_counts() -> HashMap<String, f64> {
+    let text = fs::read_to_string(fixture("people.csv")).unwrap();
+    let mut counts: HashMap<String, f64> = REGIONS.iter().map(|r| (r.to_string(), 0.0)).collect();
+    for line in text.lines().skip(1) {
+        let region = line.split(',').nth(3).unwrap().trim();
+        let key = if REGIONS[..4].contains(&region) { region } else { "other" };
+        *counts.get_mut(key).unwrap() += 1.0;
+    }
+    counts
+}
+
+/// Variance of discrete Laplace noise of scale s: 2p/(1−p)² with p = e^(−1/s).
+fn dlap_variance(scale: f64) -> f64 {
+    let p = (-1.0 / scale).exp();
+    2.0 * p / ((1.0 - p) * (1.0 - p))
+}
+
+/// Over 300 seeded runs, every group's noise has the variance of discrete Laplace at the FULL
+/// ε (scale Δ/ε with Δ = 1 under add-remove, 2 under replace), not a split of it.
+#[test]
+fn every_group_gets_the_noise_of_the_full_epsilon() {
+    let truth = true_region_counts();
+    for (neighbours, delta) in [("add-remove", 1.0), ("replace", 2.0)] {
+        let eps = 0.5;
+        let runs = 300;
+        let mut noise: HashMap<String, Vec<f64>> = HashMap::new();
+        for seed in 0..runs {
+            let json = json_of(
+                seeded(seed)
+                    .args(["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "0.5"])
+                    .args(["--neighbours", neighbours])
+                    .arg(fixture("people.csv")),
+            );
+            let groups = json["groups"].as_array().unwrap();
+            assert_eq!(groups.len(), 5);
+            for g in groups {
+                let key = g["key"].as_str().unwrap().to_string();
+                assert_eq!(g["epsilon_exact"], "1/2", "every group has the full ε");
+                assert_eq!(g["sensitivity"].as_f64().unwrap(), delta);
+                let v = g["value"].as_f64().unwrap() - truth[&key];
+                noise.entry(key).or_default().push(v);
+            }
+        }
+        let expected = dlap_variance(delta / eps);
+        let mut pooled = vec![];
+        for (key, v) in &noise {
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (v.len() - 1) as f64;
+            let ratio = var / expected;
+            // A split ε (ε/5 per group) would give a ratio near 25; the sampling spread of
+            // the ratio over 300 draws is about ±0.13.
+            assert!(
+                (0.6..1.6).contains(&ratio),
+                "{neighbours} group {key}: variance {var}, expected {expected}"
+            );
+            assert!(mean.abs() < 4.0 * (expected / v.len() as f64).sqrt() + 0.5, "{key}: mean {mean}");
+            pooled.extend(v.iter().map(|x| x - mean));
+        }
+        let var = pooled.iter().map(|x| x * x).sum::<f64>() / pooled.len() as f64;
+        assert!(
+            (0.8..1.25).contains(&(var / expected)),
+            "{neighbours}: pooled variance {var}, expected {expected}"
+        );
+    }
+}
+
+/// A dataset row for the property test: a key (a, b, c listed; z goes to `other`) and a value.
+fn row() -> impl Strategy<Value = (char, f64)> {
+    let value = prop_oneof![
+        -20.0f64..20.0,
+        Just(1e308),
+        Just(-1e308),
+        Just(-0.0),
+        Just(5e-324),
+        Just(9007199254740993.0),
+    ];
+    (prop::sample::select(vec!['a', 'b', 'c', 'z']), value)
+}
+
+fn csv_of(rows: &[(char, f64)]) -> String {
+    let mut s = String::from("grp,x\n");
+    for (k, x) in rows {
+        s.push_str(&format!("{k},{x:e}\n"));
+    }
+    s
+}
+
+/// Per group: the released value in grid units (exact), and the declared sensitivity in units.
+fn group_units(query: &[&str], neighbours: &str, csv: &str) -> (Vec<i128>, i128) {
+    let mut cmd = seeded(7);
+    cmd.args(query).args(["--by", "grp", "--keys", "a,b,c", "--eps", "1", "--neighbours", neighbours]);
+    let json = json_of(cmd.write_stdin(csv.to_string()));
+    let groups = json["groups"].as_array().unwrap();
+    let mut delta = 0;
+    let units = groups
+        .iter()
+        .map(|g| {
+            let spacing = g["grid"]["spacing"].as_f64().unwrap_or(1.0);
+            delta = (g["sensitivity"].as_f64().unwrap() / spacing).round() as i128;
+            match g["value_units"].as_str() {
+                Some(u) => u.parse().unwrap(),
+                None => g["value"].as_i64().unwrap() as i128,
+            }
+        })
+        .collect();
+    (units, delta)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// The real binary, same seed (so the same noise) on neighbouring datasets: the releases
+    /// differ by exactly the aggregates' difference. Under replace a row that moves to another
+    /// group changes two groups, and the L1 change over all groups stays within the declared
+    /// sensitivity (count 2, sum 2·max(|L|,|U|)); under add-remove one group changes, within Δ.
+    #[test]
+    fn a_row_moved_between_groups_is_covered_by_the_declared_sensitivity(
+        rows in proptest::collection::vec(row(), 1..25),
+        other in row(),
+        at in any::<prop::sample::Index>(),
+    ) {
+        let i = at.index(rows.len());
+        let mut moved = rows.clone();
+        moved[i] = other;
+        let mut removed = rows.clone();
+        removed.remove(i);
+        let sum: &[&str] = &["sum", "--col", "x", "--lower", "-5", "--upper", "10"];
+        let count: &[&str] = &["count"];
+        for query in [sum, count] {
+            let (base, delta) = group_units(query, "replace", &csv_of(&rows));
+            let (next, _) = group_units(query, "replace", &csv_of(&moved));
+            let l1: i128 = base.iter().zip(&next).map(|(a, b)| (a - b).abs()).sum();
+            prop_assert!(l1 <= delta, "{:?}: L1 {} > Δ {}", query, l1, delta);
+
+            let (base, delta) = group_units(query, "add-remove", &csv_of(&rows));
+            let (next, _) = group_units(query, "add-remove", &csv_of(&removed));
+            let changed = base.iter().zip(&next).filter(|(a, b)| a != b).count();
+            let l1: i128 = base.iter().zip(&next).map(|(a, b)| (a - b).abs()).sum();
+            prop_assert!(changed <= 1 && l1 <= delta, "{:?}: {} groups, L1 {} > Δ {}", query, changed, l1, delta);
+        }
+    }
+}
+
+#[test]
+fn declared_sensitivities_under_replace_cover_moves() {
+    let json = json_of(
+        dpstat()
+            .args(["sum", "--col", "income", "--lower", "-10", "--upper", "200000", "--eps", "1"])
+            .args(["--by", "urban_rural", "--keys", "1,2", "--neighbours", "replace"])
+            .arg(fixture("people.csv")),
+    );
+    for g in json["groups"].as_array().unwrap() {
+        assert_eq!(g["sensitivity"].as_f64().unwrap(), 400000.0, "2·max(|L|,|U|)");
+    }
+    assert!(json["composition"].as_str().unwrap().contains("leave one group and enter another"));
+    let json = json_of(
+        dpstat()
+            .args(["histogram", "--col", "region", "--categories", "north,south", "--eps", "1"])
+            .args(["--by", "urban_rural", "--keys", "1", "--neighbours", "replace"])
+            .arg(fixture("people.csv")),
+    );
+    for g in json["groups"].as_array().unwrap() {
+        assert_eq!(g["sensitivity"].as_f64().unwrap(), 2.0);
+        assert_eq!(g["accuracy"]["scope"], "per bin");
+    }
+}
+
+#[test]
+fn text_output_is_csv_with_the_key_first() {
+    let text = stdout_of(
+        dpstat()
+            .args(["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1"])
+            .args(["--by", "urban_rural", "--keys", "1,2"])
+            .arg(fixture("people.csv")),
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "key,value");
+    let keys: Vec<&str> = lines[1..].iter().map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(keys, ["1", "2", "other"]);
+    for l in &lines[1..] {
+        let v: f64 = l.split(',').nth(1).unwrap().parse().unwrap();
+        assert!((0.0..=200000.0).contains(&v));
+    }
+
+    let text = stdout_of(
+        dpstat()
+            .args([
+                "histogram",
+                "--col",
+                "age",
+                "--bins",
+                "2",
+                "--lower",
+                "0",
+                "--upper",
+                "100",
+                "--eps",
+                "1",
+            ])
+            .args(["--by", "region", "--keys", "north,south"])
+            .arg(fixture("people.csv")),
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "key,bin,count");
+    assert_eq!(lines.len(), 1 + 3 * 2);
+    assert!(lines[1].starts_with("north,0..50,"), "{}", lines[1]);
+    assert!(lines[6].starts_with("other,50..100,"), "{}", lines[6]);
+
+    let text = stdout_of(
+        dpstat()
+            .args(["variance", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "1"])
+            .args(["--by", "region", "--keys", "north,south,east,west"])
+            .arg(fixture("people.csv")),
+    );
+    assert_eq!(text.lines().count(), 1 + 5);
+}
+
+#[test]
+fn json_has_groups_and_the_composition_note() {
+    let json = json_of(
+        dpstat()
+            .args(["count", "--by", "region", "--keys", "north, south", "--eps", "0.25"])
+            .arg(fixture("people.csv")),
+    );
+    assert_eq!(json["query"], "count");
+    assert_eq!(json["by"], "region");
+    assert_eq!(json["epsilon_exact"], "1/4");
+    assert!(json["composition"].as_str().unwrap().starts_with("parallel composition"));
+    let keys: Vec<&str> =
+        json["groups"].as_array().unwrap().iter().map(|g| g["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["north", "south", "other"]);
+}
+
+/// Parallel composition: the ledger is charged ε once, not once per group.
+#[test]
+fn the_ledger_is_charged_epsilon_once() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    stdout_of(
+        dpstat()
+            .args(["sum", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "0.4"])
+            .args(["--by", "region", "--keys", "north,south,east,west", "--budget", "1", "--ledger"])
+            .arg(&ledger)
+            .arg(fixture("people.csv")),
+    );
+    let records: Vec<serde_json::Value> =
+        fs::read_to_string(&ledger).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let releases: Vec<_> = records.iter().filter(|r| r["type"] == "release").collect();
+    assert_eq!(releases.len(), 1);
+    assert_eq!(releases[0]["epsilon"], "2/5");
+    assert_eq!(releases[0]["query"], "sum by region");
+}
+
+#[test]
+fn refusals() {
+    for query in [
+        &["mean", "--col", "income", "--lower", "0", "--upper", "1"][..],
+        &["variance", "--col", "income", "--lower", "0", "--upper", "1"][..],
+    ] {
+        fails_with(
+            dpstat()
+                .args(query)
+                .args(["--eps", "1", "--neighbours", "replace", "--by", "region", "--keys", "north"])
+                .arg(fixture("people.csv")),
+            &["--by with --neighbours replace", "group sizes are private"],
+        );
+    }
+    fails_with(
+        dpstat().args(["count", "--eps", "1", "--by", "region"]).arg(fixture("people.csv")),
+        &["--keys"],
+    );
+    fails_with(
+        dpstat()
+            .args(["count", "--eps", "1", "--by", "region", "--keys", "north,other"])
+            .arg(fixture("people.csv")),
+        &["'other' names the group"],
+    );
+    fails_with(
+        dpstat().args(["count", "--eps", "1", "--by", "nope", "--keys", "a"]).arg(fixture("people.csv")),
+        &["no column 'nope' (--by)"],
+    );
+}

@@ -1,0 +1,234 @@
+//! `dpstat run WORKLOAD.toml [FILE]`: several queries, one pass, one charge.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{dpstat, fails_with, fixture, seeded, stdout_of};
+use tempfile::TempDir;
+
+/// Runs a workload with `--format json` and returns one JSON value per line.
+fn json_lines(cmd: &mut assert_cmd::Command) -> Vec<serde_json::Value> {
+    let text = stdout_of(cmd.args(["--format", "json"]));
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect()
+}
+
+fn run(workload: &Path) -> assert_cmd::Command {
+    let mut cmd = dpstat();
+    cmd.arg("run").arg(workload).arg(fixture("people.csv"));
+    cmd
+}
+
+fn ledger_records(path: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The ε charged equals the declared total exactly, once, whatever the split: an even split
+/// into quarters, uneven decimal shares, and thirds (which no decimal or f64 writes exactly).
+#[test]
+fn the_epsilon_charged_equals_the_declared_total_exactly() {
+    let dir = TempDir::new().unwrap();
+    let thirds = dir.path().join("thirds.toml");
+    fs::write(
+        &thirds,
+        "epsilon = 0.1\n\n[[query]]\nname = \"a\"\nkind = \"count\"\n\n[[query]]\nname = \"b\"\nkind = \"count\"\n\n\
+         [[query]]\nname = \"c\"\nkind = \"histogram\"\ncolumn = \"region\"\ncategories = [\"north\"]\n",
+    )
+    .unwrap();
+    let tenths = dir.path().join("tenths.toml");
+    // 0.1 + 0.2 is not 0.3 in f64; exactly, it is.
+    fs::write(
+        &tenths,
+        "epsilon = 0.3\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = 0.1\n\
+         [[query]]\nname = \"b\"\nkind = \"count\"\nshare = 0.2\n",
+    )
+    .unwrap();
+    let cases = [
+        (fixture("compose_two_columns.toml"), "1/1", vec!["1/4"; 4]),
+        (fixture("compose_shares.toml"), "1/1", vec!["1/10", "2/5", "1/2"]),
+        (thirds, "1/10", vec!["1/30"; 3]),
+        (tenths, "3/10", vec!["1/10", "1/5"]),
+    ];
+    for (workload, total, shares) in cases {
+        let ledger = dir.path().join("ledger.jsonl");
+        let _ = fs::remove_file(&ledger);
+        let lines = json_lines(run(&workload).args(["--budget", "5", "--ledger"]).arg(&ledger));
+        let got: Vec<&str> = lines.iter().map(|l| l["epsilon_exact"].as_str().unwrap()).collect();
+        assert_eq!(got, shares, "{}", workload.display());
+        assert!(lines.iter().all(|l| l["total_epsilon_exact"] == total));
+        let releases: Vec<_> =
+            ledger_records(&ledger).into_iter().filter(|r| r["type"] == "release").collect();
+        assert_eq!(releases.len(), 1, "charged once");
+        assert_eq!(releases[0]["epsilon"], total, "{}", workload.display());
+        assert_eq!(releases[0]["query"], "workload");
+    }
+}
+
+/// Variance of discrete Laplace noise of scale s: 2p/(1−p)² with p = e^(−1/s).
+fn dlap_variance(scale: f64) -> f64 {
+    let p = (-1.0 / scale).exp();
+    2.0 * p / ((1.0 - p) * (1.0 - p))
+}
+
+/// Over 300 seeded runs of the binary, each count's noise has the variance of discrete Laplace
+/// with scale 1/share: 0.1 and 0.4 of the total, not the even split (1/3) nor the total.
+#[test]
+fn each_query_noise_scale_matches_its_share() {
+    let text = fs::read_to_string(fixture("people.csv")).unwrap();
+    let rows = text.lines().skip(1).count() as f64;
+    let north = text.lines().skip(1).filter(|l| l.split(',').nth(3) == Some("north")).count() as f64;
+    let runs = 300;
+    let (mut all, mut northern) = (vec![], vec![]);
+    for seed in 0..runs {
+        let lines = json_lines(
+            seeded(seed).arg("run").arg(fixture("compose_shares.toml")).arg(fixture("people.csv")),
+        );
+        assert_eq!(lines[0]["name"], "rows");
+        assert_eq!(lines[0]["scale"].as_f64(), Some(10.0), "declared scale 1/0.1");
+        assert_eq!(lines[1]["scale"].as_f64(), Some(2.5), "declared scale 1/0.4");
+        all.push(lines[0]["value"].as_f64().unwrap() - rows);
+        northern.push(lines[1]["value"].as_f64().unwrap() - north);
+    }
+    for (noise, eps) in [(&all, 0.1), (&northern, 0.4)] {
+        let n = noise.len() as f64;
+        let mean = noise.iter().sum::<f64>() / n;
+        let var = noise.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+        let expected = dlap_variance(1.0 / eps);
+        // The spread of the ratio over 300 draws is about ±0.13; 1/3 instead of 0.1 would give
+        // a ratio near 0.09, 1/3 instead of 0.4 about 1.45.
+        assert!((0.75..1.33).contains(&(var / expected)), "share {eps}: variance {var}, expected {expected}");
+        assert!(mean.abs() < 4.0 * (expected / n).sqrt(), "share {eps}: mean {mean}");
+    }
+}
+
+/// A one-query workload is the same release as the same command line (same seed, same noise).
+#[test]
+fn a_one_query_workload_equals_the_command_line() {
+    let dir = TempDir::new().unwrap();
+    let w = dir.path().join("one.toml");
+    fs::write(
+        &w,
+        "epsilon = \"0.7\"\nneighbours = \"replace\"\n[[query]]\nname = \"v\"\nkind = \"variance\"\n\
+         column = \"score\"\nlower = 0\nupper = 100\n",
+    )
+    .unwrap();
+    let from_workload = stdout_of(seeded(11).arg("run").arg(&w).arg(fixture("people.csv")));
+    let value = from_workload.lines().nth(1).unwrap().split_whitespace().nth(5).unwrap().to_string();
+    let direct = stdout_of(
+        seeded(11)
+            .args(["variance", "--col", "score", "--lower", "0", "--upper", "100", "--eps", "0.7"])
+            .args(["--neighbours", "replace"])
+            .arg(fixture("people.csv")),
+    );
+    assert_eq!(value, direct.trim());
+}
+
+#[test]
+fn text_table_lists_every_query_and_the_total() {
+    let text = stdout_of(&mut run(&fixture("compose_two_columns.toml")));
+    let lines: Vec<&str> = text.lines().collect();
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["name", "query", "column", "group", "bin", "value", "epsilon", "sensitivity", "error(95%)"]
+    );
+    let names: Vec<&str> = lines[1..].iter().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(names, ["income_mean", "income_variance", "age_mean", "age_variance", "total"]);
+    assert!(lines[2].contains("count=1 shifted_sum=100000 sum_of_squares=10000000000"), "{}", lines[2]);
+    assert!(lines[5].split_whitespace().any(|c| c == "1"), "total epsilon: {}", lines[5]);
+    for l in &lines[1..5] {
+        assert_eq!(l.split_whitespace().nth(6), Some("0.25"), "{l}");
+    }
+}
+
+#[test]
+fn groups_and_histograms_inside_a_workload() {
+    let lines = json_lines(&mut run(&fixture("compose_grouped.toml")));
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["name"], "income_by_area");
+    assert_eq!(lines[0]["epsilon_exact"], "1/4");
+    let groups = lines[0]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 3);
+    assert!(groups.iter().all(|g| g["epsilon_exact"] == "1/4"), "each group has the query's full share");
+    assert_eq!(lines[1]["bins"].as_array().unwrap().len(), 5);
+}
+
+/// Bad workload files: exit 2, empty stdout, one line naming the file's line that is wrong.
+#[test]
+fn bad_workloads_name_the_line() {
+    let cases = [
+        ("compose_bad_kind.toml", "line 5", "unknown kind 'median'"),
+        (
+            "compose_bad_shares.toml",
+            "line 1",
+            "the shares (lines 6, 11) add up to 0.9, not to the total epsilon 1",
+        ),
+        ("compose_bad_bounds.toml", "line 8", "mean needs clamping bounds"),
+        ("compose_bad_duplicate.toml", "line 8", "query name 'rows' is used twice (first on line 4)"),
+        ("compose_bad_unknown_key.toml", "line 9", "unknown field `uper`"),
+        ("compose_bad_syntax.toml", "line 5", "invalid basic string"),
+    ];
+    for (file, line, needle) in cases {
+        let at = format!("{file} {line}:");
+        fails_with(&mut run(&fixture(file)), &[&at, needle]);
+    }
+    let dir = TempDir::new().unwrap();
+    let more = [
+        ("epsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\nlower = 0\n", "line 5", "count does not take lower"),
+        ("epsilon = 0\n[[query]]\nname = \"a\"\nkind = \"count\"\n", "line 1", "greater than 0"),
+        ("epsilon = nan\n[[query]]\nname = \"a\"\nkind = \"count\"\n", "line 1", "not a decimal"),
+        ("epsilon = 1\nneighbours = \"swap\"\n[[query]]\nname = \"a\"\nkind = \"count\"\n", "line 2", "swap"),
+        ("epsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = 2\n", "line 1", "add up to 2"),
+        ("epsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = 1\n[[query]]\nname = \"b\"\nkind = \"count\"\n", "line 1", "leaves nothing"),
+        (
+            "epsilon = 1\nneighbours = \"replace\"\n[[query]]\nname = \"m\"\nkind = \"mean\"\ncolumn = \"age\"\nlower = 0\nupper = 1\nby = \"region\"\nkeys = [\"north\"]\n",
+            "line 4",
+            "group sizes are private",
+        ),
+        ("epsilon = 1\n[[query]]\nname = \"s\"\nkind = \"sum\"\ncolumn = \"nope\"\nlower = 0\nupper = 1\n", "line 3", "no column 'nope'"),
+        ("epsilon = 1\n", "toml:", "no queries"),
+    ];
+    for (i, (text, line, needle)) in more.iter().enumerate() {
+        let path = dir.path().join(format!("w{i}.toml"));
+        fs::write(&path, text).unwrap();
+        fails_with(&mut run(&path), &[line, needle]);
+    }
+}
+
+/// Budget refusal and bad data: nothing printed, nothing charged.
+#[test]
+fn failures_print_and_charge_nothing() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    stdout_of(
+        dpstat()
+            .args(["count", "--eps", "0.5", "--budget", "1", "--ledger"])
+            .arg(&ledger)
+            .arg(fixture("people.csv")),
+    );
+    let before = fs::read(&ledger).unwrap();
+    let out = run(&fixture("compose_two_columns.toml")).arg("--ledger").arg(&ledger).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert_eq!(fs::read(&ledger).unwrap(), before);
+
+    let bad = dir.path().join("bad.csv");
+    fs::write(&bad, "age,income\n30,100\n40,oops\n").unwrap();
+    let mut cmd = dpstat();
+    cmd.arg("run")
+        .arg(fixture("compose_two_columns.toml"))
+        .arg(&bad)
+        .args(["--dataset", "x", "--ledger"])
+        .arg(&ledger);
+    fails_with(&mut cmd, &["row 2 (line 3), column 'income'"]);
+    assert_eq!(fs::read(&ledger).unwrap(), before);
+}
+
+/// Standard input works like a file, and one pass reads it (it cannot be rewound).
+#[test]
+fn reads_standard_input_once() {
+    let bytes = fs::read(fixture("people.csv")).unwrap();
+    let text = stdout_of(dpstat().arg("run").arg(fixture("compose_two_columns.toml")).write_stdin(bytes));
+    assert_eq!(text.lines().count(), 6);
+}
