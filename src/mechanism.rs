@@ -167,7 +167,7 @@ mod tests {
         let eps: Epsilon = "0.25".parse().unwrap();
         assert_eq!(noise_scale(3, &eps), BigRational::from_integer(BigInt::from(12)));
         let agg = Aggregate { value: 10, sensitivity: 2, grid: Grid::UNIT };
-        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let mut rng = ChaCha20Rng::seed_from_u64(1); // INSECURE: test-only seed
         let noisy = laplace(&agg, &eps, &mut rng);
         assert_eq!(noisy.noise.scale, BigRational::from_integer(BigInt::from(8)));
         assert_eq!(noisy.noise.scale_value(), 8.0);
@@ -196,7 +196,7 @@ mod tests {
                 reach *= 1.0 - p[r];
             }
         });
-        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let mut rng = ChaCha20Rng::seed_from_u64(11); // INSECURE: test-only seed
         let mut observed = [0u64; 5];
         for _ in 0..n {
             observed[permute_and_flip(&scores, delta, &eps, &mut rng)] += 1;
@@ -230,7 +230,7 @@ mod tests {
     fn permute_and_flip_never_underflows_on_huge_gaps() {
         let scores = [10u128.pow(30), 0, 10u128.pow(30)];
         let eps: Epsilon = "10".parse().unwrap();
-        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let mut rng = ChaCha20Rng::seed_from_u64(3); // INSECURE: test-only seed
         for _ in 0..100 {
             assert_eq!(permute_and_flip(&scores, 1, &eps, &mut rng), 1);
         }
@@ -240,7 +240,7 @@ mod tests {
     fn vector_noise_is_independent_per_bin() {
         let eps: Epsilon = "0.5".parse().unwrap();
         let agg = Aggregate { value: vec![0; 2000], sensitivity: 1, grid: Grid::UNIT };
-        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        let mut rng = ChaCha20Rng::seed_from_u64(7); // INSECURE: test-only seed
         let noisy = laplace_each(&agg, &eps, &mut rng);
         // Lag-1 products of independent zero-mean draws average near 0.
         let v: Vec<f64> = noisy.value.iter().map(|b| b.to_string().parse().unwrap()).collect();

@@ -325,7 +325,7 @@ mod tests {
     const Z_MAX: f64 = 4.5;
 
     fn rng(seed: u64) -> ChaCha20Rng {
-        ChaCha20Rng::seed_from_u64(seed)
+        ChaCha20Rng::seed_from_u64(seed) // INSECURE: test-only seed
     }
 
     fn ratio(n: i64, d: i64) -> BigRational {

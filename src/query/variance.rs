@@ -348,6 +348,7 @@ mod tests {
     use super::*;
     use crate::clamp::Finite;
     use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use crate::query::{neighbouring, Neighbouring};
     use proptest::prelude::*;
 
     fn parts_of(a: &VarianceAggregate) -> Vec<(i128, i128)> {
@@ -372,12 +373,7 @@ mod tests {
             at in any::<prop::sample::Index>(),
         ) {
             let i = at.index(rows.len());
-            let mut removed = rows.clone();
-            removed.remove(i);
-            let mut added = rows.clone();
-            added.push(other);
-            let mut changed = rows.clone();
-            changed[i] = other;
+            let Neighbouring { removed, added, changed } = neighbouring(&rows, other, i);
             for (neighbours, others) in [
                 (Neighbours::AddRemove, vec![removed, added]),
                 (Neighbours::Replace, vec![changed]),
