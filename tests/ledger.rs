@@ -82,12 +82,7 @@ fn file_and_stdin_with_the_same_bytes_are_the_same_dataset() {
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(release(&ledger, "0.5").args(["--budget", "1"]));
     let bytes = fs::read(fixture("people.csv")).unwrap();
-    stdout_of(
-        dpstat()
-            .args(["count", "--eps", "0.5", "--ledger"])
-            .arg(&ledger)
-            .write_stdin(bytes.clone()),
-    );
+    stdout_of(dpstat().args(["count", "--eps", "0.5", "--ledger"]).arg(&ledger).write_stdin(bytes.clone()));
     let records = lines(&ledger);
     assert_eq!(records[1]["dataset"], records[2]["dataset"]);
     // The budget is now spent, for the file and for the same bytes on stdin alike.
@@ -159,7 +154,9 @@ fn ledger_from_the_environment() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("env.jsonl");
     let mut cmd = dpstat();
-    cmd.env("DPSTAT_LEDGER", &ledger).args(["count", "--eps", "1", "--budget", "1"]).arg(fixture("people.csv"));
+    cmd.env("DPSTAT_LEDGER", &ledger)
+        .args(["count", "--eps", "1", "--budget", "1"])
+        .arg(fixture("people.csv"));
     stdout_of(&mut cmd);
     assert_eq!(lines(&ledger).len(), 2);
 }
