@@ -17,6 +17,7 @@ pub mod input;
 pub mod ledger;
 pub mod mechanism;
 pub mod output;
+pub mod parallel;
 pub mod plan;
 pub mod query;
 pub mod release;
@@ -54,7 +55,7 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
     }
     let mut rng = mechanism::system_rng()?;
     let fingerprint = plan.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
-    let mut input = Input::open(&plan.source, &plan.csv, fingerprint)?;
+    let mut input = Input::open(&plan.source, &plan.csv, fingerprint, plan.threads)?;
     let mut release = compute_release(&plan, &mut input, &mut rng)?;
     if let Some(ledger) = &plan.ledger {
         let dataset = match (&ledger.dataset, input.fingerprint()) {

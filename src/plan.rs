@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::clamp::{Bins, Bounds, Categories, Finite, MAX_BINS};
-use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours};
+use crate::cli::{self, Common, Confidence, Format, InvalidPolicy, Neighbours, Threads};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
@@ -107,6 +107,8 @@ pub struct Plan {
     pub format: Format,
     pub confidence: Confidence,
     pub ledger: Option<LedgerSpec>,
+    /// Threads that may scan a file (`--threads`, default all cores).
+    pub threads: usize,
 }
 
 impl Plan {
@@ -158,6 +160,7 @@ impl Plan {
             format: common.format,
             confidence: common.confidence,
             ledger,
+            threads: common.threads.unwrap_or_else(Threads::all_cores).get(),
         })
     }
 }
