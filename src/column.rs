@@ -111,9 +111,14 @@ pub fn text_cell<'a>(row: &Row<'a>, index: usize) -> &'a [u8] {
 }
 
 /// Whether a row passes every `--where` filter.
-#[inline]
+#[inline(always)]
 pub(crate) fn passes(row: &Row, filters: &Filters) -> bool {
-    filters.iter().all(|(i, value)| text_cell(row, *i) == value.as_slice())
+    for (i, value) in filters {
+        if text_cell(row, *i) != value.as_slice() {
+            return false;
+        }
+    }
+    true
 }
 
 /// Feeds every row that passes the filters to `fold`; returns the number of such rows.
@@ -250,23 +255,30 @@ fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
         Some((b'+', rest)) => (false, rest),
         _ => (false, cell),
     };
-    let mut mantissa: u64 = 0;
-    let mut digits = 0usize;
-    let mut i = 0;
-    while let Some(d) = rest.get(i).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10) {
+    let (mut mantissa, mut i) = (0u64, 0usize);
+    while i < rest.len() {
+        let d = rest[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
         mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-        digits += 1;
         i += 1;
     }
+    let mut digits = i;
     let mut after_point = 0usize;
-    if rest.get(i) == Some(&b'.') {
+    if i < rest.len() && rest[i] == b'.' {
         i += 1;
-        while let Some(d) = rest.get(i).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10) {
+        let first = i;
+        while i < rest.len() {
+            let d = rest[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
             mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-            digits += 1;
-            after_point += 1;
             i += 1;
         }
+        after_point = i - first;
+        digits += after_point;
     }
     // 19 digits cannot wrap a u64; 2^53 and 10^22 keep both operands exact.
     if i != rest.len() || digits == 0 || digits > 19 || mantissa > 1 << 53 {

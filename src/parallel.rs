@@ -234,26 +234,42 @@ impl<'p, F: Fold> Worker<'p, F> {
                     (u64::from_le_bytes(bytes), (1u64 << (8 * tail.len())) - 1)
                 }
             };
-            let mut hits = bytes_equal(word, delimiter) | bytes_equal(word, b'\n');
+            let mut delimiters = bytes_equal(word, delimiter) & valid;
+            let mut line_ends = bytes_equal(word, b'\n');
             if CR {
-                hits |= bytes_equal(word, b'\r');
+                line_ends |= bytes_equal(word, b'\r');
             }
-            hits &= valid;
-            while hits != 0 {
-                let at = base + (hits.trailing_zeros() / 8) as usize;
-                hits &= hits - 1;
-                if buf[at] == delimiter {
-                    if let Some(end) = self.ends.get_mut(self.field) {
-                        *end = at - self.line;
-                    }
-                    self.field += 1;
-                } else if self.end_row(buf, at, pos)? {
+            line_ends &= valid;
+            // Line ends one by one; of the delimiters, only those before each line end.
+            while line_ends != 0 {
+                let first = line_ends & line_ends.wrapping_neg();
+                self.delimiters(base, delimiters & (first - 1));
+                delimiters &= !(first | (first - 1));
+                line_ends &= line_ends - 1;
+                let at = base + (first.trailing_zeros() / 8) as usize;
+                if self.end_row(buf, at, pos)? {
                     return Ok(true);
                 }
             }
+            self.delimiters(base, delimiters);
             base += 8;
         }
         Ok(false)
+    }
+
+    /// Takes the delimiters marked in `hits` (0x80 in each byte of the word at `base` that is
+    /// one), all in the current row: records where the first `read_fields` fields end, and only
+    /// counts the others.
+    #[inline(always)]
+    fn delimiters(&mut self, base: usize, mut hits: u64) {
+        while hits != 0 {
+            let Some(end) = self.ends.get_mut(self.field) else { break };
+            *end = base + (hits.trailing_zeros() / 8) as usize - self.line;
+            self.field += 1;
+            hits &= hits - 1;
+        }
+        // The number of marked bytes (at most 8): the top bits gathered into the top byte.
+        self.field += ((hits >> 7).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize;
     }
 
     /// The current row ends at `buf[at]` (a line end, or the end of the file): fold it if it is
