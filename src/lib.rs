@@ -1,7 +1,7 @@
 //! dpstat: differentially private statistics from CSV files, with exact noise.
 //!
 //! The flow reads top to bottom: [`input`] opens the CSV, [`column`] streams the selected
-//! cells, [`clamp`] clamps them onto an exact grid, a [`query`] folds them into an aggregate
+//! cells (a plain file through the [`parallel`] scan), [`clamp`] clamps them onto an exact grid, a [`query`] folds them into an aggregate
 //! with its sensitivity, the [`mechanism`] adds exact discrete Laplace noise, [`release`] holds
 //! what becomes public and [`output`] renders it. This library exists for tests and benches;
 //! it is not a stable API.

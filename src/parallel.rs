@@ -1,6 +1,8 @@
-//! The parallel scan of a plain file: one byte range per thread, read with positioned reads
-//! into a buffer per thread, rows split by a word-at-a-time search for delimiters and line ends,
-//! folded into one [`Fold`] per thread and merged in file order.
+//! The parallel scan of a plain file: the bytes after the first row are cut into a few chunks
+//! per thread, which the threads claim in order as they become free (so a thread slowed down by
+//! another process does not hold up the rest), read with positioned reads into a buffer per
+//! thread, split by a word-at-a-time search for delimiters and line ends, and folded into one
+//! [`Fold`] per chunk; the chunks' folds are merged in file order.
 //!
 //! # Why a split is never wrong
 //! The scan only ever *decides* a file whose bytes after the first row contain no quote byte
@@ -10,10 +12,10 @@
 //! [`Input`](crate::input::Input) builds it) reads a row as a maximal run of bytes that are
 //! neither `\n` nor `\r`, split at the delimiter, and skips empty lines. Such runs can be found
 //! from any offset: a row starts at offset p exactly when byte p is not a line end and byte p − 1
-//! is one (or p is where the scan starts, right after the csv reader's first row). So thread i
-//! takes the rows that *start* in its range [b_i, b_{i+1}): it looks at byte b_i − 1, skips to the
-//! first line end at or after it (the row in progress there is thread i − 1's), and reads on past
-//! b_{i+1} only to finish its last row.
+//! is one (or p is where the scan starts, right after the csv reader's first row). So chunk i
+//! takes the rows that *start* in its range [b_i, b_{i+1}): its scan looks at byte b_i − 1, skips
+//! to the first line end at or after it (the row in progress there is chunk i − 1's), and reads
+//! on past b_{i+1} only to finish its last row.
 //!
 //! The same goes for anything else the csv reader would treat differently: a row whose number
 //! of fields differs from the first row's, a cell a fold refuses, a read error. The thread stops,
@@ -21,13 +23,13 @@
 //! exact message (`row N (line M)`). Partial results are never merged.
 //!
 //! # Why the aggregate does not depend on the thread count
-//! The folds are exact (integers) and their `merge` is associative; parts are merged in file
+//! The folds are exact (integers) and their `merge` is associative; chunks are merged in file
 //! order. Folding rows 1..n in one pass or in k consecutive parts gives the same state.
 
 use std::fs::File;
 use std::io;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use indicatif::ProgressBar;
 use memchr::{memchr, memchr2};
@@ -40,6 +42,10 @@ const BUFFER_BUDGET: usize = 8 << 20;
 /// ... within these bounds per thread.
 const MIN_BLOCK: usize = 64 << 10;
 const MAX_BLOCK: usize = 1 << 20;
+
+/// Chunks per thread: enough for a free thread to take over from a slow one, few enough that
+/// the folds waiting to be merged stay small.
+const CHUNKS_PER_THREAD: u64 = 4;
 
 /// The read size of each thread when `threads` threads scan at once.
 pub fn block_size(threads: usize) -> usize {
@@ -60,7 +66,7 @@ pub struct Plan<'a> {
     pub block: usize,
 }
 
-/// The parts of a completed scan, in file order.
+/// The folds of a completed scan's chunks, in file order.
 pub struct Done<F> {
     pub folds: Vec<F>,
     pub kept: u64,
@@ -84,27 +90,38 @@ pub fn scan<F: Fold>(
     progress: Option<&ProgressBar>,
     hash: bool,
 ) -> Result<Done<F>, Fallback> {
-    let threads = plan.threads.max(1) as u64;
+    let threads = plan.threads.max(1);
+    let chunks = threads as u64 * CHUNKS_PER_THREAD;
     let width = data.end.saturating_sub(data.start);
-    let bound = |i: u64| data.start + (u128::from(width) * u128::from(i) / u128::from(threads)) as u64;
+    let bound = move |i: u64| data.start + (u128::from(width) * u128::from(i) / u128::from(chunks)) as u64;
+    let next = AtomicU64::new(0);
     let abort = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let abort = &abort;
+        let (next, abort) = (&next, &abort);
         let hasher = hash.then(|| scope.spawn(move || hash_file(file, data.end, plan.block, abort)));
-        let worker = |i: u64| {
-            let own = bound(i)..bound(i + 1);
-            let aligned = i == 0;
-            let fold = empty.clone();
-            move || {
-                let result = Worker::new(plan, fold, own, aligned).run(file, data.end, progress, abort);
-                if result.is_err() {
-                    abort.store(true, Ordering::Relaxed);
+        // Each thread claims the next chunk until none is left; its folds come back tagged.
+        let thread = |template: F| {
+            move || -> Result<Vec<(u64, F, u64)>, Fallback> {
+                let mut buf = Vec::new();
+                let mut parts = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= chunks || abort.load(Ordering::Relaxed) {
+                        return if abort.load(Ordering::Relaxed) { Err(Fallback) } else { Ok(parts) };
+                    }
+                    let chunk = Worker::new(plan, template.clone(), bound(i)..bound(i + 1), i == 0);
+                    match chunk.run(file, data.end, &mut buf, progress, abort) {
+                        Ok((fold, kept)) => parts.push((i, fold, kept)),
+                        Err(e) => {
+                            abort.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
                 }
-                result
             }
         };
-        let others: Vec<_> = (1..threads).map(|i| scope.spawn(worker(i))).collect();
-        let mut results = vec![worker(0)()];
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(thread(empty.clone()))).collect();
+        let mut results = vec![thread(empty.clone())()];
         results.extend(others.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))));
         if results.iter().any(Result::is_err) {
             abort.store(true, Ordering::Relaxed);
@@ -113,9 +130,13 @@ pub fn scan<F: Fold>(
             Some(h) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?),
             None => None,
         };
-        let mut done = Done { folds: Vec::with_capacity(results.len()), kept: 0, digest };
+        let mut parts = Vec::with_capacity(chunks as usize);
         for result in results {
-            let (fold, kept) = result?;
+            parts.extend(result?);
+        }
+        parts.sort_by_key(|(i, _, _)| *i);
+        let mut done = Done { folds: Vec::with_capacity(parts.len()), kept: 0, digest };
+        for (_, fold, kept) in parts {
             done.folds.push(fold);
             done.kept += kept;
         }
@@ -123,13 +144,13 @@ pub fn scan<F: Fold>(
     })
 }
 
-/// One thread's scan of the rows starting in `own`.
+/// The scan of one chunk: the rows starting in `own`.
 struct Worker<'p, F> {
     plan: &'p Plan<'p>,
     fold: F,
     kept: u64,
     own: Range<u64>,
-    /// Whether `own.start` is known to start a row (thread 0); otherwise the scan backs up one
+    /// Whether `own.start` is known to start a row (chunk 0); otherwise the scan backs up one
     /// byte and skips the row in progress.
     aligned: bool,
     /// Offset in the buffer of the current row's first byte.
@@ -138,7 +159,7 @@ struct Worker<'p, F> {
     field: usize,
     /// Offsets (from `line`) of the bytes that end each of the first `read_fields` fields.
     ends: Vec<usize>,
-    /// The current row began before `own`: it is the previous thread's.
+    /// The current row began before `own`: it is the previous chunk's.
     skip: bool,
 }
 
@@ -148,10 +169,12 @@ impl<'p, F: Fold> Worker<'p, F> {
         Worker { plan, fold, kept: 0, own, aligned, line: 0, field: 0, ends, skip: !aligned }
     }
 
+    /// Scans the chunk with `buf` as its read buffer (reused from chunk to chunk).
     fn run(
         mut self,
         file: &File,
         eof: u64,
+        buf: &mut Vec<u8>,
         progress: Option<&ProgressBar>,
         abort: &AtomicBool,
     ) -> Result<(F, u64), Fallback> {
@@ -161,8 +184,8 @@ impl<'p, F: Fold> Worker<'p, F> {
         // File offset of buf[0].
         let mut pos = if self.aligned { self.own.start } else { self.own.start - 1 };
         let wanted = (self.own.end - pos).saturating_add(256);
-        let mut buf =
-            vec![0u8; usize::try_from(wanted).unwrap_or(usize::MAX).clamp(16, self.plan.block.max(16))];
+        buf.clear();
+        buf.resize(usize::try_from(wanted).unwrap_or(usize::MAX).clamp(16, self.plan.block.max(16)), 0);
         let mut filled = 0;
         // Bytes before this offset in buf have been classified.
         let mut scanned = 0;
@@ -188,9 +211,9 @@ impl<'p, F: Fold> Worker<'p, F> {
             let at_eof = pos + filled as u64 == eof;
             let to = if at_eof { filled } else { scanned + (filled - scanned) / 8 * 8 };
             let finished = if cr {
-                self.split::<true>(&buf, scanned..to, pos)?
+                self.split::<true>(buf, scanned..to, pos)?
             } else {
-                self.split::<false>(&buf, scanned..to, pos)?
+                self.split::<false>(buf, scanned..to, pos)?
             };
             scanned = to;
             if finished {
@@ -199,7 +222,7 @@ impl<'p, F: Fold> Worker<'p, F> {
             if at_eof {
                 // A last row without a line end.
                 if !self.skip && self.line < filled {
-                    self.end_row(&buf, filled, pos)?;
+                    self.end_row(buf, filled, pos)?;
                 }
                 break;
             }
