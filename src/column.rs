@@ -124,7 +124,9 @@ pub(crate) fn passes(row: &Row, filters: &Filters) -> bool {
 /// Feeds every row that passes the filters to `fold`; returns the number of such rows.
 pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Result<u64> {
     let block = parallel::block_size(input.threads());
-    Ok(scan_with(input, filters, fold, block)?.0)
+    let scanned = scan_with(input, filters, fold, block);
+    input.finish_progress();
+    Ok(scanned?.0)
 }
 
 /// [`scan`] with a given read size per thread; also says whether the parallel scan decided.

@@ -135,6 +135,13 @@ impl Input {
         self.fingerprinted
     }
 
+    /// Takes the progress bar off the terminal, if there is one: the scan is over.
+    pub fn finish_progress(&mut self) {
+        if let Some(bar) = self.progress.take() {
+            bar.finish_and_clear();
+        }
+    }
+
     /// Records the SHA-256 of the whole file, computed by a parallel scan.
     pub fn set_fingerprint(&mut self, digest: &[u8]) {
         self.fingerprint = Some(crate::ledger::fingerprint(digest));
