@@ -150,6 +150,8 @@ fn the_fingerprint_is_of_every_byte_whatever_the_thread_count() {
     assert_eq!(charge("1", &file), want);
     assert_eq!(charge("4", &file), want);
     assert_eq!(charge("4", &gz), want, "gzip input is the same dataset as its CSV");
+    let budget = json_of(seeded(1).args(["budget", "--ledger"]).arg(&ledger).arg(&gz));
+    assert_eq!(budget["dataset"], want.as_str(), "dpstat budget fingerprints gzip input the same way");
     let mut piped = seeded(1);
     piped.args(["count", "--eps", "0.01", "--budget", "1", "--ledger"]).arg(&ledger).write_stdin(bytes);
     assert_eq!(json_of(&mut piped)["budget"]["dataset"], want.as_str());
