@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::cli::{BudgetArgs, Format};
 use crate::error::bad_input;
+use crate::input::decompressed;
 use num_rational::BigRational;
 
 use crate::epsilon::decimal;
@@ -30,10 +31,15 @@ pub fn report(args: &BudgetArgs, out: &mut dyn Write) -> Result<()> {
         (None, Some(path)) if path.as_os_str() != "-" => {
             let file =
                 File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
-            ledger::fingerprint_of(file).map_err(|e| bad_input(format!("reading {}: {e}", path.display())))?
+            let reading = |e: io::Error| bad_input(format!("reading {}: {e}", path.display()));
+            ledger::fingerprint_of(decompressed(Box::new(file), Some(path)).map_err(reading)?)
+                .map_err(reading)?
         }
-        _ => ledger::fingerprint_of(io::stdin().lock())
-            .map_err(|e| bad_input(format!("reading <stdin>: {e}")))?,
+        _ => {
+            let reading = |e: io::Error| bad_input(format!("reading <stdin>: {e}"));
+            ledger::fingerprint_of(decompressed(Box::new(io::stdin().lock()), None).map_err(reading)?)
+                .map_err(reading)?
+        }
     };
     let account = ledger::account(&args.ledger, &dataset)?;
     let summary = BudgetSummary::new(&dataset, &account);

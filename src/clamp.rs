@@ -309,9 +309,13 @@ impl Categories {
         &self.names
     }
 
-    /// Index of a (trimmed) cell: its category, or `names.len()` for `other`.
+    /// Index of a (trimmed) cell: its category, or `names.len()` for `other`. A short list is
+    /// searched in order (faster than hashing the cell); both give the same answer.
     #[inline]
     pub fn index(&self, cell: &[u8]) -> usize {
+        if self.names.len() <= 16 {
+            return self.names.iter().position(|n| n.as_bytes() == cell).unwrap_or(self.names.len());
+        }
         self.index.get(cell).copied().unwrap_or(self.names.len())
     }
 }
@@ -483,6 +487,15 @@ mod tests {
         let c: Categories = "north, south".parse().unwrap();
         assert_eq!(c.index(b"south"), 1);
         assert_eq!(c.index(b"west"), 2);
+        // Short lists are searched in order, long ones hashed: the same bins.
+        let many: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+        let long: Categories = many.join(",").parse().unwrap();
+        let short: Categories = many[..16].join(",").parse().unwrap();
+        for cell in ["c0", "c15", "c16", "c39", "c40", "", "c"] {
+            let want = many.iter().position(|m| m == cell);
+            assert_eq!(long.index(cell.as_bytes()), want.unwrap_or(40), "{cell}");
+            assert_eq!(short.index(cell.as_bytes()), want.filter(|&i| i < 16).unwrap_or(16), "{cell}");
+        }
     }
 
     proptest! {

@@ -323,6 +323,10 @@ pub struct Common {
     /// The input has no header row; columns are 1-based indices.
     #[arg(long)]
     pub no_header: bool,
+    /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
+    /// Standard input and gzip files are always read by one thread.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<Threads>,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     /// CSV file; - or absent reads standard input.
@@ -396,6 +400,9 @@ pub struct RunArgs {
     /// The input has no header row; columns are 1-based indices.
     #[arg(long)]
     pub no_header: bool,
+    /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<Threads>,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     /// CSV file; - or absent reads standard input.
@@ -589,6 +596,34 @@ impl FromStr for Delimiter {
     }
 }
 
+/// `--threads`: at least 1, at most [`Threads::MAX`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Threads(usize);
+
+impl Threads {
+    /// More threads than this would only add buffers and contention.
+    pub const MAX: usize = 1024;
+
+    /// All the cores this process may use.
+    pub fn all_cores() -> Threads {
+        Threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(Threads::MAX)))
+    }
+
+    pub fn get(self) -> usize {
+        self.0
+    }
+}
+
+impl FromStr for Threads {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Threads, String> {
+        match s.trim().parse::<usize>() {
+            Ok(n) if (1..=Threads::MAX).contains(&n) => Ok(Threads(n)),
+            _ => Err(format!("the number of threads must be a whole number from 1 to {}", Threads::MAX)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -613,5 +648,10 @@ mod tests {
         assert!(";;".parse::<Delimiter>().is_err());
         assert!("1".parse::<Confidence>().is_err());
         assert!("0.9".parse::<Confidence>().is_ok());
+        assert_eq!("4".parse::<Threads>().map(Threads::get), Ok(4));
+        assert!("0".parse::<Threads>().is_err());
+        assert!("-1".parse::<Threads>().is_err());
+        assert!("1025".parse::<Threads>().is_err());
+        assert!(Threads::all_cores().get() >= 1);
     }
 }

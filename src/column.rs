@@ -1,6 +1,14 @@
 //! The one hot loop: stream the rows once, keep those that pass `--where`, and feed each to the
-//! query's [`Fold`]. One `ByteRecord` is refilled for every row and only the selected cells are
-//! parsed, so memory does not grow with the number of rows.
+//! query's [`Fold`]. Only the selected cells are parsed, so memory does not grow with the
+//! number of rows.
+//!
+//! Two readers feed the same folds through one [`Row`] view:
+//! - the csv crate, one reused `ByteRecord` (standard input, gzip, any file with a quote after
+//!   its first row, and every error message: it alone knows rows and lines);
+//! - [`parallel`](crate::parallel) for a plain file: the bytes after the first row, split into
+//!   one range per thread, as long as they hold no quote byte. Anything unusual there (a quote,
+//!   a ragged row, a bad cell) discards the parallel result and the csv reader rescans the file
+//!   from its start, so results and messages are the csv crate's, whatever the thread count.
 
 use anyhow::Result;
 use csv::ByteRecord;
@@ -8,14 +16,58 @@ use csv::ByteRecord;
 use crate::cli::InvalidPolicy;
 use crate::error::bad_input;
 use crate::input::Input;
+use crate::parallel;
 
 /// A query's per-row state. `row` sees every row that passed the filters; `merge` combines the
-/// states of two parts of the input (for parallel scans), so it must be associative and exact.
+/// states of two consecutive parts of the input (for parallel scans), so it must be associative
+/// and exact: folding A then B must equal merging the fold of A with the fold of B.
 pub trait Fold: Clone + Send {
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell>;
+    fn row(&mut self, row: &Row) -> Result<(), BadCell>;
     fn merge(&mut self, other: Self);
     /// The largest column index `row` reads, checked against the first row's width.
     fn widest_column(&self) -> Option<usize>;
+}
+
+/// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord`, or a line
+/// of a quote-free file with the end offsets of its first fields (those the scan reads).
+#[derive(Clone, Copy)]
+pub struct Row<'a>(Fields<'a>);
+
+#[derive(Clone, Copy)]
+enum Fields<'a> {
+    Record(&'a ByteRecord),
+    /// `ends[i]` is the offset in `line` of the byte that ends field i (delimiter or line end).
+    Line {
+        line: &'a [u8],
+        ends: &'a [usize],
+    },
+}
+
+impl<'a> Row<'a> {
+    pub fn record(record: &'a ByteRecord) -> Row<'a> {
+        Row(Fields::Record(record))
+    }
+
+    /// A line split by [`parallel`]: `ends` as in the field ends of a csv record.
+    pub(crate) fn line(line: &'a [u8], ends: &'a [usize]) -> Row<'a> {
+        Row(Fields::Line { line, ends })
+    }
+
+    /// Field `index`, untrimmed; None past the fields this row holds.
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<&'a [u8]> {
+        match self.0 {
+            Fields::Record(record) => record.get(index),
+            Fields::Line { line, ends } => {
+                let end = *ends.get(index)?;
+                let start = match index {
+                    0 => 0,
+                    _ => ends[index - 1] + 1,
+                };
+                line.get(start..end)
+            }
+        }
+    }
 }
 
 /// Why a cell was refused; the scan adds file, row and column name.
@@ -39,8 +91,8 @@ impl NumberCell {
     /// The cell's finite number, the imputed value, or None for a skipped row. A missing or
     /// non-finite cell ("NaN", "inf", "1e400") is refused under `--invalid error`.
     #[inline]
-    pub fn read(&self, record: &ByteRecord) -> Result<Option<f64>, BadCell> {
-        let cell = text_cell(record, self.index);
+    pub fn read(&self, row: &Row) -> Result<Option<f64>, BadCell> {
+        let cell = text_cell(row, self.index);
         match parse_number(cell) {
             Some(x) => Ok(Some(x)),
             None => match self.invalid {
@@ -54,26 +106,107 @@ impl NumberCell {
 
 /// The trimmed bytes of a cell (empty if the row is shorter).
 #[inline]
-pub fn text_cell(record: &ByteRecord, index: usize) -> &[u8] {
-    record.get(index).unwrap_or_default().trim_ascii()
+pub fn text_cell<'a>(row: &Row<'a>, index: usize) -> &'a [u8] {
+    row.get(index).unwrap_or_default().trim_ascii()
+}
+
+/// Whether a row passes every `--where` filter.
+#[inline(always)]
+pub(crate) fn passes(row: &Row, filters: &Filters) -> bool {
+    for (i, value) in filters {
+        if text_cell(row, *i) != value.as_slice() {
+            return false;
+        }
+    }
+    true
 }
 
 /// Feeds every row that passes the filters to `fold`; returns the number of such rows.
 pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Result<u64> {
-    let name = input.name().to_string();
+    let block = parallel::block_size(input.threads());
+    let scanned = scan_with(input, filters, fold, block);
+    input.finish_progress();
+    Ok(scanned?.0)
+}
+
+/// [`scan`] with a given read size per thread; also says whether the parallel scan decided.
+fn scan_with<F: Fold>(
+    input: &mut Input,
+    filters: &Filters,
+    fold: &mut F,
+    block: usize,
+) -> Result<(u64, bool)> {
     let widest = filters.iter().map(|(i, _)| *i).chain(fold.widest_column()).max();
-    let mut record = ByteRecord::new();
-    let mut row: u64 = 0;
-    let mut kept: u64 = 0;
-    loop {
-        match input.reader().read_byte_record(&mut record) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(csv_error(&name, row + 1, e)),
+    let mut rows = Rows::new(input, widest);
+    if input.splittable().is_none() {
+        while rows.next(input, filters, fold)? {}
+        return Ok((rows.kept, false));
+    }
+    // The first row goes through the csv reader: it checks the width and skips the header
+    // (a byte-order mark, quotes, anything the csv crate accepts), and leaves the reader at
+    // the start of the next row.
+    let empty = fold.clone();
+    if !rows.next(input, filters, fold)? {
+        return Ok((rows.kept, false));
+    }
+    let start = input.reader().position().byte();
+    if let Some((file, len)) = input.splittable() {
+        let plan = parallel::Plan {
+            delimiter: input.delimiter(),
+            fields: rows.record.len(),
+            read_fields: widest.map_or(0, |w| w + 1),
+            filters,
+            threads: input.threads(),
+            block,
+        };
+        if let Ok(done) =
+            parallel::scan(file, start..len, &plan, &empty, input.progress(), input.hashes_itself())
+        {
+            for part in done.folds {
+                fold.merge(part);
+            }
+            if let Some(digest) = done.digest {
+                input.set_fingerprint(&digest);
+            }
+            return Ok((rows.kept + done.kept, true));
         }
-        row += 1;
-        if row == 1 {
-            if let Some(widest) = widest.filter(|&w| w >= record.len()) {
+    }
+    // Something the fast path does not decide (a quote, a ragged row, a bad cell, a read
+    // error): start again from the first byte with the csv reader, which gives the exact
+    // result or the exact message.
+    *fold = empty;
+    input.rewind()?;
+    let mut rows = Rows::new(input, widest);
+    while rows.next(input, filters, fold)? {}
+    Ok((rows.kept, false))
+}
+
+/// The csv reader's loop, one row at a time, with row numbers for messages.
+struct Rows {
+    name: String,
+    widest: Option<usize>,
+    record: ByteRecord,
+    row: u64,
+    kept: u64,
+}
+
+impl Rows {
+    fn new(input: &Input, widest: Option<usize>) -> Rows {
+        Rows { name: input.name().to_string(), widest, record: ByteRecord::new(), row: 0, kept: 0 }
+    }
+
+    /// Reads and folds one row; false at the end of the input.
+    fn next<F: Fold>(&mut self, input: &mut Input, filters: &Filters, fold: &mut F) -> Result<bool> {
+        let name = &self.name;
+        match input.reader().read_byte_record(&mut self.record) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => return Err(csv_error(name, self.row + 1, e)),
+        }
+        self.row += 1;
+        let record = &self.record;
+        if self.row == 1 {
+            if let Some(widest) = self.widest.filter(|&w| w >= record.len()) {
                 return Err(bad_input(format!(
                     "{name}: column {} does not exist: rows have {} fields (--col and --where take \
                      1-based numbers with --no-header; check --delimiter)",
@@ -82,22 +215,84 @@ pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Resu
                 )));
             }
         }
-        if !filters.iter().all(|(i, value)| text_cell(&record, *i) == value.as_slice()) {
-            continue;
+        let row = Row::record(record);
+        if !passes(&row, filters) {
+            return Ok(true);
         }
-        if let Err(BadCell { column, why }) = fold.row(&record) {
-            let line = record.position().map_or(row, |p| p.line());
+        if let Err(BadCell { column, why }) = fold.row(&row) {
+            let line = record.position().map_or(self.row, |p| p.line());
             let column = input.column_label(column);
-            return Err(bad_input(format!("{name}: row {row} (line {line}), column '{column}': {why}")));
+            let n = self.row;
+            return Err(bad_input(format!("{name}: row {n} (line {line}), column '{column}': {why}")));
         }
-        kept += 1;
+        self.kept += 1;
+        Ok(true)
     }
-    Ok(kept)
 }
 
-/// A finite f64, or None.
+/// A finite f64, or None: exactly what `str::parse::<f64>` accepts, less NaN and ±inf (which
+/// includes overflow such as 1e400).
+///
+/// Plain decimals (`-12.5`, `007`, `.5`) with at most 19 digits, a value below 2^53 and at most
+/// 22 digits after the point are computed here: the digits form an integer m that an f64 holds
+/// exactly, 10^k is exact too, and one IEEE division m / 10^k rounds the exact quotient
+/// correctly — the value std returns (Clinger 1990, the fast path of every correct parser).
+/// Anything else (exponents, long digit strings, text) goes to std unchanged.
 #[inline]
 pub fn parse_number(cell: &[u8]) -> Option<f64> {
+    match parse_plain_decimal(cell) {
+        Some(x) => Some(x),
+        None => parse_with_std(cell),
+    }
+}
+
+#[inline]
+fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
+    /// Powers of ten that f64 holds exactly.
+    const EXACT_POWERS: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+        1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let (negative, rest) = match cell.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, cell),
+    };
+    let (mut mantissa, mut i) = (0u64, 0usize);
+    while i < rest.len() {
+        let d = rest[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    let mut digits = i;
+    let mut after_point = 0usize;
+    if i < rest.len() && rest[i] == b'.' {
+        i += 1;
+        let first = i;
+        while i < rest.len() {
+            let d = rest[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
+            i += 1;
+        }
+        after_point = i - first;
+        digits += after_point;
+    }
+    // 19 digits cannot wrap a u64; 2^53 and 10^22 keep both operands exact.
+    if i != rest.len() || digits == 0 || digits > 19 || mantissa > 1 << 53 {
+        return None;
+    }
+    let magnitude = mantissa as f64 / *EXACT_POWERS.get(after_point)?;
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+#[cold]
+fn parse_with_std(cell: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(cell).ok()?;
     text.parse::<f64>().ok().filter(|x| x.is_finite())
 }
@@ -130,6 +325,7 @@ fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
 mod tests {
     use super::*;
     use crate::plan::CsvOptions;
+    use proptest::prelude::*;
 
     fn input(text: &'static str, has_header: bool) -> Input {
         let options = CsvOptions { delimiter: b',', has_header };
@@ -141,8 +337,8 @@ mod tests {
     struct Collect(NumberCell, Vec<f64>);
 
     impl Fold for Collect {
-        fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
-            if let Some(x) = self.0.read(record)? {
+        fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+            if let Some(x) = self.0.read(row)? {
                 self.1.push(x);
             }
             Ok(())
@@ -159,6 +355,121 @@ mod tests {
         let mut fold = Collect(NumberCell { index: 1, invalid }, vec![]);
         scan(&mut input(text, true), &[], &mut fold)?;
         Ok(fold.1)
+    }
+
+    /// std's answer, as bits (so -0 and 0 differ).
+    fn by_std(bytes: &[u8]) -> Option<u64> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        text.parse::<f64>().ok().filter(|x| x.is_finite()).map(f64::to_bits)
+    }
+
+    fn agrees_with_std(bytes: &[u8]) -> bool {
+        parse_number(bytes).map(f64::to_bits) == by_std(bytes)
+    }
+
+    #[test]
+    fn fast_parser_agrees_with_std_on_edge_cases() {
+        let cases = [
+            "",
+            "-",
+            "+",
+            ".",
+            "-.",
+            "+.",
+            "..",
+            "1.",
+            ".5",
+            "-.5",
+            "+.5",
+            "5.e3",
+            "0",
+            "-0",
+            "+0",
+            "-0.0",
+            "00.100",
+            "007",
+            "1e5",
+            "1E-5",
+            "1e",
+            "1e+",
+            "e5",
+            "inf",
+            "-inf",
+            "+inf",
+            "infinity",
+            "INF",
+            "NaN",
+            "nan",
+            "-nan",
+            "1e400",
+            "-1e400",
+            "1e-400",
+            "4.9e-324",
+            "2.2250738585072014e-308",
+            "1.7976931348623157e308",
+            "1.7976931348623159e308",
+            "9007199254740992",
+            "9007199254740993",
+            "-9007199254740993",
+            "9007199254740992.5",
+            "123456789012345678901234567890",
+            "0.1",
+            "0.3",
+            "1234567890123456789",
+            "12345678901234567890",
+            "0.0000000000000000000001",
+            "0.00000000000000000000001",
+            "1.0000000000000000000000",
+            "1_000",
+            " 1",
+            "1 ",
+            "0x10",
+            "1..2",
+            "1.2.3",
+            "--1",
+            "+-1",
+            "-+1",
+            "١",
+            "½",
+            "1,5",
+            "1;5",
+            "\u{feff}1",
+            "99999999999999999999",
+            "3.141592653589793238462643383279",
+            "2.5",
+            "-2.5",
+            "0.49999999999999994",
+        ];
+        for case in cases {
+            assert!(agrees_with_std(case.as_bytes()), "{case:?}: {:?} vs std", parse_number(case.as_bytes()));
+        }
+        assert!(agrees_with_std(b"\xff1"));
+        assert!(agrees_with_std(b"1\x00"));
+    }
+
+    proptest! {
+        /// Decimal syntax, including what the fast path hands on to std.
+        #[test]
+        fn fast_parser_agrees_with_std_on_decimals(
+            text in "[+-]?[0-9]{0,22}(\\.[0-9]{0,24})?([eE][+-]?[0-9]{1,3})?"
+        ) {
+            prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
+        }
+
+        /// Any text at all.
+        #[test]
+        fn fast_parser_agrees_with_std_on_any_text(text in "\\PC{0,12}", bytes in proptest::collection::vec(any::<u8>(), 0..12)) {
+            prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
+            prop_assert!(agrees_with_std(&bytes), "{:?}", bytes);
+        }
+
+        /// Every f64, written the ways programs write numbers.
+        #[test]
+        fn fast_parser_agrees_with_std_on_printed_floats(x in any::<f64>(), places in 0usize..20) {
+            for text in [format!("{x}"), format!("{x:e}"), format!("{x:.places$}"), format!("{x:?}")] {
+                prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
+            }
+        }
     }
 
     #[test]
@@ -213,5 +524,222 @@ mod tests {
         let mut fold = Collect(NumberCell { index: 4, invalid: InvalidPolicy::Error }, vec![]);
         let err = scan(&mut input("1,2\n", false), &[], &mut fold).unwrap_err();
         assert!(err.to_string().contains("column 5 does not exist"), "{err}");
+    }
+}
+
+/// The parallel scan against the csv reader alone, on the same bytes.
+#[cfg(test)]
+mod parallel_tests {
+    use super::*;
+    use crate::plan::{CsvOptions, Source};
+    use proptest::prelude::*;
+    use sha2::{Digest, Sha256};
+    use std::io::Write;
+
+    /// The raw fields 0..=upto of every kept row, in order; refuses a cell `BAD`.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Cells {
+        upto: usize,
+        rows: Vec<Vec<Vec<u8>>>,
+    }
+
+    impl Fold for Cells {
+        fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+            let cells: Vec<Vec<u8>> =
+                (0..=self.upto).map(|i| row.get(i).unwrap_or_default().to_vec()).collect();
+            if let Some(column) = cells.iter().position(|c| c == b"BAD") {
+                return Err(BadCell { column, why: "refused".into() });
+            }
+            self.rows.push(cells);
+            Ok(())
+        }
+        fn merge(&mut self, other: Self) {
+            self.rows.extend(other.rows);
+        }
+        fn widest_column(&self) -> Option<usize> {
+            Some(self.upto)
+        }
+    }
+
+    type Outcome = Result<(u64, Vec<Vec<Vec<u8>>>), String>;
+
+    fn by_csv(name: &str, bytes: &[u8], options: &CsvOptions, filters: &Filters, upto: usize) -> Outcome {
+        let raw = Box::new(std::io::Cursor::new(bytes.to_vec()));
+        let mut input = Input::from_reader(name.into(), raw, options).map_err(|e| e.to_string())?;
+        let mut fold = Cells { upto, rows: vec![] };
+        let kept = scan(&mut input, filters, &mut fold).map_err(|e| e.to_string())?;
+        Ok((kept, fold.rows))
+    }
+
+    /// Scans a file holding `bytes`; also says whether the parallel scan decided, and returns
+    /// the fingerprint.
+    fn by_file(
+        bytes: &[u8],
+        options: &CsvOptions,
+        filters: &Filters,
+        upto: usize,
+        threads: usize,
+        block: usize,
+    ) -> (String, Outcome, bool, Option<String>) {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(bytes).unwrap();
+        let source = Source::Path(file.path().to_path_buf());
+        let name = source.display_name();
+        let mut input = match Input::open(&source, options, true, threads) {
+            Ok(input) => input,
+            Err(e) => return (name, Err(e.to_string()), false, None),
+        };
+        let mut fold = Cells { upto, rows: vec![] };
+        match scan_with(&mut input, filters, &mut fold, block) {
+            Ok((kept, parallel)) => (name, Ok((kept, fold.rows)), parallel, input.fingerprint()),
+            Err(e) => (name, Err(e.to_string()), false, None),
+        }
+    }
+
+    fn sha256(bytes: &[u8]) -> String {
+        crate::ledger::fingerprint(&Sha256::digest(bytes))
+    }
+
+    /// A CSV text made of awkward pieces: quoted fields (with line ends and delimiters
+    /// inside), blank lines, CR, CRLF, a byte-order mark, ragged rows, a last row without a
+    /// line end, refused cells.
+    fn csv_text() -> impl Strategy<Value = (Vec<u8>, u8, usize)> {
+        let field = prop_oneof![
+            12 => "[0-9a-c .x-]{0,5}",
+            2 => Just("x".to_string()),
+            1 => Just("BAD".to_string()),
+            1 => Just("\"q\nq\"".to_string()),
+            1 => Just("\"a,b;c\"".to_string()),
+        ];
+        let end = prop_oneof![
+            6 => Just("\n"),
+            2 => Just("\r\n"),
+            1 => Just("\r"),
+            1 => Just("\n\n"),
+            1 => Just("\r\n\r\n"),
+        ];
+        let delimiter = prop_oneof![Just(b','), Just(b';'), Just(b'\t')];
+        (1usize..5, delimiter, any::<bool>(), any::<bool>()).prop_flat_map(
+            move |(columns, delimiter, bom, last_end)| {
+                let row = (proptest::collection::vec(field.clone(), columns), end.clone(), 0u8..20);
+                (
+                    proptest::collection::vec(row, 0..30),
+                    Just(delimiter),
+                    Just(bom),
+                    Just(last_end),
+                    0..columns,
+                )
+                    .prop_map(|(rows, delimiter, bom, last_end, upto)| {
+                        let mut text = Vec::new();
+                        if bom {
+                            text.extend_from_slice("\u{feff}".as_bytes());
+                        }
+                        let count = rows.len();
+                        for (i, (mut fields, end, ragged)) in rows.into_iter().enumerate() {
+                            if ragged == 0 {
+                                fields.pop();
+                            } else if ragged == 1 {
+                                fields.push("r".into());
+                            }
+                            text.extend_from_slice(fields.join(&(delimiter as char).to_string()).as_bytes());
+                            if i + 1 < count || last_end {
+                                text.extend_from_slice(end.as_bytes());
+                            }
+                        }
+                        (text, delimiter, upto)
+                    })
+            },
+        )
+    }
+
+    fn has_data_row(bytes: &[u8], options: &CsvOptions) -> bool {
+        let mut reader = csv::ReaderBuilder::new()
+            .delimiter(options.delimiter)
+            .has_headers(options.has_header)
+            .from_reader(bytes);
+        reader.byte_records().next().is_some_and(|r| r.is_ok())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Same rows, same order, same count, same message, same fingerprint, for any number of
+        /// threads and read size; and quote-free, well-formed files are decided in parallel.
+        #[test]
+        fn parallel_scan_equals_the_csv_reader(
+            (bytes, delimiter, upto) in csv_text(),
+            has_header in any::<bool>(),
+            threads in 1usize..6,
+            block in 8usize..80,
+            filter in any::<bool>(),
+        ) {
+            let options = CsvOptions { delimiter, has_header };
+            let filters: Vec<(usize, Vec<u8>)> = if filter { vec![(0, b"x".to_vec())] } else { vec![] };
+            let (name, got, parallel, fingerprint) = by_file(&bytes, &options, &filters, upto, threads, block);
+            let want = by_csv(&name, &bytes, &options, &filters, upto);
+            prop_assert_eq!(&got, &want, "{} threads, {}-byte reads: {:?}", threads, block, String::from_utf8_lossy(&bytes));
+            if want.is_ok() {
+                prop_assert_eq!(fingerprint, Some(sha256(&bytes)));
+                if !bytes.contains(&b'"') && has_data_row(&bytes, &options) {
+                    prop_assert!(parallel, "a quote-free file is scanned in parallel");
+                }
+            }
+        }
+    }
+
+    fn write_and_scan(text: &str, threads: usize, block: usize) -> (Outcome, bool) {
+        let options = CsvOptions { delimiter: b',', has_header: true };
+        let (_, got, parallel, _) = by_file(text.as_bytes(), &options, &[], 1, threads, block);
+        (got, parallel)
+    }
+
+    #[test]
+    fn rows_are_split_at_every_kind_of_line_end() {
+        let text = "\u{feff}a,b\r\n1,2\r\n\r\n3,4\r5,6\n\n7,8";
+        let want: Vec<Vec<Vec<u8>>> = [["1", "2"], ["3", "4"], ["5", "6"], ["7", "8"]]
+            .iter()
+            .map(|r| r.iter().map(|c| c.as_bytes().to_vec()).collect())
+            .collect();
+        for threads in 1..8 {
+            for block in [8, 9, 16, 1024] {
+                assert_eq!(
+                    write_and_scan(text, threads, block),
+                    (Ok((4, want.clone())), true),
+                    "{threads} threads, {block}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_quote_after_the_first_row_falls_back_to_the_csv_reader() {
+        let text = "a,b\n1,2\n3,\"x\ny\"\n5,6\n";
+        let (got, parallel) = write_and_scan(text, 3, 8);
+        assert!(!parallel);
+        assert_eq!(got.unwrap().0, 3);
+        // Quotes in the header and the first row are the csv reader's: the rest is still split.
+        let (got, parallel) = write_and_scan("\"a\",\"b\"\n\"1\n\",2\n3,4\n", 2, 8);
+        assert!(parallel);
+        assert_eq!(
+            got.unwrap().1,
+            vec![vec![b"1\n".to_vec(), b"2".to_vec()], vec![b"3".to_vec(), b"4".to_vec()]]
+        );
+    }
+
+    #[test]
+    fn errors_found_in_parallel_are_reported_as_the_csv_reader_reports_them() {
+        let mut text = String::from("a,b\n");
+        for i in 0..500 {
+            text.push_str(&format!("{i},{i}\n"));
+        }
+        text.push_str("7,BAD\n8,9\n");
+        let (got, _) = write_and_scan(&text, 4, 64);
+        let message = got.unwrap_err();
+        assert!(message.ends_with("row 501 (line 502), column 'b': refused"), "{message}");
+        text.push_str("1,2,3\n");
+        let text = text.replace("7,BAD", "7,8");
+        let (got, _) = write_and_scan(&text, 4, 64);
+        let message = got.unwrap_err();
+        assert!(message.ends_with("row 503 (line 504) has 3 fields, but the rows before it have 2 (is --delimiter right? quote fields that contain it)"), "{message}");
     }
 }

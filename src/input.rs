@@ -1,13 +1,16 @@
-//! Opening the CSV (a file or standard input) and resolving column flags to indices,
-//! once, against the header — before any data row is read.
+//! Opening the CSV (a file or standard input, plain or gzip) and resolving column flags to
+//! indices, once, against the header — before any data row is read.
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, IsTerminal, Read, Seek, SeekFrom};
+use std::path::Path;
 use std::rc::Rc;
 
 use anyhow::Result;
 use csv::ByteRecord;
+use flate2::read::MultiGzDecoder;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 use crate::error::bad_input;
@@ -15,68 +18,167 @@ use crate::plan::{ColumnRef, CsvOptions, Source};
 
 /// Large reads keep system calls off the per-row path.
 const READ_BUFFER: usize = 256 * 1024;
+/// Files at least this large show a progress bar (when stderr is a terminal).
+const PROGRESS_FROM: u64 = 64 << 20;
+
+/// A csv reader over any byte stream.
+type CsvReader = csv::Reader<Box<dyn Read>>;
 
 /// An open CSV positioned after its header.
 pub struct Input {
     name: String,
-    reader: csv::Reader<Box<dyn Read>>,
+    options: CsvOptions,
+    reader: CsvReader,
     header: Option<ByteRecord>,
+    /// Hashes the bytes as the csv reader reads them (after gzip decompression).
     digest: Option<Rc<RefCell<Sha256>>>,
+    /// Whether the input is to be fingerprinted at all.
+    fingerprinted: bool,
+    /// A fingerprint computed apart from the csv reader, by a parallel scan.
+    fingerprint: Option<String>,
+    /// A plain regular file, which can be read again by position (parallel scan, rescan).
+    plain: Option<PlainFile>,
+    threads: usize,
+    progress: Option<ProgressBar>,
+}
+
+struct PlainFile {
+    file: File,
+    len: u64,
 }
 
 impl Input {
-    /// Opens the source; with `fingerprint`, every byte read is also hashed (SHA-256), so the
-    /// dataset is identified in the same single pass, standard input included.
-    pub fn open(source: &Source, options: &CsvOptions, fingerprint: bool) -> Result<Input> {
+    /// Opens the source; with `fingerprint`, every byte of the CSV is also hashed (SHA-256), so
+    /// the dataset is identified in the same pass, standard input included. Gzip input
+    /// (recognised by its magic bytes or a `.gz` name) is decompressed as it streams, and the
+    /// fingerprint is of the decompressed CSV: the same data is the same dataset either way.
+    /// A plain file may be scanned by up to `threads` threads.
+    pub fn open(source: &Source, options: &CsvOptions, fingerprint: bool, threads: usize) -> Result<Input> {
         let name = source.display_name();
-        let mut raw: Box<dyn Read> = match source {
-            Source::Stdin => Box::new(io::stdin()),
+        let (raw, named_gz, plain, progress): (Box<dyn Read>, bool, Option<PlainFile>, _) = match source {
+            Source::Stdin => (Box::new(io::stdin().lock()), false, None, None),
             Source::Path(path) => {
-                Box::new(File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?)
+                let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
+                let meta = file.metadata().map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
+                let len = meta.is_file().then_some(meta.len());
+                let progress = len.and_then(progress_bar);
+                let reader = file.try_clone().map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
+                let raw = Box::new(Counting { inner: reader, progress: progress.clone() });
+                let plain = len.map(|len| PlainFile { file, len });
+                (raw, has_gz_extension(path), plain, progress)
             }
         };
+        let (gzip, raw) = sniff_gzip(raw).map_err(|e| bad_input(format!("{name}: reading: {e}")))?;
+        let gzip = gzip || named_gz;
+        let mut raw: Box<dyn Read> = if gzip { Box::new(MultiGzDecoder::new(raw)) } else { raw };
         let digest = fingerprint.then(|| Rc::new(RefCell::new(Sha256::new())));
         if let Some(digest) = &digest {
             raw = Box::new(Hashing { inner: raw, digest: Rc::clone(digest) });
         }
         let mut input = Input::from_reader(name, raw, options)?;
         input.digest = digest;
+        input.fingerprinted = fingerprint;
+        input.plain = plain.filter(|_| !gzip);
+        input.threads = threads.max(1);
+        input.progress = progress;
         Ok(input)
     }
 
     /// Opens the source again for a second pass, keeping the fingerprint of the first (which
     /// read every byte).
     pub fn reopen(&mut self, source: &Source, options: &CsvOptions) -> Result<()> {
-        let digest = self.digest.take();
-        *self = Input::open(source, options, false)?;
-        self.digest = digest;
+        let fingerprint = self.fingerprint();
+        *self = Input::open(source, options, false, self.threads)?;
+        self.fingerprint = fingerprint;
         Ok(())
     }
 
-    /// SHA-256 of every byte read so far: after a complete scan, of the whole input.
+    /// SHA-256 of the whole input: after a complete scan, of every byte.
     pub fn fingerprint(&self) -> Option<String> {
+        if let Some(fingerprint) = &self.fingerprint {
+            return Some(fingerprint.clone());
+        }
         let digest = self.digest.as_ref()?.borrow().clone().finalize();
         Some(crate::ledger::fingerprint(&digest))
     }
 
     pub fn from_reader(name: String, raw: Box<dyn Read>, options: &CsvOptions) -> Result<Input> {
-        let mut reader = csv::ReaderBuilder::new()
-            .delimiter(options.delimiter)
-            .has_headers(options.has_header)
-            .buffer_capacity(READ_BUFFER)
-            .from_reader(raw);
-        let header = if options.has_header {
-            let header =
-                reader.byte_headers().map_err(|e| bad_input(format!("{name}: reading the header: {e}")))?;
-            Some(header.clone())
-        } else {
-            None
-        };
-        Ok(Input { name, reader, header, digest: None })
+        let (reader, header) = csv_reader(&name, raw, options)?;
+        Ok(Input {
+            name,
+            options: options.clone(),
+            reader,
+            header,
+            digest: None,
+            fingerprinted: false,
+            fingerprint: None,
+            plain: None,
+            threads: 1,
+            progress: None,
+        })
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    pub fn delimiter(&self) -> u8 {
+        self.options.delimiter
+    }
+
+    /// The file and its length, when it can be scanned in parallel.
+    pub fn splittable(&self) -> Option<(&File, u64)> {
+        self.plain.as_ref().map(|p| (&p.file, p.len))
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    pub fn progress(&self) -> Option<&ProgressBar> {
+        self.progress.as_ref()
+    }
+
+    /// Whether a parallel scan must hash the file itself (the csv reader sees only its start).
+    pub fn hashes_itself(&self) -> bool {
+        self.fingerprinted
+    }
+
+    /// Takes the progress bar off the terminal, if there is one: the scan is over.
+    pub fn finish_progress(&mut self) {
+        if let Some(bar) = self.progress.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Records the SHA-256 of the whole file, computed by a parallel scan.
+    pub fn set_fingerprint(&mut self, digest: &[u8]) {
+        self.fingerprint = Some(crate::ledger::fingerprint(digest));
+    }
+
+    /// Starts a plain file again from its first byte, hashing it anew if fingerprinted; the
+    /// reader is left after the header, and the file is read by the csv reader alone from now on.
+    pub fn rewind(&mut self) -> Result<()> {
+        let Some(plain) = self.plain.take() else {
+            return Err(bad_input(format!("{}: cannot read the input a second time", self.name)));
+        };
+        let reopen = |e: io::Error| bad_input(format!("{}: reading: {e}", self.name));
+        let mut file = plain.file.try_clone().map_err(reopen)?;
+        file.seek(SeekFrom::Start(0)).map_err(reopen)?;
+        if let Some(bar) = &self.progress {
+            bar.set_position(0);
+        }
+        let mut raw: Box<dyn Read> = Box::new(Counting { inner: file, progress: self.progress.clone() });
+        if self.fingerprinted {
+            let digest = Rc::new(RefCell::new(Sha256::new()));
+            self.digest = Some(Rc::clone(&digest));
+            raw = Box::new(Hashing { inner: raw, digest });
+        }
+        let (reader, header) = csv_reader(&self.name, raw, &self.options)?;
+        self.reader = reader;
+        self.header = header;
+        self.fingerprint = None;
+        Ok(())
     }
 
     /// How messages name a column: its header name, or its 1-based number.
@@ -87,7 +189,7 @@ impl Input {
         }
     }
 
-    pub fn reader(&mut self) -> &mut csv::Reader<Box<dyn Read>> {
+    pub fn reader(&mut self) -> &mut CsvReader {
         &mut self.reader
     }
 
@@ -158,6 +260,128 @@ impl Read for Hashing {
     }
 }
 
+/// Passes bytes through while advancing the progress bar, if there is one.
+struct Counting<R> {
+    inner: R,
+    progress: Option<ProgressBar>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(bar) = &self.progress {
+            bar.inc(n as u64);
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.progress {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The csv reader every path uses (the parallel scan relies on these settings: quoting on,
+/// no escape or comment byte, any of CR, LF, CRLF ends a row, rows of equal width), and the
+/// header it has read.
+fn csv_reader(
+    name: &str,
+    raw: Box<dyn Read>,
+    options: &CsvOptions,
+) -> Result<(CsvReader, Option<ByteRecord>)> {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(options.delimiter)
+        .has_headers(options.has_header)
+        .buffer_capacity(READ_BUFFER)
+        .from_reader(raw);
+    let header = if options.has_header {
+        let header =
+            reader.byte_headers().map_err(|e| bad_input(format!("{name}: reading the header: {e}")))?;
+        Some(header.clone())
+    } else {
+        None
+    };
+    Ok((reader, header))
+}
+
+/// Reads the first two bytes to recognise gzip; returns the stream with them put back.
+/// (They come back in front of the next read, not alone: csv-core strips a byte-order mark only
+/// when its first read holds all three bytes of it.)
+fn sniff_gzip(mut raw: Box<dyn Read>) -> io::Result<(bool, Box<dyn Read>)> {
+    let mut magic = [0u8; 2];
+    let mut got = 0;
+    while got < magic.len() {
+        match raw.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let gzip = magic[..got] == [0x1f, 0x8b];
+    Ok((gzip, Box::new(PutBack { front: magic, len: got, inner: raw })))
+}
+
+/// A stream with up to two bytes put back in front.
+struct PutBack {
+    front: [u8; 2],
+    len: usize,
+    inner: Box<dyn Read>,
+}
+
+impl Read for PutBack {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.len == 0 || buf.is_empty() {
+            return self.inner.read(buf);
+        }
+        let n = self.len.min(buf.len());
+        buf[..n].copy_from_slice(&self.front[..n]);
+        self.front.copy_within(n..self.len, 0);
+        self.len -= n;
+        if self.len > 0 {
+            return Ok(n);
+        }
+        // Fill the rest of this read too; an error shows again on the next read.
+        match self.inner.read(&mut buf[n..]) {
+            Ok(more) => Ok(n + more),
+            Err(_) => Ok(n),
+        }
+    }
+}
+
+fn has_gz_extension(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+}
+
+/// The bytes of a CSV source as dpstat reads them: gzip (by magic bytes or a `.gz` name) is
+/// decompressed. `dpstat budget` fingerprints these, as a release does.
+pub fn decompressed(raw: Box<dyn Read>, path: Option<&Path>) -> io::Result<Box<dyn Read>> {
+    let (gzip, raw) = sniff_gzip(raw)?;
+    Ok(if gzip || path.is_some_and(has_gz_extension) { Box::new(MultiGzDecoder::new(raw)) } else { raw })
+}
+
+/// A progress bar for reading `len` bytes, only where a person watches: stderr is a terminal,
+/// not in CI, and the file is large enough to take a while.
+fn progress_bar(len: u64) -> Option<ProgressBar> {
+    let ci = std::env::var_os("CI").is_some();
+    if !shows_progress(len, io::stderr().is_terminal(), ci) {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("dpstat: reading {bytes}/{total_bytes} {wide_bar} {eta}")
+    {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+fn shows_progress(len: u64, terminal: bool, ci: bool) -> bool {
+    terminal && !ci && len >= PROGRESS_FROM
+}
+
 /// A header cell as a name: a UTF-8 byte-order mark and surrounding spaces are not part of it.
 fn header_name(cell: &[u8]) -> String {
     let cell = cell.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(cell);
@@ -171,6 +395,30 @@ mod tests {
     fn input(text: &'static str) -> Input {
         let options = CsvOptions { delimiter: b',', has_header: true };
         Input::from_reader("t.csv".into(), Box::new(text.as_bytes()), &options).unwrap()
+    }
+
+    #[test]
+    fn progress_only_for_large_files_on_a_terminal_outside_ci() {
+        assert!(shows_progress(PROGRESS_FROM, true, false));
+        assert!(!shows_progress(PROGRESS_FROM, false, false));
+        assert!(!shows_progress(PROGRESS_FROM, true, true));
+        assert!(!shows_progress(PROGRESS_FROM - 1, true, false));
+    }
+
+    #[test]
+    fn gzip_is_recognised_by_magic_bytes_or_name() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"a,b\n1,2\n").unwrap();
+        let gz = gz.finish().unwrap();
+        let mut text = String::new();
+        decompressed(Box::new(io::Cursor::new(gz)), None).unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "a,b\n1,2\n");
+        let mut plain = String::new();
+        decompressed(Box::new(&b"x"[..]), None).unwrap().read_to_string(&mut plain).unwrap();
+        assert_eq!(plain, "x");
+        let named = decompressed(Box::new(&b"a,b\n"[..]), Some(Path::new("t.csv.gz"))).unwrap();
+        assert!(io::read_to_string(named).is_err(), "a .gz name means gzip");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! dpstat: differentially private statistics from CSV files, with exact noise.
 //!
 //! The flow reads top to bottom: [`input`] opens the CSV, [`column`](mod@column) streams the selected
-//! cells, [`clamp`] clamps them onto an exact grid, a [`query`] folds them into an aggregate
+//! cells (a plain file through the [`parallel`] scan), [`clamp`] clamps them onto an exact grid, a
+//! [`query`] folds them into an aggregate
 //! with its sensitivity, the [`mechanism`] adds exact discrete Laplace noise, [`release`] holds
 //! what becomes public and [`output`] renders it. This library exists for tests and benches;
 //! it is not a stable API.
@@ -19,6 +20,7 @@ pub mod input;
 pub mod ledger;
 pub mod mechanism;
 pub mod output;
+pub mod parallel;
 pub mod plan;
 pub mod planning;
 pub mod query;
@@ -64,7 +66,7 @@ pub fn run(cli: cli::Cli, out: &mut dyn Write) -> Result<()> {
     warn_if_large(&plan.eps);
     let mut rng = mechanism::system_rng()?;
     let fingerprint = plan.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
-    let mut input = Input::open(&plan.source, &plan.csv, fingerprint)?;
+    let mut input = Input::open(&plan.source, &plan.csv, fingerprint, plan.threads)?;
     let mut published = compute_release(&plan, &mut input, &mut rng)?;
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
     let plot = match (&plan.plot, &published) {

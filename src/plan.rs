@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clamp::{Bins, Bounds, Categories, Finite, Keys, MAX_BINS};
-use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours};
+use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours, Threads};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
@@ -132,6 +132,8 @@ pub struct Plan {
     pub ledger: Option<LedgerSpec>,
     /// `--plot FILE.svg` (histograms): written after the release and any ledger charge.
     pub plot: Option<PathBuf>,
+    /// Threads that may scan a file (`--threads`, default all cores).
+    pub threads: usize,
 }
 
 /// Clamping bounds: given by flags, or to be found privately with a share of ε.
@@ -208,6 +210,7 @@ impl Plan {
             confidence: common.confidence,
             ledger: ledger_spec(&common.ledger)?,
             plot,
+            threads: common.threads.unwrap_or_else(Threads::all_cores).get(),
         })
     }
 }

@@ -32,7 +32,6 @@ use std::io::Write;
 use std::ops::Range;
 
 use anyhow::Result;
-use csv::ByteRecord;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
@@ -40,8 +39,8 @@ use serde::{Deserialize, Serialize};
 use toml::{Spanned, Value};
 
 use crate::clamp::{Categories, Finite, Keys};
-use crate::cli::{Confidence, Filter, Format, InvalidPolicy, Neighbours, RunArgs};
-use crate::column::{self, BadCell, Fold};
+use crate::cli::{Confidence, Filter, Format, InvalidPolicy, Neighbours, RunArgs, Threads};
+use crate::column::{self, BadCell, Fold, Row};
 use crate::epsilon::{decimal, parse_decimal, Epsilon};
 use crate::error::{bad_input, InputError};
 use crate::input::Input;
@@ -60,7 +59,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let mut rng = mechanism::system_rng()?;
     let fingerprint = ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let first = &workload.queries[0].plan;
-    let mut input = Input::open(&first.source, &first.csv, fingerprint)?;
+    let threads = args.threads.unwrap_or_else(Threads::all_cores).get();
+    let mut input = Input::open(&first.source, &first.csv, fingerprint, threads)?;
     let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
     for query in &workload.queries {
         let at = |e: anyhow::Error| workload.error(query.line, &format!("query '{}': {e:#}", query.name));
@@ -94,7 +94,7 @@ pub struct WorkloadFold(pub Vec<Routed<QueryFold>>);
 
 impl Fold for WorkloadFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         for fold in &mut self.0 {
             fold.row(record)?;
         }
@@ -568,6 +568,7 @@ impl SourceText<'_> {
             confidence,
             ledger: None,
             plot: None,
+            threads: 1,
         })
     }
 }
@@ -700,6 +701,7 @@ fn exact_decimal(eps: &Epsilon) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use csv::ByteRecord;
 
     fn parse(text: &str) -> Result<Workload, InputError> {
         let csv = CsvOptions { delimiter: b',', has_header: true };
@@ -749,11 +751,11 @@ mod tests {
         let mut whole = empty.clone();
         let (mut left, mut right) = (empty.clone(), empty);
         for (i, r) in rows.iter().enumerate() {
-            whole.row(r).unwrap();
+            whole.row(&crate::column::Row::record(r)).unwrap();
             if i < 17 {
-                left.row(r).unwrap()
+                left.row(&crate::column::Row::record(r)).unwrap()
             } else {
-                right.row(r).unwrap()
+                right.row(&crate::column::Row::record(r)).unwrap()
             }
         }
         left.merge(right);

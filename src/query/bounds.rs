@@ -16,7 +16,6 @@
 //! bounds ±2^(MAX_EXP+1) are used, and a note says so: nothing is ever read off the data
 //! without noise.
 
-use csv::ByteRecord;
 use num_bigint::BigInt;
 use num_integer::Integer;
 use num_rational::BigRational;
@@ -26,7 +25,7 @@ use rand::RngCore;
 use super::{histogram, Aggregate};
 use crate::clamp::{exact, Bounds, Finite, Grid};
 use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell};
+use crate::column::{BadCell, Fold, NumberCell, Row};
 use crate::epsilon::Epsilon;
 use crate::mechanism::{self, Noisy};
 use crate::sampler::discrete_laplace_error_bound;
@@ -176,7 +175,7 @@ fn round_shift(n: &BigInt, s: i64) -> i128 {
 
 impl Fold for LogFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(record)? {
             self.add(x);
         }

@@ -5,11 +5,9 @@
 //! count with discrete Laplace noise of scale 1/ε (the geometric mechanism, Ghosh, Roughgarden,
 //! Sundararajan 2012) is ε-DP.
 
-use csv::ByteRecord;
-
 use super::Aggregate;
 use crate::clamp::Grid;
-use crate::column::{BadCell, Fold};
+use crate::column::{BadCell, Fold, Row};
 
 /// Δ of a count under either privacy unit.
 pub const SENSITIVITY: i128 = 1;
@@ -27,7 +25,7 @@ pub struct CountFold {
 
 impl Fold for CountFold {
     #[inline]
-    fn row(&mut self, _: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, _: &Row) -> Result<(), BadCell> {
         self.rows += 1;
         Ok(())
     }

@@ -26,11 +26,9 @@
 
 use std::sync::Arc;
 
-use csv::ByteRecord;
-
 use crate::clamp::Keys;
 use crate::cli::Neighbours;
-use crate::column::{text_cell, BadCell, Fold};
+use crate::column::{text_cell, BadCell, Fold, Row};
 
 /// Δ of one group's count: 1 under add-remove; 2 under replace (the L1 sensitivity across the
 /// groups, see the module docs).
@@ -84,14 +82,14 @@ impl<F: Fold> Routed<F> {
 
     /// The group index of a row.
     #[inline]
-    fn group(&self, record: &ByteRecord) -> usize {
+    fn group(&self, record: &Row) -> usize {
         self.by.as_ref().map_or(0, |b| b.keys.index(text_cell(record, b.index)))
     }
 }
 
 impl<F: Fold> Fold for Routed<F> {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         if !self.filters.iter().all(|(i, value)| text_cell(record, *i) == value.as_slice()) {
             return Ok(());
         }
@@ -118,6 +116,7 @@ mod tests {
     use crate::query::sum::tests::{awkward_value, bounds_and_eps};
     use crate::query::sum::SumSpec;
     use crate::query::variance::VarianceSpec;
+    use csv::ByteRecord;
     use proptest::prelude::*;
 
     /// A row: its key (0..4; keys "0","1","2" are listed, the rest go to `other`) and value.
@@ -271,7 +270,7 @@ mod tests {
         let by = GroupBy { index: 0, keys: Arc::new("a,b".parse().unwrap()) };
         let mut fold = Routed::new(CountFold::default(), vec![(1, b"y".to_vec())], Some(by));
         for (key, keep) in [("a", "y"), ("b", "y"), ("b", "n"), ("zz", "y"), (" a ", "y"), ("", "y")] {
-            fold.row(&ByteRecord::from(vec![key, keep])).unwrap();
+            fold.row(&crate::column::Row::record(&ByteRecord::from(vec![key, keep]))).unwrap();
         }
         let counts: Vec<u64> = fold.groups.iter().map(|c| c.rows).collect();
         assert_eq!(counts, vec![2, 1, 2]);

@@ -12,12 +12,10 @@
 
 use std::sync::Arc;
 
-use csv::ByteRecord;
-
 use super::{add_counts, Aggregate};
 use crate::clamp::{Bins, Categories, Grid};
 use crate::cli::Neighbours;
-use crate::column::{text_cell, BadCell, Fold, NumberCell};
+use crate::column::{text_cell, BadCell, Fold, NumberCell, Row};
 
 /// L1 sensitivity of a histogram for a privacy unit.
 pub fn sensitivity(neighbours: Neighbours) -> i128 {
@@ -62,13 +60,13 @@ impl HistogramFold {
 
 impl Fold for HistogramFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, row: &Row) -> Result<(), BadCell> {
         let bin = match &self.bin_of {
-            BinOf::Numeric(cell, bins) => match cell.read(record)? {
+            BinOf::Numeric(cell, bins) => match cell.read(row)? {
                 Some(x) => bins.index(x),
                 None => return Ok(()),
             },
-            BinOf::Category(index, categories) => categories.index(text_cell(record, *index)),
+            BinOf::Category(index, categories) => categories.index(text_cell(row, *index)),
         };
         self.counts[bin] += 1;
         Ok(())

@@ -13,7 +13,6 @@
 //! Bounds are snapped outwards to the grid, the add-remove lower bound one more unit if needed
 //! so that the midpoint is itself on the grid.
 
-use csv::ByteRecord;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive};
@@ -22,7 +21,7 @@ use super::sum::SumSpec;
 use super::{count, Aggregate};
 use crate::clamp::{Bounds, Grid, GridBounds};
 use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell};
+use crate::column::{BadCell, Fold, NumberCell, Row};
 use crate::epsilon::Epsilon;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -135,8 +134,8 @@ impl MeanFold {
 
 impl Fold for MeanFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
-        if let Some(x) = self.cell.read(record)? {
+    fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+        if let Some(x) = self.cell.read(row)? {
             self.total += self.spec.units(x);
             self.rows += 1;
         }

@@ -11,10 +11,8 @@ pub mod quantile;
 pub mod sum;
 pub mod variance;
 
-use csv::ByteRecord;
-
 use crate::clamp::Grid;
-use crate::column::{BadCell, Fold};
+use crate::column::{BadCell, Fold, Row};
 
 /// Adds per-bin counts of another part of the input (exact, so merging in any order agrees).
 pub fn add_counts(mine: &mut [u64], theirs: &[u64]) {
@@ -64,7 +62,7 @@ pub enum QueryFold {
 
 impl Fold for QueryFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         match self {
             QueryFold::Count(f) => f.row(record),
             QueryFold::Sum(f) => f.row(record),

@@ -18,14 +18,13 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use csv::ByteRecord;
 use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive};
 
 use super::add_counts;
 use crate::clamp::Bounds;
 use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell};
+use crate::column::{BadCell, Fold, NumberCell, Row};
 use crate::epsilon::{parse_decimal, Epsilon};
 
 /// Default number of candidates of an even grid over [L, U].
@@ -202,7 +201,7 @@ impl QuantileFold {
 
 impl Fold for QuantileFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(record)? {
             self.add(x);
         }

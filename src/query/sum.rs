@@ -14,13 +14,12 @@
 //! 2022). Discrete Laplace noise of scale Δ/ε in grid units then gives ε-DP (Dwork, McSherry,
 //! Nissim, Smith 2006; the exact sampler of Canonne, Kamath, Steinke 2020).
 
-use csv::ByteRecord;
 use num_bigint::BigInt;
 
 use super::Aggregate;
 use crate::clamp::{Bounds, Grid, GridBounds};
 use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell};
+use crate::column::{BadCell, Fold, NumberCell, Row};
 use crate::epsilon::Epsilon;
 
 /// A validated sum: bounds on the grid chosen for this Δ and ε.
@@ -103,8 +102,8 @@ impl SumFold {
 
 impl Fold for SumFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
-        if let Some(x) = self.cell.read(record)? {
+    fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+        if let Some(x) = self.cell.read(row)? {
             self.total += self.spec.units(x);
         }
         Ok(())

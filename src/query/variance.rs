@@ -37,7 +37,6 @@
 //! Rounding the squares to G (about 2^-40 of their noise scale) moves the mean of squares by at
 //! most G/2; the accuracy bound includes that.
 
-use csv::ByteRecord;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
@@ -45,7 +44,7 @@ use num_traits::{One, Signed, ToPrimitive, Zero};
 use super::{count, Aggregate};
 use crate::clamp::{Bounds, Grid, GridBounds, MAX_GRID_UNITS};
 use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell};
+use crate::column::{BadCell, Fold, NumberCell, Row};
 use crate::epsilon::Epsilon;
 
 /// A validated variance: the values' grid and bounds, the midpoint, and the squares' grid.
@@ -259,7 +258,7 @@ impl VarianceFold {
 
 impl Fold for VarianceFold {
     #[inline]
-    fn row(&mut self, record: &ByteRecord) -> Result<(), BadCell> {
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(record)? {
             self.totals.add(&self.spec, x);
         }

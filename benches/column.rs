@@ -1,0 +1,157 @@
+//! Throughput of the one hot loop (`column::scan`) on a generated CSV, for the folds of the
+//! benchmark queries, through the csv reader alone and through the parallel scan with 1 and
+//! all threads. A plain harness: `cargo bench --bench column` (rows: DPSTAT_BENCH_ROWS,
+//! default 2,000,000, about 66 MB in a temporary file). Prints the median of 5 runs.
+//! Whole-process comparisons with other engines are in bench/compare.sh.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dpstat::clamp::{Bounds, Categories, Finite};
+use dpstat::cli::{InvalidPolicy, Neighbours, Threads};
+use dpstat::column::{scan, Fold, NumberCell};
+use dpstat::input::Input;
+use dpstat::plan::{ColumnRef, CsvOptions, Source};
+use dpstat::query::count::CountFold;
+use dpstat::query::histogram::{BinOf, HistogramFold};
+use dpstat::query::mean::{MeanFold, MeanSpec};
+
+const RUNS: usize = 5;
+const REGIONS: [&str; 6] = ["north", "south", "east", "west", "central", "islands"];
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The same rows as bench/gen.rs.
+fn generate(path: &Path, rows: u64) -> std::io::Result<u64> {
+    let mut out = BufWriter::new(File::create(path)?);
+    out.write_all(b"id,age,income,region,urban_rural,score\n")?;
+    for id in 1..=rows {
+        let (a, b) = (splitmix(id), splitmix(splitmix(id)));
+        let u = (b >> 11) as f64 / (1u64 << 53) as f64;
+        let cents = 500_000 + (u * u * 24_500_000.0) as u64;
+        let region = REGIONS[((a >> 8) % 100 / 17).min(5) as usize];
+        let score = (b >> 40) % 1001;
+        writeln!(
+            out,
+            "{id},{},{}.{:02},{region},{},{}.{}",
+            18 + a % 73,
+            cents / 100,
+            cents % 100,
+            1 + (a >> 20) % 2,
+            score / 10,
+            score % 10
+        )?;
+    }
+    out.flush()?;
+    Ok(std::fs::metadata(path)?.len())
+}
+
+/// How the file is read: by the csv reader alone (as standard input is), or by the scan
+/// of a file with this many threads.
+#[derive(Clone, Copy)]
+enum Reader {
+    Csv,
+    Threads(usize),
+}
+
+fn open(path: &Path, reader: Reader) -> Input {
+    let options = CsvOptions { delimiter: b',', has_header: true };
+    match reader {
+        Reader::Csv => {
+            let file = File::open(path).expect("the generated file opens");
+            Input::from_reader("bench.csv".into(), Box::new(file), &options).expect("header")
+        }
+        Reader::Threads(n) => Input::open(&Source::Path(path.to_path_buf()), &options, false, n)
+            .expect("the generated file opens"),
+    }
+}
+
+fn median_time<F: Fold>(
+    path: &Path,
+    reader: Reader,
+    filters: &[(&str, &str)],
+    make: impl Fn(&Input) -> F,
+) -> Duration {
+    let mut times: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            let mut input = open(path, reader);
+            let filters: Vec<(usize, Vec<u8>)> = filters
+                .iter()
+                .map(|(c, v)| {
+                    (
+                        input.resolve(&ColumnRef::Name(c.to_string()), "--where").unwrap(),
+                        v.as_bytes().to_vec(),
+                    )
+                })
+                .collect();
+            let mut fold = make(&input);
+            let kept = scan(&mut input, &filters, &mut fold).expect("the generated file scans");
+            std::hint::black_box((kept, fold));
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[RUNS / 2]
+}
+
+fn main() {
+    let rows: u64 = std::env::var("DPSTAT_BENCH_ROWS").ok().and_then(|r| r.parse().ok()).unwrap_or(2_000_000);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("bench.csv");
+    let bytes = generate(&path, rows).expect("the benchmark file is written");
+    let all = Threads::all_cores().get();
+    let eps = "1".parse().expect("epsilon");
+    let bounds = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(250_000.0).unwrap()).unwrap();
+    let spec = MeanSpec::new(bounds, Neighbours::AddRemove, &eps).expect("mean spec");
+    let categories: Arc<Categories> = Arc::new(REGIONS.join(",").parse().expect("categories"));
+    let column = |input: &Input, name: &str| input.resolve(&ColumnRef::Name(name.into()), "--col").unwrap();
+
+    println!("{rows} rows, {:.1} MB, {all} cores; median of {RUNS} runs", bytes as f64 / 1e6);
+    println!("{:<34} {:>10} {:>10} {:>10}", "fold", "csv", "1 thread", format!("{all} threads"));
+    let readers = [Reader::Csv, Reader::Threads(1), Reader::Threads(all)];
+    let report = |name: &str, times: Vec<Duration>| {
+        let cells: Vec<String> =
+            times.iter().map(|t| format!("{:>5.0} MB/s", bytes as f64 / 1e6 / t.as_secs_f64())).collect();
+        println!("{name:<34} {}", cells.join(" "));
+    };
+    report("count", readers.iter().map(|&r| median_time(&path, r, &[], |_| CountFold::default())).collect());
+    report(
+        "count --where region=north",
+        readers
+            .iter()
+            .map(|&r| median_time(&path, r, &[("region", "north")], |_| CountFold::default()))
+            .collect(),
+    );
+    report(
+        "mean --col income",
+        readers
+            .iter()
+            .map(|&r| {
+                median_time(&path, r, &[], |input| {
+                    let cell = NumberCell { index: column(input, "income"), invalid: InvalidPolicy::Error };
+                    MeanFold::new(spec.clone(), cell)
+                })
+            })
+            .collect(),
+    );
+    report(
+        "histogram --col region (6 cat.)",
+        readers
+            .iter()
+            .map(|&r| {
+                median_time(&path, r, &[], |input| {
+                    HistogramFold::new(BinOf::Category(column(input, "region"), Arc::clone(&categories)))
+                })
+            })
+            .collect(),
+    );
+}
