@@ -5,7 +5,7 @@
 //! Two readers feed the same folds through one [`Row`] view:
 //! - the csv crate, one reused `ByteRecord` (standard input, gzip, any file with a quote after
 //!   its first row, and every error message: it alone knows rows and lines);
-//! - [`parallel`](crate::parallel) for a plain file: the bytes after the first row, split into
+//! - [`parallel`](mod@crate::parallel) for a plain file: the bytes after the first row, split into
 //!   one range per thread, as long as they hold no quote byte. Anything unusual there (a quote,
 //!   a ragged row, a bad cell) discards the parallel result and the csv reader rescans the file
 //!   from its start, so results and messages are the csv crate's, whatever the thread count.
