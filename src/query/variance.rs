@@ -88,10 +88,11 @@ impl VarianceSpec {
         let bounds_on_grid = GridBounds::snap(&bounds, grid, true)?;
         let half_units = bounds_on_grid.width_units() / 2;
         let h = BigRational::from_integer(BigInt::from(half_units)) * grid.spacing();
-        if (&h * &h) > crate::clamp::exact(f64::MAX) {
+        // Up to 2^64 rows of h² each must still print as a double.
+        if (&h * &h) * BigInt::from(u64::MAX) > crate::clamp::exact(f64::MAX) {
             return Err(format!(
-                "bounds [{}, {}] are too wide for a variance: ((U-L)/2)^2 exceeds the largest \
-                 floating-point number; narrow --lower/--upper",
+                "bounds [{}, {}] are too wide for a variance: 2^64 rows of ((U-L)/2)^2 would exceed \
+                 the largest floating-point number; narrow --lower/--upper",
                 bounds.lower(),
                 bounds.upper()
             ));
@@ -462,7 +463,8 @@ mod tests {
         let eps: Epsilon = "1".parse().unwrap();
         let err = VarianceSpec::new(bounds(-1e308, 1e308), Neighbours::AddRemove, &eps).unwrap_err();
         assert!(err.contains("largest floating-point number"), "{err}");
-        assert!(VarianceSpec::new(bounds(-1e150, 1e150), Neighbours::AddRemove, &eps).is_ok());
+        assert!(VarianceSpec::new(bounds(-1e150, 1e150), Neighbours::AddRemove, &eps).is_err());
+        assert!(VarianceSpec::new(bounds(-1e140, 1e140), Neighbours::AddRemove, &eps).is_ok());
         let huge: Epsilon = "1e30".parse().unwrap();
         let err = VarianceSpec::new(bounds(0.0, 1.0), Neighbours::Replace, &huge).unwrap_err();
         assert!(err.contains("2^62"), "{err}");
