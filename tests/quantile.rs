@@ -69,48 +69,34 @@ fn median_with_values_outside_the_bounds() {
     median_within_rank_error("quantile_outside.csv", "1");
 }
 
+/// A query over the integer candidates 0..=200 of column x.
+fn over_integers(query: &[&str], eps: &str, name: &str) -> String {
+    let mut cmd = dpstat();
+    cmd.args(query).args([
+        "--col",
+        "x",
+        "--lower",
+        "0",
+        "--upper",
+        "200",
+        "--resolution",
+        "201",
+        "--eps",
+        eps,
+    ]);
+    stdout_of(cmd.arg(fixture(name)))
+}
+
 /// At a large ε the release is the true median (the best candidate is picked almost surely).
 #[test]
 fn large_epsilon_finds_the_true_median_and_quantiles() {
-    let mut cmd = dpstat();
-    cmd.args([
-        "median",
-        "--col",
-        "x",
-        "--lower",
-        "0",
-        "--upper",
-        "200",
-        "--resolution",
-        "201",
-        "--eps",
-        "200",
-    ])
-    .arg(fixture("quantile_odd.csv"));
-    assert_eq!(stdout_of(&mut cmd), "51\n");
-    let mut cmd = dpstat();
-    cmd.args([
-        "median",
-        "--col",
-        "x",
-        "--lower",
-        "0",
-        "--upper",
-        "200",
-        "--resolution",
-        "201",
-        "--eps",
-        "200",
-    ])
-    .arg(fixture("quantile_equal.csv"));
-    assert_eq!(stdout_of(&mut cmd), "7\n");
-    let mut cmd = dpstat();
-    cmd.args(["quantile", "--col", "x", "--q", "0.1,0.9", "--lower", "0", "--upper", "200"])
-        .args(["--resolution", "201", "--eps", "400"])
-        .arg(fixture("quantile_odd.csv"));
-    assert_eq!(stdout_of(&mut cmd), "q,value\n0.1,11\n0.9,91\n");
+    assert_eq!(over_integers(&["median"], "200", "quantile_odd.csv"), "51\n");
+    assert_eq!(over_integers(&["median"], "200", "quantile_equal.csv"), "7\n");
+    assert_eq!(
+        over_integers(&["quantile", "--q", "0.1,0.9"], "400", "quantile_odd.csv"),
+        "q,value\n0.1,11\n0.9,91\n"
+    );
 }
-
 #[test]
 fn several_levels_split_epsilon_exactly() {
     let mut cmd = dpstat();
