@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::clamp::{Categories, Finite, Keys};
 use crate::epsilon::Epsilon;
 use crate::ledger::Budget;
+use crate::plan::{CsvOptions, Source};
 use crate::query::quantile::Level;
 
 /// `dpstat --version`: the version and the build facts a privacy review asks about.
@@ -317,6 +318,15 @@ pub struct Common {
     /// Level of the printed accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// Where the CSV comes from and how to read it: the same for a single query and a workload.
+#[derive(Args, Debug)]
+pub struct InputArgs {
     /// Field delimiter: one ASCII character, or \t / tab.
     #[arg(long, value_name = "C", default_value = ",")]
     pub delimiter: Delimiter,
@@ -327,11 +337,28 @@ pub struct Common {
     /// Standard input and gzip files are always read by one thread.
     #[arg(long, value_name = "N")]
     pub threads: Option<Threads>,
-    #[command(flatten)]
-    pub ledger: LedgerArgs,
     /// CSV file; - or absent reads standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// The file, or standard input for `-` or no FILE.
+    pub fn source(&self) -> Source {
+        match &self.file {
+            Some(p) if p.as_os_str() != "-" => Source::Path(p.clone()),
+            _ => Source::Stdin,
+        }
+    }
+
+    pub fn csv(&self) -> CsvOptions {
+        CsvOptions { delimiter: self.delimiter.0, has_header: !self.no_header }
+    }
+
+    /// Threads for the scan: `--threads`, else every core.
+    pub fn thread_count(&self) -> usize {
+        self.threads.unwrap_or_else(Threads::all_cores).get()
+    }
 }
 
 /// The persistent budget ledger (sequential composition across invocations).
@@ -392,22 +419,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bounds, in (0, 1).
-    #[arg(long, value_name = "C", default_value = "0.95")]
+    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
-    /// Field delimiter: one ASCII character, or \t / tab.
-    #[arg(long, value_name = "C", default_value = ",")]
-    pub delimiter: Delimiter,
-    /// The input has no header row; columns are 1-based indices.
-    #[arg(long)]
-    pub no_header: bool,
-    /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
-    #[arg(long, value_name = "N")]
-    pub threads: Option<Threads>,
     #[command(flatten)]
     pub ledger: LedgerArgs,
-    /// CSV file; - or absent reads standard input.
-    #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 #[derive(Args, Debug)]

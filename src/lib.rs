@@ -127,11 +127,11 @@ pub fn warn_if_large(eps: &epsilon::Epsilon) {
 /// Reads the input (in one pass, but for a numeric histogram with bounds found privately) and
 /// produces the release, or one release per group with `--by`.
 pub fn compute_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Result<Published> {
-    if let Some(release) = single_release(plan, input, rng)? {
+    let (filters, by) = routing(plan, input)?;
+    if let Some(release) = single_release(plan, input, &filters, rng)? {
         return Ok(Published::One(release));
     }
     let fold = new_fold(plan, input)?;
-    let (filters, by) = routing(plan, input)?;
     // One match so that the scan loop is compiled for each query's own fold.
     let groups = match fold {
         QueryFold::Count(f) => scan_routed(input, f, filters, by, QueryFold::Count)?,
@@ -270,15 +270,19 @@ fn histogram_release(
 
 /// The queries that are not a plain fold known before the data: quantiles, and bounds found
 /// privately (never with `--by`, see `plan::check_combination`). None for the others.
-fn single_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Result<Option<Release>> {
-    let (filters, _) = routing(plan, input)?;
+fn single_release(
+    plan: &Plan,
+    input: &mut Input,
+    filters: &column::Filters,
+    rng: &mut dyn RngCore,
+) -> Result<Option<Release>> {
     let cell = |column, invalid| -> Result<NumberCell> {
         Ok(NumberCell { index: input.resolve(column, "--col")?, invalid })
     };
     Ok(Some(match &plan.query {
         QueryPlan::Sum { column, spec: Clamp::Private { bounds_eps, rest }, invalid } => {
             let cell = cell(column, *invalid)?;
-            let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+            let (fold, found) = private_bounds(plan, input, filters, cell, bounds_eps, rng)?;
             let spec = SumSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
             let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
             let noisy = mechanism::laplace(&spec.aggregate(total), rest, rng);
@@ -286,7 +290,7 @@ fn single_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Resu
         }
         QueryPlan::Mean { column, spec: Clamp::Private { bounds_eps, rest }, invalid } => {
             let cell = cell(column, *invalid)?;
-            let (fold, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+            let (fold, found) = private_bounds(plan, input, filters, cell, bounds_eps, rng)?;
             let spec = MeanSpec::new(found.bounds, plan.neighbours, rest).map_err(error::bad_input)?;
             let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
             let aggregate = spec.aggregate(spec.shift(sum, fold.rows()), fold.rows());
@@ -298,16 +302,16 @@ fn single_release(plan: &Plan, input: &mut Input, rng: &mut dyn RngCore) -> Resu
             invalid,
         } => {
             let cell = cell(column, *invalid)?;
-            let (_, found) = private_bounds(plan, input, &filters, cell, bounds_eps, rng)?;
+            let (_, found) = private_bounds(plan, input, filters, cell, bounds_eps, rng)?;
             // The bins need the bounds before the first row: read the file again.
             input.reopen(&plan.source, &plan.csv)?;
             let mut fold = HistogramFold::new(BinOf::Numeric(cell, Bins::new(found.bounds, *bins)));
-            column::scan(input, &filters, &mut fold)?;
+            column::scan(input, filters, &mut fold)?;
             histogram_release(plan, column.label(), fold, rest, rng).with_private_bounds(&found)
         }
         QueryPlan::Quantile { column, spec, invalid, .. } => {
             let mut fold = QuantileFold::new(Arc::clone(&spec.candidates), cell(column, *invalid)?);
-            column::scan(input, &filters, &mut fold)?;
+            column::scan(input, filters, &mut fold)?;
             let eps = spec.epsilon_per_level(&plan.eps);
             let chosen: Vec<f64> = spec
                 .levels

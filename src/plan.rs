@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clamp::{Bins, Bounds, Categories, Finite, Keys, MAX_BINS};
-use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours, Threads};
+use crate::cli::{self, Confidence, Format, InvalidPolicy, Neighbours};
 use crate::epsilon::Epsilon;
 use crate::error::InputError;
 use crate::ledger::LedgerSpec;
@@ -146,7 +146,8 @@ pub enum Clamp<S> {
 impl Plan {
     pub fn from_cli(cli: cli::Cli) -> Result<Plan, InputError> {
         let common = cli.query.common().ok_or_else(|| InputError("not a query".into()))?;
-        let has_header = !common.no_header;
+        let csv = common.input.csv();
+        let has_header = csv.has_header;
         let group = match (&common.by, &common.keys) {
             (Some(by), Some(keys)) => {
                 Some(GroupSpec { column: ColumnRef::parse(by, has_header, "--by")?, keys: keys.clone() })
@@ -184,11 +185,7 @@ impl Plan {
         if let Some(path) = &plot {
             check_plot_path(path)?;
         }
-        let source = match &common.file {
-            None => Source::Stdin,
-            Some(p) if p.as_os_str() == "-" => Source::Stdin,
-            Some(p) => Source::Path(p.clone()),
-        };
+        let source = common.input.source();
         if source == Source::Stdin
             && matches!(&query, QueryPlan::Histogram { bins: BinSpec::NumericPrivate { .. }, .. })
         {
@@ -200,7 +197,7 @@ impl Plan {
         }
         Ok(Plan {
             source,
-            csv: CsvOptions { delimiter: common.delimiter.0, has_header },
+            csv,
             filters,
             group,
             query,
@@ -210,7 +207,7 @@ impl Plan {
             confidence: common.confidence,
             ledger: ledger_spec(&common.ledger)?,
             plot,
-            threads: common.threads.unwrap_or_else(Threads::all_cores).get(),
+            threads: common.input.thread_count(),
         })
     }
 }
@@ -281,8 +278,12 @@ struct ClampArgs<'a> {
 }
 
 fn validate_query(query: &cli::Query, common: &cli::Common, grouped: bool) -> Result<QueryPlan, InputError> {
-    let cx =
-        Context { neighbours: common.neighbours, eps: &common.eps, has_header: !common.no_header, grouped };
+    let cx = Context {
+        neighbours: common.neighbours,
+        eps: &common.eps,
+        has_header: !common.input.no_header,
+        grouped,
+    };
     match query {
         cli::Query::Count(_) => Ok(QueryPlan::Count),
         cli::Query::Sum(a) | cli::Query::Mean(a) => {

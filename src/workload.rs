@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use toml::{Spanned, Value};
 
 use crate::clamp::{Categories, Finite, Keys};
-use crate::cli::{Confidence, Filter, Format, InvalidPolicy, Neighbours, RunArgs, Threads};
+use crate::cli::{Confidence, Filter, Format, InvalidPolicy, Neighbours, RunArgs};
 use crate::column::{self, BadCell, Fold, Row};
 use crate::epsilon::{decimal, parse_decimal, Epsilon};
 use crate::error::{bad_input, InputError};
@@ -59,7 +59,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let mut rng = mechanism::system_rng()?;
     let fingerprint = ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let first = &workload.queries[0].plan;
-    let threads = args.threads.unwrap_or_else(Threads::all_cores).get();
+    let threads = args.input.thread_count();
     let mut input = Input::open(&first.source, &first.csv, fingerprint, threads)?;
     let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
     for query in &workload.queries {
@@ -163,12 +163,7 @@ impl Workload {
         let path = args.workload.display().to_string();
         let text = std::fs::read_to_string(&args.workload)
             .map_err(|e| bad_input(format!("cannot read workload {path}: {e}")))?;
-        let source = match &args.file {
-            None => Source::Stdin,
-            Some(p) if p.as_os_str() == "-" => Source::Stdin,
-            Some(p) => Source::Path(p.clone()),
-        };
-        let csv = CsvOptions { delimiter: args.delimiter.0, has_header: !args.no_header };
+        let (source, csv) = (args.input.source(), args.input.csv());
         Workload::parse(&path, &text, &source, &csv, args.confidence, args.format).map_err(Into::into)
     }
 
