@@ -6,7 +6,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-const REGIONS: [&str; 6] = ["north", "south", "east", "west", "central", "islands"];
+pub const REGIONS: [&str; 6] = ["north", "south", "east", "west", "central", "islands"];
 
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -15,6 +15,7 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+#[allow(dead_code)] // benches/column.rs includes this file for `write_rows` alone
 fn main() -> io::Result<()> {
     let rows: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
         Some(Ok(n)) => n,
@@ -23,7 +24,11 @@ fn main() -> io::Result<()> {
             std::process::exit(2);
         }
     };
-    let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+    write_rows(BufWriter::with_capacity(1 << 20, io::stdout().lock()), rows)
+}
+
+/// The header and `rows` rows; the same bytes for the same `rows`, on any machine.
+pub fn write_rows(mut out: impl Write, rows: u64) -> io::Result<()> {
     out.write_all(b"id,age,income,region,urban_rural,score\n")?;
     for id in 1..=rows {
         let a = splitmix(id);

@@ -5,7 +5,7 @@
 //! Whole-process comparisons with other engines are in bench/compare.sh.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,37 +20,13 @@ use dpstat::query::histogram::{BinOf, HistogramFold};
 use dpstat::query::mean::{MeanFold, MeanSpec};
 
 const RUNS: usize = 5;
-const REGIONS: [&str; 6] = ["north", "south", "east", "west", "central", "islands"];
+/// The benchmark data generator, shared with bench/compare.sh.
+#[path = "../bench/gen.rs"]
+mod gen;
 
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The same rows as bench/gen.rs.
+/// The same rows as bench/gen.rs; returns the file's size.
 fn generate(path: &Path, rows: u64) -> std::io::Result<u64> {
-    let mut out = BufWriter::new(File::create(path)?);
-    out.write_all(b"id,age,income,region,urban_rural,score\n")?;
-    for id in 1..=rows {
-        let (a, b) = (splitmix(id), splitmix(splitmix(id)));
-        let u = (b >> 11) as f64 / (1u64 << 53) as f64;
-        let cents = 500_000 + (u * u * 24_500_000.0) as u64;
-        let region = REGIONS[((a >> 8) % 100 / 17).min(5) as usize];
-        let score = (b >> 40) % 1001;
-        writeln!(
-            out,
-            "{id},{},{}.{:02},{region},{},{}.{}",
-            18 + a % 73,
-            cents / 100,
-            cents % 100,
-            1 + (a >> 20) % 2,
-            score / 10,
-            score % 10
-        )?;
-    }
-    out.flush()?;
+    gen::write_rows(BufWriter::new(File::create(path)?), rows)?;
     Ok(std::fs::metadata(path)?.len())
 }
 
@@ -112,7 +88,7 @@ fn main() {
     let eps = "1".parse().expect("epsilon");
     let bounds = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(250_000.0).unwrap()).unwrap();
     let spec = MeanSpec::new(bounds, Neighbours::AddRemove, &eps).expect("mean spec");
-    let categories: Arc<Categories> = Arc::new(REGIONS.join(",").parse().expect("categories"));
+    let categories: Arc<Categories> = Arc::new(gen::REGIONS.join(",").parse().expect("categories"));
     let column = |input: &Input, name: &str| input.resolve(&ColumnRef::Name(name.into()), "--col").unwrap();
 
     println!("{rows} rows, {:.1} MB, {all} cores; median of {RUNS} runs", bytes as f64 / 1e6);
