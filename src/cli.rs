@@ -1,17 +1,27 @@
-//! The command line as the user typed it (clap derive). Domain checks run in the value
-//! parsers of the newtypes, so a parsed `Cli` already holds a valid ε, finite bounds and
-//! so on; cross-flag checks live in `plan.rs`.
+//! The command line as the user typed it (clap derive), and nothing else: the only module
+//! that knows clap's types. Domain checks run in the value parsers of the domain types
+//! (`Epsilon`, `Finite`, `Level`, … implement `FromStr`), so a parsed `Cli` already holds a
+//! valid ε, finite bounds and so on; each subcommand's flags then become the request its
+//! `cmd` module validates across flags ([`release_request`], [`plan_request`], …).
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::clamp::{Categories, Finite, Keys};
-use crate::epsilon::Epsilon;
-use crate::ledger::Budget;
-use crate::plan::{CsvOptions, Source};
-use crate::query::quantile::Level;
+use crate::cmd;
+use crate::cmd::release::InputFlags;
+use crate::data::cell::InvalidPolicy;
+use crate::data::source::{CsvOptions, Filter, Source};
+use crate::error::Error;
+use crate::numeric::bins::{Categories, Keys};
+use crate::numeric::bounds::Finite;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::ledger::{Budget, LedgerFlags};
+use crate::privacy::unit;
+use crate::query::options::{Level, Options};
+use crate::report::text;
 
 /// `dpstat --version`: the version and the build facts a privacy review asks about.
 pub const LONG_VERSION: &str = concat!(
@@ -263,7 +273,7 @@ pub struct PlanHistogramArgs {
     pub target: PlanTarget,
 }
 
-/// The privacy unit: what two neighbouring datasets differ by.
+/// The privacy unit: what two neighbouring datasets differ by (`unit::Neighbours`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
 pub enum Neighbours {
     /// One row added or removed; the number of rows is private.
@@ -273,15 +283,16 @@ pub enum Neighbours {
     Replace,
 }
 
-impl Neighbours {
-    pub fn name(self) -> &'static str {
-        match self {
-            Neighbours::AddRemove => "add-remove",
-            Neighbours::Replace => "replace",
+impl From<Neighbours> for unit::Neighbours {
+    fn from(n: Neighbours) -> unit::Neighbours {
+        match n {
+            Neighbours::AddRemove => unit::Neighbours::AddRemove,
+            Neighbours::Replace => unit::Neighbours::Replace,
         }
     }
 }
 
+/// `--format` (`text::Format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
     /// One number on a line; a histogram as CSV `bin,count`.
@@ -291,6 +302,16 @@ pub enum Format {
     Json,
     /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
     Chart,
+}
+
+impl From<Format> for text::Format {
+    fn from(f: Format) -> text::Format {
+        match f {
+            Format::Text => text::Format::Text,
+            Format::Json => text::Format::Json,
+            Format::Chart => text::Format::Chart,
+        }
+    }
 }
 
 /// Flags every query takes.
@@ -343,6 +364,11 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
+    /// Where and how to read, as the commands take it.
+    pub fn flags(&self) -> InputFlags {
+        InputFlags { source: self.source(), csv: self.csv(), threads: self.thread_count() }
+    }
+
     /// The file, or standard input for `-` or no FILE.
     pub fn source(&self) -> Source {
         match &self.file {
@@ -377,6 +403,17 @@ pub struct LedgerArgs {
     /// Name of the dataset in the ledger; default: the SHA-256 of the input bytes.
     #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
+}
+
+impl LedgerArgs {
+    pub fn flags(&self) -> LedgerFlags {
+        LedgerFlags {
+            path: self.ledger.clone(),
+            budget: self.budget.clone(),
+            change_budget: self.change_budget,
+            dataset: self.dataset.clone(),
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -529,71 +566,6 @@ pub struct MedianArgs {
     pub rank: RankArgs,
 }
 
-/// `--where COL=VALUE`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Filter {
-    pub column: String,
-    pub value: String,
-}
-
-impl FromStr for Filter {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Filter, String> {
-        match s.split_once('=') {
-            Some((column, value)) if !column.trim().is_empty() => {
-                Ok(Filter { column: column.trim().to_string(), value: value.trim().to_string() })
-            }
-            _ => Err(format!("'{s}' is not COL=VALUE")),
-        }
-    }
-}
-
-/// `--invalid`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum InvalidPolicy {
-    Error,
-    Skip,
-    Impute(Finite),
-}
-
-impl FromStr for InvalidPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<InvalidPolicy, String> {
-        match s {
-            "error" => Ok(InvalidPolicy::Error),
-            "skip" => Ok(InvalidPolicy::Skip),
-            _ => match s.strip_prefix("impute=") {
-                Some(v) => v.parse().map(InvalidPolicy::Impute).map_err(|e| format!("impute value: {e}")),
-                None => Err("expected error, skip or impute=V".into()),
-            },
-        }
-    }
-}
-
-/// `--confidence`: a level strictly between 0 and 1.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Confidence(f64);
-
-impl Confidence {
-    pub fn level(self) -> f64 {
-        self.0
-    }
-    /// β = 1 − C: the allowed failure probability of the bound.
-    pub fn beta(self) -> f64 {
-        1.0 - self.0
-    }
-}
-
-impl FromStr for Confidence {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Confidence, String> {
-        match s.trim().parse::<f64>() {
-            Ok(c) if c > 0.0 && c < 1.0 => Ok(Confidence(c)),
-            _ => Err("confidence must be a number strictly between 0 and 1, like 0.95".into()),
-        }
-    }
-}
-
 /// `--delimiter`: one ASCII byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delimiter(pub u8);
@@ -641,6 +613,145 @@ impl FromStr for Threads {
     }
 }
 
+/// A release subcommand as the request `cmd::release` validates; None for the others.
+pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
+    let numeric = |a: &NumericArgs| Options {
+        column: Some(a.col.clone()),
+        lower: a.lower,
+        upper: a.upper,
+        bounds_eps: a.bounds_eps.clone(),
+        invalid: a.invalid,
+        ..Options::default()
+    };
+    let rank = |a: &RankArgs, levels: Vec<Level>| Options {
+        column: Some(a.col.clone()),
+        lower: a.lower,
+        upper: a.upper,
+        resolution: a.resolution,
+        invalid: a.invalid,
+        levels,
+        ..Options::default()
+    };
+    let (kind, options, common, plot) = match query {
+        Query::Count(a) => ("count", Options::default(), &a.common, None),
+        Query::Sum(a) => ("sum", numeric(a), &a.common, None),
+        Query::Mean(a) => ("mean", numeric(a), &a.common, None),
+        Query::Variance(a) => ("variance", numeric(a), &a.common, None),
+        Query::Histogram(a) => {
+            let options = Options {
+                column: Some(a.col.clone()),
+                lower: a.lower,
+                upper: a.upper,
+                bounds_eps: a.bounds_eps.clone(),
+                bins: a.bins,
+                categories: a.categories.clone(),
+                invalid: a.invalid,
+                ..Options::default()
+            };
+            ("histogram", options, &a.common, a.plot.clone())
+        }
+        Query::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), &a.rank.common, None),
+        Query::Median(a) => ("median", rank(&a.rank, vec![]), &a.rank.common, None),
+        Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => return None,
+    };
+    Some(cmd::release::Request {
+        kind,
+        options,
+        eps: common.eps.clone(),
+        neighbours: common.neighbours.into(),
+        filters: common.filters.clone(),
+        by: common.by.clone().zip(common.keys.clone()),
+        format: common.format.into(),
+        confidence: common.confidence,
+        ledger: common.ledger.flags(),
+        input: common.input.flags(),
+        plot,
+    })
+}
+
+/// `dpstat plan QUERY` as the request `cmd::plan` solves.
+pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
+    let numeric = |a: &PlanNumericArgs| Options {
+        column: Some(a.col.clone().unwrap_or_default()),
+        lower: a.lower,
+        upper: a.upper,
+        ..Options::default()
+    };
+    let (kind, options, rows, target) = match &args.query {
+        PlanQuery::Count(t) => ("count", Options::default(), None, t),
+        PlanQuery::Sum(a) => ("sum", numeric(a), None, &a.target),
+        PlanQuery::Mean(a) => ("mean", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Histogram(a) => {
+            let options = Options {
+                column: Some(a.col.clone().unwrap_or_default()),
+                bins: a.bins,
+                categories: a.categories.clone(),
+                lower: a.lower,
+                upper: a.upper,
+                ..Options::default()
+            };
+            ("histogram", options, None, &a.target)
+        }
+    };
+    let PlanTarget { eps, error, neighbours, confidence, format } = target;
+    let format: text::Format = (*format).into();
+    if format == text::Format::Chart {
+        return Err(Error::usage(
+            "--format chart draws a histogram release; dpstat plan prints --format text or json",
+        ));
+    }
+    let target = match (eps, error) {
+        (Some(e), _) => cmd::plan::Target::Epsilon(e.clone()),
+        (None, Some(e)) if e.get() > 0.0 => cmd::plan::Target::Error(e.get()),
+        (None, Some(e)) => {
+            return Err(Error::usage(format!(
+                "--error {} must be greater than 0: it is the largest |release − true value| you can accept",
+                e.get()
+            )))
+        }
+        (None, None) => {
+            return Err(Error::usage(
+                "dpstat plan needs --eps E (to print the error bound at that ε) or --error E \
+                 (to print the smallest ε whose bound is at most E)",
+            ))
+        }
+    };
+    let request = cmd::plan::Request {
+        kind,
+        options,
+        neighbours: (*neighbours).into(),
+        confidence: *confidence,
+        rows,
+        target,
+        format,
+    };
+    request.check()?;
+    Ok(request)
+}
+
+impl RunArgs {
+    pub fn request(&self) -> cmd::run::RunRequest {
+        cmd::run::RunRequest {
+            workload: self.workload.clone(),
+            format: self.format.into(),
+            confidence: self.confidence,
+            ledger: self.ledger.flags(),
+            input: self.input.flags(),
+        }
+    }
+}
+
+impl BudgetArgs {
+    pub fn request(&self) -> cmd::budget::Request {
+        cmd::budget::Request {
+            ledger: self.ledger.clone(),
+            dataset: self.dataset.clone(),
+            format: self.format.into(),
+            file: self.file.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,19 +763,9 @@ mod tests {
     }
 
     #[test]
-    fn parses_policies_and_filters() {
-        assert_eq!("skip".parse::<InvalidPolicy>(), Ok(InvalidPolicy::Skip));
-        assert!(matches!("impute=3".parse::<InvalidPolicy>(), Ok(InvalidPolicy::Impute(_))));
-        assert!("impute=nan".parse::<InvalidPolicy>().is_err());
-        assert!("drop".parse::<InvalidPolicy>().is_err());
-        let f: Filter = "region=north".parse().unwrap();
-        assert_eq!((f.column.as_str(), f.value.as_str()), ("region", "north"));
-        assert!("=x".parse::<Filter>().is_err());
-        assert!("novalue".parse::<Filter>().is_err());
+    fn parses_delimiters_and_threads() {
         assert_eq!("\\t".parse::<Delimiter>(), Ok(Delimiter(b'\t')));
         assert!(";;".parse::<Delimiter>().is_err());
-        assert!("1".parse::<Confidence>().is_err());
-        assert!("0.9".parse::<Confidence>().is_ok());
         assert_eq!("4".parse::<Threads>().map(Threads::get), Ok(4));
         assert!("0".parse::<Threads>().is_err());
         assert!("-1".parse::<Threads>().is_err());

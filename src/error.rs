@@ -1,24 +1,82 @@
-//! The few failures `main` must tell apart, because they map to different exit codes.
+//! The one error type, and the exit code each kind maps to. Everything below `cmd/` returns
+//! it; `main` prints its message as one line and exits with [`Error::exit_code`].
+//!
+//! | exit | kind | meaning |
+//! |---|---|---|
+//! | 0 | | released (or a report printed) |
+//! | 1 | [`Error::Internal`] | the system failed: no entropy from the OS, stdout unwritable, a bug |
+//! | 2 | [`Error::Usage`] | bad flags, a bad workload file or bad data; nothing on stdout |
+//! | 3 | [`Error::Budget`] | the ledger's budget cannot pay; nothing released, nothing charged |
 
 use std::fmt;
 
-/// Exit code for usage errors and bad input (CLI.md).
+/// Exit code for an internal or operating-system failure.
+pub const EXIT_INTERNAL: u8 = 1;
+/// Exit code for usage errors and bad input.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code when the budget cannot pay for a release.
+pub const EXIT_BUDGET: u8 = 3;
 
-/// Bad flags or bad data: exit 2, nothing on stdout. The message names the problem and,
-/// where there is one, the flag that fixes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputError(pub String);
+/// Why a run did not release. The message names the problem and, where there is one, the flag
+/// that fixes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// Bad flags, a bad workload file or bad data.
+    Usage(String),
+    /// The dataset's budget cannot pay for the release.
+    Budget(String),
+    /// The operating system or dpstat itself failed; not the user's input.
+    Internal(String),
+}
 
-impl fmt::Display for InputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl Error {
+    pub fn usage(message: impl Into<String>) -> Error {
+        Error::Usage(message.into())
+    }
+
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::Internal(message.into())
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => EXIT_USAGE,
+            Error::Budget(_) => EXIT_BUDGET,
+            Error::Internal(_) => EXIT_INTERNAL,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Error::Usage(m) | Error::Budget(m) | Error::Internal(m) => m,
+        }
+    }
+
+    /// The same kind of error with `prefix: ` in front of its message.
+    pub fn context(self, prefix: impl fmt::Display) -> Error {
+        match self {
+            Error::Usage(m) => Error::Usage(format!("{prefix}: {m}")),
+            Error::Budget(m) => Error::Budget(format!("{prefix}: {m}")),
+            Error::Internal(m) => Error::Internal(format!("{prefix}: {m}")),
+        }
     }
 }
 
-impl std::error::Error for InputError {}
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
 
-/// Shorthand for returning an [`InputError`] from a function that returns `anyhow::Result`.
+impl std::error::Error for Error {}
+
+/// Shorthand for a usage error inside a function that returns `anyhow::Result`.
 pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
-    InputError(message.into()).into()
+    Error::Usage(message.into()).into()
+}
+
+/// The exit code of any error that reaches `main`: a typed [`Error`] anywhere in the chain
+/// decides; anything else is a failure of the system, not of the input.
+pub fn exit_code(error: &anyhow::Error) -> u8 {
+    error.chain().find_map(|e| e.downcast_ref::<Error>()).map_or(EXIT_INTERNAL, Error::exit_code)
 }

@@ -1,12 +1,13 @@
-//! Parse, run, map the outcome to an exit code. The only place that prints errors.
+//! Parse, dispatch to the subcommand, map the outcome to an exit code. The only place that
+//! prints errors.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
-use dpstat::cli::Cli;
-use dpstat::error::EXIT_USAGE;
-use dpstat::ledger::{BudgetExhausted, EXIT_BUDGET};
+use clap::{CommandFactory, Parser};
+use dpstat::cli::{self, Cli, Query};
+use dpstat::cmd;
+use dpstat::error::{exit_code, EXIT_USAGE};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -14,22 +15,33 @@ fn main() -> ExitCode {
         Err(e) => return clap_exit(e),
     };
     let stdout = io::stdout();
-    match dpstat::run(cli, &mut stdout.lock()) {
+    match dispatch(cli.query, &mut stdout.lock()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(io::stderr(), "dpstat: {}", one_line(&format!("{e:#}")));
-            match e.downcast_ref::<BudgetExhausted>() {
-                Some(_) => ExitCode::from(EXIT_BUDGET),
-                None => ExitCode::from(EXIT_USAGE),
-            }
+            ExitCode::from(exit_code(&e))
         }
     }
 }
 
+/// Runs the subcommand, writing what it prints to `out`.
+fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
+    match &query {
+        Query::Budget(args) => cmd::budget::report(&args.request(), out),
+        Query::Plan(args) => cmd::plan::run(&cli::plan_request(args)?, out),
+        Query::Completions(args) => cmd::generate::completions(args.shell, Cli::command(), out),
+        Query::Man => cmd::generate::man(Cli::command(), out),
+        Query::Run(args) => cmd::run::run(&args.request(), out),
+        release => match cli::release_request(release) {
+            Some(request) => cmd::release::run(cmd::release::Job::new(request)?, out),
+            None => Err(dpstat::error::Error::internal("a subcommand without a command").into()),
+        },
+    }
+}
+
 /// `--help` and `--version` go to stdout with exit 0; every usage error becomes one
-/// `dpstat: …` line on stderr with exit 2, keeping clap's tips (a similar flag, how to pass a
-/// value that starts with `-`) and, for a missing subcommand, the ones to choose from.
+/// `dpstat: …` line on stderr with exit 2.
 fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {

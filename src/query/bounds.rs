@@ -22,13 +22,18 @@ use num_rational::BigRational;
 use num_traits::{One, ToPrimitive, Zero};
 use rand::RngCore;
 
-use super::{histogram, Aggregate};
-use crate::clamp::{exact, Bounds, Finite, Grid};
-use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell, Row};
-use crate::epsilon::Epsilon;
-use crate::mechanism::{self, Noisy};
-use crate::sampler::discrete_laplace_error_bound;
+use crate::data::cell::NumberCell;
+use crate::data::row::{BadCell, Fold, Row};
+use crate::numeric::bounds::{Bounds, Finite};
+use crate::numeric::exact::{decimal, exact};
+use crate::numeric::format::real;
+use crate::numeric::grid::Grid;
+use crate::privacy::accountant::Cost;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::laplace::{self, Aggregate, Noisy};
+use crate::privacy::sampler::discrete_laplace_error_bound;
+use crate::privacy::unit::Neighbours;
+use crate::report::release::{BoundsInfo, Release};
 
 /// Smallest and largest magnitude exponents of the public bins.
 pub const MIN_EXP: i32 = -32;
@@ -221,8 +226,12 @@ fn bin_edges(i: usize) -> (f64, f64) {
 
 /// Spends `eps` on a noisy histogram of the public bins and picks the bounds.
 pub fn choose(fold: &LogFold, neighbours: Neighbours, eps: &Epsilon, rng: &mut dyn RngCore) -> PrivateBounds {
-    let aggregate: Aggregate<Vec<i128>> = histogram::aggregate(fold.public_bins(), neighbours);
-    let noisy: Noisy<Vec<BigInt>> = mechanism::laplace_each(&aggregate, eps, rng);
+    let aggregate = Aggregate {
+        value: fold.public_bins().into_iter().map(i128::from).collect(),
+        sensitivity: bins_sensitivity(neighbours),
+        grid: Grid::UNIT,
+    };
+    let noisy: Noisy<Vec<BigInt>> = laplace::laplace_each(&aggregate, eps, rng);
     let bins = noisy.value.len();
     // One-sided tail: P(Z > t) <= β/K per empty bin, via the two-sided bound at 2β/K.
     let threshold = BigInt::from(discrete_laplace_error_bound(
@@ -237,6 +246,88 @@ pub fn choose(fold: &LogFold, neighbours: Neighbours, eps: &Epsilon, rng: &mut d
     let finite = |x: f64| Finite::from_f64(x).unwrap_or_else(|| unreachable!("public bin edges are finite"));
     let bounds = Bounds::new(finite(lower), finite(upper)).unwrap_or_else(|_| unreachable!("edges increase"));
     PrivateBounds { bounds, eps: eps.clone(), found }
+}
+
+/// L1 sensitivity of the counts over the public bins: each row lies in exactly one bin, so one
+/// bin moves by 1 (add-remove), or one loses a row and another gains it (replace).
+fn bins_sensitivity(neighbours: Neighbours) -> i128 {
+    match neighbours {
+        Neighbours::AddRemove => 1,
+        Neighbours::Replace => 2,
+    }
+}
+
+/// Records in a release that its bounds were found privately and what that cost: in the JSON
+/// (`bounds`, `accounting`), in its post-processing, and in a note for stderr. `inner` is what
+/// the statistic itself spent with the rest of ε.
+pub fn annotate(mut release: Release, found: &PrivateBounds) -> Result<Release, crate::error::Error> {
+    let accounting = Cost::sequential(vec![Cost::part("bounds", &found.eps), release.accounting.clone()]);
+    let total = accounting.epsilon()?;
+    release.noise.epsilon = total.to_f64_up();
+    release.noise.epsilon_exact = total.exact_string();
+    release.accounting = accounting;
+    let (lower, upper) = (found.bounds.lower(), found.bounds.upper());
+    let (lo, hi) = (real(lower), real(upper));
+    let info = release.noise.bounds.get_or_insert(BoundsInfo {
+        lower,
+        upper,
+        source: "private",
+        epsilon: None,
+        epsilon_exact: None,
+    });
+    info.source = "private";
+    info.epsilon = Some(found.eps.to_f64_up());
+    info.epsilon_exact = Some(found.eps.exact_string());
+    release.notes.push(if found.found {
+        format!(
+            "bounds [{lo}, {hi}] were estimated privately with epsilon {} of {}; \
+             give --lower/--upper to spend all of it on the {}",
+            found.eps,
+            decimal(total.as_rational()),
+            release.query
+        )
+    } else {
+        format!(
+            "no range of values was dense enough to find bounds with epsilon {}: used the widest \
+             public bounds [{lo}, {hi}], so the release is very noisy; give --lower/--upper \
+             or a larger --bounds-eps",
+            found.eps
+        )
+    });
+    release.post_processing.push(format!("clamping bounds [{lo}, {hi}] chosen privately"));
+    Ok(release)
+}
+
+/// The fold of a statistic whose bounds are given, or, when they are to be found privately,
+/// the log-scale statistics of its column.
+#[derive(Clone, Debug)]
+pub enum Clamped<F> {
+    Given(F),
+    Private(LogFold),
+}
+
+impl<F: Fold> Fold for Clamped<F> {
+    #[inline]
+    fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+        match self {
+            Clamped::Given(f) => f.row(row),
+            Clamped::Private(f) => f.row(row),
+        }
+    }
+    fn merge(&mut self, other: Self) {
+        match (self, other) {
+            (Clamped::Given(a), Clamped::Given(b)) => a.merge(b),
+            (Clamped::Private(a), Clamped::Private(b)) => a.merge(b),
+            // Folds of one scan are cloned from one empty fold: never mixed.
+            _ => {}
+        }
+    }
+    fn widest_column(&self) -> Option<usize> {
+        match self {
+            Clamped::Given(f) => f.widest_column(),
+            Clamped::Private(f) => f.widest_column(),
+        }
+    }
 }
 
 /// `--bounds-eps` (ε_b) and the rest of ε: ε_b must leave something for the query.
@@ -254,8 +345,8 @@ pub fn split(eps: &Epsilon, bounds_eps: Option<&Epsilon>) -> Result<(Epsilon, Ep
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clamp::GridBounds;
-    use crate::cli::InvalidPolicy;
+    use crate::data::cell::InvalidPolicy;
+    use crate::numeric::grid::GridBounds;
     use crate::query::sum::tests::awkward_value;
     use num_traits::Signed;
     use proptest::prelude::*;

@@ -3,11 +3,24 @@
 //! Privacy unit: add-remove changes the count by exactly 1; replace changes it by at most 1
 //! (a changed row can start or stop matching `--where`). So Δ = 1 under both units, and the
 //! count with discrete Laplace noise of scale 1/ε (the geometric mechanism, Ghosh, Roughgarden,
-//! Sundararajan 2012) is ε-DP.
+//! Sundararajan 2012) is ε-DP. With `--by` under replace a changed row can leave one group's
+//! count and join another's, so the vector of group counts has L1 sensitivity 2 (see
+//! `query::group`). ε is not split: one part.
 
-use super::Aggregate;
-use crate::clamp::Grid;
-use crate::column::{BadCell, Fold, Row};
+use rand::RngCore;
+
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::numeric::grid::Grid;
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy;
+use crate::privacy::laplace::{self, Aggregate, Calibration};
+use crate::privacy::unit::Neighbours;
+use crate::query::group;
+use crate::query::options::{Options, Setup};
+use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
+use crate::report::release::{saturating_i128, Accuracy, Noise, Number};
 
 /// Δ of a count under either privacy unit.
 pub const SENSITIVITY: i128 = 1;
@@ -15,6 +28,64 @@ pub const SENSITIVITY: i128 = 1;
 /// The count of `rows` matching rows as an aggregate with Δ = 1 on the integers.
 pub fn aggregate(rows: u64) -> Aggregate<i128> {
     Aggregate { value: rows as i128, sensitivity: SENSITIVITY, grid: Grid::UNIT }
+}
+
+/// `dpstat count`.
+#[derive(Clone, Debug)]
+pub struct Count;
+
+impl Count {
+    /// The aggregate of `rows`, with the sensitivity of one group's count when grouped.
+    fn aggregate(rows: u64, neighbours: Neighbours, grouped: bool) -> Aggregate<i128> {
+        let mut aggregate = aggregate(rows);
+        if grouped {
+            aggregate.sensitivity = group::count_sensitivity(neighbours);
+        }
+        aggregate
+    }
+}
+
+impl Statistic for Count {
+    const KINDS: &'static [&'static str] = &["count"];
+    type Fold = CountFold;
+
+    fn new(_: &str, _: Options, _: &Setup) -> Result<Count, Error> {
+        Ok(Count)
+    }
+
+    fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
+        Some(&[])
+    }
+
+    fn name(&self) -> &'static str {
+        "count"
+    }
+
+    fn column(&self) -> Option<&ColumnRef> {
+        None
+    }
+
+    fn fold(&self, _: Option<usize>) -> CountFold {
+        CountFold::default()
+    }
+
+    fn measure(&self, fold: CountFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Count>, Error> {
+        let aggregate = Count::aggregate(fold.rows, cx.neighbours, cx.grouped);
+        let noisy = laplace::laplace(&aggregate, cx.eps, rng);
+        let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence));
+        let noise = Noise::single(&noisy.noise, cx.neighbours, accuracy);
+        let release = cx.release(self, noise, Cost::part("count", cx.eps))?;
+        Ok(Measured::Release(crate::report::release::Release {
+            value: Some(Number::Integer(saturating_i128(&noisy.value))),
+            ..release
+        }))
+    }
+
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+        let noise = Calibration::of(&aggregate(0), cx.eps);
+        let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence));
+        Ok(Planned { noise: Noise::single(&noise, cx.neighbours, accuracy), bins: None, assumptions: vec![] })
+    }
 }
 
 /// Counts the rows that passed the filters.

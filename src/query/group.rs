@@ -22,13 +22,11 @@
 //!     replace (rows move between groups), so the public-n construction does not apply; use
 //!     `--neighbours add-remove`, where the noisy per-group count is part of the release.
 //!
-//! Filters (`--where` and a workload query's `where`) are applied first, by the same fold.
+//! Filters (`--where` and a workload query's `where`) are applied first, by the same fold
+//! (`data::route`). The groups' costs compose in parallel in the accountant
+//! (`privacy::accountant`): the whole costs the largest group's ε, which is ε.
 
-use std::sync::Arc;
-
-use crate::clamp::Keys;
-use crate::cli::Neighbours;
-use crate::column::{text_cell, BadCell, Fold, Row};
+use crate::privacy::unit::Neighbours;
 
 /// Δ of one group's count: 1 under add-remove; 2 under replace (the L1 sensitivity across the
 /// groups, see the module docs).
@@ -55,68 +53,16 @@ pub fn composition_note(neighbours: Neighbours) -> &'static str {
     }
 }
 
-/// Resolved filters: column index and the value the trimmed cell must equal.
-pub type FilterList = Vec<(usize, Vec<u8>)>;
-
-/// The rows of column `index` grouped by the public `keys`.
-#[derive(Clone, Debug)]
-pub struct GroupBy {
-    pub index: usize,
-    pub keys: Arc<Keys>,
-}
-
-/// Applies filters, then routes every remaining row to the fold of its group (one fold when
-/// there is no `--by`).
-#[derive(Clone, Debug)]
-pub struct Routed<F> {
-    filters: Arc<[(usize, Vec<u8>)]>,
-    by: Option<GroupBy>,
-    pub groups: Vec<F>,
-}
-
-impl<F: Fold> Routed<F> {
-    pub fn new(fold: F, filters: FilterList, by: Option<GroupBy>) -> Routed<F> {
-        let n = by.as_ref().map_or(1, |b| b.keys.groups());
-        Routed { filters: filters.into(), by, groups: vec![fold; n] }
-    }
-
-    /// The group index of a row.
-    #[inline]
-    fn group(&self, record: &Row) -> usize {
-        self.by.as_ref().map_or(0, |b| b.keys.index(text_cell(record, b.index)))
-    }
-}
-
-impl<F: Fold> Fold for Routed<F> {
-    #[inline]
-    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
-        if !self.filters.iter().all(|(i, value)| text_cell(record, *i) == value.as_slice()) {
-            return Ok(());
-        }
-        let g = self.group(record);
-        self.groups[g].row(record)
-    }
-    fn merge(&mut self, other: Self) {
-        for (mine, theirs) in self.groups.iter_mut().zip(other.groups) {
-            mine.merge(theirs);
-        }
-    }
-    fn widest_column(&self) -> Option<usize> {
-        let own = self.filters.iter().map(|(i, _)| *i).chain(self.by.as_ref().map(|b| b.index));
-        own.chain(self.groups.first().and_then(Fold::widest_column)).max()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clamp::{Bounds, Finite};
+    use crate::numeric::bins::Keys;
+    use crate::numeric::bounds::{Bounds, Finite};
     use crate::query::histogram;
     use crate::query::mean::{MeanAggregate, MeanSpec};
     use crate::query::sum::tests::{awkward_value, bounds_and_eps};
     use crate::query::sum::SumSpec;
     use crate::query::variance::VarianceSpec;
-    use csv::ByteRecord;
     use proptest::prelude::*;
 
     /// A row: its key (0..4; keys "0","1","2" are listed, the rest go to `other`) and value.
@@ -202,7 +148,7 @@ mod tests {
 
             // Histograms (3 bins) by group: the concatenated vector of all groups' bins.
             let b = Bounds::new(Finite::from_f64(-100.0).unwrap(), Finite::from_f64(1e6).unwrap()).unwrap();
-            let bins = crate::clamp::Bins::new(b, 3);
+            let bins = crate::numeric::bins::Bins::new(b, 3);
             let hist = |r: &[Row], n: Neighbours| -> (Vec<i128>, i128) {
                 let per_group = by_group(r, |v| {
                     histogram::aggregate(histogram::count_into(3, v.iter().copied(), |x| bins.index(x)), n)
@@ -246,8 +192,8 @@ mod tests {
     }
 
     fn check_one_group(
-        base: &[Vec<crate::query::Aggregate<i128>>],
-        others: &[Vec<Vec<crate::query::Aggregate<i128>>>],
+        base: &[Vec<crate::privacy::laplace::Aggregate<i128>>],
+        others: &[Vec<Vec<crate::privacy::laplace::Aggregate<i128>>>],
     ) -> Result<(), TestCaseError> {
         for other in others {
             let mut changed_groups = 0;
@@ -264,16 +210,4 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn routes_rows_to_their_group_after_filters() {
-        use crate::query::count::CountFold;
-        let by = GroupBy { index: 0, keys: Arc::new("a,b".parse().unwrap()) };
-        let mut fold = Routed::new(CountFold::default(), vec![(1, b"y".to_vec())], Some(by));
-        for (key, keep) in [("a", "y"), ("b", "y"), ("b", "n"), ("zz", "y"), (" a ", "y"), ("", "y")] {
-            fold.row(&crate::column::Row::record(&ByteRecord::from(vec![key, keep]))).unwrap();
-        }
-        let counts: Vec<u64> = fold.groups.iter().map(|c| c.rows).collect();
-        assert_eq!(counts, vec![2, 1, 2]);
-        assert_eq!(fold.widest_column(), Some(1));
-    }
 }

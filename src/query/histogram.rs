@@ -12,10 +12,182 @@
 
 use std::sync::Arc;
 
-use super::{add_counts, Aggregate};
-use crate::clamp::{Bins, Categories, Grid};
-use crate::cli::Neighbours;
-use crate::column::{text_cell, BadCell, Fold, NumberCell, Row};
+use num_bigint::BigInt;
+use rand::RngCore;
+
+use crate::data::cell::{InvalidPolicy, NumberCell};
+use crate::data::row::{text_cell, BadCell, Fold, Row};
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::numeric::bins::{Bins, Categories, MAX_BINS, OTHER};
+use crate::numeric::grid::Grid;
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
+use crate::privacy::unit::Neighbours;
+use crate::query::bounds::{self, Clamped, LogFold, PrivateBounds};
+use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
+use crate::query::statistic::{add_counts, Context, Measured, PlanContext, Planned, Statistic};
+use crate::report::release::{saturating_i128, Accuracy, BinCount, Noise, Release, PER_BIN};
+
+/// `dpstat histogram`: counts over public bins or categories.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    column: ColumnRef,
+    invalid: InvalidPolicy,
+    bins: BinSpec,
+}
+
+/// The histogram's public bins.
+#[derive(Clone, Debug)]
+pub enum BinSpec {
+    Numeric(Bins),
+    Categories(Arc<Categories>),
+    /// K equal-width bins over bounds to be found privately with `bounds_eps`; the bins get
+    /// `rest`. Needs a second pass: the bins must be known before the first row is counted.
+    NumericPrivate { bins: usize, bounds_eps: Epsilon, rest: Epsilon },
+    /// The second pass of [`BinSpec::NumericPrivate`]: bins over the bounds found, at `rest`.
+    Found { bins: Bins, found: PrivateBounds, rest: Epsilon },
+}
+
+impl Statistic for Histogram {
+    const KINDS: &'static [&'static str] = &["histogram"];
+    type Fold = Clamped<HistogramFold>;
+
+    fn new(_: &str, options: Options, setup: &Setup) -> Result<Histogram, Error> {
+        let bins = match (options.bins, &options.categories) {
+            (_, Some(c)) => BinSpec::Categories(Arc::new(c.clone())),
+            (Some(k), None) if k == 0 || k >= MAX_BINS => {
+                return Err(Error::usage(format!("--bins must be between 1 and {}", MAX_BINS - 1)));
+            }
+            (Some(k), None) => {
+                check_invalid_policy(options.invalid, setup.neighbours)?;
+                match clamp_bounds("histogram", &options, setup)? {
+                    Clamp::Given(b) => BinSpec::Numeric(Bins::new(b, k)),
+                    Clamp::Private { bounds_eps, rest } => BinSpec::NumericPrivate { bins: k, bounds_eps, rest },
+                }
+            }
+            (None, None) => {
+                return Err(Error::usage(
+                    "histogram needs public bins: --categories a,b,c or --bins K (with --lower L --upper U, \
+                     or without them to find bounds privately)",
+                ));
+            }
+        };
+        let column = setup.column(&options)?;
+        if setup.grouped && matches!(bins, BinSpec::NumericPrivate { .. }) {
+            return Err(options::refuse_private_bounds_by_group());
+        }
+        Ok(Histogram { column, invalid: options.invalid, bins })
+    }
+
+    fn workload_keys(options: &Options) -> Option<&'static [&'static str]> {
+        Some(match options.categories {
+            Some(_) => &["column", "categories"],
+            None => &["column", "lower", "upper", "bins", "invalid"],
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "histogram"
+    }
+
+    fn column(&self) -> Option<&ColumnRef> {
+        Some(&self.column)
+    }
+
+    fn draws_bars(&self) -> bool {
+        true
+    }
+
+    fn reads_twice(&self) -> Option<&'static str> {
+        matches!(self.bins, BinSpec::NumericPrivate { .. }).then_some(
+            "a numeric histogram without --lower/--upper reads the data twice (bounds, then bins), \
+             so it needs a FILE, not standard input; or give --lower L --upper U",
+        )
+    }
+
+    fn fold(&self, index: Option<usize>) -> Clamped<HistogramFold> {
+        let index = index.unwrap_or_default();
+        let cell = NumberCell { index, invalid: self.invalid };
+        Clamped::Given(HistogramFold::new(match &self.bins {
+            BinSpec::Numeric(b) | BinSpec::Found { bins: b, .. } => BinOf::Numeric(cell, b.clone()),
+            BinSpec::Categories(c) => BinOf::Category(index, Arc::clone(c)),
+            BinSpec::NumericPrivate { .. } => return Clamped::Private(LogFold::new(cell)),
+        }))
+    }
+
+    fn measure(
+        &self,
+        fold: Clamped<HistogramFold>,
+        cx: &Context,
+        rng: &mut dyn RngCore,
+    ) -> Result<Measured<Histogram>, Error> {
+        match (fold, &self.bins) {
+            (Clamped::Private(fold), BinSpec::NumericPrivate { bins, bounds_eps, rest }) => {
+                let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
+                let bins = BinSpec::Found { bins: Bins::new(found.bounds, *bins), found, rest: rest.clone() };
+                Ok(Measured::Again(Histogram { bins, ..self.clone() }))
+            }
+            (Clamped::Given(fold), BinSpec::Found { found, rest, .. }) => {
+                let release = self.release(cx, fold, rest, rng)?;
+                Ok(Measured::Release(bounds::annotate(release, found)?))
+            }
+            (Clamped::Given(fold), _) => Ok(Measured::Release(self.release(cx, fold, cx.eps, rng)?)),
+            (Clamped::Private(_), _) => Err(Error::internal("a histogram's fold does not match its bins")),
+        }
+    }
+
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+        let k = match &self.bins {
+            BinSpec::Numeric(b) => b.len(),
+            BinSpec::Categories(c) => c.names().len() + 1,
+            BinSpec::NumericPrivate { .. } | BinSpec::Found { .. } => return Err(options::unplannable()),
+        };
+        let noise = Calibration::of(&aggregate(vec![], cx.neighbours), cx.eps);
+        let accuracy = Accuracy { scope: PER_BIN, ..Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence)) };
+        let assumption = format!(
+            "the bound holds for each of the {k} bins on its own; for all of them at once plan with \
+             --confidence {}",
+            crate::numeric::format::real(1.0 - cx.confidence.beta() / k as f64)
+        );
+        Ok(Planned {
+            noise: Noise::single(&noise, cx.neighbours, accuracy),
+            bins: Some(k),
+            assumptions: vec![assumption],
+        })
+    }
+}
+
+impl Histogram {
+    /// One noisy count per bin, independent noise at `eps` on each.
+    fn release(&self, cx: &Context, fold: HistogramFold, eps: &Epsilon, rng: &mut dyn RngCore) -> Result<Release, Error> {
+        let aggregate = aggregate(fold.counts, cx.neighbours);
+        let noisy: Noisy<Vec<BigInt>> = laplace::laplace_each(&aggregate, eps, rng);
+        let counts = noisy.value.iter().map(saturating_i128);
+        let bins: Vec<BinCount> = match &fold.bin_of {
+            BinOf::Numeric(_, b) => counts
+                .enumerate()
+                .map(|(i, count)| {
+                    let (lower, upper) = b.edges(i);
+                    BinCount { bin: b.label(i), lower: Some(lower), upper: Some(upper), count }
+                })
+                .collect(),
+            BinOf::Category(_, c) => c
+                .names()
+                .iter()
+                .map(String::as_str)
+                .chain([OTHER])
+                .zip(counts)
+                .map(|(name, count)| BinCount { bin: name.to_string(), lower: None, upper: None, count })
+                .collect(),
+        };
+        let accuracy = Accuracy { scope: PER_BIN, ..Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence)) };
+        let release = cx.release(self, Noise::single(&noisy.noise, cx.neighbours, accuracy), Cost::part("bins", eps))?;
+        Ok(Release { bins: Some(bins), ..release })
+    }
+}
 
 /// L1 sensitivity of a histogram for a privacy unit.
 pub fn sensitivity(neighbours: Neighbours) -> i128 {
@@ -98,9 +270,9 @@ pub fn count_into<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clamp::{Bounds, Finite};
+    use crate::numeric::bounds::{Bounds, Finite};
+    use crate::query::statistic::{neighbouring, Neighbouring};
     use crate::query::sum::tests::awkward_value;
-    use crate::query::{neighbouring, Neighbouring};
     use proptest::prelude::*;
 
     fn l1(a: &[i128], b: &[i128]) -> i128 {

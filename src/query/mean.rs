@@ -15,14 +15,311 @@
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, ToPrimitive};
+use num_traits::{One, Signed, ToPrimitive};
+use rand::RngCore;
 
-use super::sum::SumSpec;
-use super::{count, Aggregate};
-use crate::clamp::{Bounds, Grid, GridBounds};
-use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell, Row};
-use crate::epsilon::Epsilon;
+use crate::data::cell::{InvalidPolicy, NumberCell};
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::numeric::bounds::Bounds;
+use crate::numeric::exact::rational_to_f64_up;
+use crate::numeric::grid::{Grid, GridBounds};
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy::{per_row, single, Confidence};
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
+use crate::privacy::unit::Neighbours;
+use crate::query::bounds::{self, Clamped, LogFold};
+use crate::query::count;
+use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
+use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
+use crate::query::sum::SumSpec;
+use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Part, Release};
+
+/// `dpstat mean`: a column clamped to bounds given by flags or found privately.
+#[derive(Clone, Debug)]
+pub struct Mean {
+    column: ColumnRef,
+    invalid: InvalidPolicy,
+    spec: Clamp<MeanSpec>,
+}
+
+impl Statistic for Mean {
+    const KINDS: &'static [&'static str] = &["mean"];
+    type Fold = Clamped<MeanFold>;
+
+    fn new(_: &str, options: Options, setup: &Setup) -> Result<Mean, Error> {
+        check_invalid_policy(options.invalid, setup.neighbours)?;
+        let column = setup.column(&options)?;
+        let spec = match clamp_bounds("mean", &options, setup)? {
+            Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.eps).map_err(Error::Usage)?),
+            Clamp::Private { .. } if setup.grouped => return Err(options::refuse_private_bounds_by_group()),
+            Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+        };
+        options::refuse_filtered_replace(setup, "mean")?;
+        options::refuse_grouped_replace(setup, "mean")?;
+        Ok(Mean { column, invalid: options.invalid, spec })
+    }
+
+    fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
+        Some(&["column", "lower", "upper", "invalid"])
+    }
+
+    fn name(&self) -> &'static str {
+        "mean"
+    }
+
+    fn column(&self) -> Option<&ColumnRef> {
+        Some(&self.column)
+    }
+
+    fn fold(&self, index: Option<usize>) -> Clamped<MeanFold> {
+        let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
+        match &self.spec {
+            Clamp::Given(spec) => Clamped::Given(MeanFold::new(spec.clone(), cell)),
+            Clamp::Private { .. } => Clamped::Private(LogFold::new(cell)),
+        }
+    }
+
+    fn measure(&self, fold: Clamped<MeanFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Mean>, Error> {
+        Ok(Measured::Release(match (fold, &self.spec) {
+            (Clamped::Given(fold), Clamp::Given(spec)) => self.release(cx, spec, cx.eps, fold.aggregate(), rng)?,
+            (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
+                let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
+                let spec = MeanSpec::new(found.bounds, cx.neighbours, rest).map_err(Error::Usage)?;
+                let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
+                let aggregate = spec.aggregate(spec.shift(sum, fold.rows()), fold.rows());
+                bounds::annotate(self.release(cx, &spec, rest, aggregate, rng)?, &found)?
+            }
+            _ => return Err(Error::internal("a mean's fold does not match its bounds")),
+        }))
+    }
+
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+        let Clamp::Given(spec) = &self.spec else { return Err(options::unplannable()) };
+        let rows = cx.rows.ok_or_else(|| {
+            Error::usage(
+                "dpstat plan mean needs --rows N: a mean's error depends on the number of rows \
+                 (the public n under replace, the noisy count under add-remove); give the size \
+                 you expect, e.g. --rows 1000",
+            )
+        })?;
+        let parts_eps = spec.epsilon_parts(cx.eps);
+        let bounds = Some(BoundsInfo::of(spec.bounds()));
+        let noise = match spec.aggregate(0, rows) {
+            MeanAggregate::Replace { sum, n } => {
+                let noise = Calibration::of(&sum, &parts_eps[0]);
+                let accuracy = Accuracy::value(cx.confidence, mean_replace(&noise, n, cx.confidence));
+                Noise {
+                    sensitivity: Some(per_row(noise.sensitivity_value(), n)),
+                    scale: Some(per_row(noise.scale_value(), n)),
+                    grid: Some(GridInfo::of(noise.grid)),
+                    bounds,
+                    ..Noise::multi(cx.eps, cx.neighbours, accuracy)
+                }
+            }
+            MeanAggregate::AddRemove { shifted_sum, count, .. } => {
+                let shifted = Calibration::of(&shifted_sum, &parts_eps[0]);
+                let count = Calibration::of(&count, &parts_eps[1]);
+                let width = spec.bounds().width_units();
+                let half_beta = cx.confidence.beta() / 2.0;
+                let bound = mean_add_remove_planned(&shifted, &count, rows, width, cx.confidence);
+                Noise {
+                    grid: Some(GridInfo::of(shifted.grid)),
+                    bounds,
+                    parts: vec![
+                        Part::planned("shifted_sum", &shifted, Some(shifted.error_bound(half_beta))),
+                        Part::planned("count", &count, Some(count.error_bound(half_beta))),
+                    ],
+                    ..Noise::multi(cx.eps, cx.neighbours, Accuracy::value(cx.confidence, bound))
+                }
+            }
+        };
+        let assumption = match cx.neighbours {
+            Neighbours::Replace => format!(
+                "n = {rows} rows (--rows); under replace n is public and the release divides by the \
+                 file's own row count"
+            ),
+            Neighbours::AddRemove => format!(
+                "the noisy count comes out at {rows} (--rows) and the sum at its worst case (every value \
+                 at a bound); a release states its own bound from its noisy parts, for most data a \
+                 little smaller"
+            ),
+        };
+        Ok(Planned { noise: Noise { rows: Some(rows), ..noise }, bins: None, assumptions: vec![assumption] })
+    }
+}
+
+impl Mean {
+    /// Draws the noise of the mean's parts at `eps` (split as [`MeanSpec::epsilon_parts`]) and
+    /// builds the release.
+    fn release(
+        &self,
+        cx: &Context,
+        spec: &MeanSpec,
+        eps: &Epsilon,
+        aggregate: MeanAggregate,
+        rng: &mut dyn RngCore,
+    ) -> Result<Release, Error> {
+        let eps = spec.epsilon_parts(eps);
+        let bounds = spec.bounds();
+        match aggregate {
+            MeanAggregate::Replace { n: 0, .. } => Err(Error::usage(format!(
+                "{}: mean under --neighbours replace needs at least one row (n = 0 has no mean)",
+                cx.source
+            ))),
+            MeanAggregate::Replace { sum, n } => {
+                let noisy = laplace::laplace(&sum, &eps[0], rng);
+                let (value, clamped) = replace_release(&noisy.value, n, bounds);
+                let accuracy = Accuracy::value(cx.confidence, mean_replace(&noisy.noise, n, cx.confidence));
+                let mut post = vec![format!("noisy sum divided by the public row count n = {n}")];
+                post.extend(clamped.then(|| clamp_note(bounds)));
+                let noise = Noise {
+                    sensitivity: Some(per_row(noisy.noise.sensitivity_value(), n)),
+                    scale: Some(per_row(noisy.noise.scale_value(), n)),
+                    grid: Some(GridInfo::of(noisy.noise.grid)),
+                    bounds: Some(BoundsInfo::of(bounds)),
+                    rows: Some(n),
+                    ..Noise::multi(&eps[0], cx.neighbours, accuracy)
+                };
+                let release = cx.release(self, noise, Cost::part("sum", &eps[0]))?;
+                Ok(Release {
+                    value: Some(Number::Real(value)),
+                    value_units: Some(noisy.value.to_string()),
+                    post_processing: post,
+                    ..release
+                })
+            }
+            MeanAggregate::AddRemove { shifted_sum, count, midpoint } => {
+                let shifted = laplace::laplace(&shifted_sum, &eps[0], rng);
+                let count = laplace::laplace(&count, &eps[1], rng);
+                self.add_remove_release(cx, &shifted, &count, midpoint, bounds)
+            }
+        }
+    }
+
+    /// midpoint + noisy shifted sum / max(1, noisy count), clamped, with its corner bound.
+    fn add_remove_release(
+        &self,
+        cx: &Context,
+        shifted: &Noisy<BigInt>,
+        count: &Noisy<BigInt>,
+        midpoint: i128,
+        bounds: &GridBounds,
+    ) -> Result<Release, Error> {
+        let (value, clamped) = add_remove_release(&shifted.value, &count.value, midpoint, bounds);
+        let error_bound = mean_add_remove(
+            &shifted.noise,
+            &count.noise,
+            &shifted.value,
+            &count.value,
+            bounds.width_units(),
+            cx.confidence,
+        );
+        let mut post = vec![format!(
+            "midpoint {} + noisy shifted sum / max(1, noisy count)",
+            shifted.noise.grid.to_f64(&BigInt::from(midpoint))
+        )];
+        post.extend(clamped.then(|| clamp_note(bounds)));
+        let noise = Noise {
+            grid: Some(GridInfo::of(shifted.noise.grid)),
+            bounds: Some(BoundsInfo::of(bounds)),
+            parts: vec![Part::drawn("shifted_sum", shifted), Part::drawn("count", count)],
+            ..Noise::multi(&shifted.noise.eps, cx.neighbours, Accuracy::value(cx.confidence, error_bound))
+        };
+        let cost = Cost::sequential(vec![
+            Cost::part("shifted_sum", &shifted.noise.eps),
+            Cost::part("count", &count.noise.eps),
+        ]);
+        let release = cx.release(self, noise, cost)?;
+        Ok(Release { value: Some(Number::Real(value)), post_processing: post, ..release })
+    }
+}
+
+fn clamp_note(bounds: &GridBounds) -> String {
+    format!(
+        "clamped into [{}, {}] (biases the mean towards the bounds)",
+        bounds.lower_f64(),
+        bounds.upper_f64()
+    )
+}
+
+/// Mean under replace: the noisy sum's bound over the public n.
+pub fn mean_replace(sum_noise: &Calibration, n: u64, confidence: Confidence) -> f64 {
+    per_row(single(sum_noise, confidence), n)
+}
+
+/// Mean under add-remove, from its noisy parts: [`mean_add_remove_bound`] with the sum's and
+/// the count's bounds each at β/2, in the statistic's units, rounded up.
+pub fn mean_add_remove(
+    shifted: &Calibration,
+    count: &Calibration,
+    noisy_sum: &BigInt,
+    noisy_count: &BigInt,
+    width_units: i128,
+    confidence: Confidence,
+) -> f64 {
+    let half_beta = confidence.beta() / 2.0;
+    let units = mean_add_remove_bound(
+        noisy_sum,
+        noisy_count,
+        shifted.error_bound_units(half_beta),
+        count.error_bound_units(half_beta),
+        width_units,
+    );
+    rational_to_f64_up(&(units * shifted.grid.spacing()))
+}
+
+/// Mean under add-remove before any noise is drawn, for an assumed `rows`: the same
+/// combination as a release, with the noisy count taken to be `rows` and the noisy shifted
+/// sum at its largest, rows·(U − L)/2 (every value at one bound). For a given count the bound
+/// grows with |S̃|, so this is the widest bound a release with that noisy count can state.
+pub fn mean_add_remove_planned(
+    shifted: &Calibration,
+    count: &Calibration,
+    rows: u64,
+    width_units: i128,
+    confidence: Confidence,
+) -> f64 {
+    let rows = BigInt::from(rows);
+    let largest_sum = BigInt::from(width_units / 2) * &rows;
+    mean_add_remove(shifted, count, &largest_sum, &rows, width_units, confidence)
+}
+
+/// Error bound (grid units) of the add-remove mean m + S̃ / max(1, C̃) with |S̃ − S| <= a and
+/// |C̃ − C| <= c (each at β/2, so both hold with probability >= 1 − β).
+///
+/// The true shifted mean S/C lies in the box S ∈ [S̃ − a, S̃ + a], C ∈ [C̃ − c, C̃ + c]; S/C is
+/// monotone in each coordinate when C > 0, so the farthest point is a corner. If the box
+/// reaches C <= 0 nothing better than the width U − L can be said. Clamping the release into
+/// [L, U] (where the true mean also lies) can only shrink the error, so the bound is capped by
+/// the width. Everything here is computed from noisy values, so it is post-processing.
+pub fn mean_add_remove_bound(
+    noisy_sum: &BigInt,
+    noisy_count: &BigInt,
+    sum_bound: u128,
+    count_bound: u128,
+    width: i128,
+) -> BigRational {
+    let width = BigRational::from_integer(BigInt::from(width));
+    let (a, c) = (BigInt::from(sum_bound), BigInt::from(count_bound));
+    let lowest_count = noisy_count - &c;
+    if !lowest_count.is_positive() {
+        return width;
+    }
+    let released = BigRational::new(noisy_sum.clone(), noisy_count.clone().max(BigInt::one()));
+    let mut worst = BigRational::from_integer(BigInt::from(0));
+    for s in [noisy_sum - &a, noisy_sum + &a] {
+        for n in [lowest_count.clone(), noisy_count + &c] {
+            let gap = (&released - BigRational::new(s.clone(), n)).abs();
+            worst = worst.max(gap);
+        }
+    }
+    worst.min(width)
+}
+
+
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum MeanSpec {
@@ -182,9 +479,9 @@ fn clamp_units(units: BigRational, bounds: &GridBounds) -> (f64, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clamp::Finite;
+    use crate::numeric::bounds::Finite;
+    use crate::query::statistic::{neighbouring, Neighbouring};
     use crate::query::sum::tests::{awkward_value, bounds_and_eps};
-    use crate::query::{neighbouring, Neighbouring};
     use proptest::prelude::*;
 
     fn parts(a: &MeanAggregate) -> Vec<(i128, i128)> {
@@ -250,5 +547,31 @@ mod tests {
         assert_eq!(add_remove_release(&BigInt::from(100), &BigInt::from(2), 4, &gb), (8.0, true));
         assert_eq!(replace_release(&BigInt::from(12), 4, &gb), (3.0, false));
         assert_eq!(replace_release(&BigInt::from(-12), 4, &gb), (0.0, true));
+    }
+
+    #[test]
+    fn planned_mean_bound_is_the_widest_for_its_count() {
+        let confidence: Confidence = "0.9".parse().unwrap();
+        let (shifted, count) = (calibration(50, "0.5"), calibration(1, "0.5"));
+        let (rows, width) = (400u64, 100i128);
+        let planned = mean_add_remove_planned(&shifted, &count, rows, width, confidence);
+        assert!(planned > 0.0 && planned < width as f64);
+        let n = BigInt::from(rows);
+        for s in (-20_000i64..=20_000).step_by(997) {
+            let got = mean_add_remove(&shifted, &count, &BigInt::from(s), &n, width, confidence);
+            assert!(got <= planned, "S̃ = {s}: {got} > planned {planned}");
+        }
+        let top = mean_add_remove(&shifted, &count, &BigInt::from(20_000), &n, width, confidence);
+        assert_eq!(top, planned);
+    }
+
+    #[test]
+    fn corner_bound_and_width_cap() {
+        let r = |n: i64, d: i64| BigRational::new(n.into(), d.into());
+        // S̃ = 100, C̃ = 10, a = 10, c = 2: released 10; corners 110/8 = 13.75 is the farthest.
+        assert_eq!(mean_add_remove_bound(&100.into(), &10.into(), 10, 2, 1000), r(15, 4));
+        // Count bound reaching zero: only the width is safe.
+        assert_eq!(mean_add_remove_bound(&100.into(), &2.into(), 10, 2, 1000), r(1000, 1));
+        assert_eq!(mean_add_remove_bound(&100.into(), &3.into(), 1000, 2, 50), r(50, 1));
     }
 }

@@ -1,93 +1,169 @@
-//! The queries. Each one turns a column scan into its exact aggregate *together with* the
-//! most one neighbouring change can move it (its sensitivity), in integer grid units, so the
-//! mechanism never has to be told a scale by hand.
+//! The statistics, one module each, behind one trait ([`statistic::Statistic`]). A
+//! statistic's module holds everything specific to it: the validation of its own options, its
+//! fold over rows, its exact aggregate with its sensitivity per privacy unit, its ε split, the
+//! release it builds (value, parts, accuracy) and what `dpstat plan` states for it. The release
+//! pipeline, workloads, groups and planning only ever call the trait, through [`AnyStatistic`].
+//!
+//! Adding a statistic touches its own file, one line of the `registry!` below and its clap
+//! variant in `cli.rs`.
 
 pub mod bounds;
-pub mod count;
 pub mod group;
-pub mod histogram;
-pub mod mean;
-pub mod quantile;
-pub mod sum;
-pub mod variance;
+pub mod options;
+pub mod statistic;
 
-use crate::clamp::Grid;
-use crate::column::{BadCell, Fold, Row};
+use rand::RngCore;
 
-/// Adds per-bin counts of another part of the input (exact, so merging in any order agrees).
-pub fn add_counts(mine: &mut [u64], theirs: &[u64]) {
-    for (m, t) in mine.iter_mut().zip(theirs) {
-        *m += t;
-    }
-}
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::query::options::{Options, Setup};
+use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic, Visitor};
 
-/// The neighbours of a dataset for property tests: one row removed, one added, one changed.
-#[cfg(test)]
-pub(crate) fn neighbouring<T: Clone>(rows: &[T], other: T, at: usize) -> Neighbouring<T> {
-    let mut removed = rows.to_vec();
-    removed.remove(at);
-    let mut added = rows.to_vec();
-    added.push(other.clone());
-    let mut changed = rows.to_vec();
-    changed[at] = other;
-    Neighbouring { removed, added, changed }
-}
+/// Declares the statistics: their modules, [`AnyStatistic`] and [`AnyFold`].
+macro_rules! registry {
+    ($($module:ident :: $ty:ident),* $(,)?) => {
+        $(pub mod $module;)*
 
-#[cfg(test)]
-pub(crate) struct Neighbouring<T> {
-    pub removed: Vec<T>,
-    pub added: Vec<T>,
-    pub changed: Vec<T>,
-}
-
-/// An exact aggregate in units of `grid` and its sensitivity in the same units.
-/// For a vector (histogram) the sensitivity is the L1 sensitivity.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Aggregate<T> {
-    pub value: T,
-    /// Δ in grid units, >= 1: the largest change of `value` between neighbouring datasets.
-    pub sensitivity: i128,
-    pub grid: Grid,
-}
-
-/// The fold of any one query, for scans that hold several (a workload, `query::group`).
-#[derive(Clone, Debug)]
-pub enum QueryFold {
-    Count(count::CountFold),
-    Sum(sum::SumFold),
-    Mean(mean::MeanFold),
-    Variance(variance::VarianceFold),
-    Histogram(histogram::HistogramFold),
-}
-
-impl Fold for QueryFold {
-    #[inline]
-    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
-        match self {
-            QueryFold::Count(f) => f.row(record),
-            QueryFold::Sum(f) => f.row(record),
-            QueryFold::Mean(f) => f.row(record),
-            QueryFold::Variance(f) => f.row(record),
-            QueryFold::Histogram(f) => f.row(record),
+        /// Any one statistic.
+        #[derive(Clone, Debug)]
+        pub enum AnyStatistic {
+            $($ty($module::$ty),)*
         }
-    }
-    fn merge(&mut self, other: Self) {
-        match (self, other) {
-            (QueryFold::Count(a), QueryFold::Count(b)) => a.merge(b),
-            (QueryFold::Sum(a), QueryFold::Sum(b)) => a.merge(b),
-            (QueryFold::Mean(a), QueryFold::Mean(b)) => a.merge(b),
-            (QueryFold::Variance(a), QueryFold::Variance(b)) => a.merge(b),
-            (QueryFold::Histogram(a), QueryFold::Histogram(b)) => a.merge(b),
-            _ => unreachable!("merge joins two parts of the same query's scan"),
+
+        /// The fold of any one statistic, for scans that hold several (a workload).
+        #[derive(Clone, Debug)]
+        pub enum AnyFold {
+            $($ty(<$module::$ty as Statistic>::Fold),)*
         }
-    }
-    fn widest_column(&self) -> Option<usize> {
-        match self {
-            QueryFold::Count(f) => f.widest_column(),
-            QueryFold::Sum(f) => f.widest_column(),
-            QueryFold::Mean(f) => f.widest_column(),
-            QueryFold::Variance(f) => f.widest_column(),
-            QueryFold::Histogram(f) => f.widest_column(),
+
+        impl Fold for AnyFold {
+            #[inline]
+            fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+                match self {
+                    $(AnyFold::$ty(f) => f.row(row),)*
+                }
+            }
+            fn merge(&mut self, other: Self) {
+                match (self, other) {
+                    $((AnyFold::$ty(a), AnyFold::$ty(b)) => a.merge(b),)*
+                    // Folds of one scan are cloned from one statistic: never mixed.
+                    #[allow(unreachable_patterns)]
+                    _ => {}
+                }
+            }
+            fn widest_column(&self) -> Option<usize> {
+                match self {
+                    $(AnyFold::$ty(f) => f.widest_column(),)*
+                }
+            }
         }
-    }
+
+        impl AnyStatistic {
+            /// Every kind, in registry order.
+            pub fn kinds() -> Vec<&'static str> {
+                let mut kinds = Vec::new();
+                $(kinds.extend_from_slice(<$module::$ty as Statistic>::KINDS);)*
+                kinds
+            }
+
+            /// The workload keys of a kind; None for a kind workloads do not take.
+            pub fn workload_keys_of(kind: &str, options: &Options) -> Option<&'static [&'static str]> {
+                $(if <$module::$ty as Statistic>::KINDS.contains(&kind) {
+                    return <$module::$ty as Statistic>::workload_keys(options);
+                })*
+                None
+            }
+
+            /// Calls `visitor` with the statistic itself, so that what it does is compiled for
+            /// that statistic's own fold.
+            pub fn visit<V: Visitor>(&self, visitor: V) -> V::Output {
+                match self {
+                    $(AnyStatistic::$ty(s) => visitor.visit(s),)*
+                }
+            }
+        }
+
+        /// Dispatch to the statistic inside; its fold is [`AnyFold`].
+        impl Statistic for AnyStatistic {
+            const KINDS: &'static [&'static str] = &[];
+            type Fold = AnyFold;
+
+            /// The statistic registered as `kind`, validated.
+            fn new(kind: &str, options: Options, setup: &Setup) -> Result<AnyStatistic, Error> {
+                $(if <$module::$ty as Statistic>::KINDS.contains(&kind) {
+                    return <$module::$ty as Statistic>::new(kind, options, setup).map(AnyStatistic::$ty);
+                })*
+                Err(Error::internal(format!("no statistic is registered as '{kind}'")))
+            }
+
+            /// Needs the kind: see [`AnyStatistic::workload_keys_of`].
+            fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
+                None
+            }
+
+            fn name(&self) -> &'static str {
+                match self {
+                    $(AnyStatistic::$ty(s) => s.name(),)*
+                }
+            }
+
+            fn column(&self) -> Option<&ColumnRef> {
+                match self {
+                    $(AnyStatistic::$ty(s) => s.column(),)*
+                }
+            }
+
+            fn draws_bars(&self) -> bool {
+                match self {
+                    $(AnyStatistic::$ty(s) => s.draws_bars(),)*
+                }
+            }
+
+            fn reads_twice(&self) -> Option<&'static str> {
+                match self {
+                    $(AnyStatistic::$ty(s) => s.reads_twice(),)*
+                }
+            }
+
+            fn fold(&self, index: Option<usize>) -> AnyFold {
+                match self {
+                    $(AnyStatistic::$ty(s) => AnyFold::$ty(s.fold(index)),)*
+                }
+            }
+
+            /// Measures a fold made by [`Statistic::fold`] of the same statistic.
+            fn measure(
+                &self,
+                fold: AnyFold,
+                cx: &Context,
+                rng: &mut dyn RngCore,
+            ) -> Result<Measured<AnyStatistic>, Error> {
+                match (self, fold) {
+                    $((AnyStatistic::$ty(s), AnyFold::$ty(f)) => Ok(match s.measure(f, cx, rng)? {
+                        Measured::Release(r) => Measured::Release(r),
+                        Measured::Again(next) => Measured::Again(AnyStatistic::$ty(next)),
+                    }),)*
+                    #[allow(unreachable_patterns)]
+                    _ => Err(Error::internal("a fold measured by another statistic")),
+                }
+            }
+
+            fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+                match self {
+                    $(AnyStatistic::$ty(s) => s.plan(cx),)*
+                }
+            }
+        }
+    };
 }
+
+registry! {
+    count::Count,
+    sum::Sum,
+    mean::Mean,
+    variance::Variance,
+    histogram::Histogram,
+    quantile::Quantile,
+}
+

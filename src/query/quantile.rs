@@ -15,17 +15,159 @@
 //! candidates, never with the rows. Candidates come from flags: an even grid over [L, U]
 //! (`--resolution` points), or without bounds a fixed public log-scale grid.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
-use num_rational::BigRational;
-use num_traits::{Signed, ToPrimitive};
+use num_traits::ToPrimitive;
+use rand::RngCore;
 
-use super::add_counts;
-use crate::clamp::Bounds;
-use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell, Row};
-use crate::epsilon::{parse_decimal, Epsilon};
+use crate::data::cell::{InvalidPolicy, NumberCell};
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::numeric::bounds::Bounds;
+use crate::privacy::accountant::Cost;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::permute_and_flip::permute_and_flip;
+use crate::privacy::unit::Neighbours;
+use crate::query::options::{check_invalid_policy, Level, Options, Setup};
+use crate::query::statistic::{add_counts, Context, Measured, PlanContext, Planned, Statistic};
+use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, QuantileValue, Release};
+
+/// `dpstat quantile` and `dpstat median`.
+#[derive(Clone, Debug)]
+pub struct Quantile {
+    column: ColumnRef,
+    invalid: InvalidPolicy,
+    spec: QuantileSpec,
+    median: bool,
+}
+
+impl Statistic for Quantile {
+    const KINDS: &'static [&'static str] = &["quantile", "median"];
+    type Fold = QuantileFold;
+
+    fn new(kind: &str, options: Options, setup: &Setup) -> Result<Quantile, Error> {
+        let median = kind == "median";
+        let levels = if median { vec![Level::MEDIAN] } else { options.levels.clone() };
+        check_invalid_policy(options.invalid, setup.neighbours)?;
+        let candidates = match (options.lower, options.upper, options.resolution) {
+            (_, _, Some(k)) if !(2..=MAX_RESOLUTION).contains(&k) => {
+                return Err(Error::usage(format!(
+                    "--resolution must be between 2 and {MAX_RESOLUTION} candidates"
+                )));
+            }
+            (Some(l), Some(u), k) => {
+                Candidates::linear(Bounds::new(l, u).map_err(Error::Usage)?, k.unwrap_or(DEFAULT_RESOLUTION))
+            }
+            _ => Candidates::log_scale(),
+        };
+        let mut unique = levels.clone();
+        unique.sort_by_key(|l| (l.numer * 1_000_000_000_000 / l.denom, l.denom));
+        unique.dedup();
+        if unique.len() != levels.len() {
+            return Err(Error::usage("--q lists the same level twice"));
+        }
+        let spec = QuantileSpec { candidates: Arc::new(candidates), levels, neighbours: setup.neighbours };
+        let column = setup.column(&options)?;
+        let quantile = Quantile { column, invalid: options.invalid, spec, median };
+        if setup.grouped {
+            return Err(Error::usage(format!(
+                "--by is not supported for {}; run it once per --where filter",
+                quantile.name()
+            )));
+        }
+        Ok(quantile)
+    }
+
+    fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
+        None
+    }
+
+    fn name(&self) -> &'static str {
+        if self.median {
+            "median"
+        } else {
+            "quantile"
+        }
+    }
+
+    fn column(&self) -> Option<&ColumnRef> {
+        Some(&self.column)
+    }
+
+    fn fold(&self, index: Option<usize>) -> QuantileFold {
+        let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
+        QuantileFold::new(Arc::clone(&self.spec.candidates), cell)
+    }
+
+    /// One permute-and-flip selection per level, in the order given, each at its exact share.
+    fn measure(&self, fold: QuantileFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Quantile>, Error> {
+        let spec = &self.spec;
+        let eps = spec.epsilon_per_level(cx.eps);
+        let chosen: Vec<f64> = spec
+            .levels
+            .iter()
+            .map(|level| {
+                let scores = fold.scores(level);
+                let delta = level.score_sensitivity(cx.neighbours);
+                spec.candidates.get(permute_and_flip(&scores, delta, &eps, rng))
+            })
+            .collect();
+        self.release(cx, &eps, &chosen).map(Measured::Release)
+    }
+
+    fn plan(&self, _: &PlanContext) -> Result<Planned, Error> {
+        Err(Error::usage(
+            "dpstat plan does not cover quantiles: their accuracy is a rank bound that the release states",
+        ))
+    }
+}
+
+impl Quantile {
+    /// The chosen candidates, each with its share of ε and its rank bound.
+    fn release(&self, cx: &Context, eps: &Epsilon, chosen: &[f64]) -> Result<Release, Error> {
+        let spec = &self.spec;
+        let beta = cx.confidence.beta();
+        let k = spec.candidates.len();
+        let quantiles: Vec<QuantileValue> = spec
+            .levels
+            .iter()
+            .zip(chosen)
+            .map(|(level, &value)| QuantileValue {
+                q: level.to_f64(),
+                q_exact: format!("{}/{}", level.numer, level.denom),
+                value,
+                epsilon: eps.to_f64_up(),
+                epsilon_exact: eps.exact_string(),
+                score_sensitivity: level.score_sensitivity(cx.neighbours),
+                rank_error_bound: rank_error_bound(level, cx.neighbours, eps, k, beta),
+            })
+            .collect();
+        let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
+        let accuracy = Accuracy {
+            confidence: cx.confidence.level(),
+            error_bound: worst,
+            scope: "rank (rows), per quantile",
+        };
+        let cost = Cost::sequential(
+            spec.levels.iter().map(|l| Cost::part(format!("q={}", crate::numeric::format::real(l.to_f64())), eps)).collect(),
+        );
+        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(eps, cx.neighbours, accuracy) };
+        let release = cx.release(self, noise, cost)?;
+        let candidates = &spec.candidates;
+        Ok(Release {
+            value: (chosen.len() == 1).then(|| Number::Real(chosen[0])),
+            quantiles: Some(quantiles),
+            candidates: Some(CandidateInfo {
+                count: k,
+                lower: candidates.first(),
+                upper: candidates.last(),
+                grid: candidates.kind,
+            }),
+            ..release
+        })
+    }
+}
 
 /// Default number of candidates of an even grid over [L, U].
 pub const DEFAULT_RESOLUTION: usize = 2001;
@@ -36,45 +178,13 @@ pub const MAX_RESOLUTION: usize = 1_000_000;
 const LOG_MIN_EXP: i32 = -20;
 const LOG_MAX_EXP: i32 = 63;
 const LOG_STEPS_PER_OCTAVE: u32 = 32;
-/// Levels are exact decimals with at most this many digits after the point.
-const MAX_LEVEL_DIGITS: u32 = 9;
-
-/// A quantile level q = numer/denom in (0, 1), exact.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Level {
-    pub numer: u128,
-    pub denom: u128,
-}
 
 impl Level {
-    pub const MEDIAN: Level = Level { numer: 1, denom: 2 };
-
-    pub fn to_f64(&self) -> f64 {
-        self.numer as f64 / self.denom as f64
-    }
-
     /// Δu of the score for a privacy unit (see the module doc).
     pub fn score_sensitivity(&self, neighbours: Neighbours) -> u128 {
         match neighbours {
             Neighbours::AddRemove => self.numer.max(self.denom - self.numer),
             Neighbours::Replace => self.denom,
-        }
-    }
-}
-
-impl FromStr for Level {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Level, String> {
-        let q = parse_decimal(s).ok_or_else(|| format!("'{s}' is not a decimal number like 0.9"))?;
-        let zero = BigRational::from_integer(0.into());
-        let one = BigRational::from_integer(1.into());
-        if q <= zero || q >= one {
-            return Err(format!("the quantile level must be strictly between 0 and 1, not {s}"));
-        }
-        let limit = 10u128.pow(MAX_LEVEL_DIGITS);
-        match (q.numer().abs().to_u128(), q.denom().to_u128()) {
-            (Some(numer), Some(denom)) if denom <= limit => Ok(Level { numer, denom }),
-            _ => Err(format!("quantile levels take at most {MAX_LEVEL_DIGITS} digits after the point")),
         }
     }
 }
@@ -236,9 +346,8 @@ pub fn rank_error_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::InvalidPolicy;
+    use crate::query::statistic::{neighbouring, Neighbouring};
     use crate::query::sum::tests::awkward_value;
-    use crate::query::{neighbouring, Neighbouring};
     use proptest::prelude::*;
 
     fn fold_of(values: &[f64], candidates: &Arc<Candidates>) -> QuantileFold {

@@ -15,12 +15,117 @@
 //! Nissim, Smith 2006; the exact sampler of Canonne, Kamath, Steinke 2020).
 
 use num_bigint::BigInt;
+use rand::RngCore;
 
-use super::Aggregate;
-use crate::clamp::{Bounds, Grid, GridBounds};
-use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell, Row};
-use crate::epsilon::Epsilon;
+use crate::data::cell::{InvalidPolicy, NumberCell};
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::numeric::bounds::Bounds;
+use crate::numeric::grid::{Grid, GridBounds};
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
+use crate::privacy::unit::Neighbours;
+use crate::query::bounds::{self, Clamped, LogFold};
+use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
+use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
+use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Release};
+
+/// `dpstat sum`: a column clamped to bounds given by flags or found privately.
+#[derive(Clone, Debug)]
+pub struct Sum {
+    column: ColumnRef,
+    invalid: InvalidPolicy,
+    spec: Clamp<SumSpec>,
+}
+
+impl Statistic for Sum {
+    const KINDS: &'static [&'static str] = &["sum"];
+    type Fold = Clamped<SumFold>;
+
+    fn new(_: &str, options: Options, setup: &Setup) -> Result<Sum, Error> {
+        check_invalid_policy(options.invalid, setup.neighbours)?;
+        let column = setup.column(&options)?;
+        let spec = match clamp_bounds("sum", &options, setup)? {
+            Clamp::Given(b) => Clamp::Given(
+                SumSpec::with_groups(b, setup.neighbours, setup.eps, setup.grouped).map_err(Error::Usage)?,
+            ),
+            Clamp::Private { .. } if setup.grouped => return Err(options::refuse_private_bounds_by_group()),
+            Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+        };
+        options::refuse_filtered_replace(setup, "sum")?;
+        Ok(Sum { column, invalid: options.invalid, spec })
+    }
+
+    fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
+        Some(&["column", "lower", "upper", "invalid"])
+    }
+
+    fn name(&self) -> &'static str {
+        "sum"
+    }
+
+    fn column(&self) -> Option<&ColumnRef> {
+        Some(&self.column)
+    }
+
+    fn fold(&self, index: Option<usize>) -> Clamped<SumFold> {
+        let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
+        match &self.spec {
+            Clamp::Given(spec) => Clamped::Given(SumFold::new(spec.clone(), cell)),
+            Clamp::Private { .. } => Clamped::Private(LogFold::new(cell)),
+        }
+    }
+
+    fn measure(&self, fold: Clamped<SumFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Sum>, Error> {
+        Ok(Measured::Release(match (fold, &self.spec) {
+            (Clamped::Given(fold), Clamp::Given(spec)) => {
+                let noisy = laplace::laplace(&fold.aggregate(), cx.eps, rng);
+                self.release(cx, &noisy, &spec.bounds, cx.eps)?
+            }
+            (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
+                let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
+                let spec = SumSpec::new(found.bounds, cx.neighbours, rest).map_err(Error::Usage)?;
+                let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
+                let noisy = laplace::laplace(&spec.aggregate(total), rest, rng);
+                bounds::annotate(self.release(cx, &noisy, &spec.bounds, rest)?, &found)?
+            }
+            _ => return Err(Error::internal("a sum's fold does not match its bounds")),
+        }))
+    }
+
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+        let Clamp::Given(spec) = &self.spec else { return Err(options::unplannable()) };
+        let noise = Calibration::of(&spec.aggregate(0), cx.eps);
+        let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence));
+        let noise = Noise {
+            grid: Some(GridInfo::of(noise.grid)),
+            bounds: Some(BoundsInfo::of(&spec.bounds)),
+            ..Noise::single(&noise, cx.neighbours, accuracy)
+        };
+        Ok(Planned { noise, bins: None, assumptions: vec![] })
+    }
+}
+
+impl Sum {
+    /// The noisy grid multiple, with the noise it was drawn with at `eps`.
+    fn release(&self, cx: &Context, noisy: &Noisy<BigInt>, bounds: &GridBounds, eps: &Epsilon) -> Result<Release, Error> {
+        let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence));
+        let noise = Noise {
+            grid: Some(GridInfo::of(noisy.noise.grid)),
+            bounds: Some(BoundsInfo::of(bounds)),
+            ..Noise::single(&noisy.noise, cx.neighbours, accuracy)
+        };
+        let release = cx.release(self, noise, Cost::part("sum", eps))?;
+        Ok(Release {
+            value: Some(Number::Real(noisy.noise.grid.to_f64(&noisy.value))),
+            value_units: Some(noisy.value.to_string()),
+            ..release
+        })
+    }
+}
 
 /// A validated sum: bounds on the grid chosen for this Δ and ε.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,7 +224,7 @@ impl Fold for SumFold {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::clamp::Finite;
+    use crate::numeric::bounds::Finite;
     use proptest::prelude::*;
 
     /// Values that break float sums: huge, signed zeros, subnormals, around 2^53.

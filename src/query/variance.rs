@@ -40,12 +40,159 @@
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
+use rand::RngCore;
 
-use super::{count, Aggregate};
-use crate::clamp::{Bounds, Grid, GridBounds, MAX_GRID_UNITS};
-use crate::cli::Neighbours;
-use crate::column::{BadCell, Fold, NumberCell, Row};
-use crate::epsilon::Epsilon;
+use crate::data::cell::{InvalidPolicy, NumberCell};
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::numeric::bounds::Bounds;
+use crate::numeric::exact::{exact, rational_to_f64_up};
+use crate::numeric::grid::{Grid, GridBounds, MAX_GRID_UNITS};
+use crate::privacy::accountant::Cost;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::laplace::{self, Aggregate, Noisy};
+use crate::privacy::unit::Neighbours;
+use crate::query::count;
+use crate::query::options::{self, check_invalid_policy, require_bounds, Options, Setup};
+use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
+use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Part, Release};
+
+/// `dpstat variance`: a column clamped to bounds given by flags.
+#[derive(Clone, Debug)]
+pub struct Variance {
+    column: ColumnRef,
+    invalid: InvalidPolicy,
+    spec: VarianceSpec,
+}
+
+impl Statistic for Variance {
+    const KINDS: &'static [&'static str] = &["variance"];
+    type Fold = VarianceFold;
+
+    fn new(_: &str, options: Options, setup: &Setup) -> Result<Variance, Error> {
+        let bounds = require_bounds("variance", options.lower, options.upper)?;
+        check_invalid_policy(options.invalid, setup.neighbours)?;
+        let spec = VarianceSpec::new(bounds, setup.neighbours, setup.eps).map_err(Error::Usage)?;
+        let column = setup.column(&options)?;
+        options::refuse_filtered_replace(setup, "variance")?;
+        options::refuse_grouped_replace(setup, "variance")?;
+        Ok(Variance { column, invalid: options.invalid, spec })
+    }
+
+    fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
+        Some(&["column", "lower", "upper", "invalid"])
+    }
+
+    fn name(&self) -> &'static str {
+        "variance"
+    }
+
+    fn column(&self) -> Option<&ColumnRef> {
+        Some(&self.column)
+    }
+
+    fn fold(&self, index: Option<usize>) -> VarianceFold {
+        VarianceFold::new(self.spec.clone(), NumberCell { index: index.unwrap_or_default(), invalid: self.invalid })
+    }
+
+    /// Noise for each part in release order (count, shifted sum, squares), each at its exact
+    /// share of ε, then the variance by post-processing.
+    fn measure(&self, fold: VarianceFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Variance>, Error> {
+        let eps = self.spec.epsilon_parts(cx.eps);
+        let VarianceAggregate { count, shifted_sum, squares, n } = fold.aggregate();
+        if count.is_none() && n == 0 {
+            return Err(Error::usage(format!(
+                "{}: variance under --neighbours replace needs at least one row (n = 0 has no variance)",
+                cx.source
+            )));
+        }
+        let noisy_count = count.map(|c| laplace::laplace(&c, &eps[0], rng));
+        let noisy_sum = laplace::laplace(&shifted_sum, &eps[eps.len() - 2], rng);
+        let noisy_squares = laplace::laplace(&squares, &eps[eps.len() - 1], rng);
+        self.release(cx, noisy_count.as_ref(), &noisy_sum, &noisy_squares, n).map(Measured::Release)
+    }
+
+    fn plan(&self, _: &PlanContext) -> Result<Planned, Error> {
+        Err(Error::usage("dpstat plan covers count, sum, mean and histogram; not variance"))
+    }
+}
+
+impl Variance {
+    /// A variance: (noisy count,) noisy shifted sum and noisy sum of squares, combined and
+    /// clamped into [0, h²]; under replace, `count` is None and n is public.
+    #[allow(clippy::too_many_arguments)]
+    fn release(
+        &self,
+        cx: &Context,
+        count: Option<&Noisy<BigInt>>,
+        sum: &Noisy<BigInt>,
+        squares: &Noisy<BigInt>,
+        n: u64,
+    ) -> Result<Release, Error> {
+        let spec = &self.spec;
+        let denominator = count.map_or_else(|| BigInt::from(n), |c| c.value.clone());
+        let (value, clamped) = spec.release(&sum.value, &squares.value, &denominator);
+        // Union bound: each noisy part within its bound at β/parts, all at once with >= 1 − β.
+        let beta = cx.confidence.beta() / (2 + count.is_some() as u8) as f64;
+        let count_interval = match count {
+            Some(c) => Interval::around(
+                &c.value,
+                c.noise.error_bound_units(beta),
+                &BigRational::from_integer(1.into()),
+            ),
+            None => Interval::point(BigRational::from_integer(BigInt::from(n))),
+        };
+        let h = BigRational::from_integer(BigInt::from(spec.half_width_units())) * sum.noise.grid.spacing();
+        let bound = error_bound(
+            &value,
+            &count_interval,
+            &Interval::around(&sum.value, sum.noise.error_bound_units(beta), &sum.noise.grid.spacing()),
+            &Interval::around(
+                &squares.value,
+                squares.noise.error_bound_units(beta),
+                &squares.noise.grid.spacing(),
+            ),
+            &squares.noise.grid.spacing(),
+            &spec.max_variance(),
+            &h,
+        );
+        let midpoint = sum.noise.grid.to_f64(&BigInt::from(spec.midpoint));
+        let mut post = vec![match count {
+            Some(_) => format!(
+                "values shifted by the midpoint {midpoint}; variance = noisy sum of squares / c - \
+                 (noisy shifted sum / c)^2 with c = max(1, noisy count)"
+            ),
+            None => format!(
+                "values shifted by the midpoint {midpoint}; variance = noisy sum of squares / n - \
+                 (noisy shifted sum / n)^2 with the public row count n = {n}"
+            ),
+        }];
+        post.extend(clamped.then(|| {
+            format!(
+                "clamped into [0, {}] = [0, ((U-L)/2)^2] (biases a variance near the ends of that range)",
+                rational_to_f64_up(&spec.max_variance())
+            )
+        }));
+        let drawn: Vec<(&'static str, &Noisy<BigInt>)> = count
+            .map(|c| ("count", c))
+            .into_iter()
+            .chain([("shifted_sum", sum), ("sum_of_squares", squares)])
+            .collect();
+        let accuracy = Accuracy::value(cx.confidence, rational_to_f64_up(&bound));
+        let noise = Noise {
+            grid: Some(GridInfo::of(sum.noise.grid)),
+            bounds: Some(BoundsInfo::of(&spec.bounds)),
+            rows: count.is_none().then_some(n),
+            parts: drawn.iter().map(|(name, noisy)| Part::drawn(name, noisy)).collect(),
+            ..Noise::multi(cx.eps, cx.neighbours, accuracy)
+        };
+        let cost = Cost::sequential(drawn.iter().map(|(name, noisy)| Cost::part(*name, &noisy.noise.eps)).collect());
+        let release = cx.release(self, noise, cost)?;
+        Ok(Release { value: Some(Number::Real(value.to_f64().unwrap_or(f64::NAN))), post_processing: post, ..release })
+    }
+
+}
 
 /// A validated variance: the values' grid and bounds, the midpoint, and the squares' grid.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,7 +236,7 @@ impl VarianceSpec {
         let half_units = bounds_on_grid.width_units() / 2;
         let h = BigRational::from_integer(BigInt::from(half_units)) * grid.spacing();
         // Up to 2^64 rows of h² each must still print as a double.
-        if (&h * &h) * BigInt::from(u64::MAX) > crate::clamp::exact(f64::MAX) {
+        if (&h * &h) * BigInt::from(u64::MAX) > exact(f64::MAX) {
             return Err(format!(
                 "bounds [{}, {}] are too wide for a variance: 2^64 rows of ((U-L)/2)^2 would exceed \
                  the largest floating-point number; narrow --lower/--upper",
@@ -346,9 +493,9 @@ pub fn error_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clamp::Finite;
+    use crate::numeric::bounds::Finite;
+    use crate::query::statistic::{neighbouring, Neighbouring};
     use crate::query::sum::tests::{awkward_value, bounds_and_eps};
-    use crate::query::{neighbouring, Neighbouring};
     use proptest::prelude::*;
 
     fn parts_of(a: &VarianceAggregate) -> Vec<(i128, i128)> {

@@ -9,7 +9,7 @@
 //! (`"`). Each thread checks every byte it reads for one before using it, and any quote aborts
 //! the whole parallel scan: the caller then rescans the file with the csv reader. Without
 //! quotes, the csv crate (quoting on, no escape, no comments, CRLF terminator, as
-//! [`Input`](crate::input::Input) builds it) reads a row as a maximal run of bytes that are
+//! [`Input`](crate::data::input::Input) builds it) reads a row as a maximal run of bytes that are
 //! neither `\n` nor `\r`, split at the delimiter, and skips empty lines. Such runs can be found
 //! from any offset: a row starts at offset p exactly when byte p is not a line end and byte p − 1
 //! is one (or p is where the scan starts, right after the csv reader's first row). So chunk i
@@ -35,7 +35,7 @@ use indicatif::ProgressBar;
 use memchr::{memchr, memchr2};
 use sha2::{Digest, Sha256};
 
-use crate::column::{passes, Filters, Fold, Row};
+use crate::data::row::{passes, Filters, Fold, Row};
 
 /// Per-thread read buffers share this much memory (so peak RSS does not grow with threads) ...
 const BUFFER_BUDGET: usize = 8 << 20;

@@ -7,13 +7,27 @@ use std::io::{self, Write};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::{BudgetArgs, Format};
-use crate::error::bad_input;
-use crate::input::decompressed;
+use std::path::PathBuf;
+
 use num_rational::BigRational;
 
-use crate::epsilon::decimal;
-use crate::ledger::{self, Account, BudgetSummary, Record};
+use crate::data::fingerprint::fingerprint_of;
+use crate::data::input::decompressed;
+use crate::error::bad_input;
+use crate::numeric::exact::decimal;
+use crate::privacy::ledger::{self, Account, BudgetSummary, Record};
+use crate::report::text::Format;
+
+/// `dpstat budget` as the command line asks for it.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub ledger: PathBuf,
+    /// `--dataset NAME`; else the fingerprint of `file`.
+    pub dataset: Option<String>,
+    pub format: Format,
+    /// The dataset's file; None or `-` reads standard input.
+    pub file: Option<PathBuf>,
+}
 
 #[derive(Serialize)]
 struct Report<'a> {
@@ -22,7 +36,7 @@ struct Report<'a> {
     releases: &'a [Record],
 }
 
-pub fn report(args: &BudgetArgs, out: &mut dyn Write) -> Result<()> {
+pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
     if args.format == Format::Chart {
         return Err(bad_input("--format chart draws histograms; dpstat budget prints --format text or json"));
     }
@@ -32,12 +46,12 @@ pub fn report(args: &BudgetArgs, out: &mut dyn Write) -> Result<()> {
             let file =
                 File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
             let reading = |e: io::Error| bad_input(format!("reading {}: {e}", path.display()));
-            ledger::fingerprint_of(decompressed(Box::new(file), Some(path)).map_err(reading)?)
+            fingerprint_of(decompressed(Box::new(file), Some(path)).map_err(reading)?)
                 .map_err(reading)?
         }
         _ => {
             let reading = |e: io::Error| bad_input(format!("reading <stdin>: {e}"));
-            ledger::fingerprint_of(decompressed(Box::new(io::stdin().lock()), None).map_err(reading)?)
+            fingerprint_of(decompressed(Box::new(io::stdin().lock()), None).map_err(reading)?)
                 .map_err(reading)?
         }
     };

@@ -5,7 +5,7 @@
 //! Two readers feed the same folds through one [`Row`] view:
 //! - the csv crate, one reused `ByteRecord` (standard input, gzip, any file with a quote after
 //!   its first row, and every error message: it alone knows rows and lines);
-//! - [`parallel`](mod@crate::parallel) for a plain file: the bytes after the first row, split into
+//! - [`parallel`](mod@crate::data::parallel) for a plain file: the bytes after the first row, split into
 //!   one range per thread, as long as they hold no quote byte. Anything unusual there (a quote,
 //!   a ragged row, a bad cell) discards the parallel result and the csv reader rescans the file
 //!   from its start, so results and messages are the csv crate's, whatever the thread count.
@@ -13,113 +13,10 @@
 use anyhow::Result;
 use csv::ByteRecord;
 
-use crate::cli::InvalidPolicy;
+use crate::data::input::Input;
+use crate::data::parallel;
+use crate::data::row::{passes, BadCell, Filters, Fold, Row};
 use crate::error::bad_input;
-use crate::input::Input;
-use crate::parallel;
-
-/// A query's per-row state. `row` sees every row that passed the filters; `merge` combines the
-/// states of two consecutive parts of the input (for parallel scans), so it must be associative
-/// and exact: folding A then B must equal merging the fold of A with the fold of B.
-pub trait Fold: Clone + Send {
-    fn row(&mut self, row: &Row) -> Result<(), BadCell>;
-    fn merge(&mut self, other: Self);
-    /// The largest column index `row` reads, checked against the first row's width.
-    fn widest_column(&self) -> Option<usize>;
-}
-
-/// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord`, or a line
-/// of a quote-free file with the end offsets of its first fields (those the scan reads).
-#[derive(Clone, Copy)]
-pub struct Row<'a>(Fields<'a>);
-
-#[derive(Clone, Copy)]
-enum Fields<'a> {
-    Record(&'a ByteRecord),
-    /// `ends[i]` is the offset in `line` of the byte that ends field i (delimiter or line end).
-    Line {
-        line: &'a [u8],
-        ends: &'a [usize],
-    },
-}
-
-impl<'a> Row<'a> {
-    pub fn record(record: &'a ByteRecord) -> Row<'a> {
-        Row(Fields::Record(record))
-    }
-
-    /// A line split by [`parallel`]: `ends` as in the field ends of a csv record.
-    pub(crate) fn line(line: &'a [u8], ends: &'a [usize]) -> Row<'a> {
-        Row(Fields::Line { line, ends })
-    }
-
-    /// Field `index`, untrimmed; None past the fields this row holds.
-    #[inline]
-    pub fn get(&self, index: usize) -> Option<&'a [u8]> {
-        match self.0 {
-            Fields::Record(record) => record.get(index),
-            Fields::Line { line, ends } => {
-                let end = *ends.get(index)?;
-                let start = match index {
-                    0 => 0,
-                    _ => ends[index - 1] + 1,
-                };
-                line.get(start..end)
-            }
-        }
-    }
-}
-
-/// Why a cell was refused; the scan adds file, row and column name.
-#[derive(Debug)]
-pub struct BadCell {
-    pub column: usize,
-    pub why: String,
-}
-
-/// `--where` filters: column index and the value the trimmed cell must equal.
-pub type Filters = [(usize, Vec<u8>)];
-
-/// A numeric cell with its `--invalid` policy.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct NumberCell {
-    pub index: usize,
-    pub invalid: InvalidPolicy,
-}
-
-impl NumberCell {
-    /// The cell's finite number, the imputed value, or None for a skipped row. A missing or
-    /// non-finite cell ("NaN", "inf", "1e400") is refused under `--invalid error`.
-    #[inline]
-    pub fn read(&self, row: &Row) -> Result<Option<f64>, BadCell> {
-        let cell = text_cell(row, self.index);
-        match parse_number(cell) {
-            Some(x) => Ok(Some(x)),
-            None => match self.invalid {
-                InvalidPolicy::Error => Err(BadCell { column: self.index, why: describe_invalid(cell) }),
-                InvalidPolicy::Skip => Ok(None),
-                InvalidPolicy::Impute(v) => Ok(Some(v.get())),
-            },
-        }
-    }
-}
-
-/// The trimmed bytes of a cell (empty if the row is shorter).
-#[inline]
-pub fn text_cell<'a>(row: &Row<'a>, index: usize) -> &'a [u8] {
-    row.get(index).unwrap_or_default().trim_ascii()
-}
-
-/// Whether a row passes every `--where` filter.
-#[inline(always)]
-pub(crate) fn passes(row: &Row, filters: &Filters) -> bool {
-    for (i, value) in filters {
-        if text_cell(row, *i) != value.as_slice() {
-            return false;
-        }
-    }
-    true
-}
 
 /// Feeds every row that passes the filters to `fold`; returns the number of such rows.
 pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Result<u64> {
@@ -230,83 +127,6 @@ impl Rows {
     }
 }
 
-/// A finite f64, or None: exactly what `str::parse::<f64>` accepts, less NaN and ±inf (which
-/// includes overflow such as 1e400).
-///
-/// Plain decimals (`-12.5`, `007`, `.5`) with at most 19 digits, a value below 2^53 and at most
-/// 22 digits after the point are computed here: the digits form an integer m that an f64 holds
-/// exactly, 10^k is exact too, and one IEEE division m / 10^k rounds the exact quotient
-/// correctly — the value std returns (Clinger 1990, the fast path of every correct parser).
-/// Anything else (exponents, long digit strings, text) goes to std unchanged.
-#[inline]
-pub fn parse_number(cell: &[u8]) -> Option<f64> {
-    match parse_plain_decimal(cell) {
-        Some(x) => Some(x),
-        None => parse_with_std(cell),
-    }
-}
-
-#[inline]
-fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
-    /// Powers of ten that f64 holds exactly.
-    const EXACT_POWERS: [f64; 23] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
-        1e18, 1e19, 1e20, 1e21, 1e22,
-    ];
-    let (negative, rest) = match cell.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, cell),
-    };
-    let (mut mantissa, mut i) = (0u64, 0usize);
-    while i < rest.len() {
-        let d = rest[i].wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-        i += 1;
-    }
-    let mut digits = i;
-    let mut after_point = 0usize;
-    if i < rest.len() && rest[i] == b'.' {
-        i += 1;
-        let first = i;
-        while i < rest.len() {
-            let d = rest[i].wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-            i += 1;
-        }
-        after_point = i - first;
-        digits += after_point;
-    }
-    // 19 digits cannot wrap a u64; 2^53 and 10^22 keep both operands exact.
-    if i != rest.len() || digits == 0 || digits > 19 || mantissa > 1 << 53 {
-        return None;
-    }
-    let magnitude = mantissa as f64 / *EXACT_POWERS.get(after_point)?;
-    Some(if negative { -magnitude } else { magnitude })
-}
-
-#[cold]
-fn parse_with_std(cell: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(cell).ok()?;
-    text.parse::<f64>().ok().filter(|x| x.is_finite())
-}
-
-fn describe_invalid(cell: &[u8]) -> String {
-    if cell.is_empty() {
-        return "the cell is empty; use --invalid skip or --invalid impute=V".to_string();
-    }
-    let text = String::from_utf8_lossy(cell);
-    let shown: String = text.chars().take(40).collect();
-    let ellipsis = if text.chars().count() > 40 { "…" } else { "" };
-    format!("'{shown}{ellipsis}' is not a finite number; use --invalid skip or --invalid impute=V")
-}
-
 fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
     match error.kind() {
         csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
@@ -324,7 +144,8 @@ fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::CsvOptions;
+    use crate::data::cell::{InvalidPolicy, NumberCell};
+    use crate::data::source::CsvOptions;
     use proptest::prelude::*;
 
     fn input(text: &'static str, has_header: bool) -> Input {
@@ -355,130 +176,6 @@ mod tests {
         let mut fold = Collect(NumberCell { index: 1, invalid }, vec![]);
         scan(&mut input(text, true), &[], &mut fold)?;
         Ok(fold.1)
-    }
-
-    /// std's answer, as bits (so -0 and 0 differ).
-    fn by_std(bytes: &[u8]) -> Option<u64> {
-        let text = std::str::from_utf8(bytes).ok()?;
-        text.parse::<f64>().ok().filter(|x| x.is_finite()).map(f64::to_bits)
-    }
-
-    fn agrees_with_std(bytes: &[u8]) -> bool {
-        parse_number(bytes).map(f64::to_bits) == by_std(bytes)
-    }
-
-    #[test]
-    fn fast_parser_agrees_with_std_on_edge_cases() {
-        let cases = [
-            "",
-            "-",
-            "+",
-            ".",
-            "-.",
-            "+.",
-            "..",
-            "1.",
-            ".5",
-            "-.5",
-            "+.5",
-            "5.e3",
-            "0",
-            "-0",
-            "+0",
-            "-0.0",
-            "00.100",
-            "007",
-            "1e5",
-            "1E-5",
-            "1e",
-            "1e+",
-            "e5",
-            "inf",
-            "-inf",
-            "+inf",
-            "infinity",
-            "INF",
-            "NaN",
-            "nan",
-            "-nan",
-            "1e400",
-            "-1e400",
-            "1e-400",
-            "4.9e-324",
-            "2.2250738585072014e-308",
-            "1.7976931348623157e308",
-            "1.7976931348623159e308",
-            "9007199254740992",
-            "9007199254740993",
-            "-9007199254740993",
-            "9007199254740992.5",
-            "123456789012345678901234567890",
-            "0.1",
-            "0.3",
-            "1234567890123456789",
-            "12345678901234567890",
-            "0.0000000000000000000001",
-            "0.00000000000000000000001",
-            "1.0000000000000000000000",
-            "1_000",
-            " 1",
-            "1 ",
-            "0x10",
-            "1..2",
-            "1.2.3",
-            "--1",
-            "+-1",
-            "-+1",
-            "١",
-            "½",
-            "1,5",
-            "1;5",
-            "\u{feff}1",
-            "99999999999999999999",
-            "3.141592653589793238462643383279",
-            "2.5",
-            "-2.5",
-            "0.49999999999999994",
-        ];
-        for case in cases {
-            assert!(agrees_with_std(case.as_bytes()), "{case:?}: {:?} vs std", parse_number(case.as_bytes()));
-        }
-        assert!(agrees_with_std(b"\xff1"));
-        assert!(agrees_with_std(b"1\x00"));
-    }
-
-    proptest! {
-        /// Decimal syntax, including what the fast path hands on to std.
-        #[test]
-        fn fast_parser_agrees_with_std_on_decimals(
-            text in "[+-]?[0-9]{0,22}(\\.[0-9]{0,24})?([eE][+-]?[0-9]{1,3})?"
-        ) {
-            prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
-        }
-
-        /// Any text at all.
-        #[test]
-        fn fast_parser_agrees_with_std_on_any_text(text in "\\PC{0,12}", bytes in proptest::collection::vec(any::<u8>(), 0..12)) {
-            prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
-            prop_assert!(agrees_with_std(&bytes), "{:?}", bytes);
-        }
-
-        /// Every f64, written the ways programs write numbers.
-        #[test]
-        fn fast_parser_agrees_with_std_on_printed_floats(x in any::<f64>(), places in 0usize..20) {
-            for text in [format!("{x}"), format!("{x:e}"), format!("{x:.places$}"), format!("{x:?}")] {
-                prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
-            }
-        }
-    }
-
-    #[test]
-    fn parses_only_finite_numbers() {
-        assert_eq!(parse_number(b"1.5"), Some(1.5));
-        assert_eq!(parse_number(b"-0"), Some(-0.0));
-        for bad in [&b"NaN"[..], b"inf", b"-inf", b"1e400", b"", b"abc", b"1,5", b"\xff"] {
-            assert_eq!(parse_number(bad), None);
-        }
     }
 
     #[test]
@@ -531,7 +228,7 @@ mod tests {
 #[cfg(test)]
 mod parallel_tests {
     use super::*;
-    use crate::plan::{CsvOptions, Source};
+    use crate::data::source::{CsvOptions, Source};
     use proptest::prelude::*;
     use sha2::{Digest, Sha256};
     use std::io::Write;
@@ -597,7 +294,7 @@ mod parallel_tests {
     }
 
     fn sha256(bytes: &[u8]) -> String {
-        crate::ledger::fingerprint(&Sha256::digest(bytes))
+        crate::data::fingerprint::fingerprint(&Sha256::digest(bytes))
     }
 
     /// A CSV text made of awkward pieces: quoted fields (with line ends and delimiters

@@ -10,8 +10,8 @@ use anyhow::{anyhow, Result};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
-use crate::chart::{self, Bar};
-use crate::release::Release;
+use crate::report::chart::{self, Bar};
+use crate::report::release::Release;
 
 /// The fill of every bar, and only of bars: the SVG writes it as [`BAR_FILL`].
 pub const BAR_COLOR: RGBColor = RGBColor(0x2E, 0x6F, 0xAB);
@@ -31,12 +31,12 @@ pub fn render_release(release: &Release) -> Option<Result<String>> {
 }
 
 fn error_note(release: &Release) -> String {
-    let confidence = release.accuracy.confidence * 100.0;
+    let confidence = release.noise.accuracy.confidence * 100.0;
     format!(
         "±{} ({}% accuracy bound, {})",
-        release.accuracy.error_bound,
+        release.noise.accuracy.error_bound,
         (confidence * 1e9).round() / 1e9,
-        release.accuracy.scope
+        release.noise.accuracy.scope
     )
 }
 

@@ -13,8 +13,9 @@ use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
 
+use crate::data::fingerprint::fingerprint;
+use crate::data::source::{ColumnRef, CsvOptions, Source};
 use crate::error::bad_input;
-use crate::plan::{ColumnRef, CsvOptions, Source};
 
 /// Large reads keep system calls off the per-row path.
 const READ_BUFFER: usize = 256 * 1024;
@@ -99,7 +100,7 @@ impl Input {
             return Some(fingerprint.clone());
         }
         let digest = self.digest.as_ref()?.borrow().clone().finalize();
-        Some(crate::ledger::fingerprint(&digest))
+        Some(fingerprint(&digest))
     }
 
     pub fn from_reader(name: String, raw: Box<dyn Read>, options: &CsvOptions) -> Result<Input> {
@@ -153,7 +154,7 @@ impl Input {
 
     /// Records the SHA-256 of the whole file, computed by a parallel scan.
     pub fn set_fingerprint(&mut self, digest: &[u8]) {
-        self.fingerprint = Some(crate::ledger::fingerprint(digest));
+        self.fingerprint = Some(fingerprint(digest));
     }
 
     /// Starts a plain file again from its first byte, hashing it anew if fingerprinted; the

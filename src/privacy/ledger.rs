@@ -1,4 +1,4 @@
-//! The privacy-budget ledger: sequential composition across invocations (DESIGN.md §5).
+//! The privacy-budget ledger: sequential composition across invocations (docs/DESIGN.md §5).
 //!
 //! An append-only JSON-lines file. One `budget` record sets (or, with `--change-budget`,
 //! changes) a dataset's total; one `release` record per release charges its exact ε. Under an
@@ -7,9 +7,8 @@
 //! release is printed only after the lock is released. A crash after the append loses budget,
 //! never under-counts it. A corrupt ledger is an error naming the line, never a reset.
 
-use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::SystemTime;
@@ -19,26 +18,10 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use crate::epsilon::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up, Epsilon};
-use crate::error::bad_input;
-
-/// Exit code when the budget cannot pay for a release (CLI.md).
-pub const EXIT_BUDGET: u8 = 3;
-
-/// A release refused because the dataset's budget cannot pay for it. Nothing was released and
-/// nothing was written.
-#[derive(Debug)]
-pub struct BudgetExhausted(pub String);
-
-impl fmt::Display for BudgetExhausted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BudgetExhausted {}
+use crate::error::{bad_input, Error};
+use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up};
+use crate::privacy::epsilon::Epsilon;
 
 /// `--budget`: a positive exact decimal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +46,47 @@ pub struct LedgerSpec {
     pub change_budget: bool,
     /// `--dataset NAME`; without it the dataset is the SHA-256 of the input bytes.
     pub dataset: Option<String>,
+}
+
+/// The ledger flags as given (`--ledger`, `--budget`, `--change-budget`, `--dataset`).
+#[derive(Clone, Debug, Default)]
+pub struct LedgerFlags {
+    pub path: Option<PathBuf>,
+    pub budget: Option<Budget>,
+    pub change_budget: bool,
+    pub dataset: Option<String>,
+}
+
+    impl LedgerSpec {
+        /// The ledger flags make sense only together: a budget, a dataset name or a change of
+        /// budget without a ledger is refused, before any data is read.
+        pub fn from_flags(args: &LedgerFlags) -> Result<Option<LedgerSpec>, Error> {
+        let Some(path) = &args.path else {
+            let stray = [
+                (args.budget.is_some(), "--budget"),
+                (args.change_budget, "--change-budget"),
+                (args.dataset.is_some(), "--dataset"),
+            ];
+            return match stray.iter().find(|(given, _)| *given) {
+                Some((_, flag)) => {
+                    Err(Error::usage(format!("{flag} needs a ledger: add --ledger PATH (or set DPSTAT_LEDGER)")))
+                }
+                None => Ok(None),
+            };
+        };
+        if args.change_budget && args.budget.is_none() {
+            return Err(Error::usage("--change-budget needs the new total: add --budget TOTAL"));
+        }
+        if args.dataset.as_deref().is_some_and(|d| d.trim().is_empty()) {
+            return Err(Error::usage("--dataset must not be empty"));
+        }
+        Ok(Some(LedgerSpec {
+            path: path.clone(),
+            budget: args.budget.clone(),
+            change_budget: args.change_budget,
+            dataset: args.dataset.clone(),
+        }))
+    }
 }
 
 /// One line of the ledger.
@@ -183,7 +207,7 @@ pub fn charge(spec: &LedgerSpec, dataset: &str, charge: &Charge) -> Result<Budge
     let asked = charge.eps.as_rational();
     if &account.spent + asked > total {
         let remaining = &total - &account.spent;
-        return Err(BudgetExhausted(format!(
+        return Err(Error::Budget(format!(
             "budget exhausted for dataset {dataset}: spent {} of {}, asked {}, remaining {}; \
              nothing was released or charged (ask for at most the remaining --eps, or raise the \
              total with --budget TOTAL --change-budget)",
@@ -297,24 +321,6 @@ fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
-/// The dataset identity of some bytes: `sha256:<hex>`.
-pub fn fingerprint(digest: &[u8]) -> String {
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
-/// Hashes a whole reader (for `dpstat budget FILE`).
-pub fn fingerprint_of(mut reader: impl Read) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 256 * 1024];
-    loop {
-        match reader.read(&mut buffer)? {
-            0 => return Ok(fingerprint(&hasher.finalize())),
-            n => hasher.update(&buffer[..n]),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,7 +354,7 @@ mod tests {
         assert_eq!(a.remaining(), Some(BigRational::zero()));
         let before = std::fs::read(&s.path).unwrap();
         let err = charge(&s, "d", &release("0.1")).unwrap_err();
-        assert!(err.downcast_ref::<BudgetExhausted>().is_some());
+        assert!(matches!(err.downcast_ref::<Error>(), Some(Error::Budget(_))));
         assert_eq!(std::fs::read(&s.path).unwrap(), before, "a refusal writes nothing");
     }
 
@@ -395,11 +401,4 @@ mod tests {
         }
     }
 
-    #[test]
-    fn fingerprint_is_sha256() {
-        assert_eq!(
-            fingerprint_of(&b"abc"[..]).unwrap(),
-            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-    }
 }

@@ -35,54 +35,86 @@ use anyhow::Result;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use crate::clamp::{Categories, Finite, Keys};
-use crate::cli::{Confidence, Filter, Format, InvalidPolicy, Neighbours, RunArgs};
-use crate::column::{self, BadCell, Fold, Row};
-use crate::epsilon::{decimal, parse_decimal, Epsilon};
-use crate::error::{bad_input, InputError};
-use crate::input::Input;
-use crate::plan::{self, ColumnRef, CsvOptions, FilterSpec, GroupSpec, Plan, QueryArgs, Source};
-use crate::query::group::Routed;
-use crate::query::QueryFold;
-use crate::release::{Number, Published, Release};
-use crate::{charge_ledger, ledger, mechanism, new_fold, publish, routing, warn_if_large};
+use crate::cmd::release::{
+    charge_ledger, context, empty_fold, filter_specs, publish, routing, warn_if_large, InputFlags, Job, Outcome,
+};
+use crate::data::cell::InvalidPolicy;
+use crate::data::input::Input;
+use crate::data::route::Routed;
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::scan;
+use crate::data::source::{ColumnRef, Filter, FilterSpec, GroupSpec};
+use crate::error::{bad_input, Error};
+use crate::numeric::bins::{Categories, Keys};
+use crate::numeric::bounds::Finite;
+use crate::numeric::exact::{decimal, parse_decimal};
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
+use crate::privacy::rng;
+use crate::privacy::unit::Neighbours;
+use crate::query::options::{Options, Setup};
+use crate::query::statistic::Statistic;
+use crate::query::{AnyFold, AnyStatistic};
+use crate::report::table;
+use crate::report::text::Format;
 
-/// Reads the workload, plans every query, reads the data once, releases everything, charges the
-/// total once, then prints.
-pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
-    let workload = Workload::load(args)?;
+/// `dpstat run` as the command line asks for it.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    pub workload: std::path::PathBuf,
+    pub format: Format,
+    pub confidence: Confidence,
+    pub ledger: LedgerFlags,
+    pub input: InputFlags,
+}
+
+/// Reads the workload, validates every query, reads the data once, releases everything, charges
+/// the total once, then prints.
+pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
+    let workload = Workload::load(request)?;
     warn_if_large(&workload.total);
-    let ledger = plan::ledger_spec(&args.ledger)?;
-    let mut rng = mechanism::system_rng()?;
+    let ledger = LedgerSpec::from_flags(&request.ledger)?;
+    let mut rng = rng::system_rng()?;
     let fingerprint = ledger.as_ref().is_some_and(|l| l.dataset.is_none());
-    let first = &workload.queries[0].plan;
-    let threads = args.input.thread_count();
-    let mut input = Input::open(&first.source, &first.csv, fingerprint, threads)?;
+    let flags = &request.input;
+    let mut input = Input::open(&flags.source, &flags.csv, fingerprint, flags.threads)?;
     let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
     for query in &workload.queries {
         let at = |e: anyhow::Error| workload.error(query.line, &format!("query '{}': {e:#}", query.name));
-        let inner = new_fold(&query.plan, &input).map_err(at)?;
-        let (filters, by) = routing(&query.plan, &input).map_err(at)?;
+        let inner = empty_fold(&query.job.statistic, &input).map_err(at)?;
+        let (filters, by) = routing(&query.job.filters, query.job.group.as_ref(), &input).map_err(at)?;
         fold.0.push(Routed::new(inner, filters, by));
     }
-    column::scan(&mut input, &[], &mut fold)?;
-    let mut releases = Vec::with_capacity(workload.queries.len());
+    scan::scan(&mut input, &[], &mut fold)?;
+    let mut queries = Vec::with_capacity(workload.queries.len());
     for (query, routed) in workload.queries.iter().zip(fold.0) {
-        releases.push(publish(&query.plan, routed.groups, &mut rng)?);
+        let job = &query.job;
+        let cx = context(job, &input, &job.eps);
+        let Outcome::Published(release) = publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, &mut rng)?
+        else {
+            return Err(Error::internal("a workload query asked for a second pass").into());
+        };
+        queries.push(table::Query { name: query.name.clone(), eps: job.eps.clone(), release });
     }
+    let accounting =
+        Cost::sequential(queries.iter().map(|q| q.release.accounting().clone().named(&q.name)).collect());
+    accounting.spends_exactly(&workload.total)?;
     if let Some(ledger) = &ledger {
         let charge = ledger::Charge {
             query: "workload".to_string(),
             column: Some(workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",")),
             neighbours: workload.neighbours.name().to_string(),
-            eps: workload.total.clone(),
+            eps: accounting.epsilon()?,
         };
         charge_ledger(ledger, &input, &charge)?;
     }
-    let bytes = render(&workload, &releases, args.format)?;
+    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries, accounting };
+    let bytes = table::render(&printed, request.format)?;
     out.write_all(&bytes)?;
     out.flush()?;
     Ok(())
@@ -90,7 +122,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
 
 /// Every query's fold, fed the same rows in one pass.
 #[derive(Clone, Debug)]
-pub struct WorkloadFold(pub Vec<Routed<QueryFold>>);
+pub struct WorkloadFold(pub Vec<Routed<AnyFold>>);
 
 impl Fold for WorkloadFold {
     #[inline]
@@ -124,7 +156,8 @@ pub struct WorkloadQuery {
     pub name: String,
     /// Line of the query's `name` (messages point here).
     pub line: usize,
-    pub plan: Plan,
+    /// The query validated as the same command line would be, at its share.
+    pub job: Job,
 }
 
 /// The file as written, with spans for messages.
@@ -155,27 +188,24 @@ struct RawQuery {
     invalid: Option<Spanned<String>>,
 }
 
-const KINDS: &str = "count, sum, mean, variance, histogram";
 
 impl Workload {
     /// Reads and validates the workload file named by `args`, before any data is read.
-    pub fn load(args: &RunArgs) -> Result<Workload> {
-        let path = args.workload.display().to_string();
-        let text = std::fs::read_to_string(&args.workload)
+    pub fn load(request: &RunRequest) -> Result<Workload> {
+        let path = request.workload.display().to_string();
+        let text = std::fs::read_to_string(&request.workload)
             .map_err(|e| bad_input(format!("cannot read workload {path}: {e}")))?;
-        let (source, csv) = (args.input.source(), args.input.csv());
-        Workload::parse(&path, &text, &source, &csv, args.confidence, args.format).map_err(Into::into)
+        Workload::parse(&path, &text, &request.input, request.confidence, request.format).map_err(Into::into)
     }
 
     /// Parses and validates a workload's text. Every error names the file and the line.
     pub fn parse(
         path: &str,
         text: &str,
-        source: &Source,
-        csv: &CsvOptions,
+        input: &InputFlags,
         confidence: Confidence,
         format: Format,
-    ) -> Result<Workload, InputError> {
+    ) -> Result<Workload, Error> {
         let file = SourceText { path, text };
         let raw: RawWorkload = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| file.line(s.start));
@@ -245,10 +275,10 @@ impl Workload {
 
         let mut queries = Vec::with_capacity(raw.query.len());
         for ((q, (name, line)), eps) in raw.query.iter().zip(names).zip(eps) {
-            let plan = file
-                .query_plan(q.get_ref(), line, eps, neighbours, source, csv, confidence, format)
+            let job = file
+                .query_job(q.get_ref(), line, eps, neighbours, input, confidence, format)
                 .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
-            queries.push(WorkloadQuery { name, line, plan });
+            queries.push(WorkloadQuery { name, line, job });
         }
         Ok(Workload { path: path.to_string(), total, neighbours, queries })
     }
@@ -322,14 +352,14 @@ impl SourceText<'_> {
         self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
     }
 
-    fn error_at(&self, line: Option<usize>, message: &str) -> InputError {
+    fn error_at(&self, line: Option<usize>, message: &str) -> Error {
         match line {
-            Some(line) => InputError(format!("{} line {line}: {message}", self.path)),
-            None => InputError(format!("{}: {message}", self.path)),
+            Some(line) => Error::usage(format!("{} line {line}: {message}", self.path)),
+            None => Error::usage(format!("{}: {message}", self.path)),
         }
     }
 
-    fn error(&self, span: Range<usize>, message: &str) -> InputError {
+    fn error(&self, span: Range<usize>, message: &str) -> Error {
         self.error_at(Some(self.line(span.start)), message)
     }
 
@@ -373,7 +403,7 @@ impl SourceText<'_> {
                 return Err((line, format!("{key}: expected a column name, found {}", other.type_str())))
             }
         };
-        ColumnRef::parse(&text, has_header, key).map_err(|e| (line, e.0))
+        ColumnRef::parse(&text, has_header, key).map_err(|e| (line, e.message().to_string()))
     }
 
     /// A list of names: an array of strings, or one comma-separated string.
@@ -396,140 +426,86 @@ impl SourceText<'_> {
         }
     }
 
-    /// A key that the kind does not use is a mistake (a `bins` on a sum, bounds on a
-    /// categorical histogram): refused with its line rather than ignored.
-    fn refuse_keys_of_other_kinds(&self, q: &RawQuery, kind: &str) -> Result<(), (usize, String)> {
-        let line = |span: Range<usize>| self.line(span.start);
-        let present: [(&str, Option<usize>); 6] = [
-            ("column", q.column.as_ref().map(|v| line(v.span()))),
-            ("lower", q.lower.as_ref().map(|v| line(v.span()))),
-            ("upper", q.upper.as_ref().map(|v| line(v.span()))),
-            ("bins", q.bins.as_ref().map(|v| line(v.span()))),
-            ("categories", q.categories.as_ref().map(|v| line(v.span()))),
-            ("invalid", q.invalid.as_ref().map(|v| line(v.span()))),
-        ];
-        let allowed: &[&str] = match kind {
-            "count" => &[],
-            "sum" | "mean" | "variance" => &["column", "lower", "upper", "invalid"],
-            "histogram" if q.categories.is_some() => &["column", "categories"],
-            "histogram" => &["column", "lower", "upper", "bins", "invalid"],
-            _ => return Ok(()),
-        };
-        for (key, at) in present {
-            if let Some(at) = at {
-                if !allowed.contains(&key) {
-                    let why = if kind == "histogram" { " with categories" } else { "" };
-                    return Err((at, format!("{kind}{why} does not take {key}")));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// One query's plan at ε, checked like the same command line. Errors carry their line.
+    /// One query validated exactly as the same command line would be, at its share. Errors
+    /// carry their line.
     #[allow(clippy::too_many_arguments)]
-    fn query_plan(
+    fn query_job(
         &self,
         q: &RawQuery,
         name_line: usize,
         eps: Epsilon,
         neighbours: Neighbours,
-        source: &Source,
-        csv: &CsvOptions,
+        input: &InputFlags,
         confidence: Confidence,
         format: Format,
-    ) -> Result<Plan, (usize, String)> {
+    ) -> Result<Job, (usize, String)> {
+        let kinds = workload_kinds().join(", ");
         let Some(kind) = &q.kind else {
-            return Err((name_line, format!("no kind: add kind = \"...\" (one of {KINDS})")));
+            return Err((name_line, format!("no kind: add kind = \"...\" (one of {kinds})")));
         };
         let kind_line = self.line(kind.span().start);
         let kind = kind.get_ref().as_str();
-        let has_header = csv.has_header;
-        self.refuse_keys_of_other_kinds(q, kind)?;
-        let invalid = match &q.invalid {
+        let has_header = input.csv.has_header;
+        let categories = match &q.categories {
+            None => None,
+            Some(c) => {
+                let line = self.line(c.span().start);
+                let list = self.list(c, "categories")?;
+                Some(list.parse::<Categories>().map_err(|e| (line, format!("categories: {e}")))?)
+            }
+        };
+        let mut options = Options { categories, ..Options::default() };
+        let Some(allowed) = AnyStatistic::workload_keys_of(kind, &options) else {
+            return Err((kind_line, format!("unknown kind '{kind}': use one of {kinds}")));
+        };
+        self.refuse_other_keys(q, kind, allowed, options.categories.is_some())?;
+        options.invalid = match &q.invalid {
             None => InvalidPolicy::Error,
             Some(v) => {
                 v.get_ref().parse().map_err(|e| (self.line(v.span().start), format!("invalid: {e}")))?
             }
         };
-        let column_name = |needed_by: &str| -> Result<String, (usize, String)> {
-            match &q.column {
-                Some(c) => Ok(self.column(c, "column", has_header)?.label()),
-                None => Err((name_line, format!("{needed_by} needs a column: add column = \"...\""))),
-            }
-        };
+        if allowed.contains(&"column") {
+            options.column = match &q.column {
+                Some(c) => Some(self.column(c, "column", has_header)?.label()),
+                None => return Err((name_line, format!("{kind} needs a column: add column = \"...\""))),
+            };
+        }
         let bound = |value: &Option<Spanned<Value>>, key: &str| -> Result<Option<Finite>, (usize, String)> {
             value.as_ref().map(|v| self.finite(v, key)).transpose()
         };
-        let (lower, upper) = (bound(&q.lower, "lower")?, bound(&q.upper, "upper")?);
-        let needs_bounds = |kind: &str| -> Result<(), (usize, String)> {
-            match (lower, upper) {
-                (Some(_), Some(_)) => Ok(()),
-                _ => Err((
-                    name_line,
-                    format!(
-                        "{kind} needs clamping bounds: add lower = L and upper = U (public; never \
-                         taken from the data)"
-                    ),
-                )),
-            }
+        (options.lower, options.upper) = (bound(&q.lower, "lower")?, bound(&q.upper, "upper")?);
+        options.bins = match &q.bins {
+            None => None,
+            Some(b) => Some(usize::try_from(*b.get_ref()).map_err(|_| {
+                (self.line(b.span().start), "bins must be a positive whole number".to_string())
+            })?),
         };
-        let args = match kind {
-            "count" => QueryArgs::Count,
-            "sum" | "mean" | "variance" => {
-                let column = column_name(kind)?;
-                needs_bounds(kind)?;
-                match kind {
-                    "sum" => QueryArgs::Sum(column, lower, upper, invalid),
-                    "mean" => QueryArgs::Mean(column, lower, upper, invalid),
-                    _ => QueryArgs::Variance(column, lower, upper, invalid),
-                }
-            }
-            "histogram" => {
-                let column = column_name(kind)?;
-                let categories = match &q.categories {
-                    None => None,
-                    Some(c) => {
-                        let line = self.line(c.span().start);
-                        let list = self.list(c, "categories")?;
-                        Some(list.parse::<Categories>().map_err(|e| (line, format!("categories: {e}")))?)
-                    }
-                };
-                let bins = match &q.bins {
-                    None => None,
-                    Some(b) => Some(usize::try_from(*b.get_ref()).map_err(|_| {
-                        (self.line(b.span().start), "bins must be a positive whole number".to_string())
-                    })?),
-                };
-                match (&categories, bins) {
-                    (Some(_), Some(_)) => {
-                        return Err((name_line, "give either bins or categories, not both".to_string()))
-                    }
-                    (None, None) => return Err((
-                        name_line,
-                        "histogram needs public bins: categories = [...] or bins = K with lower and upper"
-                            .to_string(),
-                    )),
-                    (None, Some(_)) => needs_bounds(kind)?,
-                    (Some(_), None) => {}
-                }
-                QueryArgs::Histogram(column, bins, categories, lower, upper, invalid)
-            }
-            other => return Err((kind_line, format!("unknown kind '{other}': use one of {KINDS}"))),
-        };
+        if allowed.contains(&"bins") && options.bins.is_none() {
+            return Err((
+                name_line,
+                format!("{kind} needs public bins: categories = [...] or bins = K with lower and upper"),
+            ));
+        }
+        if allowed.contains(&"lower") && (options.lower.is_none() || options.upper.is_none()) {
+            return Err((
+                name_line,
+                format!(
+                    "{kind} needs clamping bounds: add lower = L and upper = U (public; never \
+                     taken from the data)"
+                ),
+            ));
+        }
         let filters = match &q.filters {
             None => vec![],
             Some(list) => {
                 let line = self.line(list.span().start);
-                list.get_ref()
+                let typed = list
+                    .get_ref()
                     .iter()
-                    .map(|f| {
-                        let f: Filter = f.parse().map_err(|e| (line, format!("where: {e}")))?;
-                        let column =
-                            ColumnRef::parse(&f.column, has_header, "where").map_err(|e| (line, e.0))?;
-                        Ok(FilterSpec { column, value: f.value })
-                    })
-                    .collect::<Result<Vec<_>, (usize, String)>>()?
+                    .map(|f| f.parse::<Filter>().map_err(|e| (line, format!("where: {e}"))))
+                    .collect::<Result<Vec<_>, _>>()?;
+                filter_specs(&typed, has_header, "where").map_err(|e| (line, e.message().to_string()))?
             }
         };
         let group = match (&q.by, &q.keys) {
@@ -547,150 +523,64 @@ impl SourceText<'_> {
                 ))
             }
         };
-        let query =
-            args.validate(&eps, neighbours, has_header, group.is_some()).map_err(|e| (name_line, e.0))?;
-        plan::check_combination(&query, neighbours, !filters.is_empty(), group.is_some())
-            .map_err(|e| (name_line, e))?;
-        Ok(Plan {
-            source: source.clone(),
-            csv: csv.clone(),
+        let setup = Setup {
+            eps: &eps,
+            neighbours,
+            has_header,
+            grouped: group.is_some(),
+            filtered: !filters.is_empty(),
+            private_bounds: false,
+        };
+        let statistic = AnyStatistic::new(kind, options, &setup).map_err(|e| (name_line, e.message().to_string()))?;
+        Ok(Job {
+            input: input.clone(),
+            filter_labels: filters.iter().map(FilterSpec::label).collect(),
             filters,
             group,
-            query,
+            statistic,
             eps,
             neighbours,
             format,
             confidence,
             ledger: None,
             plot: None,
-            threads: 1,
         })
     }
-}
 
-/// One JSON line per query: its name and its release.
-#[derive(Serialize)]
-struct Line<'a> {
-    name: &'a str,
-    /// The workload's total ε, exactly; this query's share is `epsilon_exact`.
-    total_epsilon_exact: String,
-    #[serde(flatten)]
-    release: &'a Published,
-}
-
-/// Text: an aligned table, one row per value (per group and bin where there are several), and
-/// a last row with the total. JSON: one line per query.
-fn render(workload: &Workload, releases: &[Published], format: Format) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    match format {
-        Format::Json => {
-            for (query, release) in workload.queries.iter().zip(releases) {
-                let line =
-                    Line { name: &query.name, total_epsilon_exact: workload.total.exact_string(), release };
-                serde_json::to_writer(&mut out, &line)?;
-                out.push(b'\n');
-            }
-        }
-        Format::Chart => {
-            return Err(bad_input(
-                "--format chart draws one histogram; dpstat run prints --format text or json",
-            ))
-        }
-        Format::Text => {
-            let confidence = workload.queries[0].plan.confidence.level();
-            let mut rows: Vec<[String; 9]> = vec![[
-                "name".into(),
-                "query".into(),
-                "column".into(),
-                "group".into(),
-                "bin".into(),
-                "value".into(),
-                "epsilon".into(),
-                "sensitivity".into(),
-                format!("error({}%)", (confidence * 1e6).round() / 1e4),
-            ]];
-            for (query, release) in workload.queries.iter().zip(releases) {
-                let eps = exact_decimal(&query.plan.eps);
-                match release {
-                    Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps),
-                    Published::Grouped(g) => {
-                        for group in &g.groups {
-                            table_rows(&mut rows, &query.name, &group.key, &group.release, &eps);
-                        }
-                    }
+    /// A key that the kind does not use is a mistake (a `bins` on a sum, bounds on a
+    /// categorical histogram): refused with its line rather than ignored.
+    fn refuse_other_keys(
+        &self,
+        q: &RawQuery,
+        kind: &str,
+        allowed: &[&str],
+        categories: bool,
+    ) -> Result<(), (usize, String)> {
+        let line = |span: Range<usize>| self.line(span.start);
+        let present: [(&str, Option<usize>); 6] = [
+            ("column", q.column.as_ref().map(|v| line(v.span()))),
+            ("lower", q.lower.as_ref().map(|v| line(v.span()))),
+            ("upper", q.upper.as_ref().map(|v| line(v.span()))),
+            ("bins", q.bins.as_ref().map(|v| line(v.span()))),
+            ("categories", q.categories.as_ref().map(|v| line(v.span()))),
+            ("invalid", q.invalid.as_ref().map(|v| line(v.span()))),
+        ];
+        for (key, at) in present {
+            if let Some(at) = at {
+                if !allowed.contains(&key) {
+                    let why = if categories { " with categories" } else { "" };
+                    return Err((at, format!("{kind}{why} does not take {key}")));
                 }
             }
-            let dash = || "-".to_string();
-            rows.push([
-                "total".into(),
-                dash(),
-                dash(),
-                dash(),
-                dash(),
-                dash(),
-                exact_decimal(&workload.total),
-                dash(),
-                dash(),
-            ]);
-            let widths: Vec<usize> =
-                (0..9).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-            for row in &rows {
-                let cells: Vec<String> =
-                    row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}", w = *w)).collect();
-                out.extend_from_slice(cells.join("  ").trim_end().as_bytes());
-                out.push(b'\n');
-            }
         }
-    }
-    Ok(out)
-}
-
-fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str) {
-    let sensitivity = match r.sensitivity {
-        Some(s) => format_float(s),
-        None => r
-            .parts
-            .iter()
-            .map(|p| format!("{}={}", p.name, format_float(p.sensitivity)))
-            .collect::<Vec<_>>()
-            .join(" "),
-    };
-    let error = format_float(r.accuracy.error_bound);
-    let column = r.column.clone().unwrap_or_else(|| "-".into());
-    let row = |bin: String, value: String| -> [String; 9] {
-        [
-            name.into(),
-            r.query.into(),
-            column.clone(),
-            group.into(),
-            bin,
-            value,
-            eps.into(),
-            sensitivity.clone(),
-            error.clone(),
-        ]
-    };
-    if let Some(value) = r.value {
-        rows.push(row("-".into(), crate::output::format_number(value)));
-    }
-    for bin in r.bins.iter().flatten() {
-        rows.push(row(bin.bin.clone(), bin.count.to_string()));
+        Ok(())
     }
 }
 
-fn format_float(x: f64) -> String {
-    crate::output::format_number(Number::Real(x))
-}
-
-/// ε for people: the exact decimal, or the fraction when it does not terminate.
-fn exact_decimal(eps: &Epsilon) -> String {
-    let d = decimal(eps.as_rational());
-    if d.starts_with('~') {
-        let r = eps.as_rational();
-        format!("{}/{}", r.numer(), r.denom())
-    } else {
-        d
-    }
+/// The kinds a workload takes, in registry order.
+fn workload_kinds() -> Vec<&'static str> {
+    let any = Options::default();
+    AnyStatistic::kinds().into_iter().filter(|k| AnyStatistic::workload_keys_of(k, &any).is_some()).collect()
 }
 
 #[cfg(test)]

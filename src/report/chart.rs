@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use crate::release::Release;
+use crate::report::release::Release;
 
 /// Width when neither `COLUMNS` nor a terminal says otherwise.
 pub const DEFAULT_WIDTH: usize = 80;
@@ -47,7 +47,7 @@ pub fn terminal_width() -> usize {
 
 /// The bars of a histogram release: its noisy counts, each with the per-bin bound.
 pub fn bars_of(release: &Release) -> Option<Vec<Bar>> {
-    let error = release.accuracy.error_bound;
+    let error = release.noise.accuracy.error_bound;
     let bins = release.bins.as_ref()?;
     Some(bins.iter().map(|b| Bar { label: b.bin.clone(), value: b.count as f64, error }).collect())
 }
@@ -55,13 +55,13 @@ pub fn bars_of(release: &Release) -> Option<Vec<Bar>> {
 /// The two heading lines of a release's chart: what is drawn, and how to read the band.
 pub fn title_of(release: &Release) -> Vec<String> {
     let column = release.column.as_deref().unwrap_or(release.query);
-    let confidence = trim_number(release.accuracy.confidence * 100.0);
+    let confidence = trim_number(release.noise.accuracy.confidence * 100.0);
     vec![
-        format!("{column}: noisy counts, eps {}, {}", number(release.epsilon), release.neighbours),
+        format!("{column}: noisy counts, eps {}, {}", number(release.noise.epsilon), release.noise.neighbours),
         format!(
             "{SOLID}{INSIDE_BAND} noisy count   {INSIDE_BAND}{OUTSIDE_BAND} ±{}: {confidence}% accuracy bound, {}",
-            number(release.accuracy.error_bound),
-            release.accuracy.scope
+            number(release.noise.accuracy.error_bound),
+            release.noise.accuracy.scope
         ),
     ]
 }

@@ -10,15 +10,15 @@ use std::str::FromStr;
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, Signed, ToPrimitive, Zero};
+use num_traits::{One, Signed, Zero};
+
+use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_up};
 
 /// Smallest ε the tool accepts (CLI.md): below it the noise drowns any statistic
 /// and the grid arithmetic would need needlessly large integers.
 const MIN_EPSILON_DECIMALS: u32 = 9;
 /// Above this the release protects little; allowed, with a warning.
 pub const LARGE_EPSILON: u32 = 10;
-/// A decimal exponent beyond this is a typo or an attack on the big integers.
-const MAX_EXPONENT: i64 = 400;
 
 /// A validated privacy budget: an exact rational with 1e-9 <= ε (finite by construction).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -62,52 +62,6 @@ impl Epsilon {
     }
 }
 
-/// Smallest f64 >= r (r finite and representable in range; saturates to f64::MAX).
-pub fn rational_to_f64_up(r: &BigRational) -> f64 {
-    let mut f = r.to_f64().unwrap_or(f64::MAX);
-    if !f.is_finite() {
-        return f64::MAX;
-    }
-    // to_f64 rounds to nearest; step up until the float is no smaller than the exact value.
-    while let Some(exact) = BigRational::from_float(f) {
-        if exact >= *r {
-            break;
-        }
-        f = f.next_up();
-    }
-    f
-}
-
-/// Largest f64 <= r, for figures where rounding down is the conservative side.
-pub fn rational_to_f64_down(r: &BigRational) -> f64 {
-    // + 0.0 turns the -0.0 of a zero into 0.0.
-    -rational_to_f64_up(&-r) + 0.0
-}
-
-/// A rational for people: the exact decimal when it terminates within 30 digits (1/5 is
-/// "0.2", not 0.19999999999999998), else 15 significant digits marked with a leading "~".
-pub fn decimal(r: &BigRational) -> String {
-    let ten = BigInt::from(10u32);
-    if r.abs() >= BigRational::from_integer(ten.pow(21)) {
-        return format!("~{:e}", r.to_f64().unwrap_or(f64::MAX));
-    }
-    let mut scaled = r.clone();
-    for digits in 0..=30usize {
-        if scaled.is_integer() {
-            let sign = if r.is_negative() { "-" } else { "" };
-            let text = scaled.to_integer().abs().to_string();
-            if digits == 0 {
-                return format!("{sign}{text}");
-            }
-            let padded = format!("{text:0>width$}", width = digits + 1);
-            let (int, frac) = padded.split_at(padded.len() - digits);
-            return format!("{sign}{int}.{}", frac.trim_end_matches('0'));
-        }
-        scaled *= &ten;
-    }
-    format!("~{:.15e}", r.to_f64().unwrap_or(f64::NAN))
-}
-
 impl fmt::Display for Epsilon {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&decimal(&self.0))
@@ -143,41 +97,16 @@ impl Epsilon {
     }
 }
 
-/// Parses a plain decimal (`12`, `0.25`, `.5`, `1e-3`, `+2.5E2`) into an exact rational.
-/// Refuses everything f64 parsing would accept but that is not a finite decimal: `inf`, `NaN`, hex.
-pub fn parse_decimal(s: &str) -> Option<BigRational> {
-    let s = s.trim();
-    let (negative, s) = match s.as_bytes().first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let (mantissa, exponent) = match s.find(['e', 'E']) {
-        Some(i) => (&s[..i], s[i + 1..].parse::<i64>().ok()?),
-        None => (s, 0),
-    };
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let all_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
-    if int_part.is_empty() && frac_part.is_empty()
-        || !all_digits(int_part)
-        || !all_digits(frac_part)
-        || exponent.abs() > MAX_EXPONENT
-    {
-        return None;
-    }
-    let digits: BigInt = format!("{int_part}{frac_part}0").parse().ok()?;
-    let digits = digits / 10; // the trailing 0 lets an empty digit string parse
-    let scale = exponent - frac_part.len() as i64;
-    let ten = BigInt::from(10u32);
-    let mut r = if scale >= 0 {
-        BigRational::from_integer(digits * ten.pow(scale as u32))
-    } else {
-        BigRational::new(digits, ten.pow((-scale) as u32))
-    };
-    if negative {
-        r = -r;
-    }
-    Some(r)
+/// What ε > 10 means for the people in the data: the warning a release prints on stderr and
+/// `dpstat plan` puts in its report.
+pub fn large_epsilon_warning(eps: &Epsilon) -> String {
+    let factor = eps.to_f64_up().exp();
+    let factor = if factor.is_finite() { format!("{factor:.1e}") } else { "more than 1e308".to_string() };
+    format!(
+        "--eps {eps} is large: the release still runs, but it protects little. With ε = {eps} an observer's \
+         odds about whether any one person's row is in the data (or what it holds) can change by a factor \
+         of up to e^{eps} ≈ {factor}; ε of 1 or less is the usual range for meaningful protection (lower --eps)"
+    )
 }
 
 /// Sum of budgets, exact (sequential composition).
@@ -191,24 +120,6 @@ mod tests {
 
     fn ratio(n: i64, d: i64) -> BigRational {
         BigRational::new(BigInt::from(n), BigInt::from(d))
-    }
-
-    #[test]
-    fn parses_decimals_exactly() {
-        assert_eq!(parse_decimal("0.1"), Some(ratio(1, 10)));
-        assert_eq!(parse_decimal("1"), Some(ratio(1, 1)));
-        assert_eq!(parse_decimal(".5"), Some(ratio(1, 2)));
-        assert_eq!(parse_decimal("5."), Some(ratio(5, 1)));
-        assert_eq!(parse_decimal("1e-3"), Some(ratio(1, 1000)));
-        assert_eq!(parse_decimal("+2.5E2"), Some(ratio(250, 1)));
-        assert_eq!(parse_decimal("-0.25"), Some(ratio(-1, 4)));
-    }
-
-    #[test]
-    fn refuses_non_decimals() {
-        for s in ["", ".", "inf", "NaN", "infinity", "0x10", "1e", "e5", "1.2.3", "1e999", "--1", "1 2"] {
-            assert_eq!(parse_decimal(s), None, "{s}");
-        }
     }
 
     #[test]
@@ -239,16 +150,6 @@ mod tests {
         let e: Epsilon = "0.3".parse().unwrap();
         let half = e.split(2);
         assert_eq!(half.as_rational() + half.as_rational(), *e.as_rational());
-    }
-
-    #[test]
-    fn decimals_print_exactly() {
-        assert_eq!(decimal(&ratio(1, 5)), "0.2");
-        assert_eq!(decimal(&ratio(-3, 4)), "-0.75");
-        assert_eq!(decimal(&ratio(7, 1)), "7");
-        assert_eq!(decimal(&ratio(1, 1_000_000_000)), "0.000000001");
-        assert!(decimal(&ratio(1, 3)).starts_with("~3.33333"));
-        assert_eq!(rational_to_f64_down(&ratio(0, 1)).to_bits(), 0.0f64.to_bits());
     }
 
     #[test]

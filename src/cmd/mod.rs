@@ -1,0 +1,14 @@
+//! One module per subcommand, each wiring the layers below into a run: validate everything,
+//! read, measure, charge, and only then print.
+//!
+//! - [`release`]: `dpstat count|sum|mean|variance|histogram|quantile|median`;
+//! - [`run`]: `dpstat run WORKLOAD.toml`, several statistics in one pass;
+//! - [`plan`]: `dpstat plan`, accuracy without data;
+//! - [`budget`]: `dpstat budget`, a dataset's account in the ledger;
+//! - [`generate`]: `dpstat completions` and `dpstat man`.
+
+pub mod budget;
+pub mod generate;
+pub mod plan;
+pub mod release;
+pub mod run;

@@ -1,0 +1,354 @@
+//! `dpstat QUERY`: one statistic's release. The order of work is the guarantee's: validate
+//! everything (the [`Job`]), read the data once (twice only for a numeric histogram whose bounds
+//! are found privately, and only from a file), add all the noise, charge the ledger the exact ε
+//! the accountant totals, and only then print.
+//!
+//! The scan and the measurement are generic over the statistic ([`Scan`] is visited through
+//! [`AnyStatistic::visit`]), so the per-row loop is compiled for each statistic's own fold.
+//! Workloads (`cmd::run`) reuse [`publish`] on folds of [`AnyStatistic`].
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use rand::RngCore;
+
+use crate::data::input::Input;
+use crate::data::route::{FilterList, GroupBy, Routed};
+use crate::data::scan;
+use crate::data::source::{ColumnRef, CsvOptions, Filter, FilterSpec, GroupSpec, Source};
+use crate::error::{bad_input, Error};
+use crate::numeric::bins::Keys;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
+use crate::privacy::ledger::{self, BudgetSummary, LedgerFlags, LedgerSpec};
+use crate::privacy::rng;
+use crate::privacy::unit::Neighbours;
+use crate::query::group;
+use crate::query::options::{Options, Setup};
+use crate::query::statistic::{Context, Measured, Statistic, Visitor};
+use crate::query::AnyStatistic;
+use crate::report::release::{Group, GroupedRelease, Published};
+use crate::report::svg;
+use crate::report::text::{self, Format};
+
+/// Where the CSV comes from and how to read it: the same for a single query and a workload.
+#[derive(Clone, Debug)]
+pub struct InputFlags {
+    pub source: Source,
+    pub csv: CsvOptions,
+    /// Threads that may scan a file.
+    pub threads: usize,
+}
+
+/// A release as the command line asks for it, before validation.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The statistic's kind (`count`, `median`, …).
+    pub kind: &'static str,
+    pub options: Options,
+    pub eps: Epsilon,
+    pub neighbours: Neighbours,
+    pub filters: Vec<Filter>,
+    /// `--by COL` with its `--keys`.
+    pub by: Option<(String, Keys)>,
+    pub format: Format,
+    pub confidence: Confidence,
+    pub ledger: LedgerFlags,
+    pub input: InputFlags,
+    /// `--plot FILE.svg` (histograms).
+    pub plot: Option<PathBuf>,
+}
+
+/// A validated release: every rule across flags is checked here, before a single data row is
+/// read, so later stages never recheck.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub input: InputFlags,
+    pub filters: Vec<FilterSpec>,
+    /// The filters as the release lists them.
+    pub filter_labels: Vec<String>,
+    /// `--by`: one release per public key, each with the full ε.
+    pub group: Option<GroupSpec>,
+    pub statistic: AnyStatistic,
+    pub eps: Epsilon,
+    pub neighbours: Neighbours,
+    pub format: Format,
+    pub confidence: Confidence,
+    pub ledger: Option<LedgerSpec>,
+    /// Written after the release and any ledger charge.
+    pub plot: Option<PathBuf>,
+}
+
+impl Job {
+    pub fn new(request: Request) -> Result<Job, Error> {
+        let has_header = request.input.csv.has_header;
+        let group = match &request.by {
+            Some((by, keys)) => {
+                Some(GroupSpec { column: ColumnRef::parse(by, has_header, "--by")?, keys: keys.clone() })
+            }
+            None => None,
+        };
+        let setup = Setup {
+            eps: &request.eps,
+            neighbours: request.neighbours,
+            has_header,
+            grouped: group.is_some(),
+            filtered: !request.filters.is_empty(),
+            private_bounds: true,
+        };
+        let statistic = AnyStatistic::new(request.kind, request.options.clone(), &setup)?;
+        let filters = filter_specs(&request.filters, has_header, "--where")?;
+        if group.is_some() && (request.format == Format::Chart || request.plot.is_some()) {
+            return Err(Error::usage(
+                "--format chart and --plot draw one histogram; with --by use --format text or json",
+            ));
+        }
+        if request.format == Format::Chart && !statistic.draws_bars() {
+            return Err(Error::usage(format!(
+                "--format chart draws the bars of a histogram; {} releases no bins: use --format text or --format json",
+                statistic.name()
+            )));
+        }
+        if let Some(path) = &request.plot {
+            check_plot_path(path)?;
+        }
+        if let (Source::Stdin, Some(why)) = (&request.input.source, statistic.reads_twice()) {
+            return Err(Error::usage(why));
+        }
+        Ok(Job {
+            input: request.input,
+            filter_labels: filters.iter().map(FilterSpec::label).collect(),
+            filters,
+            group,
+            statistic,
+            eps: request.eps,
+            neighbours: request.neighbours,
+            format: request.format,
+            confidence: request.confidence,
+            ledger: LedgerSpec::from_flags(&request.ledger)?,
+            plot: request.plot,
+        })
+    }
+}
+
+/// `--where` filters with their columns parsed (`flag` names them in messages).
+pub fn filter_specs(filters: &[Filter], has_header: bool, flag: &str) -> Result<Vec<FilterSpec>, Error> {
+    filters
+        .iter()
+        .map(|f| Ok(FilterSpec { column: ColumnRef::parse(&f.column, has_header, flag)?, value: f.value.clone() }))
+        .collect()
+}
+
+/// Reads the data, releases, charges the ledger if there is one, and only then writes the
+/// release to `out`.
+pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
+    warn_if_large(&job.eps);
+    let mut rng = rng::system_rng()?;
+    let fingerprint = job.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
+    let mut input = Input::open(&job.input.source, &job.input.csv, fingerprint, job.input.threads)?;
+    let mut published = job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng })?;
+    published.accounting().spends_exactly(&job.eps)?;
+    // Drawn now, so a failure to draw charges nothing; written only after the charge.
+    let plot = match (&job.plot, &published) {
+        (Some(path), Published::One(release)) => {
+            let svg = svg::render_release(release)
+                .ok_or_else(|| bad_input("--plot draws histograms; this release has no bins"))??;
+            Some((path, svg))
+        }
+        _ => None,
+    };
+    if let Some(ledger) = &job.ledger {
+        let query = match &job.group {
+            None => published.query().to_string(),
+            Some(g) => format!("{} by {}", published.query(), g.column.label()),
+        };
+        let charge = ledger::Charge {
+            query,
+            column: published.column(),
+            neighbours: job.neighbours.name().to_string(),
+            eps: published.accounting().epsilon()?,
+        };
+        published.set_budget(charge_ledger(ledger, &input, &charge)?);
+    }
+    let bytes = text::render(&published, job.format)?;
+    if let Some((path, svg)) = plot {
+        std::fs::write(path, svg).map_err(|e| {
+            let charged = if job.ledger.is_some() { " (the ledger was already charged)" } else { "" };
+            bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
+        })?;
+    }
+    out.write_all(&bytes)?;
+    out.flush()?;
+    // Notes may carry released values (privately chosen bounds): only after the charge.
+    if let Published::One(release) = &published {
+        for note in &release.notes {
+            note_line(note);
+        }
+    }
+    Ok(())
+}
+
+/// The scan and measurement of one statistic, compiled for its own fold.
+struct Scan<'a> {
+    job: &'a Job,
+    input: &'a mut Input,
+    rng: &'a mut dyn RngCore,
+}
+
+impl Visitor for Scan<'_> {
+    type Output = Result<Published>;
+
+    fn visit<S: Statistic>(self, statistic: &S) -> Result<Published> {
+        let Scan { job, input, rng } = self;
+        let mut statistic = statistic.clone();
+        loop {
+            let (filters, by) = routing(&job.filters, job.group.as_ref(), input)?;
+            let mut routed = Routed::new(empty_fold(&statistic, input)?, filters, by);
+            scan::scan(input, &[], &mut routed)?;
+            let cx = context(job, input, &job.eps);
+            match publish(&statistic, routed.groups, job.group.as_ref(), &cx, rng)? {
+                Outcome::Published(published) => return Ok(published),
+                Outcome::Again(next) => {
+                    // The second pass of a statistic that needed the first one's release.
+                    input.reopen(&job.input.source, &job.input.csv)?;
+                    statistic = next;
+                }
+            }
+        }
+    }
+}
+
+/// What every measurement of `job` needs, at `eps`.
+pub fn context<'a>(job: &'a Job, input: &'a Input, eps: &'a Epsilon) -> Context<'a> {
+    Context {
+        eps,
+        neighbours: job.neighbours,
+        confidence: job.confidence,
+        grouped: job.group.is_some(),
+        filters: &job.filter_labels,
+        source: input.name(),
+    }
+}
+
+/// The empty fold of a statistic, its column resolved against the input's header.
+pub fn empty_fold<S: Statistic>(statistic: &S, input: &Input) -> Result<S::Fold> {
+    let index = statistic.column().map(|c| input.resolve(c, "--col")).transpose()?;
+    Ok(statistic.fold(index))
+}
+
+/// Filters and grouping, resolved against the input's header.
+pub fn routing(
+    filters: &[FilterSpec],
+    group: Option<&GroupSpec>,
+    input: &Input,
+) -> Result<(FilterList, Option<GroupBy>)> {
+    let filters = filters
+        .iter()
+        .map(|f| Ok((input.resolve(&f.column, "--where")?, f.value.as_bytes().to_vec())))
+        .collect::<Result<_>>()?;
+    let by = match group {
+        None => None,
+        Some(g) => Some(GroupBy { index: input.resolve(&g.column, "--by")?, keys: Arc::new(g.keys.clone()) }),
+    };
+    Ok((filters, by))
+}
+
+/// What one statistic's measurement came to.
+#[allow(clippy::large_enum_variant)] // one per release
+pub enum Outcome<S> {
+    Published(Published),
+    /// Fold the data again into this statistic.
+    Again(S),
+}
+
+/// Adds the noise to the folded groups: one release, or one per group, each with the full ε of
+/// `cx` (parallel composition: the groups are disjoint). A second pass is asked for only by an
+/// ungrouped statistic (bounds found privately are refused with `--by`).
+pub fn publish<S: Statistic>(
+    statistic: &S,
+    folds: Vec<S::Fold>,
+    group: Option<&GroupSpec>,
+    cx: &Context,
+    rng: &mut dyn RngCore,
+) -> Result<Outcome<S>, Error> {
+    match group {
+        None => {
+            let fold = folds.into_iter().next().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?;
+            Ok(match statistic.measure(fold, cx, rng)? {
+                Measured::Release(release) => Outcome::Published(Published::One(release)),
+                Measured::Again(next) => Outcome::Again(next),
+            })
+        }
+        Some(g) => {
+            let mut groups = Vec::with_capacity(folds.len());
+            for (i, fold) in folds.into_iter().enumerate() {
+                let Measured::Release(release) = statistic.measure(fold, cx, rng)? else {
+                    return Err(Error::internal("a grouped statistic asked for a second pass"));
+                };
+                groups.push(Group { key: g.keys.label(i).to_string(), release });
+            }
+            let grouped = GroupedRelease::new(
+                g.column.label(),
+                cx.neighbours,
+                group::composition_note(cx.neighbours),
+                groups,
+            )?;
+            Ok(Outcome::Published(Published::Grouped(grouped)))
+        }
+    }
+}
+
+/// Charges the dataset (`--dataset`, else the fingerprint of the input just read) in the ledger.
+pub fn charge_ledger(ledger: &LedgerSpec, input: &Input, charge: &ledger::Charge) -> Result<BudgetSummary> {
+    let dataset = match &ledger.dataset {
+        Some(name) => name.clone(),
+        None => input.fingerprint().context("internal error: the input was not fingerprinted")?,
+    };
+    ledger::charge(ledger, &dataset, charge)
+}
+
+/// A warning for ε above 10. A warning, never a refusal: scripts rely on it.
+pub fn warn_if_large(eps: &Epsilon) {
+    if eps.is_large() {
+        warn(&large_epsilon_warning(eps));
+    }
+}
+
+/// An informational line on stderr.
+pub fn note_line(message: &str) {
+    let _ = writeln!(std::io::stderr(), "dpstat: note: {message}");
+}
+
+/// A note on stderr; a failure to write it must not stop a release.
+pub fn warn(message: &str) {
+    let _ = writeln!(std::io::stderr(), "dpstat: warning: {message}");
+}
+
+/// `--plot` is written after the release and any ledger charge, so a path that cannot be
+/// written is refused now, before any data is read or budget spent.
+fn check_plot_path(path: &Path) -> Result<(), Error> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() || path.file_name().is_none() {
+        return Err(Error::usage(format!(
+            "--plot '{shown}' is not a file name; give one like --plot chart.svg"
+        )));
+    }
+    if path.is_dir() {
+        return Err(Error::usage(format!(
+            "--plot '{shown}' is a directory; give a file name like --plot chart.svg"
+        )));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::usage(format!(
+            "--plot '{shown}': the directory '{}' does not exist; create it or point --plot elsewhere",
+            parent.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! One cell as a query reads it: its trimmed bytes, or its finite number under the
+//! `--invalid` policy. The number parser is exact: it returns what `str::parse::<f64>` returns.
+
+use std::str::FromStr;
+
+use crate::data::row::{text_cell, BadCell, Row};
+use crate::numeric::bounds::Finite;
+
+/// `--invalid`: what to do with a missing or non-numeric cell.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum InvalidPolicy {
+    /// Refuse it, naming row and column.
+    #[default]
+    Error,
+    /// Drop the row (add-remove only: under replace it would change the public n).
+    Skip,
+    /// Use this value instead (then clamped like any other).
+    Impute(Finite),
+}
+
+impl FromStr for InvalidPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<InvalidPolicy, String> {
+        match s {
+            "error" => Ok(InvalidPolicy::Error),
+            "skip" => Ok(InvalidPolicy::Skip),
+            _ => match s.strip_prefix("impute=") {
+                Some(v) => v.parse().map(InvalidPolicy::Impute).map_err(|e| format!("impute value: {e}")),
+                None => Err("expected error, skip or impute=V".into()),
+            },
+        }
+    }
+}
+
+/// A numeric cell with its `--invalid` policy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NumberCell {
+    pub index: usize,
+    pub invalid: InvalidPolicy,
+}
+
+impl NumberCell {
+    /// The cell's finite number, the imputed value, or None for a skipped row. A missing or
+    /// non-finite cell ("NaN", "inf", "1e400") is refused under `--invalid error`.
+    #[inline]
+    pub fn read(&self, row: &Row) -> Result<Option<f64>, BadCell> {
+        let cell = text_cell(row, self.index);
+        match parse_number(cell) {
+            Some(x) => Ok(Some(x)),
+            None => match self.invalid {
+                InvalidPolicy::Error => Err(BadCell { column: self.index, why: describe_invalid(cell) }),
+                InvalidPolicy::Skip => Ok(None),
+                InvalidPolicy::Impute(v) => Ok(Some(v.get())),
+            },
+        }
+    }
+}
+
+/// A finite f64, or None: exactly what `str::parse::<f64>` accepts, less NaN and ±inf (which
+/// includes overflow such as 1e400).
+///
+/// Plain decimals (`-12.5`, `007`, `.5`) with at most 19 digits, a value below 2^53 and at most
+/// 22 digits after the point are computed here: the digits form an integer m that an f64 holds
+/// exactly, 10^k is exact too, and one IEEE division m / 10^k rounds the exact quotient
+/// correctly — the value std returns (Clinger 1990, the fast path of every correct parser).
+/// Anything else (exponents, long digit strings, text) goes to std unchanged.
+#[inline]
+pub fn parse_number(cell: &[u8]) -> Option<f64> {
+    match parse_plain_decimal(cell) {
+        Some(x) => Some(x),
+        None => parse_with_std(cell),
+    }
+}
+
+#[inline]
+fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
+    /// Powers of ten that f64 holds exactly.
+    const EXACT_POWERS: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+        1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let (negative, rest) = match cell.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, cell),
+    };
+    let (mut mantissa, mut i) = (0u64, 0usize);
+    while i < rest.len() {
+        let d = rest[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    let mut digits = i;
+    let mut after_point = 0usize;
+    if i < rest.len() && rest[i] == b'.' {
+        i += 1;
+        let first = i;
+        while i < rest.len() {
+            let d = rest[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
+            i += 1;
+        }
+        after_point = i - first;
+        digits += after_point;
+    }
+    // 19 digits cannot wrap a u64; 2^53 and 10^22 keep both operands exact.
+    if i != rest.len() || digits == 0 || digits > 19 || mantissa > 1 << 53 {
+        return None;
+    }
+    let magnitude = mantissa as f64 / *EXACT_POWERS.get(after_point)?;
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+#[cold]
+fn parse_with_std(cell: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(cell).ok()?;
+    text.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+fn describe_invalid(cell: &[u8]) -> String {
+    if cell.is_empty() {
+        return "the cell is empty; use --invalid skip or --invalid impute=V".to_string();
+    }
+    let text = String::from_utf8_lossy(cell);
+    let shown: String = text.chars().take(40).collect();
+    let ellipsis = if text.chars().count() > 40 { "…" } else { "" };
+    format!("'{shown}{ellipsis}' is not a finite number; use --invalid skip or --invalid impute=V")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// std's answer, as bits (so -0 and 0 differ).
+    fn by_std(bytes: &[u8]) -> Option<u64> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        text.parse::<f64>().ok().filter(|x| x.is_finite()).map(f64::to_bits)
+    }
+
+    fn agrees_with_std(bytes: &[u8]) -> bool {
+        parse_number(bytes).map(f64::to_bits) == by_std(bytes)
+    }
+
+    #[test]
+    fn fast_parser_agrees_with_std_on_edge_cases() {
+        let cases = [
+            "",
+            "-",
+            "+",
+            ".",
+            "-.",
+            "+.",
+            "..",
+            "1.",
+            ".5",
+            "-.5",
+            "+.5",
+            "5.e3",
+            "0",
+            "-0",
+            "+0",
+            "-0.0",
+            "00.100",
+            "007",
+            "1e5",
+            "1E-5",
+            "1e",
+            "1e+",
+            "e5",
+            "inf",
+            "-inf",
+            "+inf",
+            "infinity",
+            "INF",
+            "NaN",
+            "nan",
+            "-nan",
+            "1e400",
+            "-1e400",
+            "1e-400",
+            "4.9e-324",
+            "2.2250738585072014e-308",
+            "1.7976931348623157e308",
+            "1.7976931348623159e308",
+            "9007199254740992",
+            "9007199254740993",
+            "-9007199254740993",
+            "9007199254740992.5",
+            "123456789012345678901234567890",
+            "0.1",
+            "0.3",
+            "1234567890123456789",
+            "12345678901234567890",
+            "0.0000000000000000000001",
+            "0.00000000000000000000001",
+            "1.0000000000000000000000",
+            "1_000",
+            " 1",
+            "1 ",
+            "0x10",
+            "1..2",
+            "1.2.3",
+            "--1",
+            "+-1",
+            "-+1",
+            "١",
+            "½",
+            "1,5",
+            "1;5",
+            "\u{feff}1",
+            "99999999999999999999",
+            "3.141592653589793238462643383279",
+            "2.5",
+            "-2.5",
+            "0.49999999999999994",
+        ];
+        for case in cases {
+            assert!(agrees_with_std(case.as_bytes()), "{case:?}: {:?} vs std", parse_number(case.as_bytes()));
+        }
+        assert!(agrees_with_std(b"\xff1"));
+        assert!(agrees_with_std(b"1\x00"));
+    }
+
+    proptest! {
+        /// Decimal syntax, including what the fast path hands on to std.
+        #[test]
+        fn fast_parser_agrees_with_std_on_decimals(
+            text in "[+-]?[0-9]{0,22}(\\.[0-9]{0,24})?([eE][+-]?[0-9]{1,3})?"
+        ) {
+            prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
+        }
+
+        /// Any text at all.
+        #[test]
+        fn fast_parser_agrees_with_std_on_any_text(text in "\\PC{0,12}", bytes in proptest::collection::vec(any::<u8>(), 0..12)) {
+            prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
+            prop_assert!(agrees_with_std(&bytes), "{:?}", bytes);
+        }
+
+        /// Every f64, written the ways programs write numbers.
+        #[test]
+        fn fast_parser_agrees_with_std_on_printed_floats(x in any::<f64>(), places in 0usize..20) {
+            for text in [format!("{x}"), format!("{x:e}"), format!("{x:.places$}"), format!("{x:?}")] {
+                prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn parses_only_finite_numbers() {
+        assert_eq!(parse_number(b"1.5"), Some(1.5));
+        assert_eq!(parse_number(b"-0"), Some(-0.0));
+        for bad in [&b"NaN"[..], b"inf", b"-inf", b"1e400", b"", b"abc", b"1,5", b"\xff"] {
+            assert_eq!(parse_number(bad), None);
+        }
+    }
+
+    #[test]
+    fn parses_policies() {
+        assert_eq!("skip".parse::<InvalidPolicy>(), Ok(InvalidPolicy::Skip));
+        assert!(matches!("impute=3".parse::<InvalidPolicy>(), Ok(InvalidPolicy::Impute(_))));
+        assert!("impute=nan".parse::<InvalidPolicy>().is_err());
+        assert!("drop".parse::<InvalidPolicy>().is_err());
+    }
+}

@@ -1,0 +1,13 @@
+//! Reading the data, knowing nothing of noise or of the statistics: the source and its options,
+//! the input (file, standard input, gzip), one row's view, cells and their parsing, the scan and
+//! its parallel form for plain files, routing rows through filters and groups, and the dataset
+//! fingerprint.
+
+pub mod cell;
+pub mod fingerprint;
+pub mod input;
+pub mod parallel;
+pub mod route;
+pub mod row;
+pub mod scan;
+pub mod source;

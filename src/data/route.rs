@@ -1,0 +1,96 @@
+//! Routing rows: the `--where` filters first, then, with `--by`, each remaining row to the fold
+//! of its group (the trimmed key cell, listed keys or `other`). A row's group is a deterministic
+//! function of the row, so the groups partition the rows (see `query::group` for what that
+//! means for privacy).
+
+use std::sync::Arc;
+
+use crate::data::row::{text_cell, BadCell, Fold, Row};
+use crate::numeric::bins::Keys;
+
+/// Resolved filters: column index and the value the trimmed cell must equal.
+pub type FilterList = Vec<(usize, Vec<u8>)>;
+
+/// The rows of column `index` grouped by the public `keys`.
+#[derive(Clone, Debug)]
+pub struct GroupBy {
+    pub index: usize,
+    pub keys: Arc<Keys>,
+}
+
+/// Applies filters, then routes every remaining row to the fold of its group (one fold when
+/// there is no `--by`).
+#[derive(Clone, Debug)]
+pub struct Routed<F> {
+    filters: Arc<[(usize, Vec<u8>)]>,
+    by: Option<GroupBy>,
+    pub groups: Vec<F>,
+}
+
+impl<F: Fold> Routed<F> {
+    pub fn new(fold: F, filters: FilterList, by: Option<GroupBy>) -> Routed<F> {
+        let n = by.as_ref().map_or(1, |b| b.keys.groups());
+        Routed { filters: filters.into(), by, groups: vec![fold; n] }
+    }
+
+    /// The group index of a row.
+    #[inline]
+    fn group(&self, record: &Row) -> usize {
+        self.by.as_ref().map_or(0, |b| b.keys.index(text_cell(record, b.index)))
+    }
+}
+
+impl<F: Fold> Fold for Routed<F> {
+    #[inline]
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
+        if !self.filters.iter().all(|(i, value)| text_cell(record, *i) == value.as_slice()) {
+            return Ok(());
+        }
+        let g = self.group(record);
+        self.groups[g].row(record)
+    }
+    fn merge(&mut self, other: Self) {
+        for (mine, theirs) in self.groups.iter_mut().zip(other.groups) {
+            mine.merge(theirs);
+        }
+    }
+    fn widest_column(&self) -> Option<usize> {
+        let own = self.filters.iter().map(|(i, _)| *i).chain(self.by.as_ref().map(|b| b.index));
+        own.chain(self.groups.first().and_then(Fold::widest_column)).max()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csv::ByteRecord;
+
+    /// Counts the rows it is fed.
+    #[derive(Clone, Default)]
+    struct Rows(u64);
+
+    impl Fold for Rows {
+        fn row(&mut self, _: &Row) -> Result<(), BadCell> {
+            self.0 += 1;
+            Ok(())
+        }
+        fn merge(&mut self, other: Self) {
+            self.0 += other.0;
+        }
+        fn widest_column(&self) -> Option<usize> {
+            None
+        }
+    }
+
+    #[test]
+    fn routes_rows_to_their_group_after_filters() {
+                let by = GroupBy { index: 0, keys: Arc::new("a,b".parse().unwrap()) };
+        let mut fold = Routed::new(Rows::default(), vec![(1, b"y".to_vec())], Some(by));
+        for (key, keep) in [("a", "y"), ("b", "y"), ("b", "n"), ("zz", "y"), (" a ", "y"), ("", "y")] {
+            fold.row(&Row::record(&ByteRecord::from(vec![key, keep]))).unwrap();
+        }
+        let counts: Vec<u64> = fold.groups.iter().map(|c| c.0).collect();
+        assert_eq!(counts, vec![2, 1, 2]);
+        assert_eq!(fold.widest_column(), Some(1));
+    }
+}

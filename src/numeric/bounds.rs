@@ -1,0 +1,96 @@
+//! Clamping bounds as the flags give them: finite, L < U, and small enough that every release
+//! prints as a finite double. They come from flags, never from the data (DESIGN.md §1): a bound
+//! read off the column would leak the rows that hold it.
+
+use std::str::FromStr;
+
+use num_rational::BigRational;
+use num_traits::Signed;
+
+use super::exact::exact;
+
+/// Largest bound magnitude of a sum or mean: 2^64 rows of it, plus noise, stay below f64::MAX.
+pub const MAX_PRINTABLE_BOUND: f64 = 1e288;
+
+/// A finite bound value given by flag (`--lower`, `--upper`, `impute=V`).
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Finite(f64);
+
+impl Finite {
+    pub fn from_f64(x: f64) -> Option<Finite> {
+        x.is_finite().then_some(Finite(x))
+    }
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl FromStr for Finite {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Finite, String> {
+        match s.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(Finite(v)),
+            _ => Err(format!("'{s}' is not a finite number")),
+        }
+    }
+}
+
+/// Clamping bounds with L < U, both finite: made once, so nothing later can hold NaN or L >= U.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    lower: f64,
+    upper: f64,
+}
+
+impl Bounds {
+    pub fn new(lower: Finite, upper: Finite) -> Result<Bounds, String> {
+        if lower.0 < upper.0 {
+            Ok(Bounds { lower: lower.0, upper: upper.0 })
+        } else {
+            Err(format!("--lower ({}) must be less than --upper ({})", lower.0, upper.0))
+        }
+    }
+    pub fn lower(&self) -> f64 {
+        self.lower
+    }
+    pub fn upper(&self) -> f64 {
+        self.upper
+    }
+    /// Refuses bounds so large that a sum of up to 2^64 clamped rows plus its noise could exceed
+    /// the largest f64, so that every release prints as a finite number.
+    pub fn check_printable(&self) -> Result<(), String> {
+        if self.lower.abs() > MAX_PRINTABLE_BOUND || self.upper.abs() > MAX_PRINTABLE_BOUND {
+            return Err(format!(
+                "--lower/--upper must lie within ±{MAX_PRINTABLE_BOUND:e}, so that every release fits in a double"
+            ));
+        }
+        Ok(())
+    }
+
+    /// max(|L|, |U|), exactly.
+    pub fn max_abs(&self) -> BigRational {
+        exact(self.lower).abs().max(exact(self.upper).abs())
+    }
+    /// U − L, exactly (an f64 subtraction could round or overflow).
+    pub fn width(&self) -> BigRational {
+        exact(self.upper) - exact(self.lower)
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_ordered_finite_and_printable() {
+        let f = |x: f64| Finite::from_f64(x).unwrap();
+        assert!(Bounds::new(f(1.0), f(1.0)).is_err());
+        assert!(Finite::from_f64(f64::NAN).is_none());
+        assert!("inf".parse::<Finite>().is_err());
+        let b = Bounds::new(f(-3.0), f(5.0)).unwrap();
+        assert_eq!(b.width(), exact(8.0));
+        assert_eq!(b.max_abs(), exact(5.0));
+        assert!(Bounds::new(f(0.0), f(1e289)).unwrap().check_printable().is_err());
+    }
+}

@@ -1,0 +1,35 @@
+//! Randomness enters here and only here: ChaCha20 seeded once per run from the operating
+//! system's CSPRNG, or, for tests, from `DPSTAT_INSECURE_SEED`, announced on stderr.
+
+use std::io::Write;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+use crate::error::Error;
+
+/// The test-only switch to reproducible (and therefore not private) noise.
+pub const INSECURE_SEED_VAR: &str = "DPSTAT_INSECURE_SEED";
+
+/// The generator for all noise: ChaCha20 seeded from the operating system (failure to get
+/// entropy is an internal error, exit 1, never a fallback), or from `DPSTAT_INSECURE_SEED` with a warning.
+pub fn system_rng() -> Result<ChaCha20Rng, Error> {
+    match std::env::var_os(INSECURE_SEED_VAR) {
+        None => {
+            ChaCha20Rng::try_from_os_rng().map_err(|e| {
+                Error::internal(format!("reading the operating system's random number generator: {e}"))
+            })
+        }
+        Some(seed) => {
+            let seed: u64 = seed.to_str().and_then(|s| s.trim().parse().ok()).ok_or_else(|| {
+                Error::usage(format!("{INSECURE_SEED_VAR} must be an unsigned 64-bit integer"))
+            })?;
+            let _ = writeln!(
+                std::io::stderr(),
+                "dpstat: warning: {INSECURE_SEED_VAR} is set: the noise is reproducible and this release is NOT private (testing only)"
+            );
+            Ok(ChaCha20Rng::seed_from_u64(seed)) // INSECURE: test hook only
+        }
+    }
+}
+

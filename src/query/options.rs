@@ -1,0 +1,192 @@
+//! A statistic's options as flags or workload keys give them, what every statistic's
+//! validation needs besides them, and the rules several statistics share (bounds from flags,
+//! the `--invalid` policy, which combinations of unit, filters and groups keep a sensitivity).
+
+use std::str::FromStr;
+
+use num_rational::BigRational;
+use num_traits::{Signed, ToPrimitive};
+
+use crate::data::cell::InvalidPolicy;
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::numeric::bins::Categories;
+use crate::numeric::bounds::{Bounds, Finite};
+use crate::numeric::exact::parse_decimal;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::unit::Neighbours;
+use crate::query::bounds;
+
+/// Everything a statistic may be given; each takes what it needs and refuses nothing it does
+/// not know (clap and the workload's key check refuse those first).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The column as typed: a header name, or a 1-based number with --no-header.
+    pub column: Option<String>,
+    pub lower: Option<Finite>,
+    pub upper: Option<Finite>,
+    /// `--bounds-eps`: the share of ε that finds bounds privately.
+    pub bounds_eps: Option<Epsilon>,
+    pub bins: Option<usize>,
+    pub categories: Option<Categories>,
+    pub invalid: InvalidPolicy,
+    /// Quantile levels (`--q`).
+    pub levels: Vec<Level>,
+    pub resolution: Option<usize>,
+}
+
+/// What every statistic's validation needs besides its options.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup<'a> {
+    /// The statistic's ε (its share in a workload).
+    pub eps: &'a Epsilon,
+    pub neighbours: Neighbours,
+    pub has_header: bool,
+    /// One release per `--by` group.
+    pub grouped: bool,
+    /// Rows are filtered by `--where`.
+    pub filtered: bool,
+    /// Bounds may be left out to be found privately (a single release; a workload's queries
+    /// and a plan need them).
+    pub private_bounds: bool,
+}
+
+impl Setup<'_> {
+    /// The statistic's column, parsed as `--col` takes it.
+    pub fn column(&self, options: &Options) -> Result<ColumnRef, Error> {
+        ColumnRef::parse(options.column.as_deref().unwrap_or_default(), self.has_header, "--col")
+    }
+}
+
+/// Clamping bounds: given by flags, or to be found privately with a share of ε.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Clamp<S> {
+    Given(S),
+    Private { bounds_eps: Epsilon, rest: Epsilon },
+}
+
+/// Both bounds, or neither (then a share of ε finds them privately, where the setup allows it);
+/// never one.
+pub fn clamp_bounds(query: &str, options: &Options, setup: &Setup) -> Result<Clamp<Bounds>, Error> {
+    if !setup.private_bounds {
+        return require_bounds(query, options.lower, options.upper).map(Clamp::Given);
+    }
+    match (options.lower, options.upper) {
+        (Some(l), Some(u)) if options.bounds_eps.is_none() => {
+            Ok(Clamp::Given(Bounds::new(l, u).map_err(Error::Usage)?))
+        }
+        (Some(_), Some(_)) => Err(Error::usage(
+            "--bounds-eps pays for finding bounds privately; it has no use with --lower/--upper",
+        )),
+        (None, None) => {
+            let (bounds_eps, rest) = bounds::split(setup.eps, options.bounds_eps.as_ref()).map_err(Error::Usage)?;
+            Ok(Clamp::Private { bounds_eps, rest })
+        }
+        (lower, upper) => match require_bounds(query, lower, upper) {
+            Err(why) => Err(Error::usage(format!(
+                "{why}; or leave out both to spend part of --eps finding them privately"
+            ))),
+            Ok(_) => Err(Error::internal("one bound is missing here")),
+        },
+    }
+}
+
+/// Bounds are flags, never statistics of the data; the message says why and how to give them.
+pub fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>) -> Result<Bounds, Error> {
+    let missing = match (lower, upper) {
+        (Some(l), Some(u)) => return Bounds::new(l, u).map_err(Error::Usage),
+        (Some(_), None) => "--upper U is missing",
+        (None, Some(_)) => "--lower L is missing",
+        (None, None) => "--lower L and --upper U are missing",
+    };
+    Err(Error::usage(format!(
+        "{query} needs public clamping bounds and {missing}: add --lower L --upper U with the range \
+         you expect the values to lie in (e.g. --lower 0 --upper 120 for ages). They fix how much one \
+         row can change the result; dpstat never takes them from the data, because the column's min \
+         or max would reveal the rows that hold them"
+    )))
+}
+
+/// `--invalid skip` makes the number of rows depend on the data, which `replace` declares public.
+pub fn check_invalid_policy(invalid: InvalidPolicy, neighbours: Neighbours) -> Result<(), Error> {
+    if invalid == InvalidPolicy::Skip && neighbours == Neighbours::Replace {
+        return Err(Error::usage(
+            "--invalid skip is refused with --neighbours replace: dropping rows would make the \
+             public row count depend on the data; use --invalid impute=V or --neighbours add-remove",
+        ));
+    }
+    Ok(())
+}
+
+/// Bounds found privately are one pair for the whole column, not one per group.
+pub fn refuse_private_bounds_by_group() -> Error {
+    Error::usage("--by needs --lower/--upper: bounds found privately are not split by group")
+}
+
+/// A statistic whose sensitivity under replace uses the public row count n cannot be filtered:
+/// the filtered count would be private.
+pub fn refuse_filtered_replace(setup: &Setup, query: &str) -> Result<(), Error> {
+    if setup.filtered && setup.neighbours == Neighbours::Replace {
+        return Err(Error::usage(format!(
+            "--where with --neighbours replace is not supported for {query}: the filtered row count \
+             would be private, so the sensitivity would not hold; use --neighbours add-remove"
+        )));
+    }
+    Ok(())
+}
+
+/// A statistic that divides by the row count cannot be grouped under replace: group sizes are
+/// private there.
+pub fn refuse_grouped_replace(setup: &Setup, query: &str) -> Result<(), Error> {
+    if setup.grouped && setup.neighbours == Neighbours::Replace {
+        return Err(Error::usage(format!(
+            "--by with --neighbours replace is not supported for {query}: each group's size would have to be \
+             public, but a changed row can move between groups, so group sizes are private; \
+             use --neighbours add-remove (the noisy count of each group is then part of the release)"
+        )));
+    }
+    Ok(())
+}
+
+/// Levels are exact decimals with at most this many digits after the point.
+const MAX_LEVEL_DIGITS: u32 = 9;
+
+/// A quantile level q = numer/denom in (0, 1), exact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Level {
+    pub numer: u128,
+    pub denom: u128,
+}
+
+impl Level {
+    pub const MEDIAN: Level = Level { numer: 1, denom: 2 };
+
+    pub fn to_f64(&self) -> f64 {
+        self.numer as f64 / self.denom as f64
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Level, String> {
+        let q = parse_decimal(s).ok_or_else(|| format!("'{s}' is not a decimal number like 0.9"))?;
+        let zero = BigRational::from_integer(0.into());
+        let one = BigRational::from_integer(1.into());
+        if q <= zero || q >= one {
+            return Err(format!("the quantile level must be strictly between 0 and 1, not {s}"));
+        }
+        let limit = 10u128.pow(MAX_LEVEL_DIGITS);
+        match (q.numer().abs().to_u128(), q.denom().to_u128()) {
+            (Some(numer), Some(denom)) if denom <= limit => Ok(Level { numer, denom }),
+            _ => Err(format!("quantile levels take at most {MAX_LEVEL_DIGITS} digits after the point")),
+        }
+    }
+}
+
+
+/// Only flag-given bounds can be planned: bounds found privately depend on the data.
+pub fn unplannable() -> Error {
+    Error::usage(
+        "dpstat plan needs --lower L --upper U: accuracy with bounds found privately depends on the data",
+    )
+}

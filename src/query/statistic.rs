@@ -1,0 +1,152 @@
+//! The trait every statistic implements, and what the pipeline hands it.
+
+use std::fmt;
+
+use rand::RngCore;
+
+use crate::data::row::Fold;
+use crate::data::source::ColumnRef;
+use crate::error::Error;
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::unit::Neighbours;
+use crate::query::options::{Options, Setup};
+use crate::report::release::{Noise, Release};
+
+/// One statistic: validated before any data is read, folded over the rows in one pass, then
+/// measured (noise added) once.
+pub trait Statistic: Clone + fmt::Debug + Sized {
+    /// The names it answers to, as subcommand and workload `kind` (quantile answers to
+    /// "quantile" and "median").
+    const KINDS: &'static [&'static str];
+    /// Its per-row state.
+    type Fold: Fold;
+
+    /// Validates the options at this setup's ε and privacy unit, before any data is read.
+    fn new(kind: &str, options: Options, setup: &Setup) -> Result<Self, Error>;
+
+    /// The workload keys `kind` takes besides name, kind, share, where, by and keys; None when
+    /// it cannot be part of a workload.
+    fn workload_keys(options: &Options) -> Option<&'static [&'static str]>;
+
+    /// The kind it was built as.
+    fn name(&self) -> &'static str;
+
+    /// The column it reads; None for a count.
+    fn column(&self) -> Option<&ColumnRef>;
+
+    /// Whether its release has bins that `--format chart` and `--plot` can draw.
+    fn draws_bars(&self) -> bool {
+        false
+    }
+
+    /// Why it reads the data twice, if it does: then it needs a regular file.
+    fn reads_twice(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The empty fold, its column resolved to `index` (None when `column` is None).
+    fn fold(&self, index: Option<usize>) -> Self::Fold;
+
+    /// Adds the noise to what was folded: the release, or the statistic to fold a second pass
+    /// into (a numeric histogram once its bounds are found).
+    fn measure(
+        &self,
+        fold: Self::Fold,
+        cx: &Context,
+        rng: &mut dyn RngCore,
+    ) -> Result<Measured<Self>, Error>;
+
+    /// What a release would state about its noise, computed without data (`dpstat plan`).
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error>;
+}
+
+/// What a measurement needs besides the fold.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// This statistic's ε (its share in a workload).
+    pub eps: &'a Epsilon,
+    pub neighbours: Neighbours,
+    pub confidence: Confidence,
+    /// One release per `--by` group.
+    pub grouped: bool,
+    /// The `--where` filters as the release lists them.
+    pub filters: &'a [String],
+    /// How messages name the input.
+    pub source: &'a str,
+}
+
+impl Context<'_> {
+    /// A release of `statistic`, its common fields filled in.
+    pub fn release<S: Statistic>(
+        &self,
+        statistic: &S,
+        noise: Noise,
+        cost: Cost,
+    ) -> Result<Release, Error> {
+        let column = statistic.column().map(ColumnRef::label);
+        Release::new(statistic.name(), column, self.filters.to_vec(), noise, cost)
+    }
+}
+
+/// The outcome of a measurement.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per release
+pub enum Measured<S> {
+    Release(Release),
+    /// Fold the data again into this statistic, then measure it.
+    Again(S),
+}
+
+/// What a plan needs besides the statistic.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanContext<'a> {
+    pub eps: &'a Epsilon,
+    pub neighbours: Neighbours,
+    pub confidence: Confidence,
+    /// The assumed row count (`--rows`).
+    pub rows: Option<u64>,
+}
+
+/// A statistic's plan: the noise block its release would state, and its number of bins.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub noise: Noise,
+    pub bins: Option<usize>,
+    /// What the plan takes for granted that a release would know (an assumed row count).
+    pub assumptions: Vec<String>,
+}
+
+/// Calls a function generic over the statistic, so that the scan loop is compiled for each
+/// statistic's own fold.
+pub trait Visitor {
+    type Output;
+    fn visit<S: Statistic>(self, statistic: &S) -> Self::Output;
+}
+
+/// Adds per-bin counts of another part of the input (exact, so merging in any order agrees).
+pub fn add_counts(mine: &mut [u64], theirs: &[u64]) {
+    for (m, t) in mine.iter_mut().zip(theirs) {
+        *m += t;
+    }
+}
+
+/// The neighbours of a dataset for property tests: one row removed, one added, one changed.
+#[cfg(test)]
+pub(crate) fn neighbouring<T: Clone>(rows: &[T], other: T, at: usize) -> Neighbouring<T> {
+    let mut removed = rows.to_vec();
+    removed.remove(at);
+    let mut added = rows.to_vec();
+    added.push(other.clone());
+    let mut changed = rows.to_vec();
+    changed[at] = other;
+    Neighbouring { removed, added, changed }
+}
+
+#[cfg(test)]
+pub(crate) struct Neighbouring<T> {
+    pub removed: Vec<T>,
+    pub added: Vec<T>,
+    pub changed: Vec<T>,
+}

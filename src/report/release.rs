@@ -1,0 +1,393 @@
+//! The release schema: what becomes public, and the facts a reader needs to interpret it (ε
+//! charged and its parts, privacy unit, sensitivity, scale, grid, accuracy). Built only from
+//! noisy values and flags by the statistics in `query/`; the exact aggregate never reaches it,
+//! and neither does the true row count under add-remove. `dpstat plan` states the same
+//! [`Noise`] block without data, and workloads print one release per query.
+
+use num_bigint::BigInt;
+use num_traits::ToPrimitive;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::numeric::grid::{Grid, GridBounds};
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::laplace::{Calibration, Noisy};
+use crate::privacy::ledger::BudgetSummary;
+use crate::privacy::unit::Neighbours;
+
+/// One statistic's release.
+#[derive(Clone, Debug, Serialize)]
+pub struct Release {
+    pub query: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    #[serde(rename = "where", skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Number>,
+    /// The noisy aggregate exactly, in grid units (real-valued queries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_units: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<Vec<BinCount>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<Vec<QuantileValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<CandidateInfo>,
+    #[serde(flatten)]
+    pub noise: Noise,
+    pub post_processing: Vec<String>,
+    /// What the release spent, part by part; `noise.epsilon` is its total.
+    pub accounting: Cost,
+    /// Lines for stderr, printed only after the release is complete and charged.
+    #[serde(skip)]
+    pub notes: Vec<String>,
+    /// The ledger account after this release was charged (only with --ledger).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSummary>,
+}
+
+/// What a release states about its noise and accuracy: the same block for a release and for
+/// `dpstat plan`, which computes it with no data.
+#[derive(Clone, Debug, Serialize)]
+pub struct Noise {
+    /// ε charged, rounded up to the next f64.
+    pub epsilon: f64,
+    /// ε charged, exactly, as numerator/denominator.
+    pub epsilon_exact: String,
+    pub neighbours: &'static str,
+    pub mechanism: &'static str,
+    /// Δ of the single noisy aggregate; null for a multi-part release (see `parts`).
+    pub sensitivity: Option<f64>,
+    /// Δ/ε; null for a multi-part release.
+    pub scale: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid: Option<GridInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<BoundsInfo>,
+    /// The row count n: public under replace; the assumed count in a plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+    pub accuracy: Accuracy,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
+}
+
+/// An integer release (counts) or a real one (sums, means).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Number {
+    Integer(i128),
+    Real(f64),
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BinCount {
+    pub bin: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lower: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upper: Option<f64>,
+    pub count: i128,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GridInfo {
+    /// g = 2^exponent.
+    pub exponent: i32,
+    pub spacing: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BoundsInfo {
+    /// The clamping bounds as used: the flags (or the private estimate) snapped outwards
+    /// onto the grid.
+    pub lower: f64,
+    pub upper: f64,
+    /// "flags", or "private" when a share of ε found them.
+    pub source: &'static str,
+    /// ε spent finding the bounds (included in the release's epsilon).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon_exact: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Accuracy {
+    pub confidence: f64,
+    /// |release − true clamped statistic| <= error_bound with probability >= confidence.
+    pub error_bound: f64,
+    /// "value", or "per bin" for histograms (a simultaneous bound over K bins uses β/K).
+    pub scope: &'static str,
+}
+
+/// One released quantile.
+#[derive(Clone, Debug, Serialize)]
+pub struct QuantileValue {
+    pub q: f64,
+    pub q_exact: String,
+    pub value: f64,
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    /// Δu: the most one neighbouring change moves any candidate's score.
+    pub score_sensitivity: u128,
+    /// With probability >= confidence the released candidate's rank is within this many rows
+    /// of the best candidate's.
+    pub rank_error_bound: f64,
+}
+
+/// The public candidate grid of a quantile release.
+#[derive(Clone, Debug, Serialize)]
+pub struct CandidateInfo {
+    pub count: usize,
+    pub lower: f64,
+    pub upper: f64,
+    /// "linear" (even grid over [L, U]) or "log" (the fixed public log-scale grid).
+    pub grid: &'static str,
+}
+
+/// One noisy part of a multi-part release (or of its plan, which has no value but states each
+/// part's own bound).
+#[derive(Clone, Debug, Serialize)]
+pub struct Part {
+    pub name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_units: Option<String>,
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    pub sensitivity: f64,
+    pub scale: f64,
+    pub grid: GridInfo,
+    /// A plan's bound for this part alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_bound: Option<f64>,
+}
+
+/// The mechanism of every Laplace release.
+pub const MECHANISM: &str = "discrete-laplace";
+/// The scope of a single value's bound.
+pub const VALUE: &str = "value";
+/// The scope of a histogram's bound: each bin on its own (a bound for all K at once uses β/K).
+pub const PER_BIN: &str = "per bin";
+
+impl GridInfo {
+    pub fn of(grid: Grid) -> GridInfo {
+        GridInfo { exponent: grid.exponent(), spacing: grid.to_f64(&BigInt::from(1)) }
+    }
+}
+
+impl BoundsInfo {
+    /// Bounds given by flags, as snapped to the grid.
+    pub fn of(bounds: &GridBounds) -> BoundsInfo {
+        BoundsInfo {
+            lower: bounds.lower_f64(),
+            upper: bounds.upper_f64(),
+            source: "flags",
+            epsilon: None,
+            epsilon_exact: None,
+        }
+    }
+}
+
+impl Accuracy {
+    pub fn value(confidence: Confidence, error_bound: f64) -> Accuracy {
+        Accuracy { confidence: confidence.level(), error_bound, scope: VALUE }
+    }
+}
+
+impl Noise {
+    /// The block of a release with one noise draw of calibration `noise` (or of its plan):
+    /// Δ and Δ/ε in the statistic's units, the mechanism, and `accuracy`.
+    pub fn single(noise: &Calibration, neighbours: Neighbours, accuracy: Accuracy) -> Noise {
+        Noise {
+            sensitivity: Some(noise.sensitivity_value()),
+            scale: Some(noise.scale_value()),
+            ..Noise::multi(&noise.eps, neighbours, accuracy)
+        }
+    }
+
+    /// The block of a release whose noise is in several parts (filled in by the caller), or
+    /// that is not Laplace at all: no single Δ or scale.
+    pub fn multi(
+        eps: &crate::privacy::epsilon::Epsilon,
+        neighbours: Neighbours,
+        accuracy: Accuracy,
+    ) -> Noise {
+        Noise {
+            epsilon: eps.to_f64_up(),
+            epsilon_exact: eps.exact_string(),
+            neighbours: neighbours.name(),
+            mechanism: MECHANISM,
+            sensitivity: None,
+            scale: None,
+            grid: None,
+            bounds: None,
+            rows: None,
+            accuracy,
+            parts: vec![],
+        }
+    }
+}
+
+impl Part {
+    /// A drawn part: its noisy value, exactly in grid units and as a real.
+    pub fn drawn(name: &'static str, noisy: &Noisy<BigInt>) -> Part {
+        Part {
+            value: Some(noisy.noise.grid.to_f64(&noisy.value)),
+            value_units: Some(noisy.value.to_string()),
+            ..Part::planned(name, &noisy.noise, None)
+        }
+    }
+
+    /// A part before any draw: its calibration, and its own bound when planned.
+    pub fn planned(name: &'static str, noise: &Calibration, error_bound: Option<f64>) -> Part {
+        Part {
+            name,
+            value: None,
+            value_units: None,
+            epsilon: noise.eps.to_f64_up(),
+            epsilon_exact: noise.eps.exact_string(),
+            sensitivity: noise.sensitivity_value(),
+            scale: noise.scale_value(),
+            grid: GridInfo::of(noise.grid),
+            error_bound,
+        }
+    }
+}
+
+impl Release {
+    /// A release of `query` that spent `accounting`; its ε is the accounting's total, so the
+    /// printed ε, the parts and the ledger's charge cannot disagree.
+    pub fn new(
+        query: &'static str,
+        column: Option<String>,
+        filters: Vec<String>,
+        mut noise: Noise,
+        accounting: Cost,
+    ) -> Result<Release, Error> {
+        let eps = accounting.epsilon()?;
+        noise.epsilon = eps.to_f64_up();
+        noise.epsilon_exact = eps.exact_string();
+        Ok(Release {
+            query,
+            column,
+            filters,
+            value: None,
+            value_units: None,
+            bins: None,
+            quantiles: None,
+            candidates: None,
+            noise,
+            post_processing: vec![],
+            accounting,
+            notes: vec![],
+            budget: None,
+        })
+    }
+}
+
+/// A noisy integer as an i128, saturating (a count beyond ±1.7e38 is noise anyway).
+pub fn saturating_i128(v: &BigInt) -> i128 {
+    v.to_i128().unwrap_or(if v.sign() == num_bigint::Sign::Minus { i128::MIN } else { i128::MAX })
+}
+
+/// One release per public key of `--by`, plus `other`, each with the full ε (parallel
+/// composition; see `query::group`).
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupedRelease {
+    pub query: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// The grouping column.
+    pub by: String,
+    /// ε of every group's release and of the whole (rounded up), and exactly.
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    pub neighbours: &'static str,
+    pub composition: &'static str,
+    pub groups: Vec<Group>,
+    /// The groups' costs composed in parallel; `epsilon` is its total.
+    pub accounting: Cost,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSummary>,
+}
+
+/// One group's release.
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    pub key: String,
+    #[serde(flatten)]
+    pub release: Release,
+}
+
+impl GroupedRelease {
+    /// The groups' releases composed in parallel.
+    pub fn new(
+        by: String,
+        neighbours: Neighbours,
+        composition: &'static str,
+        groups: Vec<Group>,
+    ) -> Result<GroupedRelease, Error> {
+        let first = groups.first().ok_or_else(|| Error::internal("a grouped release without groups"))?;
+        let (query, column) = (first.release.query, first.release.column.clone());
+        let accounting =
+            Cost::parallel(groups.iter().map(|g| g.release.accounting.clone().named(&g.key)).collect());
+        let eps = accounting.epsilon()?;
+        Ok(GroupedRelease {
+            query,
+            column,
+            by,
+            epsilon: eps.to_f64_up(),
+            epsilon_exact: eps.exact_string(),
+            neighbours: neighbours.name(),
+            composition,
+            groups,
+            accounting,
+            budget: None,
+        })
+    }
+}
+
+/// What one query publishes: one release, or one per group.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per query, built once
+pub enum Published {
+    One(Release),
+    Grouped(GroupedRelease),
+}
+
+impl Published {
+    pub fn query(&self) -> &'static str {
+        match self {
+            Published::One(r) => r.query,
+            Published::Grouped(g) => g.query,
+        }
+    }
+
+    pub fn column(&self) -> Option<String> {
+        match self {
+            Published::One(r) => r.column.clone(),
+            Published::Grouped(g) => g.column.clone(),
+        }
+    }
+
+    /// What the whole publication spent.
+    pub fn accounting(&self) -> &Cost {
+        match self {
+            Published::One(r) => &r.accounting,
+            Published::Grouped(g) => &g.accounting,
+        }
+    }
+
+    pub fn set_budget(&mut self, budget: BudgetSummary) {
+        match self {
+            Published::One(r) => r.budget = Some(budget),
+            Published::Grouped(g) => g.budget = Some(budget),
+        }
+    }
+}

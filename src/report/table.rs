@@ -1,0 +1,161 @@
+//! `dpstat run`'s output: one JSON line per query, or an aligned text table with one row per
+//! value (per group and bin where there are several) and a last row with the total.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::error::bad_input;
+use crate::numeric::exact::decimal;
+use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::report::release::{Number, Published, Release};
+use crate::report::text::{format_number, Format};
+
+/// A workload's releases as printed.
+pub struct Workload {
+    /// The total ε: what the queries' shares add up to.
+    pub total: Epsilon,
+    pub confidence: Confidence,
+    pub queries: Vec<Query>,
+    /// The queries' costs composed in sequence; the ledger charges its total.
+    pub accounting: Cost,
+}
+
+/// One query of a workload and what it published.
+pub struct Query {
+    pub name: String,
+    /// This query's share of the total.
+    pub eps: Epsilon,
+    pub release: Published,
+}
+
+/// One JSON line per query: its name and its release.
+#[derive(Serialize)]
+struct Line<'a> {
+    name: &'a str,
+    /// The workload's total ε, exactly; this query's share is `epsilon_exact`.
+    total_epsilon_exact: String,
+    #[serde(flatten)]
+    release: &'a Published,
+}
+
+/// Text: an aligned table, one row per value (per group and bin where there are several), and
+/// a last row with the total. JSON: one line per query.
+pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match format {
+        Format::Json => {
+            for query in &workload.queries {
+                let line = Line {
+                    name: &query.name,
+                    total_epsilon_exact: workload.total.exact_string(),
+                    release: &query.release,
+                };
+                serde_json::to_writer(&mut out, &line)?;
+                out.push(b'\n');
+            }
+        }
+        Format::Chart => {
+            return Err(bad_input(
+                "--format chart draws one histogram; dpstat run prints --format text or json",
+            ))
+        }
+        Format::Text => {
+            let confidence = workload.confidence.level();
+            let mut rows: Vec<[String; 9]> = vec![[
+                "name".into(),
+                "query".into(),
+                "column".into(),
+                "group".into(),
+                "bin".into(),
+                "value".into(),
+                "epsilon".into(),
+                "sensitivity".into(),
+                format!("error({}%)", (confidence * 1e6).round() / 1e4),
+            ]];
+            for query in &workload.queries {
+                let eps = exact_decimal(&query.eps);
+                match &query.release {
+                    Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps),
+                    Published::Grouped(g) => {
+                        for group in &g.groups {
+                            table_rows(&mut rows, &query.name, &group.key, &group.release, &eps);
+                        }
+                    }
+                }
+            }
+            let dash = || "-".to_string();
+            rows.push([
+                "total".into(),
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+                exact_decimal(&workload.total),
+                dash(),
+                dash(),
+            ]);
+            let widths: Vec<usize> =
+                (0..9).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+            for row in &rows {
+                let cells: Vec<String> =
+                    row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}", w = *w)).collect();
+                out.extend_from_slice(cells.join("  ").trim_end().as_bytes());
+                out.push(b'\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str) {
+    let sensitivity = match r.noise.sensitivity {
+        Some(s) => format_float(s),
+        None => r
+            .noise
+            .parts
+            .iter()
+            .map(|p| format!("{}={}", p.name, format_float(p.sensitivity)))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let error = format_float(r.noise.accuracy.error_bound);
+    let column = r.column.clone().unwrap_or_else(|| "-".into());
+    let row = |bin: String, value: String| -> [String; 9] {
+        [
+            name.into(),
+            r.query.into(),
+            column.clone(),
+            group.into(),
+            bin,
+            value,
+            eps.into(),
+            sensitivity.clone(),
+            error.clone(),
+        ]
+    };
+    if let Some(value) = r.value {
+        rows.push(row("-".into(), format_number(value)));
+    }
+    for bin in r.bins.iter().flatten() {
+        rows.push(row(bin.bin.clone(), bin.count.to_string()));
+    }
+}
+
+fn format_float(x: f64) -> String {
+    format_number(Number::Real(x))
+}
+
+/// ε for people: the exact decimal, or the fraction when it does not terminate.
+fn exact_decimal(eps: &Epsilon) -> String {
+    let d = decimal(eps.as_rational());
+    if d.starts_with('~') {
+        let r = eps.as_rational();
+        format!("{}/{}", r.numer(), r.denom())
+    } else {
+        d
+    }
+}
+
