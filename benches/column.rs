@@ -1,4 +1,4 @@
-//! Throughput of the one hot loop (`column::scan`) on a generated CSV, for the folds of the
+//! Throughput of the one hot loop (`data::scan::scan`) on a generated CSV, for the folds of the
 //! benchmark queries, through the csv reader alone and through the parallel scan with 1 and
 //! all threads. A plain harness: `cargo bench --bench column` (rows: DPSTAT_BENCH_ROWS,
 //! default 2,000,000, about 66 MB in a temporary file). Prints the median of 5 runs.
@@ -10,11 +10,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dpstat::clamp::{Bounds, Categories, Finite};
-use dpstat::cli::{InvalidPolicy, Neighbours, Threads};
-use dpstat::column::{scan, Fold, NumberCell};
-use dpstat::input::Input;
-use dpstat::plan::{ColumnRef, CsvOptions, Source};
+use dpstat::cli::Threads;
+use dpstat::data::cell::{InvalidPolicy, NumberCell};
+use dpstat::data::input::Input;
+use dpstat::data::row::Fold;
+use dpstat::data::scan::scan;
+use dpstat::data::source::{ColumnRef, CsvOptions, Source};
+use dpstat::numeric::bins::Categories;
+use dpstat::numeric::bounds::{Bounds, Finite};
+use dpstat::privacy::unit::Neighbours;
 use dpstat::query::count::CountFold;
 use dpstat::query::histogram::{BinOf, HistogramFold};
 use dpstat::query::mean::{MeanFold, MeanSpec};

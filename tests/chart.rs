@@ -118,7 +118,7 @@ fn plot(dir: &std::path::Path, name: &str, extra: &[&str], file: &str, seed: u64
 
 fn bars(doc: &roxmltree::Document) -> usize {
     doc.descendants()
-        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some(dpstat::svg::BAR_FILL))
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some(dpstat::report::svg::BAR_FILL))
         .count()
 }
 

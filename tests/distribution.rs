@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use common::{fixture, json_of, seeded, stdout_of};
-use dpstat::sampler::discrete_laplace_pmf;
+use dpstat::privacy::sampler::discrete_laplace_pmf;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};

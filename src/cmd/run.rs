@@ -588,13 +588,17 @@ mod tests {
     use super::*;
     use csv::ByteRecord;
 
-    fn parse(text: &str) -> Result<Workload, InputError> {
-        let csv = CsvOptions { delimiter: b',', has_header: true };
-        Workload::parse("w.toml", text, &Source::Stdin, &csv, "0.95".parse().unwrap(), Format::Text)
+    fn parse(text: &str) -> Result<Workload, Error> {
+        let input = InputFlags {
+            source: crate::data::source::Source::Stdin,
+            csv: crate::data::source::CsvOptions { delimiter: b',', has_header: true },
+            threads: 1,
+        };
+        Workload::parse("w.toml", text, &input, "0.95".parse().unwrap(), Format::Text)
     }
 
     fn shares(w: &Workload) -> Vec<String> {
-        w.queries.iter().map(|q| q.plan.eps.exact_string()).collect()
+        w.queries.iter().map(|q| q.job.eps.exact_string()).collect()
     }
 
     #[test]
@@ -617,16 +621,16 @@ mod tests {
     /// Splitting the rows between two folds and merging gives exactly the one-fold result.
     #[test]
     fn workload_fold_merges_exactly() {
-        use crate::clamp::{Bounds, Finite};
-        use crate::column::NumberCell;
+        use crate::data::cell::NumberCell;
+        use crate::numeric::bounds::{Bounds, Finite};
         use crate::query::count::CountFold;
         use crate::query::variance::{VarianceFold, VarianceSpec};
         let bounds = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(10.0).unwrap()).unwrap();
         let spec = VarianceSpec::new(bounds, Neighbours::AddRemove, &"1".parse().unwrap()).unwrap();
         let cell = NumberCell { index: 1, invalid: InvalidPolicy::Skip };
         let empty = WorkloadFold(vec![
-            Routed::new(QueryFold::Count(CountFold::default()), vec![(0, b"a".to_vec())], None),
-            Routed::new(QueryFold::Variance(VarianceFold::new(spec, cell)), vec![], None),
+            Routed::new(AnyFold::Count(CountFold::default()), vec![(0, b"a".to_vec())], None),
+            Routed::new(AnyFold::Variance(VarianceFold::new(spec, cell)), vec![], None),
         ]);
         let rows: Vec<ByteRecord> = (0..40)
             .map(|i| {
@@ -636,11 +640,11 @@ mod tests {
         let mut whole = empty.clone();
         let (mut left, mut right) = (empty.clone(), empty);
         for (i, r) in rows.iter().enumerate() {
-            whole.row(&crate::column::Row::record(r)).unwrap();
+            whole.row(&Row::record(r)).unwrap();
             if i < 17 {
-                left.row(&crate::column::Row::record(r)).unwrap()
+                left.row(&Row::record(r)).unwrap()
             } else {
-                right.row(&crate::column::Row::record(r)).unwrap()
+                right.row(&Row::record(r)).unwrap()
             }
         }
         left.merge(right);
@@ -648,8 +652,8 @@ mod tests {
             w.0.iter()
                 .flat_map(|r| &r.groups)
                 .map(|f| match f {
-                    QueryFold::Count(c) => c.rows.to_string(),
-                    QueryFold::Variance(v) => format!("{:?}", v.aggregate()),
+                    AnyFold::Count(c) => c.rows.to_string(),
+                    AnyFold::Variance(v) => format!("{:?}", v.aggregate()),
                     _ => unreachable!(),
                 })
                 .collect()

@@ -146,7 +146,6 @@ mod tests {
     use super::*;
     use crate::data::cell::{InvalidPolicy, NumberCell};
     use crate::data::source::CsvOptions;
-    use proptest::prelude::*;
 
     fn input(text: &'static str, has_header: bool) -> Input {
         let options = CsvOptions { delimiter: b',', has_header };

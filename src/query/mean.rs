@@ -549,6 +549,11 @@ mod tests {
         assert_eq!(replace_release(&BigInt::from(-12), 4, &gb), (0.0, true));
     }
 
+    fn calibration(sensitivity: i128, eps: &str) -> Calibration {
+        let eps: Epsilon = eps.parse().unwrap();
+        Calibration::of(&Aggregate { value: (), sensitivity, grid: Grid::UNIT }, &eps)
+    }
+
     #[test]
     fn planned_mean_bound_is_the_widest_for_its_count() {
         let confidence: Confidence = "0.9".parse().unwrap();
