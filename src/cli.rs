@@ -652,7 +652,9 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
         }
         Query::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), &a.rank.common, None),
         Query::Median(a) => ("median", rank(&a.rank, vec![]), &a.rank.common, None),
-        Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => return None,
+        Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => {
+            return None
+        }
     };
     Some(cmd::release::Request {
         kind,

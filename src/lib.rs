@@ -14,11 +14,11 @@
 //!
 //! This library exists for the binary, tests and benches; it is not a stable API.
 
+pub mod cli;
+pub mod cmd;
+pub mod data;
 pub mod error;
 pub mod numeric;
 pub mod privacy;
-pub mod data;
-pub mod report;
 pub mod query;
-pub mod cmd;
-pub mod cli;
+pub mod report;

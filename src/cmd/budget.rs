@@ -46,8 +46,7 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
             let file =
                 File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
             let reading = |e: io::Error| bad_input(format!("reading {}: {e}", path.display()));
-            fingerprint_of(decompressed(Box::new(file), Some(path)).map_err(reading)?)
-                .map_err(reading)?
+            fingerprint_of(decompressed(Box::new(file), Some(path)).map_err(reading)?).map_err(reading)?
         }
         _ => {
             let reading = |e: io::Error| bad_input(format!("reading <stdin>: {e}"));

@@ -120,7 +120,8 @@ impl Request {
             private_bounds: false,
         };
         let statistic = AnyStatistic::new(self.kind, self.options.clone(), &setup)?;
-        let cx = PlanContext { eps, neighbours: self.neighbours, confidence: self.confidence, rows: self.rows };
+        let cx =
+            PlanContext { eps, neighbours: self.neighbours, confidence: self.confidence, rows: self.rows };
         Ok(Evaluation { eps: eps.clone(), planned: statistic.plan(&cx)? })
     }
 
@@ -230,7 +231,10 @@ mod tests {
         let replace = request("histogram --categories a,b --neighbours replace --eps 1");
         let e = replace.evaluate(&eps("1")).unwrap();
         let n = &e.planned.noise;
-        assert_eq!((n.sensitivity, n.scale, e.planned.bins, n.accuracy.scope), (Some(2.0), Some(2.0), Some(3), "per bin"));
+        assert_eq!(
+            (n.sensitivity, n.scale, e.planned.bins, n.accuracy.scope),
+            (Some(2.0), Some(2.0), Some(3), "per bin")
+        );
     }
 
     #[test]
@@ -257,7 +261,11 @@ mod tests {
         ] {
             let r = request(&format!("{args} --error {target}"));
             let report = r.solve().unwrap();
-            assert!(report.noise.accuracy.error_bound <= target, "{args}: {}", report.noise.accuracy.error_bound);
+            assert!(
+                report.noise.accuracy.error_bound <= target,
+                "{args}: {}",
+                report.noise.accuracy.error_bound
+            );
             let e: Epsilon = report.epsilon_decimal.parse().unwrap();
             // The next smaller 3-digit decimal misses the target.
             let i = (0..=HIGHEST_CANDIDATE).find(|&i| candidate(i) == e).unwrap();

@@ -137,7 +137,9 @@ impl Job {
 pub fn filter_specs(filters: &[Filter], has_header: bool, flag: &str) -> Result<Vec<FilterSpec>, Error> {
     filters
         .iter()
-        .map(|f| Ok(FilterSpec { column: ColumnRef::parse(&f.column, has_header, flag)?, value: f.value.clone() }))
+        .map(|f| {
+            Ok(FilterSpec { column: ColumnRef::parse(&f.column, has_header, flag)?, value: f.value.clone() })
+        })
         .collect()
 }
 
@@ -275,7 +277,8 @@ pub fn publish<S: Statistic>(
 ) -> Result<Outcome<S>, Error> {
     match group {
         None => {
-            let fold = folds.into_iter().next().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?;
+            let fold =
+                folds.into_iter().next().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?;
             Ok(match statistic.measure(fold, cx, rng)? {
                 Measured::Release(release) => Outcome::Published(Published::One(release)),
                 Measured::Again(next) => Outcome::Again(next),

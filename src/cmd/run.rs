@@ -39,7 +39,8 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use crate::cmd::release::{
-    charge_ledger, context, empty_fold, filter_specs, publish, routing, warn_if_large, InputFlags, Job, Outcome,
+    charge_ledger, context, empty_fold, filter_specs, publish, routing, warn_if_large, InputFlags, Job,
+    Outcome,
 };
 use crate::data::cell::InvalidPolicy;
 use crate::data::input::Input;
@@ -95,7 +96,8 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     for (query, routed) in workload.queries.iter().zip(fold.0) {
         let job = &query.job;
         let cx = context(job, &input, &job.eps);
-        let Outcome::Published(release) = publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, &mut rng)?
+        let Outcome::Published(release) =
+            publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, &mut rng)?
         else {
             return Err(Error::internal("a workload query asked for a second pass").into());
         };
@@ -113,7 +115,12 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
         };
         charge_ledger(ledger, &input, &charge)?;
     }
-    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries, accounting };
+    let printed = table::Workload {
+        total: workload.total.clone(),
+        confidence: request.confidence,
+        queries,
+        accounting,
+    };
     let bytes = table::render(&printed, request.format)?;
     out.write_all(&bytes)?;
     out.flush()?;
@@ -187,7 +194,6 @@ struct RawQuery {
     keys: Option<Spanned<Value>>,
     invalid: Option<Spanned<String>>,
 }
-
 
 impl Workload {
     /// Reads and validates the workload file named by `args`, before any data is read.
@@ -531,7 +537,8 @@ impl SourceText<'_> {
             filtered: !filters.is_empty(),
             private_bounds: false,
         };
-        let statistic = AnyStatistic::new(kind, options, &setup).map_err(|e| (name_line, e.message().to_string()))?;
+        let statistic =
+            AnyStatistic::new(kind, options, &setup).map_err(|e| (name_line, e.message().to_string()))?;
         Ok(Job {
             input: input.clone(),
             filter_labels: filters.iter().map(FilterSpec::label).collect(),

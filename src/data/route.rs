@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn routes_rows_to_their_group_after_filters() {
-                let by = GroupBy { index: 0, keys: Arc::new("a,b".parse().unwrap()) };
+        let by = GroupBy { index: 0, keys: Arc::new("a,b".parse().unwrap()) };
         let mut fold = Routed::new(Rows::default(), vec![(1, b"y".to_vec())], Some(by));
         for (key, keep) in [("a", "y"), ("b", "y"), ("b", "n"), ("zz", "y"), (" a ", "y"), ("", "y")] {
             fold.row(&Row::record(&ByteRecord::from(vec![key, keep]))).unwrap();

@@ -81,4 +81,3 @@ pub fn passes(row: &Row, filters: &Filters) -> bool {
     }
     true
 }
-

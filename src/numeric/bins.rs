@@ -152,7 +152,6 @@ impl FromStr for Keys {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +207,4 @@ mod tests {
             assert_eq!(short.index(cell.as_bytes()), want.filter(|&i| i < 16).unwrap_or(16), "{cell}");
         }
     }
-
 }

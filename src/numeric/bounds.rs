@@ -77,7 +77,6 @@ impl Bounds {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

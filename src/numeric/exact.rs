@@ -156,7 +156,6 @@ mod tests {
         assert_eq!(rational_to_f64_down(&ratio(0, 1)).to_bits(), 0.0f64.to_bits());
     }
 
-
     #[test]
     fn floor_log2_exact() {
         let r = |n: i64, d: i64| BigRational::new(n.into(), d.into());

@@ -112,7 +112,9 @@ impl GridBounds {
             return Err(format!(
                 "bounds [{}, {}] are too wide for this epsilon's grid (2^{}): \
                  a bound would exceed 2^62 grid units; narrow --lower/--upper or lower --eps",
-                bounds.lower(), bounds.upper(), grid.exp
+                bounds.lower(),
+                bounds.upper(),
+                grid.exp
             ));
         }
         let (Some(lower), Some(upper)) = (lower.to_i128(), upper.to_i128()) else {
@@ -199,7 +201,6 @@ mod tests {
         assert_eq!((even.upper - even.lower) % 2, 0);
         assert!(GridBounds::snap(&bounds(-1e308, 1e308), Grid { exp: 0 }, false).is_err());
     }
-
 
     proptest! {
         /// Rounding is monotone and never moves a value by more than half a grid step.

@@ -44,11 +44,11 @@ impl Cost {
 
     /// The same cost, labelled (a group's key, a workload query's name).
     pub fn named(self, label: impl Into<String>) -> Cost {
-        let label = Some(label.into());
+        let label = label.into();
         match self {
-            Cost::Part { eps, .. } => Cost::Part { name: label.unwrap_or_default(), eps },
-            Cost::Sequential { parts, .. } => Cost::Sequential { name: label, parts },
-            Cost::Parallel { parts, .. } => Cost::Parallel { name: label, parts },
+            Cost::Part { eps, .. } => Cost::Part { name: label, eps },
+            Cost::Sequential { parts, .. } => Cost::Sequential { name: Some(label), parts },
+            Cost::Parallel { parts, .. } => Cost::Parallel { name: Some(label), parts },
         }
     }
 
@@ -56,8 +56,12 @@ impl Cost {
     pub fn total(&self) -> BigRational {
         match self {
             Cost::Part { eps, .. } => eps.as_rational().clone(),
-            Cost::Sequential { parts, .. } => parts.iter().fold(BigRational::zero(), |acc, p| acc + p.total()),
-            Cost::Parallel { parts, .. } => parts.iter().map(Cost::total).max().unwrap_or_else(BigRational::zero),
+            Cost::Sequential { parts, .. } => {
+                parts.iter().fold(BigRational::zero(), |acc, p| acc + p.total())
+            }
+            Cost::Parallel { parts, .. } => {
+                parts.iter().map(Cost::total).max().unwrap_or_else(BigRational::zero)
+            }
         }
     }
 
@@ -136,7 +140,8 @@ mod tests {
 
     #[test]
     fn serialises_the_tree_with_exact_totals() {
-        let cost = Cost::sequential(vec![Cost::part("bounds", &eps("0.01")), Cost::part("sum", &eps("0.09"))]);
+        let cost =
+            Cost::sequential(vec![Cost::part("bounds", &eps("0.01")), Cost::part("sum", &eps("0.09"))]);
         let json = serde_json::to_value(&cost).unwrap();
         assert_eq!(json["composition"], "sequential");
         assert_eq!(json["epsilon_exact"], "1/10");

@@ -57,10 +57,10 @@ pub struct LedgerFlags {
     pub dataset: Option<String>,
 }
 
-    impl LedgerSpec {
-        /// The ledger flags make sense only together: a budget, a dataset name or a change of
-        /// budget without a ledger is refused, before any data is read.
-        pub fn from_flags(args: &LedgerFlags) -> Result<Option<LedgerSpec>, Error> {
+impl LedgerSpec {
+    /// The ledger flags make sense only together: a budget, a dataset name or a change of
+    /// budget without a ledger is refused, before any data is read.
+    pub fn from_flags(args: &LedgerFlags) -> Result<Option<LedgerSpec>, Error> {
         let Some(path) = &args.path else {
             let stray = [
                 (args.budget.is_some(), "--budget"),
@@ -68,9 +68,9 @@ pub struct LedgerFlags {
                 (args.dataset.is_some(), "--dataset"),
             ];
             return match stray.iter().find(|(given, _)| *given) {
-                Some((_, flag)) => {
-                    Err(Error::usage(format!("{flag} needs a ledger: add --ledger PATH (or set DPSTAT_LEDGER)")))
-                }
+                Some((_, flag)) => Err(Error::usage(format!(
+                    "{flag} needs a ledger: add --ledger PATH (or set DPSTAT_LEDGER)"
+                ))),
                 None => Ok(None),
             };
         };
@@ -400,5 +400,4 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&s.path).unwrap(), bad, "never reset");
         }
     }
-
 }

@@ -93,7 +93,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn permute_and_flip_never_underflows_on_huge_gaps() {
         let scores = [10u128.pow(30), 0, 10u128.pow(30)];

@@ -15,11 +15,9 @@ pub const INSECURE_SEED_VAR: &str = "DPSTAT_INSECURE_SEED";
 /// entropy is an internal error, exit 1, never a fallback), or from `DPSTAT_INSECURE_SEED` with a warning.
 pub fn system_rng() -> Result<ChaCha20Rng, Error> {
     match std::env::var_os(INSECURE_SEED_VAR) {
-        None => {
-            ChaCha20Rng::try_from_os_rng().map_err(|e| {
-                Error::internal(format!("reading the operating system's random number generator: {e}"))
-            })
-        }
+        None => ChaCha20Rng::try_from_os_rng().map_err(|e| {
+            Error::internal(format!("reading the operating system's random number generator: {e}"))
+        }),
         Some(seed) => {
             let seed: u64 = seed.to_str().and_then(|s| s.trim().parse().ok()).ok_or_else(|| {
                 Error::usage(format!("{INSECURE_SEED_VAR} must be an unsigned 64-bit integer"))
@@ -32,4 +30,3 @@ pub fn system_rng() -> Result<ChaCha20Rng, Error> {
         }
     }
 }
-

@@ -166,4 +166,3 @@ registry! {
     histogram::Histogram,
     quantile::Quantile,
 }
-

@@ -79,7 +79,8 @@ pub fn clamp_bounds(query: &str, options: &Options, setup: &Setup) -> Result<Cla
             "--bounds-eps pays for finding bounds privately; it has no use with --lower/--upper",
         )),
         (None, None) => {
-            let (bounds_eps, rest) = bounds::split(setup.eps, options.bounds_eps.as_ref()).map_err(Error::Usage)?;
+            let (bounds_eps, rest) =
+                bounds::split(setup.eps, options.bounds_eps.as_ref()).map_err(Error::Usage)?;
             Ok(Clamp::Private { bounds_eps, rest })
         }
         (lower, upper) => match require_bounds(query, lower, upper) {
@@ -182,7 +183,6 @@ impl FromStr for Level {
         }
     }
 }
-
 
 /// Only flag-given bounds can be planned: bounds found privately depend on the data.
 pub fn unplannable() -> Error {

@@ -51,12 +51,8 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
 
     /// Adds the noise to what was folded: the release, or the statistic to fold a second pass
     /// into (a numeric histogram once its bounds are found).
-    fn measure(
-        &self,
-        fold: Self::Fold,
-        cx: &Context,
-        rng: &mut dyn RngCore,
-    ) -> Result<Measured<Self>, Error>;
+    fn measure(&self, fold: Self::Fold, cx: &Context, rng: &mut dyn RngCore)
+        -> Result<Measured<Self>, Error>;
 
     /// What a release would state about its noise, computed without data (`dpstat plan`).
     fn plan(&self, cx: &PlanContext) -> Result<Planned, Error>;
@@ -79,12 +75,7 @@ pub struct Context<'a> {
 
 impl Context<'_> {
     /// A release of `statistic`, its common fields filled in.
-    pub fn release<S: Statistic>(
-        &self,
-        statistic: &S,
-        noise: Noise,
-        cost: Cost,
-    ) -> Result<Release, Error> {
+    pub fn release<S: Statistic>(&self, statistic: &S, noise: Noise, cost: Cost) -> Result<Release, Error> {
         let column = statistic.column().map(ColumnRef::label);
         Release::new(statistic.name(), column, self.filters.to_vec(), noise, cost)
     }

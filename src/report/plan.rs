@@ -52,7 +52,10 @@ pub fn render_text(r: &Report) -> String {
         format!("{what}, {} (no data read, no noise drawn, no budget charged)", r.noise.neighbours),
     ));
     if let Some(t) = r.target_error {
-        lines.push(("target", format!("error at most {} at confidence {}", show(t), r.noise.accuracy.confidence)));
+        lines.push((
+            "target",
+            format!("error at most {} at confidence {}", show(t), r.noise.accuracy.confidence),
+        ));
     }
     lines.push(("epsilon", r.epsilon_decimal.clone()));
     if let Some(m) = &r.method {
@@ -109,4 +112,3 @@ pub fn render_text(r: &Report) -> String {
     }
     text
 }
-

@@ -158,4 +158,3 @@ fn exact_decimal(eps: &Epsilon) -> String {
         d
     }
 }
-

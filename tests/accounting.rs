@@ -1,0 +1,195 @@
+//! One ε accountant: for every statistic × privacy unit × way of running it (plain, `--by`
+//! groups, inside a workload, with bounds found privately), the parts a release prints under
+//! `accounting` compose exactly (sequential parts add up, parallel groups take the largest) to
+//! the ε the release prints, and that is exactly what the ledger is charged.
+
+mod common;
+
+use std::fs;
+
+use common::{dpstat, fixture, stdout_of, UNITS};
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use serde_json::Value;
+use tempfile::TempDir;
+
+fn exact(text: &str) -> BigRational {
+    let (n, d) = text.split_once('/').unwrap_or_else(|| panic!("not n/d: {text}"));
+    BigRational::new(n.parse::<BigInt>().unwrap(), d.parse::<BigInt>().unwrap())
+}
+
+/// Checks one node of an accounting tree and returns its exact total.
+fn check_tree(node: &Value) -> BigRational {
+    let total = exact(node["epsilon_exact"].as_str().unwrap_or_else(|| panic!("no epsilon_exact: {node}")));
+    if let Some(parts) = node.get("parts").and_then(Value::as_array) {
+        let totals: Vec<BigRational> = parts.iter().map(check_tree).collect();
+        let composed = match node["composition"].as_str() {
+            Some("sequential") => totals.iter().fold(BigRational::from_integer(0.into()), |a, t| a + t),
+            Some("parallel") => totals.iter().max().cloned().expect("parallel parts"),
+            other => panic!("composition {other:?} in {node}"),
+        };
+        assert_eq!(composed, total, "parts do not compose to the node's epsilon: {node}");
+    }
+    total
+}
+
+/// The release's printed ε, checked against its own accounting tree.
+fn printed(release: &Value) -> BigRational {
+    let total = check_tree(&release["accounting"]);
+    assert_eq!(exact(release["epsilon_exact"].as_str().unwrap()), total, "{release}");
+    total
+}
+
+/// The ε of the ledger's last record.
+fn last_charge(ledger: &std::path::Path) -> BigRational {
+    let text = fs::read_to_string(ledger).unwrap();
+    let record: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(record["type"], "release", "{record}");
+    exact(record["epsilon"].as_str().unwrap())
+}
+
+struct Kind {
+    args: &'static [&'static str],
+    /// The same statistic as a workload query, or None where workloads do not take it.
+    workload: Option<&'static str>,
+    grouped: bool,
+    private_bounds: Option<&'static [&'static str]>,
+    /// Statistics that divide by the row count cannot be grouped under replace.
+    grouped_under_replace: bool,
+}
+
+const KINDS: &[Kind] = &[
+    Kind {
+        args: &["count"],
+        workload: Some("kind = \"count\""),
+        grouped: true,
+        private_bounds: None,
+        grouped_under_replace: true,
+    },
+    Kind {
+        args: &["sum", "--col", "income", "--lower", "0", "--upper", "200000"],
+        workload: Some("kind = \"sum\"\ncolumn = \"income\"\nlower = 0\nupper = 200000"),
+        grouped: true,
+        private_bounds: Some(&["sum", "--col", "income"]),
+        grouped_under_replace: true,
+    },
+    Kind {
+        args: &["mean", "--col", "age", "--lower", "0", "--upper", "100"],
+        workload: Some("kind = \"mean\"\ncolumn = \"age\"\nlower = 0\nupper = 100"),
+        grouped: true,
+        private_bounds: Some(&["mean", "--col", "income"]),
+        grouped_under_replace: false,
+    },
+    Kind {
+        args: &["variance", "--col", "age", "--lower", "0", "--upper", "100"],
+        workload: Some("kind = \"variance\"\ncolumn = \"age\"\nlower = 0\nupper = 100"),
+        grouped: true,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    Kind {
+        args: &["histogram", "--col", "age", "--bins", "4", "--lower", "0", "--upper", "100"],
+        workload: Some("kind = \"histogram\"\ncolumn = \"age\"\nbins = 4\nlower = 0\nupper = 100"),
+        grouped: true,
+        private_bounds: Some(&["histogram", "--col", "income", "--bins", "4"]),
+        grouped_under_replace: true,
+    },
+    Kind {
+        args: &["quantile", "--col", "age", "--q", "0.1,0.5,0.9", "--lower", "0", "--upper", "100"],
+        workload: None,
+        grouped: false,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    Kind {
+        args: &["median", "--col", "age", "--lower", "0", "--upper", "100"],
+        workload: None,
+        grouped: false,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+];
+
+/// Runs a release with a fresh ledger; returns its JSON and the ledger's charge.
+fn charged(args: &[&str], unit: &str, eps: &str) -> (Value, BigRational) {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let out = stdout_of(
+        dpstat()
+            .args(args)
+            .args(["--eps", eps, "--neighbours", unit, "--budget", "100", "--format", "json", "--ledger"])
+            .arg(&ledger)
+            .arg(fixture("people.csv")),
+    );
+    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    (json, last_charge(&ledger))
+}
+
+#[test]
+fn plain_and_private_bounds_releases_print_what_they_charge() {
+    for kind in KINDS {
+        for unit in UNITS {
+            // An ε with a thirds split that does not terminate as a decimal: exactness shows.
+            let (json, charge) = charged(kind.args, unit, "0.7");
+            assert_eq!(printed(&json), charge, "{:?} {unit}", kind.args);
+            assert_eq!(charge, exact("7/10"));
+            if let Some(args) = kind.private_bounds {
+                let (json, charge) = charged(args, unit, "0.9");
+                assert_eq!(printed(&json), charge, "{args:?} {unit}");
+                assert_eq!(json["accounting"]["parts"][0]["name"], "bounds", "{json}");
+                assert_eq!(charge, exact("9/10"));
+            }
+        }
+    }
+}
+
+#[test]
+fn grouped_releases_compose_in_parallel_and_charge_once() {
+    for kind in KINDS.iter().filter(|k| k.grouped) {
+        for unit in UNITS.iter().filter(|u| **u == "add-remove" || kind.grouped_under_replace) {
+            let mut args = kind.args.to_vec();
+            args.extend(["--by", "region", "--keys", "north,south,east"]);
+            let (json, charge) = charged(&args, unit, "0.3");
+            assert_eq!(json["accounting"]["composition"], "parallel", "{json}");
+            assert_eq!(json["accounting"]["parts"].as_array().map(Vec::len), Some(4), "{json}");
+            for group in json["groups"].as_array().unwrap() {
+                assert_eq!(printed(group), exact("3/10"), "{group}");
+            }
+            assert_eq!(printed(&json), charge, "{args:?} {unit}");
+            assert_eq!(charge, exact("3/10"));
+        }
+    }
+}
+
+#[test]
+fn workload_queries_compose_in_sequence_to_the_total_charged() {
+    for kind in KINDS.iter().filter(|k| k.workload.is_some()) {
+        for unit in UNITS {
+            let dir = TempDir::new().unwrap();
+            let (workload, ledger) = (dir.path().join("w.toml"), dir.path().join("ledger.jsonl"));
+            let body = kind.workload.unwrap();
+            fs::write(
+                &workload,
+                format!(
+                    "epsilon = \"1\"\nneighbours = \"{unit}\"\n\n[[query]]\nname = \"a\"\n{body}\nshare = \"0.3\"\n\n\
+                     [[query]]\nname = \"b\"\nkind = \"count\"\n\n[[query]]\nname = \"c\"\n{body}\n"
+                ),
+            )
+            .unwrap();
+            let out = stdout_of(
+                dpstat()
+                    .arg("run")
+                    .arg(&workload)
+                    .args(["--format", "json", "--budget", "5", "--ledger"])
+                    .arg(&ledger)
+                    .arg(fixture("people.csv")),
+            );
+            let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let shares: Vec<BigRational> = lines.iter().map(printed).collect();
+            assert_eq!(shares, vec![exact("3/10"), exact("7/20"), exact("7/20")], "{body}");
+            let sum = shares.iter().fold(BigRational::from_integer(0.into()), |a, s| a + s);
+            assert_eq!(sum, last_charge(&ledger), "{body} {unit}");
+            assert_eq!(sum, exact("1/1"));
+        }
+    }
+}
