@@ -8,7 +8,7 @@
 //! - [`privacy`]: ε, the privacy unit, samplers, mechanisms, accuracy, the accountant, the ledger;
 //! - [`data`]: the input, the scan (parallel for plain files), cells, filters and groups;
 //! - [`report`]: the release schema and its text, JSON, chart and SVG renderings;
-//! - [`query`]: one module per statistic, behind the [`query::Statistic`] trait;
+//! - [`query`]: one module per statistic, behind the [`query::statistic::Statistic`] trait;
 //! - [`cmd`]: one module per subcommand, wiring the layers together;
 //! - [`cli`]: the clap definition, turned into the commands' requests.
 //!

@@ -3,7 +3,7 @@
 //! are found privately, and only from a file), add all the noise, charge the ledger the exact ε
 //! the accountant totals, and only then print.
 //!
-//! The scan and the measurement are generic over the statistic ([`Scan`] is visited through
+//! The scan and the measurement are generic over the statistic (`Scan` is visited through
 //! [`AnyStatistic::visit`]), so the per-row loop is compiled for each statistic's own fold.
 //! Workloads (`cmd::run`) reuse [`publish`] on folds of [`AnyStatistic`].
 

@@ -2,7 +2,7 @@
 //!
 //! The workload file sets the total ε and the privacy unit; every `[[query]]` has a name, a
 //! kind, its column and bounds, and an optional `share` of ε. Shares are exact decimals and
-//! must add up to the total exactly (exact rationals, [`crate::epsilon::parse_decimal`]); the
+//! must add up to the total exactly (exact rationals, [`crate::numeric::exact::parse_decimal`]); the
 //! queries without a share split what is left evenly (all of it when none has one). The queries
 //! run on the same data, so by sequential composition (Dwork & Roth 2014, Thm 3.16) the whole
 //! release is ε_total-DP for the workload's privacy unit, and the ledger is charged ε_total once.

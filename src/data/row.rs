@@ -33,7 +33,7 @@ impl<'a> Row<'a> {
         Row(Fields::Record(record))
     }
 
-    /// A line split by [`parallel`]: `ends` as in the field ends of a csv record.
+    /// A line split by [`parallel`](crate::data::parallel): `ends` as in the field ends of a csv record.
     pub fn line(line: &'a [u8], ends: &'a [usize]) -> Row<'a> {
         Row(Fields::Line { line, ends })
     }
