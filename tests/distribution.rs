@@ -1,6 +1,6 @@
-//! End-to-end statistical tests (DESIGN.md §6.3–§6.5): the real binary is run many times with
+//! End-to-end statistical tests (docs/DESIGN.md §6.3–§6.5): the real binary is run many times with
 //! different `DPSTAT_INSECURE_SEED` values and its releases are tested against the distribution
-//! that CLI.md and DESIGN.md declare — χ² for integer (discrete Laplace) noise, Kolmogorov–Smirnov
+//! that README.md and docs/DESIGN.md declare — χ² for integer (discrete Laplace) noise, Kolmogorov–Smirnov
 //! plus a scale test for real-valued noise — and against the accuracy bound and the grid it prints.
 //!
 //! Every test has a fixed significance level (`ALPHA`), fixed seeds and hand-computed truths
@@ -509,7 +509,7 @@ fn assert_coverage(name: &str, covered: usize, total: usize, confidence: f64) {
 }
 
 /// The bound is also not loose where the noise is continuous-like: its coverage is the
-/// confidence itself up to 4 standard errors (the bound is the exact quantile, DESIGN.md §4).
+/// confidence itself up to 4 standard errors (the bound is the exact quantile, docs/DESIGN.md §4).
 fn assert_coverage_tight(name: &str, covered: usize, total: usize, confidence: f64) {
     let share = covered as f64 / total as f64;
     let se = (confidence * (1.0 - confidence) / total as f64).sqrt();
@@ -903,7 +903,7 @@ fn grid_exponent_is_the_same_on_different_data() {
 
 #[test]
 fn grid_exponent_follows_the_design_formula() {
-    // k = floor(log2(Δ/ε)) − 40, worked out by hand (DESIGN.md §2.2).
+    // k = floor(log2(Δ/ε)) − 40, worked out by hand (docs/DESIGN.md §2.2).
     let cases: [(&[&str], i64); 14] = [
         // sum add-remove, Δ = max(|L|, |U|)
         (&["sum", "--lower", "0", "--upper", "100", "--eps", "1"], 6 - 40), // 100

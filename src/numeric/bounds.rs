@@ -1,5 +1,5 @@
 //! Clamping bounds as the flags give them: finite, L < U, and small enough that every release
-//! prints as a finite double. They come from flags, never from the data (DESIGN.md §1): a bound
+//! prints as a finite double. They come from flags, never from the data (docs/DESIGN.md §1): a bound
 //! read off the column would leak the rows that hold it.
 
 use std::str::FromStr;

@@ -1,5 +1,5 @@
 //! The power-of-two grid that makes real-valued sums exact: values are rounded to multiples of
-//! g = 2^k, with k chosen from the flags' Δ and ε only (DESIGN.md §2.2), and summed as integers.
+//! g = 2^k, with k chosen from the flags' Δ and ε only (docs/DESIGN.md §2.2), and summed as integers.
 
 use std::fmt;
 
@@ -12,9 +12,9 @@ use super::bounds::Bounds;
 use super::exact::{exact, floor_log2, pow2};
 
 /// Grid units are at most this in absolute value, so any row fits in i64 and an i128
-/// accumulator cannot overflow below 2^64 rows (DESIGN.md §2.3).
+/// accumulator cannot overflow below 2^64 rows (docs/DESIGN.md §2.3).
 pub const MAX_GRID_UNITS: i128 = 1 << 62;
-/// Noise resolution: the grid is about 2^-40 of the noise scale (DESIGN.md §2.2).
+/// Noise resolution: the grid is about 2^-40 of the noise scale (docs/DESIGN.md §2.2).
 const GRID_BITS_BELOW_SCALE: i64 = 40;
 
 /// A grid of spacing g = 2^exp. Real values are rounded to multiples of g and summed as integers.

@@ -26,7 +26,7 @@
 //! true value, but it biases a release near 0 or h² upwards or downwards respectively.
 //!
 //! Exact squares and overflow (Casacuberta, Shoemate, Vadhan, Wagaman 2022 for why this
-//! matters): the values' grid g = 2^k is chosen from the sum's Δ and ε_part (DESIGN §2.2) and
+//! matters): the values' grid g = 2^k is chosen from the sum's Δ and ε_part (docs/DESIGN.md §2.2) and
 //! the bounds are refused unless |L|, |U| <= 2^62 units, so |y| <= 2^62 and y² <= 2^124 fits
 //! an i128 exactly. The squares get their own grid G = 2^K chosen the same way from their own
 //! Δ = (h_u·g)² and ε_part, and q(y) = round(y² · g²/G) = round(y² · 2^(2k−K)), ties up: an
