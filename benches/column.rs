@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dpstat::cli::Threads;
+use dpstat::cli::values::Threads;
 use dpstat::data::cell::{InvalidPolicy, NumberCell};
 use dpstat::data::input::Input;
 use dpstat::data::row::Fold;

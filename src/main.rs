@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use dpstat::cli::{self, Cli, Query};
+use dpstat::cli::{request, Cli, Query};
 use dpstat::cmd;
 use dpstat::error::{exit_code, EXIT_USAGE};
 
@@ -29,11 +29,11 @@ fn main() -> ExitCode {
 fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
     match &query {
         Query::Budget(args) => cmd::budget::report(&args.request(), out),
-        Query::Plan(args) => cmd::plan::run(&cli::plan_request(args)?, out),
+        Query::Plan(args) => cmd::plan::run(&request::plan_request(args)?, out),
         Query::Completions(args) => cmd::generate::completions(args.shell, Cli::command(), out),
         Query::Man => cmd::generate::man(Cli::command(), out),
         Query::Run(args) => cmd::run::run(&args.request(), out),
-        release => match cli::release_request(release) {
+        release => match request::release_request(release) {
             Some(request) => cmd::release::run(cmd::release::Job::new(request)?, out),
             None => Err(dpstat::error::Error::internal("a subcommand without a command").into()),
         },

@@ -215,7 +215,7 @@ mod tests {
     fn request(args: &str) -> Request {
         let cli = Cli::try_parse_from(format!("dpstat plan {args}").split_whitespace()).unwrap();
         let crate::cli::Query::Plan(plan) = cli.query else { panic!("a plan") };
-        crate::cli::plan_request(&plan).unwrap()
+        crate::cli::request::plan_request(&plan).unwrap()
     }
 
     fn eps(s: &str) -> Epsilon {

@@ -1,0 +1,71 @@
+//! The long help texts of the subcommands: sensitivities and worked examples, and the build
+//! facts `--version` states.
+
+/// `dpstat --version`: the version and the build facts a privacy review asks about.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nrandomness: ChaCha20 seeded from the operating system's CSPRNG, once per run; \
+     no entropy is an error, never a fallback",
+    "\nnoise:      exact discrete Laplace sampler (Canonne, Kamath, Steinke 2020), integer and \
+     rational arithmetic only, no floating point",
+    "\nsums:       exact fixed-point on a power-of-two grid chosen from the flags, never from the data",
+    "\ntest hook:  DPSTAT_INSECURE_SEED=<u64> makes the noise reproducible and NOT private; \
+     every run with it warns on stderr"
+);
+
+pub const COUNT_HELP: &str = "\
+Sensitivity (noise: discrete Laplace on the integers, scale Δ/ε):
+  add-remove  Δ = 1   one row more or less moves the count by 1
+  replace     Δ = 1   a changed row can start or stop matching --where
+
+Worked example:
+  dpstat count --where urban_rural=2 --eps 0.1 people.csv
+    Δ = 1, scale = 1/0.1 = 10: the printed count is within ±30 of the true count
+    with probability 0.95 (`dpstat plan count --eps 0.1` says the same without data).";
+
+pub const SUM_HELP: &str = "\
+Sensitivity (values clamped to [L, U]; noise: discrete Laplace of scale Δ/ε on a 2^k grid):
+  add-remove  Δ = max(|L|, |U|)   a row added or removed moves the sum by its clamped value
+  replace     Δ = U − L           a row's value changes anywhere within [L, U]
+
+Worked example:
+  dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 people.csv
+    add-remove: Δ = max(0, 200000) = 200000, scale = 200000/0.5 = 400000: the printed sum
+    is within ±1198293 of the true clamped sum with probability 0.95
+    (see `dpstat plan sum --lower 0 --upper 200000 --eps 0.5`).";
+
+pub const MEAN_HELP: &str = "\
+Sensitivity (values clamped to [L, U]):
+  add-remove  n is private: ε is split in two halves, a sum of values shifted by the midpoint
+              (L+U)/2 with Δ = (U − L)/2 and a count with Δ = 1; the release is
+              midpoint + noisy sum / max(1, noisy count), clamped to [L, U]. The true n is never used.
+  replace     n is public: a noisy sum with Δ = U − L divided by n, i.e. Δ = (U − L)/n for the mean.
+
+Worked example:
+  dpstat mean --col age --lower 0 --upper 100 --eps 1 --neighbours replace people.csv
+    replace with n = 200 rows: Δ = (100 − 0)/200 = 0.5, scale = 0.5/1 = 0.5: the printed mean
+    is within ±1.5 of the true clamped mean with probability 0.95
+    (see `dpstat plan mean --lower 0 --upper 100 --eps 1 --neighbours replace --rows 200`).";
+
+pub const HISTOGRAM_HELP: &str = "\
+Sensitivity (L1 over all bins; every bin gets independent discrete Laplace noise of scale Δ/ε):
+  add-remove  Δ = 1   one bin gains or loses one row
+  replace     Δ = 2   one bin loses a row and another gains it
+
+Worked examples:
+  dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv
+    add-remove: Δ = 1, scale = 1/0.5 = 2: each printed count is within ±6 of its bin's true
+    count with probability 0.95 (per bin; see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --format chart people.csv
+    draws the noisy counts as bars with their ± accuracy band (width from COLUMNS or the terminal).
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --plot region.svg people.csv
+    also writes an SVG bar chart with error bars, after the release (and any ledger charge).";
+
+pub const PLAN_HELP: &str = "\
+Planning never reads data, never draws noise and never charges a ledger. It calls the same
+accuracy code as a release, so its bound is the one the release will print.
+
+Examples:
+  dpstat plan sum --lower 0 --upper 200000 --eps 0.5
+  dpstat plan histogram --bins 8 --lower 0 --upper 80 --error 5
+  dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --error 1 --format json";

@@ -1,0 +1,378 @@
+//! The command line as the user typed it (clap derive), and nothing else: the only module
+//! that knows clap's types. Domain checks run in the value parsers of the domain types
+//! (`Epsilon`, `Finite`, `Level`, … implement `FromStr`), so a parsed `Cli` already holds a
+//! valid ε, finite bounds and so on; each subcommand's flags then become the request its
+//! `cmd` module validates across flags ([`request`]).
+
+pub mod help;
+pub mod plan;
+pub mod request;
+pub mod values;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
+use crate::cli::plan::PlanArgs;
+use crate::cli::values::{Delimiter, Format, Neighbours, Threads};
+use crate::cmd::release::InputFlags;
+use crate::data::cell::InvalidPolicy;
+use crate::data::source::{CsvOptions, Filter, Source};
+use crate::numeric::bins::{Categories, Keys};
+use crate::numeric::bounds::Finite;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::ledger::{Budget, LedgerFlags};
+use crate::query::options::Level;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "dpstat",
+    version,
+    long_version = LONG_VERSION,
+    about = "Differentially private statistics from a CSV file, with exact noise",
+    long_about = "Differentially private statistics from a CSV file, with exact noise.\n\n\
+        Reads a CSV (FILE, or standard input when FILE is - or absent) in one streaming pass, \
+        computes the statistic exactly on clamped values, adds discrete Laplace noise scaled to \
+        its sensitivity, and prints the noisy release. Every release is pure ε-DP for the \
+        privacy unit given by --neighbours.",
+    after_help = "Start with `dpstat plan …` to see what error an ε buys (no data read), then run the query.\n\
+        `dpstat QUERY --help` shows each query's sensitivity and a worked example.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub query: Query,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Query {
+    /// Noisy number of rows (after --where). Sensitivity 1 under both privacy units.
+    #[command(after_help = COUNT_HELP)]
+    Count(CountArgs),
+    /// Noisy sum of a column clamped to [L, U]. Sensitivity max(|L|,|U|) (add-remove), U−L (replace).
+    #[command(after_help = SUM_HELP)]
+    Sum(NumericArgs),
+    /// Noisy mean of a column clamped to [L, U]. Sensitivity: replace (U−L)/n with n public;
+    /// add-remove: a midpoint-shifted sum (U−L)/2 over a noisy count (1), ε split in two halves.
+    #[command(after_help = MEAN_HELP)]
+    Mean(NumericArgs),
+    /// Noisy population variance of a column clamped to [L, U], clamped to [0, ((U−L)/2)²].
+    /// add-remove: noisy count, shifted sum and sum of squares, ε split in three; replace: noisy
+    /// shifted sum and sum of squares over the public n, ε split in two.
+    #[command(
+        after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 people.csv\n  \
+        dpstat variance --col income --lower 0 --upper 200000 --eps 1 --by region --keys north,south people.csv"
+    )]
+    Variance(NumericArgs),
+    /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
+    /// L1 sensitivity 1 (add-remove), 2 (replace).
+    #[command(after_help = HISTOGRAM_HELP)]
+    Histogram(HistogramArgs),
+    /// Noisy quantiles by the exponential mechanism (permute-and-flip) over public candidates.
+    /// Score sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
+    #[command(
+        after_help = "Examples:\n  dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 people.csv\n  \
+        dpstat quantile --col income --q 0.9 --eps 1 people.csv   (no bounds: public log-scale candidates)"
+    )]
+    Quantile(QuantileArgs),
+    /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
+    #[command(after_help = "Example:\n  dpstat median --col age --lower 0 --upper 120 --eps 0.5 people.csv")]
+    Median(MedianArgs),
+    /// Several queries from a workload file (TOML) in one pass over FILE: one total ε split into
+    /// exact shares, one privacy unit, one ledger charge.
+    #[command(
+        after_help = "Example:\n  dpstat run fixtures/compose_two_columns.toml fixtures/people.csv\n\n\
+        Workload file:\n  epsilon = \"1\"\n  neighbours = \"add-remove\"\n\n  [[query]]\n  name = \"mean_income\"\n  \
+        kind = \"mean\"\n  column = \"income\"\n  lower = 0\n  upper = 200000\n  share = \"0.25\"   # optional; default: even split"
+    )]
+    Run(RunArgs),
+    /// Show a dataset's budget, what has been spent and the releases charged to it.
+    #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
+        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
+    Budget(BudgetArgs),
+    /// Accuracy planning without data: the error a query would have at --eps, or the ε it
+    /// needs for a target --error.
+    #[command(after_help = PLAN_HELP)]
+    Plan(PlanArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(after_help = "Examples:\n  \
+        dpstat completions bash > ~/.local/share/bash-completion/completions/dpstat\n  \
+        dpstat completions zsh > ~/.zfunc/_dpstat\n  \
+        dpstat completions fish > ~/.config/fish/completions/dpstat.fish")]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to standard output.
+    #[command(after_help = "Example:\n  dpstat man > dpstat.1 && man ./dpstat.1")]
+    Man,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Flags every query takes.
+#[derive(Args, Debug)]
+pub struct Common {
+    /// Privacy budget ε of this release, read as an exact decimal (>= 1e-9; > 10 warns).
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    pub eps: Epsilon,
+    /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
+    #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
+    pub neighbours: Neighbours,
+    /// Use only rows whose COL equals VALUE (repeatable; all must hold).
+    #[arg(long = "where", value_name = "COL=VALUE")]
+    pub filters: Vec<Filter>,
+    /// One release per public key of column COL (with --keys), each with the full ε: the groups
+    /// are disjoint (parallel composition), so ε is charged once.
+    #[arg(long, value_name = "COL", requires = "keys")]
+    pub by: Option<String>,
+    /// The public keys of --by, comma-separated; rows with any other key form the group `other`.
+    #[arg(long, value_name = "K1,K2,...", requires = "by")]
+    pub keys: Option<Keys>,
+    /// Output format (chart: histograms only).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Level of the printed accuracy bound, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
+    pub confidence: Confidence,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// Where the CSV comes from and how to read it: the same for a single query and a workload.
+#[derive(Args, Debug)]
+pub struct InputArgs {
+    /// Field delimiter: one ASCII character, or \t / tab.
+    #[arg(long, value_name = "C", default_value = ",")]
+    pub delimiter: Delimiter,
+    /// The input has no header row; columns are 1-based indices.
+    #[arg(long)]
+    pub no_header: bool,
+    /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
+    /// Standard input and gzip files are always read by one thread.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<Threads>,
+    /// CSV file; - or absent reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// Where and how to read, as the commands take it.
+    pub fn flags(&self) -> InputFlags {
+        InputFlags { source: self.source(), csv: self.csv(), threads: self.thread_count() }
+    }
+
+    /// The file, or standard input for `-` or no FILE.
+    pub fn source(&self) -> Source {
+        match &self.file {
+            Some(p) if p.as_os_str() != "-" => Source::Path(p.clone()),
+            _ => Source::Stdin,
+        }
+    }
+
+    pub fn csv(&self) -> CsvOptions {
+        CsvOptions { delimiter: self.delimiter.0, has_header: !self.no_header }
+    }
+
+    /// Threads for the scan: `--threads`, else every core.
+    pub fn thread_count(&self) -> usize {
+        self.threads.unwrap_or_else(Threads::all_cores).get()
+    }
+}
+
+/// The persistent budget ledger (sequential composition across invocations).
+#[derive(Args, Debug)]
+pub struct LedgerArgs {
+    /// Budget ledger (JSON lines): every release is charged to it, and refused (exit 3) when the
+    /// dataset's budget cannot pay.
+    #[arg(long, value_name = "PATH", env = "DPSTAT_LEDGER")]
+    pub ledger: Option<PathBuf>,
+    /// Total ε for this dataset; the first release with --budget records it.
+    #[arg(long, value_name = "TOTAL", allow_negative_numbers = true)]
+    pub budget: Option<Budget>,
+    /// Allow --budget to change a total already recorded in the ledger.
+    #[arg(long)]
+    pub change_budget: bool,
+    /// Name of the dataset in the ledger; default: the SHA-256 of the input bytes.
+    #[arg(long, value_name = "NAME")]
+    pub dataset: Option<String>,
+}
+
+impl LedgerArgs {
+    pub fn flags(&self) -> LedgerFlags {
+        LedgerFlags {
+            path: self.ledger.clone(),
+            budget: self.budget.clone(),
+            change_budget: self.change_budget,
+            dataset: self.dataset.clone(),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BudgetArgs {
+    /// Budget ledger (JSON lines).
+    #[arg(long, value_name = "PATH", env = "DPSTAT_LEDGER")]
+    pub ledger: PathBuf,
+    /// Name of the dataset; default: the SHA-256 of FILE (or of standard input).
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    pub dataset: Option<String>,
+    /// Output format (text or json).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// The dataset's file, to identify it by content; - or absent reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+impl Query {
+    /// The flags every query shares (None for `budget`).
+    pub fn common(&self) -> Option<&Common> {
+        match self {
+            Query::Count(a) => Some(&a.common),
+            Query::Sum(a) | Query::Mean(a) | Query::Variance(a) => Some(&a.common),
+            Query::Histogram(a) => Some(&a.common),
+            Query::Quantile(a) => Some(&a.rank.common),
+            Query::Median(a) => Some(&a.rank.common),
+            Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => None,
+        }
+    }
+}
+
+/// `dpstat run`: a workload file and the flags that are not part of it.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Workload file (TOML): total `epsilon`, `neighbours`, and one `[[query]]` table per query.
+    #[arg(value_name = "WORKLOAD")]
+    pub workload: PathBuf,
+    /// Output format: a text table, or JSON lines (one object per query).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Level of the printed accuracy bounds, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
+    pub confidence: Confidence,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CountArgs {
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Flags of the queries that read one numeric column.
+#[derive(Args, Debug)]
+pub struct NumericArgs {
+    /// Column by header name (with --no-header, a 1-based index).
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    pub col: String,
+    /// Lower clamping bound L (public). Without --lower/--upper, part of ε finds bounds privately.
+    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    pub lower: Option<Finite>,
+    /// Upper clamping bound U (public).
+    #[arg(long, value_name = "U", allow_hyphen_values = true)]
+    pub upper: Option<Finite>,
+    /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    pub bounds_eps: Option<Epsilon>,
+    /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
+    #[arg(long, value_name = "POLICY", default_value = "error")]
+    pub invalid: InvalidPolicy,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct HistogramArgs {
+    /// Column by header name (with --no-header, a 1-based index).
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    pub col: String,
+    /// Numeric histogram: K equal-width bins over [L, U]; values outside go to the edge bins.
+    #[arg(long, value_name = "K", conflicts_with = "categories", allow_negative_numbers = true)]
+    pub bins: Option<usize>,
+    /// Categorical histogram over this public list; unlisted values count in the bin `other`.
+    #[arg(long, value_name = "A,B,...")]
+    pub categories: Option<Categories>,
+    /// Lower edge of the first bin (numeric histogram).
+    #[arg(long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
+    pub lower: Option<Finite>,
+    /// Upper edge of the last bin (numeric histogram).
+    #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
+    pub upper: Option<Finite>,
+    /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
+    #[arg(long, value_name = "E", conflicts_with = "categories", allow_negative_numbers = true)]
+    pub bounds_eps: Option<Epsilon>,
+    /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
+    #[arg(long, value_name = "POLICY", default_value = "error")]
+    pub invalid: InvalidPolicy,
+    /// Also write an SVG bar chart of the noisy counts with error bars (the per-bin accuracy
+    /// bound) to this file, after the release is complete and any ledger charge is made.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Flags of quantile and median.
+#[derive(Args, Debug)]
+pub struct RankArgs {
+    /// Column by header name (with --no-header, a 1-based index).
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    pub col: String,
+    /// Lowest candidate L (public); without --lower/--upper a public log-scale grid is used.
+    #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
+    pub lower: Option<Finite>,
+    /// Highest candidate U (public).
+    #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
+    pub upper: Option<Finite>,
+    /// Number of evenly spaced candidates over [L, U] (default 2001).
+    #[arg(long, value_name = "K", requires = "lower", allow_negative_numbers = true)]
+    pub resolution: Option<usize>,
+    /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
+    #[arg(long, value_name = "POLICY", default_value = "error")]
+    pub invalid: InvalidPolicy,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct QuantileArgs {
+    /// Quantile level(s) in (0, 1), exact decimals; several (repeat or comma-separate) split ε evenly.
+    #[arg(
+        long = "q",
+        value_name = "Q",
+        required = true,
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    pub levels: Vec<Level>,
+    #[command(flatten)]
+    pub rank: RankArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct MedianArgs {
+    #[command(flatten)]
+    pub rank: RankArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,102 @@
+//! `dpstat plan QUERY`: each planned query's flags, less the ones about data.
+
+use clap::{Args, Subcommand};
+
+use crate::cli::values::{Format, Neighbours};
+use crate::numeric::bins::Categories;
+use crate::numeric::bounds::Finite;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+
+/// `dpstat plan QUERY`: the query's own flags, less the ones about data.
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    pub query: PlanQuery,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PlanQuery {
+    /// Plan a count: Δ = 1 under both privacy units.
+    #[command(after_help = "Example:\n  dpstat plan count --eps 0.1\n  dpstat plan count --error 10")]
+    Count(PlanTarget),
+    /// Plan a sum over [L, U]: Δ = max(|L|,|U|) (add-remove), U − L (replace).
+    #[command(after_help = "Example:\n  dpstat plan sum --lower 0 --upper 200000 --error 500000")]
+    Sum(PlanNumericArgs),
+    /// Plan a mean over [L, U]; the bound depends on the row count, so give --rows N.
+    #[command(after_help = "Examples:\n  \
+        dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --eps 1\n  \
+        dpstat plan mean --lower 0 --upper 100 --rows 5000 --error 0.5")]
+    Mean(PlanMeanArgs),
+    /// Plan a histogram: the bound is per bin, L1 Δ = 1 (add-remove), 2 (replace).
+    #[command(after_help = "Example:\n  dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5")]
+    Histogram(PlanHistogramArgs),
+}
+
+/// What to solve for, and how to state it.
+#[derive(Args, Debug)]
+pub struct PlanTarget {
+    /// ε to plan for: prints the error bound a release at this ε would state.
+    #[arg(long, value_name = "E")]
+    pub eps: Option<Epsilon>,
+    /// Target error bound (in the statistic's units): prints the smallest ε, to 3 significant
+    /// digits, whose bound is at most this.
+    #[arg(long, value_name = "E", conflicts_with = "eps", allow_hyphen_values = true)]
+    pub error: Option<Finite>,
+    /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
+    #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
+    pub neighbours: Neighbours,
+    /// Level of the accuracy bound, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95")]
+    pub confidence: Confidence,
+    /// Output format (text or json).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `dpstat plan sum|mean`: the bounds, as the query takes them.
+#[derive(Args, Debug)]
+pub struct PlanNumericArgs {
+    /// Column name, only to label the plan (no data is read).
+    #[arg(long, value_name = "NAME")]
+    pub col: Option<String>,
+    /// Lower clamping bound L, as the query would take it.
+    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    pub lower: Option<Finite>,
+    /// Upper clamping bound U, as the query would take it.
+    #[arg(long, value_name = "U", allow_hyphen_values = true)]
+    pub upper: Option<Finite>,
+    #[command(flatten)]
+    pub target: PlanTarget,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanMeanArgs {
+    #[command(flatten)]
+    pub numeric: PlanNumericArgs,
+    /// Assumed row count n: public under replace; under add-remove the plan assumes the noisy
+    /// count comes out at n.
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanHistogramArgs {
+    /// Column name, only to label the plan (no data is read).
+    #[arg(long, value_name = "NAME")]
+    pub col: Option<String>,
+    /// Numeric histogram: K equal-width bins over [L, U].
+    #[arg(long, value_name = "K", conflicts_with = "categories")]
+    pub bins: Option<usize>,
+    /// Categorical histogram over this public list (plus the bin `other`).
+    #[arg(long, value_name = "A,B,...")]
+    pub categories: Option<Categories>,
+    /// Lower edge of the first bin (numeric histogram).
+    #[arg(long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
+    pub lower: Option<Finite>,
+    /// Upper edge of the last bin (numeric histogram).
+    #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
+    pub upper: Option<Finite>,
+    #[command(flatten)]
+    pub target: PlanTarget,
+}

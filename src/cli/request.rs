@@ -1,0 +1,149 @@
+//! Each subcommand's flags turned into the request its `cmd` module validates across flags.
+
+use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanTarget};
+use crate::cli::{BudgetArgs, NumericArgs, Query, RankArgs, RunArgs};
+use crate::cmd;
+use crate::error::Error;
+use crate::query::options::{Level, Options};
+use crate::report::text;
+
+/// A release subcommand as the request `cmd::release` validates; None for the others.
+pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
+    let numeric = |a: &NumericArgs| Options {
+        column: Some(a.col.clone()),
+        lower: a.lower,
+        upper: a.upper,
+        bounds_eps: a.bounds_eps.clone(),
+        invalid: a.invalid,
+        ..Options::default()
+    };
+    let rank = |a: &RankArgs, levels: Vec<Level>| Options {
+        column: Some(a.col.clone()),
+        lower: a.lower,
+        upper: a.upper,
+        resolution: a.resolution,
+        invalid: a.invalid,
+        levels,
+        ..Options::default()
+    };
+    let (kind, options, common, plot) = match query {
+        Query::Count(a) => ("count", Options::default(), &a.common, None),
+        Query::Sum(a) => ("sum", numeric(a), &a.common, None),
+        Query::Mean(a) => ("mean", numeric(a), &a.common, None),
+        Query::Variance(a) => ("variance", numeric(a), &a.common, None),
+        Query::Histogram(a) => {
+            let options = Options {
+                column: Some(a.col.clone()),
+                lower: a.lower,
+                upper: a.upper,
+                bounds_eps: a.bounds_eps.clone(),
+                bins: a.bins,
+                categories: a.categories.clone(),
+                invalid: a.invalid,
+                ..Options::default()
+            };
+            ("histogram", options, &a.common, a.plot.clone())
+        }
+        Query::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), &a.rank.common, None),
+        Query::Median(a) => ("median", rank(&a.rank, vec![]), &a.rank.common, None),
+        Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => {
+            return None
+        }
+    };
+    Some(cmd::release::Request {
+        kind,
+        options,
+        eps: common.eps.clone(),
+        neighbours: common.neighbours.into(),
+        filters: common.filters.clone(),
+        by: common.by.clone().zip(common.keys.clone()),
+        format: common.format.into(),
+        confidence: common.confidence,
+        ledger: common.ledger.flags(),
+        input: common.input.flags(),
+        plot,
+    })
+}
+
+/// `dpstat plan QUERY` as the request `cmd::plan` solves.
+pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
+    let numeric = |a: &PlanNumericArgs| Options {
+        column: Some(a.col.clone().unwrap_or_default()),
+        lower: a.lower,
+        upper: a.upper,
+        ..Options::default()
+    };
+    let (kind, options, rows, target) = match &args.query {
+        PlanQuery::Count(t) => ("count", Options::default(), None, t),
+        PlanQuery::Sum(a) => ("sum", numeric(a), None, &a.target),
+        PlanQuery::Mean(a) => ("mean", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Histogram(a) => {
+            let options = Options {
+                column: Some(a.col.clone().unwrap_or_default()),
+                bins: a.bins,
+                categories: a.categories.clone(),
+                lower: a.lower,
+                upper: a.upper,
+                ..Options::default()
+            };
+            ("histogram", options, None, &a.target)
+        }
+    };
+    let PlanTarget { eps, error, neighbours, confidence, format } = target;
+    let format: text::Format = (*format).into();
+    if format == text::Format::Chart {
+        return Err(Error::usage(
+            "--format chart draws a histogram release; dpstat plan prints --format text or json",
+        ));
+    }
+    let target = match (eps, error) {
+        (Some(e), _) => cmd::plan::Target::Epsilon(e.clone()),
+        (None, Some(e)) if e.get() > 0.0 => cmd::plan::Target::Error(e.get()),
+        (None, Some(e)) => {
+            return Err(Error::usage(format!(
+                "--error {} must be greater than 0: it is the largest |release − true value| you can accept",
+                e.get()
+            )))
+        }
+        (None, None) => {
+            return Err(Error::usage(
+                "dpstat plan needs --eps E (to print the error bound at that ε) or --error E \
+                 (to print the smallest ε whose bound is at most E)",
+            ))
+        }
+    };
+    let request = cmd::plan::Request {
+        kind,
+        options,
+        neighbours: (*neighbours).into(),
+        confidence: *confidence,
+        rows,
+        target,
+        format,
+    };
+    request.check()?;
+    Ok(request)
+}
+
+impl RunArgs {
+    pub fn request(&self) -> cmd::run::RunRequest {
+        cmd::run::RunRequest {
+            workload: self.workload.clone(),
+            format: self.format.into(),
+            confidence: self.confidence,
+            ledger: self.ledger.flags(),
+            input: self.input.flags(),
+        }
+    }
+}
+
+impl BudgetArgs {
+    pub fn request(&self) -> cmd::budget::Request {
+        cmd::budget::Request {
+            ledger: self.ledger.clone(),
+            dataset: self.dataset.clone(),
+            format: self.format.into(),
+            file: self.file.clone(),
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The value types of flags that only the command line has: the clap mirrors of the privacy
+//! unit and the output format, the delimiter and the thread count.
+
+use std::str::FromStr;
+
+use clap::ValueEnum;
+
+use crate::privacy::unit;
+use crate::report::text;
+
+/// The privacy unit: what two neighbouring datasets differ by (`unit::Neighbours`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Neighbours {
+    /// One row added or removed; the number of rows is private.
+    #[default]
+    AddRemove,
+    /// One row's values changed; the number of rows n is public.
+    Replace,
+}
+
+impl From<Neighbours> for unit::Neighbours {
+    fn from(n: Neighbours) -> unit::Neighbours {
+        match n {
+            Neighbours::AddRemove => unit::Neighbours::AddRemove,
+            Neighbours::Replace => unit::Neighbours::Replace,
+        }
+    }
+}
+
+/// `--format` (`text::Format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// One number on a line; a histogram as CSV `bin,count`.
+    #[default]
+    Text,
+    /// One JSON object with the release and how to read it.
+    Json,
+    /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
+    Chart,
+}
+
+impl From<Format> for text::Format {
+    fn from(f: Format) -> text::Format {
+        match f {
+            Format::Text => text::Format::Text,
+            Format::Json => text::Format::Json,
+            Format::Chart => text::Format::Chart,
+        }
+    }
+}
+
+/// `--delimiter`: one ASCII byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delimiter(pub u8);
+
+impl FromStr for Delimiter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Delimiter, String> {
+        match s {
+            "\\t" | "tab" | "\t" => Ok(Delimiter(b'\t')),
+            _ if s.len() == 1 && s.is_ascii() && s != "\"" && s != "\n" && s != "\r" => {
+                Ok(Delimiter(s.as_bytes()[0]))
+            }
+            _ => {
+                Err("the delimiter must be one ASCII character other than a quote or newline (or \\t)".into())
+            }
+        }
+    }
+}
+
+/// `--threads`: at least 1, at most [`Threads::MAX`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Threads(usize);
+
+impl Threads {
+    /// More threads than this would only add buffers and contention.
+    pub const MAX: usize = 1024;
+
+    /// All the cores this process may use.
+    pub fn all_cores() -> Threads {
+        Threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(Threads::MAX)))
+    }
+
+    pub fn get(self) -> usize {
+        self.0
+    }
+}
+
+impl FromStr for Threads {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Threads, String> {
+        match s.trim().parse::<usize>() {
+            Ok(n) if (1..=Threads::MAX).contains(&n) => Ok(Threads(n)),
+            _ => Err(format!("the number of threads must be a whole number from 1 to {}", Threads::MAX)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_delimiters_and_threads() {
+        assert_eq!("\\t".parse::<Delimiter>(), Ok(Delimiter(b'\t')));
+        assert!(";;".parse::<Delimiter>().is_err());
+        assert_eq!("4".parse::<Threads>().map(Threads::get), Ok(4));
+        assert!("0".parse::<Threads>().is_err());
+        assert!("-1".parse::<Threads>().is_err());
+        assert!("1025".parse::<Threads>().is_err());
+        assert!(Threads::all_cores().get() >= 1);
+    }
+}
