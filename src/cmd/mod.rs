@@ -12,3 +12,4 @@ pub mod generate;
 pub mod plan;
 pub mod release;
 pub mod run;
+pub mod workload;

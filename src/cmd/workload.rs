@@ -1,0 +1,516 @@
+//! The workload file of `dpstat run`: read, and every query validated exactly as the same
+//! command line would be (same grids, sensitivities and refusals) at its share of the total ε,
+//! before any data is read. Every error names the file and the line.
+//!
+//! The file sets the total ε and the privacy unit; every `[[query]]` has a name, a kind, its
+//! column and bounds, and an optional `share` of ε. Shares are exact decimals and must add up to
+//! the total exactly; the queries without a share split what is left evenly (all of it when
+//! none has one).
+
+use std::ops::Range;
+
+use anyhow::Result;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{Signed, Zero};
+use serde::Deserialize;
+use toml::{Spanned, Value};
+
+use crate::cmd::release::{filter_specs, InputFlags, Job};
+use crate::cmd::run::RunRequest;
+use crate::data::cell::InvalidPolicy;
+use crate::data::source::{ColumnRef, Filter, FilterSpec, GroupSpec};
+use crate::error::{bad_input, Error};
+use crate::numeric::bins::{Categories, Keys};
+use crate::numeric::bounds::Finite;
+use crate::numeric::exact::{decimal, parse_decimal};
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::unit::Neighbours;
+use crate::query::options::{Options, Setup};
+use crate::query::statistic::Statistic;
+use crate::query::AnyStatistic;
+use crate::report::text::Format;
+
+/// A validated workload: the total, the unit and each query's plan at its share.
+#[derive(Debug)]
+pub struct Workload {
+    path: String,
+    pub total: Epsilon,
+    pub neighbours: Neighbours,
+    pub queries: Vec<WorkloadQuery>,
+}
+
+#[derive(Debug)]
+pub struct WorkloadQuery {
+    pub name: String,
+    /// Line of the query's `name` (messages point here).
+    pub line: usize,
+    /// The query validated as the same command line would be, at its share.
+    pub job: Job,
+}
+
+/// The file as written, with spans for messages.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    epsilon: Option<Spanned<Value>>,
+    neighbours: Option<Spanned<String>>,
+    #[serde(default)]
+    query: Vec<Spanned<RawQuery>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuery {
+    name: Option<Spanned<String>>,
+    kind: Option<Spanned<String>>,
+    column: Option<Spanned<Value>>,
+    lower: Option<Spanned<Value>>,
+    upper: Option<Spanned<Value>>,
+    share: Option<Spanned<Value>>,
+    bins: Option<Spanned<i64>>,
+    categories: Option<Spanned<Value>>,
+    #[serde(rename = "where")]
+    filters: Option<Spanned<Vec<String>>>,
+    by: Option<Spanned<Value>>,
+    keys: Option<Spanned<Value>>,
+    invalid: Option<Spanned<String>>,
+}
+
+impl Workload {
+    /// Reads and validates the workload file named by `args`, before any data is read.
+    pub fn load(request: &RunRequest) -> Result<Workload> {
+        let path = request.workload.display().to_string();
+        let text = std::fs::read_to_string(&request.workload)
+            .map_err(|e| bad_input(format!("cannot read workload {path}: {e}")))?;
+        Workload::parse(&path, &text, &request.input, request.confidence, request.format).map_err(Into::into)
+    }
+
+    /// Parses and validates a workload's text. Every error names the file and the line.
+    pub fn parse(
+        path: &str,
+        text: &str,
+        input: &InputFlags,
+        confidence: Confidence,
+        format: Format,
+    ) -> Result<Workload, Error> {
+        let file = SourceText { path, text };
+        let raw: RawWorkload = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| file.line(s.start));
+            file.error_at(line, e.message().trim())
+        })?;
+        let Some(total) = &raw.epsilon else {
+            return Err(file.error_at(None, "the workload needs a total: add a line like epsilon = \"1\""));
+        };
+        let total_line = file.line(total.span().start);
+        let total = file
+            .exact(total)
+            .and_then(Epsilon::from_rational)
+            .map_err(|e| file.error_at(Some(total_line), &format!("epsilon: {e}")))?;
+        let neighbours = match &raw.neighbours {
+            None => Neighbours::AddRemove,
+            Some(n) => match n.get_ref().as_str() {
+                "add-remove" => Neighbours::AddRemove,
+                "replace" => Neighbours::Replace,
+                other => {
+                    return Err(file.error(
+                        n.span(),
+                        &format!(
+                            "neighbours '{other}' is not a privacy unit: use \"add-remove\" or \"replace\""
+                        ),
+                    ))
+                }
+            },
+        };
+        if raw.query.is_empty() {
+            return Err(file.error_at(None, "the workload has no queries: add [[query]] tables"));
+        }
+
+        // Names, kinds and shares first: the shares decide every query's ε.
+        let mut names: Vec<(String, usize)> = vec![];
+        let mut shares: Vec<Option<(BigRational, usize)>> = vec![];
+        for q in &raw.query {
+            let table_line = file.line(q.span().start);
+            let query = q.get_ref();
+            let Some(name) = &query.name else {
+                return Err(file.error_at(Some(table_line), "this query has no name: add name = \"...\""));
+            };
+            let line = file.line(name.span().start);
+            let name_text = name.get_ref().trim();
+            if name_text.is_empty() {
+                return Err(file.error_at(Some(line), "a query name must not be empty"));
+            }
+            if let Some((_, first)) = names.iter().find(|(n, _)| n == name_text) {
+                return Err(file.error_at(
+                    Some(line),
+                    &format!("query name '{name_text}' is used twice (first on line {first})"),
+                ));
+            }
+            names.push((name_text.to_string(), line));
+            shares.push(match &query.share {
+                None => None,
+                Some(share) => {
+                    let share_line = file.line(share.span().start);
+                    let r = file
+                        .exact(share)
+                        .and_then(|r| Epsilon::from_rational(r.clone()).map(|_| r))
+                        .map_err(|e| file.error_at(Some(share_line), &format!("share: {e}")))?;
+                    Some((r, share_line))
+                }
+            });
+        }
+        let eps = split_shares(&total, &shares).map_err(|e| file.error_at(Some(total_line), &e))?;
+
+        let mut queries = Vec::with_capacity(raw.query.len());
+        for ((q, (name, line)), eps) in raw.query.iter().zip(names).zip(eps) {
+            let job = file
+                .query_job(q.get_ref(), line, eps, neighbours, input, confidence, format)
+                .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
+            queries.push(WorkloadQuery { name, line, job });
+        }
+        Ok(Workload { path: path.to_string(), total, neighbours, queries })
+    }
+
+    pub fn error(&self, line: usize, message: &str) -> anyhow::Error {
+        bad_input(format!("{} line {line}: {message}", self.path))
+    }
+}
+
+/// Every query's ε: its share, or an even part of what the shares leave. With a share on every
+/// query, they must add up to the total exactly.
+fn split_shares(total: &Epsilon, shares: &[Option<(BigRational, usize)>]) -> Result<Vec<Epsilon>, String> {
+    let given: BigRational = shares.iter().flatten().fold(BigRational::zero(), |acc, (r, _)| acc + r);
+    let lines: Vec<String> = shares.iter().flatten().map(|(_, l)| l.to_string()).collect();
+    let missing = shares.iter().filter(|s| s.is_none()).count();
+    let total_r = total.as_rational();
+    let rest = total_r - &given;
+    if missing == 0 && rest != BigRational::zero() {
+        return Err(format!(
+            "the shares ({}) add up to {}, not to the total epsilon {}; shares are exact, \
+             so write them to add up exactly (or leave some out to split the rest evenly)",
+            lines_text(&lines),
+            decimal(&given),
+            total
+        ));
+    }
+    if missing > 0 && !rest.is_positive() {
+        return Err(format!(
+            "the shares ({}) add up to {}, which leaves nothing of the total epsilon {} for \
+             the {missing} queries without a share",
+            lines_text(&lines),
+            decimal(&given),
+            total
+        ));
+    }
+    let even = if missing > 0 {
+        Some(
+            Epsilon::from_rational(rest / BigInt::from(missing))
+                .map_err(|e| format!("the even split: {e}"))?,
+        )
+    } else {
+        None
+    };
+    shares
+        .iter()
+        .map(|s| match (s, &even) {
+            (Some((r, _)), _) => Epsilon::from_rational(r.clone()),
+            (None, Some(e)) => Ok(e.clone()),
+            (None, None) => unreachable!("even is set whenever a share is missing"),
+        })
+        .collect::<Result<_, _>>()
+}
+
+fn lines_text(lines: &[String]) -> String {
+    match lines {
+        [one] => format!("line {one}"),
+        _ => format!("lines {}", lines.join(", ")),
+    }
+}
+
+/// The workload text, for line numbers and exact numbers.
+struct SourceText<'a> {
+    path: &'a str,
+    text: &'a str,
+}
+
+impl SourceText<'_> {
+    /// 1-based line of a byte offset.
+    fn line(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+
+    fn error_at(&self, line: Option<usize>, message: &str) -> Error {
+        match line {
+            Some(line) => Error::usage(format!("{} line {line}: {message}", self.path)),
+            None => Error::usage(format!("{}: {message}", self.path)),
+        }
+    }
+
+    fn error(&self, span: Range<usize>, message: &str) -> Error {
+        self.error_at(Some(self.line(span.start)), message)
+    }
+
+    /// The text of a number as written (so 0.1 stays exactly 1/10), or of a string.
+    fn number_text(&self, value: &Spanned<Value>) -> Result<String, String> {
+        match value.get_ref() {
+            Value::String(s) => Ok(s.clone()),
+            Value::Integer(_) | Value::Float(_) => {
+                let span = value.span();
+                let raw = self.text.get(span).ok_or("cannot read the number")?;
+                Ok(raw.replace('_', ""))
+            }
+            other => Err(format!("expected a number, found {}", other.type_str())),
+        }
+    }
+
+    /// An exact decimal: a TOML number as written, or a string like "0.1".
+    fn exact(&self, value: &Spanned<Value>) -> Result<BigRational, String> {
+        let text = self.number_text(value)?;
+        parse_decimal(&text).ok_or_else(|| format!("'{text}' is not a decimal number (write it like 0.25)"))
+    }
+
+    fn finite(&self, value: &Spanned<Value>, key: &str) -> Result<Finite, (usize, String)> {
+        let line = self.line(value.span().start);
+        let text = self.number_text(value).map_err(|e| (line, format!("{key}: {e}")))?;
+        text.parse::<Finite>().map_err(|e| (line, format!("{key}: {e}")))
+    }
+
+    /// A column: a header name, or a 1-based number with --no-header.
+    fn column(
+        &self,
+        value: &Spanned<Value>,
+        key: &str,
+        has_header: bool,
+    ) -> Result<ColumnRef, (usize, String)> {
+        let line = self.line(value.span().start);
+        let text = match value.get_ref() {
+            Value::String(s) => s.clone(),
+            Value::Integer(i) => i.to_string(),
+            other => {
+                return Err((line, format!("{key}: expected a column name, found {}", other.type_str())))
+            }
+        };
+        ColumnRef::parse(&text, has_header, key).map_err(|e| (line, e.message().to_string()))
+    }
+
+    /// A list of names: an array of strings, or one comma-separated string.
+    fn list(&self, value: &Spanned<Value>, key: &str) -> Result<String, (usize, String)> {
+        let line = self.line(value.span().start);
+        match value.get_ref() {
+            Value::String(s) => Ok(s.clone()),
+            Value::Array(items) => {
+                let mut names = vec![];
+                for item in items {
+                    match item.as_str() {
+                        Some(s) if !s.contains(',') => names.push(s.to_string()),
+                        Some(s) => return Err((line, format!("{key}: '{s}' contains a comma"))),
+                        None => return Err((line, format!("{key}: every item must be a string"))),
+                    }
+                }
+                Ok(names.join(","))
+            }
+            other => Err((line, format!("{key}: expected a list of strings, found {}", other.type_str()))),
+        }
+    }
+
+    /// One query validated exactly as the same command line would be, at its share. Errors
+    /// carry their line.
+    #[allow(clippy::too_many_arguments)]
+    fn query_job(
+        &self,
+        q: &RawQuery,
+        name_line: usize,
+        eps: Epsilon,
+        neighbours: Neighbours,
+        input: &InputFlags,
+        confidence: Confidence,
+        format: Format,
+    ) -> Result<Job, (usize, String)> {
+        let kinds = workload_kinds().join(", ");
+        let Some(kind) = &q.kind else {
+            return Err((name_line, format!("no kind: add kind = \"...\" (one of {kinds})")));
+        };
+        let kind_line = self.line(kind.span().start);
+        let kind = kind.get_ref().as_str();
+        let has_header = input.csv.has_header;
+        let categories = match &q.categories {
+            None => None,
+            Some(c) => {
+                let line = self.line(c.span().start);
+                let list = self.list(c, "categories")?;
+                Some(list.parse::<Categories>().map_err(|e| (line, format!("categories: {e}")))?)
+            }
+        };
+        let mut options = Options { categories, ..Options::default() };
+        let Some(allowed) = AnyStatistic::workload_keys_of(kind, &options) else {
+            return Err((kind_line, format!("unknown kind '{kind}': use one of {kinds}")));
+        };
+        self.refuse_other_keys(q, kind, allowed, options.categories.is_some())?;
+        options.invalid = match &q.invalid {
+            None => InvalidPolicy::Error,
+            Some(v) => {
+                v.get_ref().parse().map_err(|e| (self.line(v.span().start), format!("invalid: {e}")))?
+            }
+        };
+        if allowed.contains(&"column") {
+            options.column = match &q.column {
+                Some(c) => Some(self.column(c, "column", has_header)?.label()),
+                None => return Err((name_line, format!("{kind} needs a column: add column = \"...\""))),
+            };
+        }
+        let bound = |value: &Option<Spanned<Value>>, key: &str| -> Result<Option<Finite>, (usize, String)> {
+            value.as_ref().map(|v| self.finite(v, key)).transpose()
+        };
+        (options.lower, options.upper) = (bound(&q.lower, "lower")?, bound(&q.upper, "upper")?);
+        options.bins = match &q.bins {
+            None => None,
+            Some(b) => Some(usize::try_from(*b.get_ref()).map_err(|_| {
+                (self.line(b.span().start), "bins must be a positive whole number".to_string())
+            })?),
+        };
+        if allowed.contains(&"bins") && options.bins.is_none() {
+            return Err((
+                name_line,
+                format!("{kind} needs public bins: categories = [...] or bins = K with lower and upper"),
+            ));
+        }
+        if allowed.contains(&"lower") && (options.lower.is_none() || options.upper.is_none()) {
+            return Err((
+                name_line,
+                format!(
+                    "{kind} needs clamping bounds: add lower = L and upper = U (public; never \
+                     taken from the data)"
+                ),
+            ));
+        }
+        let filters = match &q.filters {
+            None => vec![],
+            Some(list) => {
+                let line = self.line(list.span().start);
+                let typed = list
+                    .get_ref()
+                    .iter()
+                    .map(|f| f.parse::<Filter>().map_err(|e| (line, format!("where: {e}"))))
+                    .collect::<Result<Vec<_>, _>>()?;
+                filter_specs(&typed, has_header, "where").map_err(|e| (line, e.message().to_string()))?
+            }
+        };
+        let group = match (&q.by, &q.keys) {
+            (None, None) => None,
+            (Some(by), Some(keys)) => {
+                let line = self.line(keys.span().start);
+                let keys: Keys =
+                    self.list(keys, "keys")?.parse().map_err(|e| (line, format!("keys: {e}")))?;
+                Some(GroupSpec { column: self.column(by, "by", has_header)?, keys })
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err((
+                    name_line,
+                    "by and keys go together: by = \"COL\", keys = [\"k1\", \"k2\"]".into(),
+                ))
+            }
+        };
+        let setup = Setup {
+            eps: &eps,
+            neighbours,
+            has_header,
+            grouped: group.is_some(),
+            filtered: !filters.is_empty(),
+            private_bounds: false,
+        };
+        let statistic =
+            AnyStatistic::new(kind, options, &setup).map_err(|e| (name_line, e.message().to_string()))?;
+        Ok(Job {
+            input: input.clone(),
+            filter_labels: filters.iter().map(FilterSpec::label).collect(),
+            filters,
+            group,
+            statistic,
+            eps,
+            neighbours,
+            format,
+            confidence,
+            ledger: None,
+            plot: None,
+        })
+    }
+
+    /// A key that the kind does not use is a mistake (a `bins` on a sum, bounds on a
+    /// categorical histogram): refused with its line rather than ignored.
+    fn refuse_other_keys(
+        &self,
+        q: &RawQuery,
+        kind: &str,
+        allowed: &[&str],
+        categories: bool,
+    ) -> Result<(), (usize, String)> {
+        let line = |span: Range<usize>| self.line(span.start);
+        let present: [(&str, Option<usize>); 6] = [
+            ("column", q.column.as_ref().map(|v| line(v.span()))),
+            ("lower", q.lower.as_ref().map(|v| line(v.span()))),
+            ("upper", q.upper.as_ref().map(|v| line(v.span()))),
+            ("bins", q.bins.as_ref().map(|v| line(v.span()))),
+            ("categories", q.categories.as_ref().map(|v| line(v.span()))),
+            ("invalid", q.invalid.as_ref().map(|v| line(v.span()))),
+        ];
+        for (key, at) in present {
+            if let Some(at) = at {
+                if !allowed.contains(&key) {
+                    let why = if categories { " with categories" } else { "" };
+                    return Err((at, format!("{kind}{why} does not take {key}")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kinds a workload takes, in registry order.
+fn workload_kinds() -> Vec<&'static str> {
+    let any = Options::default();
+    AnyStatistic::kinds().into_iter().filter(|k| AnyStatistic::workload_keys_of(k, &any).is_some()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Workload, Error> {
+        let input = InputFlags {
+            source: crate::data::source::Source::Stdin,
+            csv: crate::data::source::CsvOptions { delimiter: b',', has_header: true },
+            threads: 1,
+        };
+        Workload::parse("w.toml", text, &input, "0.95".parse().unwrap(), Format::Text)
+    }
+
+    fn shares(w: &Workload) -> Vec<String> {
+        w.queries.iter().map(|q| q.job.eps.exact_string()).collect()
+    }
+
+    #[test]
+    fn numbers_are_read_as_written() {
+        let w = parse("epsilon = 1_0e-1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = 0.1\n[[query]]\nname = \"b\"\nkind = \"count\"\n")
+            .unwrap();
+        assert_eq!(w.total.exact_string(), "1/1");
+        assert_eq!(shares(&w), ["1/10", "9/10"]);
+        let w = parse("epsilon = \"0.7\"\n[[query]]\nname = \"a\"\nkind = \"count\"\n").unwrap();
+        assert_eq!(shares(&w), ["7/10"]);
+    }
+
+    #[test]
+    fn missing_shares_split_the_rest_evenly() {
+        let text = "epsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = \"0.5\"\n\
+                    [[query]]\nname = \"b\"\nkind = \"count\"\n[[query]]\nname = \"c\"\nkind = \"count\"\n";
+        assert_eq!(shares(&parse(text).unwrap()), ["1/2", "1/4", "1/4"]);
+    }
+
+    /// Splitting the rows between two folds and merging gives exactly the one-fold result.
+    #[test]
+    fn lines_are_one_based_from_byte_offsets() {
+        let file = SourceText { path: "w", text: "a\nbb\n\nc" };
+        assert_eq!([file.line(0), file.line(2), file.line(5), file.line(6), file.line(99)], [1, 2, 3, 4, 4]);
+    }
+}
