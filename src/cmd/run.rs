@@ -62,7 +62,7 @@ pub struct RunRequest {
 /// Reads the workload, validates every query, reads the data once, releases everything, charges
 /// the total once, then prints.
 pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
-    let workload = Workload::load(request)?;
+    let workload = Workload::load(&request.workload, &request.input, request.confidence, request.format)?;
     warn_if_large(&workload.total);
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
     let mut rng = rng::system_rng()?;

@@ -8,6 +8,7 @@
 //! none has one).
 
 use std::ops::Range;
+use std::path::Path;
 
 use anyhow::Result;
 use num_bigint::BigInt;
@@ -17,7 +18,6 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use crate::cmd::release::{filter_specs, InputFlags, Job};
-use crate::cmd::run::RunRequest;
 use crate::data::cell::InvalidPolicy;
 use crate::data::source::{ColumnRef, Filter, FilterSpec, GroupSpec};
 use crate::error::{bad_input, Error};
@@ -80,11 +80,11 @@ struct RawQuery {
 
 impl Workload {
     /// Reads and validates the workload file named by `args`, before any data is read.
-    pub fn load(request: &RunRequest) -> Result<Workload> {
-        let path = request.workload.display().to_string();
-        let text = std::fs::read_to_string(&request.workload)
+    pub fn load(file: &Path, input: &InputFlags, confidence: Confidence, format: Format) -> Result<Workload> {
+        let path = file.display().to_string();
+        let text = std::fs::read_to_string(file)
             .map_err(|e| bad_input(format!("cannot read workload {path}: {e}")))?;
-        Workload::parse(&path, &text, &request.input, request.confidence, request.format).map_err(Into::into)
+        Workload::parse(&path, &text, input, confidence, format).map_err(Into::into)
     }
 
     /// Parses and validates a workload's text. Every error names the file and the line.
