@@ -24,7 +24,7 @@ use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger::{Budget, LedgerFlags};
-use crate::query::options::Level;
+use crate::query::options::{Level, Options};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -232,17 +232,32 @@ pub struct BudgetArgs {
     pub file: Option<PathBuf>,
 }
 
+/// A release subcommand: the statistic's kind, its own options, and the flags every release
+/// shares.
+pub struct ReleaseFlags<'a> {
+    pub kind: &'static str,
+    pub options: Options,
+    pub common: &'a Common,
+    /// `--plot` (histograms).
+    pub plot: Option<PathBuf>,
+}
+
 impl Query {
-    /// The flags every query shares (None for `budget`).
-    pub fn common(&self) -> Option<&Common> {
-        match self {
-            Query::Count(a) => Some(&a.common),
-            Query::Sum(a) | Query::Mean(a) | Query::Variance(a) => Some(&a.common),
-            Query::Histogram(a) => Some(&a.common),
-            Query::Quantile(a) => Some(&a.rank.common),
-            Query::Median(a) => Some(&a.rank.common),
-            Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => None,
-        }
+    /// The release this subcommand asks for; None for the subcommands that release nothing.
+    pub fn release(&self) -> Option<ReleaseFlags<'_>> {
+        let (kind, options, common, plot) = match self {
+            Query::Count(a) => ("count", Options::default(), &a.common, None),
+            Query::Sum(a) => ("sum", a.options(), &a.common, None),
+            Query::Mean(a) => ("mean", a.options(), &a.common, None),
+            Query::Variance(a) => ("variance", a.options(), &a.common, None),
+            Query::Histogram(a) => ("histogram", a.options(), &a.common, a.plot.clone()),
+            Query::Quantile(a) => ("quantile", a.rank.options(a.levels.clone()), &a.rank.common, None),
+            Query::Median(a) => ("median", a.rank.options(vec![]), &a.rank.common, None),
+            Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => {
+                return None
+            }
+        };
+        Some(ReleaseFlags { kind, options, common, plot })
     }
 }
 
@@ -292,6 +307,19 @@ pub struct NumericArgs {
     pub common: Common,
 }
 
+impl NumericArgs {
+    pub fn options(&self) -> Options {
+        Options {
+            column: Some(self.col.clone()),
+            lower: self.lower,
+            upper: self.upper,
+            bounds_eps: self.bounds_eps.clone(),
+            invalid: self.invalid,
+            ..Options::default()
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct HistogramArgs {
     /// Column by header name (with --no-header, a 1-based index).
@@ -323,6 +351,21 @@ pub struct HistogramArgs {
     pub common: Common,
 }
 
+impl HistogramArgs {
+    pub fn options(&self) -> Options {
+        Options {
+            column: Some(self.col.clone()),
+            lower: self.lower,
+            upper: self.upper,
+            bounds_eps: self.bounds_eps.clone(),
+            bins: self.bins,
+            categories: self.categories.clone(),
+            invalid: self.invalid,
+            ..Options::default()
+        }
+    }
+}
+
 /// Flags of quantile and median.
 #[derive(Args, Debug)]
 pub struct RankArgs {
@@ -343,6 +386,20 @@ pub struct RankArgs {
     pub invalid: InvalidPolicy,
     #[command(flatten)]
     pub common: Common,
+}
+
+impl RankArgs {
+    pub fn options(&self, levels: Vec<Level>) -> Options {
+        Options {
+            column: Some(self.col.clone()),
+            lower: self.lower,
+            upper: self.upper,
+            resolution: self.resolution,
+            invalid: self.invalid,
+            levels,
+            ..Options::default()
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -1,55 +1,15 @@
 //! Each subcommand's flags turned into the request its `cmd` module validates across flags.
 
 use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanTarget};
-use crate::cli::{BudgetArgs, NumericArgs, Query, RankArgs, RunArgs};
+use crate::cli::{BudgetArgs, Query, ReleaseFlags, RunArgs};
 use crate::cmd;
 use crate::error::Error;
-use crate::query::options::{Level, Options};
+use crate::query::options::Options;
 use crate::report::text;
 
 /// A release subcommand as the request `cmd::release` validates; None for the others.
 pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
-    let numeric = |a: &NumericArgs| Options {
-        column: Some(a.col.clone()),
-        lower: a.lower,
-        upper: a.upper,
-        bounds_eps: a.bounds_eps.clone(),
-        invalid: a.invalid,
-        ..Options::default()
-    };
-    let rank = |a: &RankArgs, levels: Vec<Level>| Options {
-        column: Some(a.col.clone()),
-        lower: a.lower,
-        upper: a.upper,
-        resolution: a.resolution,
-        invalid: a.invalid,
-        levels,
-        ..Options::default()
-    };
-    let (kind, options, common, plot) = match query {
-        Query::Count(a) => ("count", Options::default(), &a.common, None),
-        Query::Sum(a) => ("sum", numeric(a), &a.common, None),
-        Query::Mean(a) => ("mean", numeric(a), &a.common, None),
-        Query::Variance(a) => ("variance", numeric(a), &a.common, None),
-        Query::Histogram(a) => {
-            let options = Options {
-                column: Some(a.col.clone()),
-                lower: a.lower,
-                upper: a.upper,
-                bounds_eps: a.bounds_eps.clone(),
-                bins: a.bins,
-                categories: a.categories.clone(),
-                invalid: a.invalid,
-                ..Options::default()
-            };
-            ("histogram", options, &a.common, a.plot.clone())
-        }
-        Query::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), &a.rank.common, None),
-        Query::Median(a) => ("median", rank(&a.rank, vec![]), &a.rank.common, None),
-        Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => {
-            return None
-        }
-    };
+    let ReleaseFlags { kind, options, common, plot } = query.release()?;
     Some(cmd::release::Request {
         kind,
         options,
