@@ -8,6 +8,7 @@ use num_rational::BigRational;
 use num_traits::Signed;
 
 use super::exact::exact;
+use crate::error::Error;
 
 /// Largest bound magnitude of a sum or mean: 2^64 rows of it, plus noise, stay below f64::MAX.
 pub const MAX_PRINTABLE_BOUND: f64 = 1e288;
@@ -43,11 +44,11 @@ pub struct Bounds {
 }
 
 impl Bounds {
-    pub fn new(lower: Finite, upper: Finite) -> Result<Bounds, String> {
+    pub fn new(lower: Finite, upper: Finite) -> Result<Bounds, Error> {
         if lower.0 < upper.0 {
             Ok(Bounds { lower: lower.0, upper: upper.0 })
         } else {
-            Err(format!("--lower ({}) must be less than --upper ({})", lower.0, upper.0))
+            Err(Error::usage(format!("--lower ({}) must be less than --upper ({})", lower.0, upper.0)))
         }
     }
     pub fn lower(&self) -> f64 {
@@ -58,11 +59,11 @@ impl Bounds {
     }
     /// Refuses bounds so large that a sum of up to 2^64 clamped rows plus its noise could exceed
     /// the largest f64, so that every release prints as a finite number.
-    pub fn check_printable(&self) -> Result<(), String> {
+    pub fn check_printable(&self) -> Result<(), Error> {
         if self.lower.abs() > MAX_PRINTABLE_BOUND || self.upper.abs() > MAX_PRINTABLE_BOUND {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "--lower/--upper must lie within ±{MAX_PRINTABLE_BOUND:e}, so that every release fits in a double"
-            ));
+            )));
         }
         Ok(())
     }

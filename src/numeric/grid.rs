@@ -10,6 +10,7 @@ use num_traits::{Signed, ToPrimitive};
 
 use super::bounds::Bounds;
 use super::exact::{exact, floor_log2, pow2};
+use crate::error::Error;
 
 /// Grid units are at most this in absolute value, so any row fits in i64 and an i128
 /// accumulator cannot overflow below 2^64 rows (docs/DESIGN.md §2.3).
@@ -100,7 +101,7 @@ impl GridBounds {
     /// L snapped down and U up to multiples of g. With `even_span`, L moves one more unit
     /// down if needed so the midpoint is itself on the grid (mean under add-remove shifts by it).
     /// Refused when a bound exceeds 2^62 units: checked here, before any data is read.
-    pub fn snap(bounds: &Bounds, grid: Grid, even_span: bool) -> Result<GridBounds, String> {
+    pub fn snap(bounds: &Bounds, grid: Grid, even_span: bool) -> Result<GridBounds, Error> {
         let g = grid.spacing();
         let mut lower = (exact(bounds.lower()) / &g).floor().to_integer();
         let upper = (exact(bounds.upper()) / &g).ceil().to_integer();
@@ -109,13 +110,13 @@ impl GridBounds {
         }
         let limit = BigInt::from(MAX_GRID_UNITS);
         if lower.abs() > limit || upper.abs() > limit {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "bounds [{}, {}] are too wide for this epsilon's grid (2^{}): \
                  a bound would exceed 2^62 grid units; narrow --lower/--upper or lower --eps",
                 bounds.lower(),
                 bounds.upper(),
                 grid.exp
-            ));
+            )));
         }
         let (Some(lower), Some(upper)) = (lower.to_i128(), upper.to_i128()) else {
             unreachable!("bounds checked against 2^62 above")

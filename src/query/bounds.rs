@@ -16,6 +16,7 @@
 //! bounds ±2^(MAX_EXP+1) are used, and a note says so: nothing is ever read off the data
 //! without noise.
 
+use crate::error::Error;
 use num_bigint::BigInt;
 use num_integer::Integer;
 use num_rational::BigRational;
@@ -331,14 +332,14 @@ impl<F: Fold> Fold for Clamped<F> {
 }
 
 /// `--bounds-eps` (ε_b) and the rest of ε: ε_b must leave something for the query.
-pub fn split(eps: &Epsilon, bounds_eps: Option<&Epsilon>) -> Result<(Epsilon, Epsilon), String> {
+pub fn split(eps: &Epsilon, bounds_eps: Option<&Epsilon>) -> Result<(Epsilon, Epsilon), Error> {
     let share = match bounds_eps {
         Some(b) => b.clone(),
         None => eps.split(10),
     };
     match eps.minus(&share) {
         Some(rest) => Ok((share, rest)),
-        None => Err(format!("--bounds-eps ({share}) must be less than --eps ({eps})")),
+        None => Err(Error::usage(format!("--bounds-eps ({share}) must be less than --eps ({eps})"))),
     }
 }
 

@@ -72,15 +72,12 @@ pub fn clamp_bounds(query: &str, options: &Options, setup: &Setup) -> Result<Cla
         return require_bounds(query, options.lower, options.upper).map(Clamp::Given);
     }
     match (options.lower, options.upper) {
-        (Some(l), Some(u)) if options.bounds_eps.is_none() => {
-            Ok(Clamp::Given(Bounds::new(l, u).map_err(Error::Usage)?))
-        }
+        (Some(l), Some(u)) if options.bounds_eps.is_none() => Ok(Clamp::Given(Bounds::new(l, u)?)),
         (Some(_), Some(_)) => Err(Error::usage(
             "--bounds-eps pays for finding bounds privately; it has no use with --lower/--upper",
         )),
         (None, None) => {
-            let (bounds_eps, rest) =
-                bounds::split(setup.eps, options.bounds_eps.as_ref()).map_err(Error::Usage)?;
+            let (bounds_eps, rest) = bounds::split(setup.eps, options.bounds_eps.as_ref())?;
             Ok(Clamp::Private { bounds_eps, rest })
         }
         (lower, upper) => match require_bounds(query, lower, upper) {
@@ -95,7 +92,7 @@ pub fn clamp_bounds(query: &str, options: &Options, setup: &Setup) -> Result<Cla
 /// Bounds are flags, never statistics of the data; the message says why and how to give them.
 pub fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>) -> Result<Bounds, Error> {
     let missing = match (lower, upper) {
-        (Some(l), Some(u)) => return Bounds::new(l, u).map_err(Error::Usage),
+        (Some(l), Some(u)) => return Bounds::new(l, u),
         (Some(_), None) => "--upper U is missing",
         (None, Some(_)) => "--lower L is missing",
         (None, None) => "--lower L and --upper U are missing",

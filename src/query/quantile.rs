@@ -57,7 +57,7 @@ impl Statistic for Quantile {
                 )));
             }
             (Some(l), Some(u), k) => {
-                Candidates::linear(Bounds::new(l, u).map_err(Error::Usage)?, k.unwrap_or(DEFAULT_RESOLUTION))
+                Candidates::linear(Bounds::new(l, u)?, k.unwrap_or(DEFAULT_RESOLUTION))
             }
             _ => Candidates::log_scale(),
         };

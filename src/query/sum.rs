@@ -50,7 +50,7 @@ impl Statistic for Sum {
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("sum", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(
-                SumSpec::with_groups(b, setup.neighbours, setup.eps, setup.grouped).map_err(Error::Usage)?,
+                SumSpec::with_groups(b, setup.neighbours, setup.eps, setup.grouped)?,
             ),
             Clamp::Private { .. } if setup.grouped => return Err(options::refuse_private_bounds_by_group()),
             Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
@@ -87,7 +87,7 @@ impl Statistic for Sum {
             }
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
                 let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
-                let spec = SumSpec::new(found.bounds, cx.neighbours, rest).map_err(Error::Usage)?;
+                let spec = SumSpec::new(found.bounds, cx.neighbours, rest)?;
                 let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
                 let noisy = laplace::laplace(&spec.aggregate(total), rest, rng);
                 bounds::annotate(self.release(cx, &noisy, &spec.bounds, rest)?, &found)?
@@ -139,7 +139,7 @@ pub struct SumSpec {
 impl SumSpec {
     /// Chooses the grid from the real-valued Δ of the flags and ε, then snaps the bounds.
     /// Fails (before any data is read) when the bounds do not fit the grid in 2^62 units.
-    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<SumSpec, String> {
+    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<SumSpec, Error> {
         SumSpec::with_groups(bounds, neighbours, eps, false)
     }
 
@@ -149,7 +149,7 @@ impl SumSpec {
         neighbours: Neighbours,
         eps: &Epsilon,
         across_groups: bool,
-    ) -> Result<SumSpec, String> {
+    ) -> Result<SumSpec, Error> {
         bounds.check_printable()?;
         let delta = match (neighbours, across_groups) {
             (Neighbours::AddRemove, _) => bounds.max_abs(),

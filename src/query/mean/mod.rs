@@ -57,7 +57,7 @@ impl Statistic for Mean {
         check_invalid_policy(options.invalid, setup.neighbours)?;
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("mean", &options, setup)? {
-            Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.eps).map_err(Error::Usage)?),
+            Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.eps)?),
             Clamp::Private { .. } if setup.grouped => return Err(options::refuse_private_bounds_by_group()),
             Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
         };
@@ -91,7 +91,7 @@ impl Statistic for Mean {
             (Clamped::Given(fold), Clamp::Given(spec)) => self.release(cx, spec, cx.eps, fold.aggregate(), rng)?,
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
                 let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
-                let spec = MeanSpec::new(found.bounds, cx.neighbours, rest).map_err(Error::Usage)?;
+                let spec = MeanSpec::new(found.bounds, cx.neighbours, rest)?;
                 let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
                 let aggregate = spec.aggregate(spec.shift(sum, fold.rows()), fold.rows());
                 bounds::annotate(self.release(cx, &spec, rest, aggregate, rng)?, &found)?
@@ -265,7 +265,7 @@ pub enum MeanAggregate {
 }
 
 impl MeanSpec {
-    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<MeanSpec, String> {
+    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<MeanSpec, Error> {
         bounds.check_printable()?;
         match neighbours {
             Neighbours::Replace => SumSpec::new(bounds, Neighbours::Replace, eps).map(MeanSpec::Replace),

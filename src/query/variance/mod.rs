@@ -76,7 +76,7 @@ impl Statistic for Variance {
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Variance, Error> {
         let bounds = require_bounds("variance", options.lower, options.upper)?;
         check_invalid_policy(options.invalid, setup.neighbours)?;
-        let spec = VarianceSpec::new(bounds, setup.neighbours, setup.eps).map_err(Error::Usage)?;
+        let spec = VarianceSpec::new(bounds, setup.neighbours, setup.eps)?;
         let column = setup.column(&options)?;
         options::refuse_filtered_replace(setup, "variance")?;
         options::refuse_grouped_replace(setup, "variance")?;
@@ -227,7 +227,7 @@ pub struct VarianceAggregate {
 impl VarianceSpec {
     /// Chooses both grids from the flags and ε (never from the data) and refuses, before any
     /// data is read, bounds whose values or squares would exceed 2^62 grid units.
-    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<VarianceSpec, String> {
+    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<VarianceSpec, Error> {
         let part = eps.split(parts(neighbours));
         let half_width = bounds.width() / BigInt::from(2);
         let sum_delta = match neighbours {
@@ -240,23 +240,23 @@ impl VarianceSpec {
         let h = BigRational::from_integer(BigInt::from(half_units)) * grid.spacing();
         // Up to 2^64 rows of h² each must still print as a double.
         if (&h * &h) * BigInt::from(u64::MAX) > exact(f64::MAX) {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "bounds [{}, {}] are too wide for a variance: 2^64 rows of ((U-L)/2)^2 would exceed \
                  the largest floating-point number; narrow --lower/--upper",
                 bounds.lower(),
                 bounds.upper()
-            ));
+            )));
         }
         let squares_grid = Grid::for_noise(&(&h * &h), part.as_rational());
         let shift = 2 * grid.exponent() - squares_grid.exponent();
         let max_square = square_units(&BigInt::from(half_units), shift);
         if max_square > BigInt::from(MAX_GRID_UNITS) || max_square < BigInt::one() {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "bounds [{}, {}] are too wide for this epsilon: a squared value would exceed 2^62 \
                  units of its grid; narrow --lower/--upper or lower --eps",
                 bounds.lower(),
                 bounds.upper()
-            ));
+            )));
         }
         let Some(max_square) = max_square.to_i128() else { unreachable!("checked against 2^62 above") };
         let midpoint = (bounds_on_grid.lower + bounds_on_grid.upper) / 2;
@@ -544,11 +544,11 @@ mod tests {
     fn refuses_bounds_too_wide_for_the_grid() {
         let eps: Epsilon = "1".parse().unwrap();
         let err = VarianceSpec::new(bounds(-1e308, 1e308), Neighbours::AddRemove, &eps).unwrap_err();
-        assert!(err.contains("largest floating-point number"), "{err}");
+        assert!(err.message().contains("largest floating-point number"), "{err}");
         assert!(VarianceSpec::new(bounds(-1e150, 1e150), Neighbours::AddRemove, &eps).is_err());
         assert!(VarianceSpec::new(bounds(-1e140, 1e140), Neighbours::AddRemove, &eps).is_ok());
         let huge: Epsilon = "1e30".parse().unwrap();
         let err = VarianceSpec::new(bounds(0.0, 1.0), Neighbours::Replace, &huge).unwrap_err();
-        assert!(err.contains("2^62"), "{err}");
+        assert!(err.message().contains("2^62"), "{err}");
     }
 }
