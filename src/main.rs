@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use dpstat::cli::{request, Cli, Query};
+use dpstat::cli::{request, usage, Cli, Query};
 use dpstat::cmd;
 use dpstat::error::{exit_code, EXIT_USAGE};
 
@@ -41,7 +41,7 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 /// `--help` and `--version` go to stdout with exit 0; every usage error becomes one
-/// `dpstat: …` line on stderr with exit 2.
+/// `dpstat: …` line on stderr with exit 2, built from clap's error kind and context.
 fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
@@ -50,42 +50,9 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             Err(_) => ExitCode::from(EXIT_USAGE),
         };
     }
-    let rendered = e.render().to_string();
-    let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        missing_subcommand(&rendered)
-    } else {
-        usage_error(&rendered)
-    };
-    let _ = writeln!(io::stderr(), "dpstat: {message}");
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let _ = writeln!(io::stderr(), "dpstat: {}", usage::message(&e, &Cli::command(), &args));
     ExitCode::from(EXIT_USAGE)
-}
-
-/// clap's message runs until the first blank line (its continuation lines name the flags);
-/// `tip:` lines follow it.
-fn usage_error(rendered: &str) -> String {
-    let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
-    let message = message.join(" ");
-    let mut line = message.strip_prefix("error: ").unwrap_or(&message).to_string();
-    for tip in rendered.lines().map(str::trim).filter(|l| l.starts_with("tip:")) {
-        line.push_str("; ");
-        line.push_str(tip);
-    }
-    format!("{line} (see --help)")
-}
-
-/// `dpstat` or `dpstat plan` alone: clap renders the help; say in one line what is missing.
-fn missing_subcommand(help: &str) -> String {
-    let usage = help.lines().find_map(|l| l.trim().strip_prefix("Usage: ")).unwrap_or("dpstat <COMMAND>");
-    let command = usage.split(" <").next().unwrap_or("dpstat");
-    let choices: Vec<&str> = help
-        .lines()
-        .skip_while(|l| l.trim() != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .collect();
-    format!("{command} needs a subcommand: {} (see {command} --help)", choices.join(", "))
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

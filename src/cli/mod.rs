@@ -7,6 +7,7 @@
 pub mod help;
 pub mod plan;
 pub mod request;
+pub mod usage;
 pub mod values;
 
 use std::path::PathBuf;

@@ -1,0 +1,218 @@
+//! A usage error as one line for stderr, built from clap's structured error (its kind, its
+//! context values and its source) rather than from the text clap would render: the wording
+//! follows clap's, with its tips (a similar flag, how to pass a value that starts with `-`)
+//! joined on, and ` (see --help)` after it.
+
+use std::error::Error as _;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::Command;
+
+/// The one line (without the `dpstat: ` prefix) for a clap error that is neither `--help` nor
+/// `--version`. `command` is the whole command tree and `args` the command line (for a missing
+/// subcommand: which command is missing one).
+pub fn message(error: &clap::Error, command: &Command, args: &[String]) -> String {
+    if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return missing_subcommand(command, args);
+    }
+    let mut line = what(error);
+    for tip in tips(error) {
+        line.push_str("; tip: ");
+        line.push_str(&tip);
+    }
+    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("{line} (see --help)")
+}
+
+/// What went wrong, in clap's words for each kind.
+fn what(error: &clap::Error) -> String {
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let list = |kind| match error.get(kind) {
+        Some(ContextValue::Strings(v)) => Some(v.clone()),
+        _ => None,
+    };
+    let (arg, value) = (text(ContextKind::InvalidArg), text(ContextKind::InvalidValue));
+    let known = match error.kind() {
+        ErrorKind::InvalidValue => arg.zip(value).map(|(arg, value)| {
+            let mut line = if value.is_empty() {
+                format!("a value is required for '{arg}' but none was supplied")
+            } else {
+                format!("invalid value '{value}' for '{arg}'")
+            };
+            if let Some(values) = list(ContextKind::ValidValue).filter(|v| !v.is_empty()) {
+                line.push_str(&format!(" [possible values: {}]", values.join(", ")));
+            }
+            line
+        }),
+        ErrorKind::ValueValidation => arg.zip(value).map(|(arg, value)| match error.source() {
+            Some(why) => format!("invalid value '{value}' for '{arg}': {why}"),
+            None => format!("invalid value '{value}' for '{arg}'"),
+        }),
+        ErrorKind::UnknownArgument => arg.map(|arg| format!("unexpected argument '{arg}' found")),
+        ErrorKind::InvalidSubcommand => {
+            text(ContextKind::InvalidSubcommand).map(|sub| format!("unrecognized subcommand '{sub}'"))
+        }
+        ErrorKind::MissingRequiredArgument => list(ContextKind::InvalidArg)
+            .map(|args| format!("the following required arguments were not provided: {}", args.join(" "))),
+        ErrorKind::TooManyValues => arg.zip(value).map(|(arg, value)| {
+            format!("unexpected value '{value}' for '{arg}' found; no more were expected")
+        }),
+        ErrorKind::NoEquals => {
+            arg.map(|arg| format!("equal sign is needed when assigning values to '{arg}'"))
+        }
+        ErrorKind::ArgumentConflict => arg.map(|arg| {
+            let prior = error.get(ContextKind::PriorArg);
+            match prior {
+                Some(ContextValue::String(p)) if *p == arg => {
+                    format!("the argument '{arg}' cannot be used multiple times")
+                }
+                Some(ContextValue::String(p)) => format!("the argument '{arg}' cannot be used with '{p}'"),
+                Some(ContextValue::Strings(ps)) => {
+                    format!("the argument '{arg}' cannot be used with: {}", ps.join(" "))
+                }
+                _ => format!(
+                    "the argument '{arg}' cannot be used with one or more of the other specified arguments"
+                ),
+            }
+        }),
+        _ => None,
+    };
+    known
+        .or_else(|| error.kind().as_str().map(str::to_string))
+        .or_else(|| error.source().map(|s| s.to_string()))
+        .unwrap_or_else(|| "the command line is not valid".to_string())
+}
+
+/// clap's suggestions: a similar subcommand, flag or value, and its other tips.
+fn tips(error: &clap::Error) -> Vec<String> {
+    let mut tips = vec![];
+    for (kind, noun) in [
+        (ContextKind::SuggestedSubcommand, "subcommand"),
+        (ContextKind::SuggestedArg, "argument"),
+        (ContextKind::SuggestedValue, "value"),
+    ] {
+        match error.get(kind) {
+            Some(ContextValue::String(s)) => tips.push(format!("a similar {noun} exists: '{s}'")),
+            Some(ContextValue::Strings(v)) if v.len() == 1 => {
+                tips.push(format!("a similar {noun} exists: '{}'", v[0]))
+            }
+            Some(ContextValue::Strings(v)) if !v.is_empty() => {
+                let quoted: Vec<String> = v.iter().map(|s| format!("'{s}'")).collect();
+                tips.push(format!("some similar {noun}s exist: {}", quoted.join(", ")));
+            }
+            _ => {}
+        }
+    }
+    if let Some(ContextValue::StyledStrs(more)) = error.get(ContextKind::Suggested) {
+        tips.extend(more.iter().map(|s| s.to_string()));
+    }
+    tips
+}
+
+/// `dpstat` or `dpstat plan` alone: which command needs a subcommand, and its choices.
+fn missing_subcommand(command: &Command, args: &[String]) -> String {
+    let mut current = command;
+    let mut path = vec![command.get_name().to_string()];
+    for arg in args.iter().skip(1) {
+        match current.find_subcommand(arg) {
+            Some(sub) => {
+                path.push(sub.get_name().to_string());
+                current = sub;
+            }
+            None => break,
+        }
+    }
+    let path = path.join(" ");
+    let choices: Vec<&str> =
+        current.get_subcommands().map(Command::get_name).filter(|n| *n != "help").collect();
+    format!("{path} needs a subcommand: {} (see {path} --help)", choices.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::{CommandFactory, Parser};
+
+    /// What the binary printed before this module: clap's rendered message up to the first
+    /// blank line, `tip:` lines joined on, and ` (see --help)`.
+    fn rendered(error: &clap::Error) -> String {
+        let rendered = error.render().to_string();
+        let message: Vec<&str> =
+            rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+        let message = message.join(" ");
+        let mut line = message.strip_prefix("error: ").unwrap_or(&message).to_string();
+        for tip in rendered.lines().map(str::trim).filter(|l| l.starts_with("tip:")) {
+            line.push_str("; ");
+            line.push_str(tip);
+        }
+        format!("{line} (see --help)").split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    fn error_of(line: &str) -> (clap::Error, Vec<String>) {
+        let args: Vec<String> = line.split(' ').filter(|a| !a.is_empty()).map(String::from).collect();
+        (Cli::try_parse_from(&args).expect_err(line), args)
+    }
+
+    #[test]
+    fn messages_match_what_clap_renders() {
+        let lines = [
+            "dpstat count --lowr 1",
+            "dpstat count --epsilon 1",
+            "dpstat count",
+            "dpstat mean --col x --lower 5 --eps",
+            "dpstat count --eps abc",
+            "dpstat count --eps -1",
+            "dpstat count --eps 0",
+            "dpstat count --neighbours sideways --eps 1",
+            "dpstat count --format xml --eps 1",
+            "dpstat histogram --col a --bins 3 --categories a,b --eps 1",
+            "dpstat completions tcsh",
+            "dpstat frobnicate",
+            "dpstat cont",
+            "dpstat plan frob",
+            "dpstat quantile --col x --eps 1",
+            "dpstat count --by region --eps 1",
+            "dpstat count --threads 0 --eps 1",
+            "dpstat count --eps 1 a.csv b.csv",
+            "dpstat count --delimiter ;; --eps 1",
+            "dpstat --versionx",
+            "dpstat count --no-headers --eps 1",
+            "dpstat budget",
+            "dpstat run",
+            "dpstat sum --col x --lower 1 --upper 2 --eps 1 --invalid drop",
+            "dpstat median --col x --resolution 5 --eps 1",
+            "dpstat count --confidence 2 --eps 1",
+            "dpstat count --eps 1 --eps 2",
+            "dpstat mean --col x --lower -5 --upper 1e999 --eps 1",
+            "dpstat plan count --eps 1 --error 3",
+            "dpstat plan mean --rows x --eps 1",
+            "dpstat count --where novalue --eps 1",
+            "dpstat histogram --col a --categories a,,b --eps 1",
+            "dpstat count --eps 1 --keys a",
+        ];
+        let command = Cli::command();
+        for line in lines {
+            let (error, args) = error_of(line);
+            assert_eq!(message(&error, &command, &args), rendered(&error), "{line} ({:?})", error.kind());
+        }
+    }
+
+    #[test]
+    fn a_missing_subcommand_lists_the_choices() {
+        let command = Cli::command();
+        let (error, args) = error_of("dpstat");
+        let line = message(&error, &command, &args);
+        assert!(line.starts_with("dpstat needs a subcommand: count, sum, mean, "), "{line}");
+        assert!(line.ends_with("man (see dpstat --help)") && !line.contains("help,"), "{line}");
+        let (error, args) = error_of("dpstat plan");
+        let line = message(&error, &command, &args);
+        assert_eq!(
+            line,
+            "dpstat plan needs a subcommand: count, sum, mean, histogram (see dpstat plan --help)"
+        );
+    }
+}
