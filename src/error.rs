@@ -80,3 +80,21 @@ pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
 pub fn exit_code(error: &anyhow::Error) -> u8 {
     error.chain().find_map(|e| e.downcast_ref::<Error>()).map_or(EXIT_INTERNAL, Error::exit_code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn each_kind_has_its_exit_code_through_anyhow_and_context() {
+        let usage: anyhow::Error = Error::usage("bad flag").into();
+        assert_eq!(exit_code(&usage), EXIT_USAGE);
+        let budget = anyhow::Error::from(Error::Budget("spent".into())).context("charging");
+        assert_eq!(exit_code(&budget), EXIT_BUDGET);
+        assert_eq!(exit_code(&Error::internal("no entropy").into()), EXIT_INTERNAL);
+        let io: Result<(), std::io::Error> = Err(std::io::Error::other("disk full"));
+        assert_eq!(exit_code(&io.context("writing").unwrap_err()), EXIT_INTERNAL);
+        assert_eq!(Error::usage("x").context("file.csv").message(), "file.csv: x");
+    }
+}

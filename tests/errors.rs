@@ -86,3 +86,24 @@ fn bad_cells_and_field_counts_name_the_fixing_flag() {
         &["column 9 does not exist", "--delimiter"],
     );
 }
+
+/// A failure of the system rather than of the input exits 1, not 2: here standard output
+/// refuses the release (`/dev/full`), after the release was made.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_stdout_is_a_system_failure_exit_1() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full exists on Linux");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dpstat"))
+        .args(["count", "--eps", "1"])
+        .arg(fixture("people.csv"))
+        .env("DPSTAT_INSECURE_SEED", "1")
+        .env_remove("DPSTAT_LEDGER")
+        .stdout(full)
+        .output()
+        .expect("dpstat runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].starts_with("dpstat: ") && errors[0].contains("No space left"), "{stderr}");
+}
