@@ -53,7 +53,7 @@ pub fn block_size(threads: usize) -> usize {
 }
 
 /// What the scan needs to know about the rows.
-pub struct Plan<'a> {
+pub struct Layout<'a> {
     pub delimiter: u8,
     /// Fields every row must have: the first row's count (the csv crate refuses any other).
     pub fields: usize,
@@ -80,17 +80,17 @@ pub struct Done<F> {
 pub struct Fallback;
 
 /// Folds every row that starts in `data` (which begins at a row boundary and ends at the end of
-/// the file) into `plan.threads` copies of `empty`. With `hash`, another thread computes the
+/// the file) into `layout.threads` copies of `empty`. With `hash`, another thread computes the
 /// SHA-256 of the whole file, bytes 0 to `data.end`, in order.
 pub fn scan<F: Fold>(
     file: &File,
     data: Range<u64>,
-    plan: &Plan,
+    layout: &Layout,
     empty: &F,
     progress: Option<&ProgressBar>,
     hash: bool,
 ) -> Result<Done<F>, Fallback> {
-    let threads = plan.threads.max(1);
+    let threads = layout.threads.max(1);
     let chunks = threads as u64 * CHUNKS_PER_THREAD;
     let width = data.end.saturating_sub(data.start);
     let bound = move |i: u64| data.start + (u128::from(width) * u128::from(i) / u128::from(chunks)) as u64;
@@ -98,7 +98,7 @@ pub fn scan<F: Fold>(
     let abort = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let (next, abort) = (&next, &abort);
-        let hasher = hash.then(|| scope.spawn(move || hash_file(file, data.end, plan.block, abort)));
+        let hasher = hash.then(|| scope.spawn(move || hash_file(file, data.end, layout.block, abort)));
         // Each thread claims the next chunk until none is left; its folds come back tagged.
         let thread = |template: F| {
             move || -> Result<Vec<(u64, F, u64)>, Fallback> {
@@ -109,7 +109,7 @@ pub fn scan<F: Fold>(
                     if i >= chunks || abort.load(Ordering::Relaxed) {
                         return if abort.load(Ordering::Relaxed) { Err(Fallback) } else { Ok(parts) };
                     }
-                    let chunk = Worker::new(plan, template.clone(), bound(i)..bound(i + 1), i == 0);
+                    let chunk = Worker::new(layout, template.clone(), bound(i)..bound(i + 1), i == 0);
                     match chunk.run(file, data.end, &mut buf, progress, abort) {
                         Ok((fold, kept)) => parts.push((i, fold, kept)),
                         Err(e) => {
@@ -146,7 +146,7 @@ pub fn scan<F: Fold>(
 
 /// The scan of one chunk: the rows starting in `own`.
 struct Worker<'p, F> {
-    plan: &'p Plan<'p>,
+    layout: &'p Layout<'p>,
     fold: F,
     kept: u64,
     own: Range<u64>,
@@ -164,9 +164,9 @@ struct Worker<'p, F> {
 }
 
 impl<'p, F: Fold> Worker<'p, F> {
-    fn new(plan: &'p Plan<'p>, fold: F, own: Range<u64>, aligned: bool) -> Self {
-        let ends = vec![0; plan.read_fields];
-        Worker { plan, fold, kept: 0, own, aligned, line: 0, field: 0, ends, skip: !aligned }
+    fn new(layout: &'p Layout<'p>, fold: F, own: Range<u64>, aligned: bool) -> Self {
+        let ends = vec![0; layout.read_fields];
+        Worker { layout, fold, kept: 0, own, aligned, line: 0, field: 0, ends, skip: !aligned }
     }
 
     /// Scans the chunk with `buf` as its read buffer (reused from chunk to chunk).
@@ -185,7 +185,7 @@ impl<'p, F: Fold> Worker<'p, F> {
         let mut pos = if self.aligned { self.own.start } else { self.own.start - 1 };
         let wanted = (self.own.end - pos).saturating_add(256);
         buf.clear();
-        buf.resize(usize::try_from(wanted).unwrap_or(usize::MAX).clamp(16, self.plan.block.max(16)), 0);
+        buf.resize(usize::try_from(wanted).unwrap_or(usize::MAX).clamp(16, self.layout.block.max(16)), 0);
         let mut filled = 0;
         // Bytes before this offset in buf have been classified.
         let mut scanned = 0;
@@ -245,7 +245,7 @@ impl<'p, F: Fold> Worker<'p, F> {
     /// unless it ends at the end of the file. True once a row at or past `own.end` is reached.
     #[inline(always)]
     fn split<const CR: bool>(&mut self, buf: &[u8], range: Range<usize>, pos: u64) -> Result<bool, Fallback> {
-        let delimiter = self.plan.delimiter;
+        let delimiter = self.layout.delimiter;
         let mut base = range.start;
         while base < range.end {
             let (word, valid) = match buf.get(base..base + 8) {
@@ -312,14 +312,14 @@ impl<'p, F: Fold> Worker<'p, F> {
             // An empty line: the csv reader skips it.
             return Ok(past_end);
         }
-        if fields != self.plan.fields {
+        if fields != self.layout.fields {
             return Err(Fallback);
         }
         if let Some(end) = self.ends.get_mut(fields - 1) {
             *end = at - start;
         }
         let row = Row::line(&buf[start..at], &self.ends);
-        if passes(&row, self.plan.filters) {
+        if passes(&row, self.layout.filters) {
             self.fold.row(&row).map_err(|_| Fallback)?;
             self.kept += 1;
         }

@@ -48,7 +48,7 @@ fn scan_with<F: Fold>(
     }
     let start = input.reader().position().byte();
     if let Some((file, len)) = input.splittable() {
-        let plan = parallel::Plan {
+        let layout = parallel::Layout {
             delimiter: input.delimiter(),
             fields: rows.record.len(),
             read_fields: widest.map_or(0, |w| w + 1),
@@ -57,7 +57,7 @@ fn scan_with<F: Fold>(
             block,
         };
         if let Ok(done) =
-            parallel::scan(file, start..len, &plan, &empty, input.progress(), input.hashes_itself())
+            parallel::scan(file, start..len, &layout, &empty, input.progress(), input.hashes_itself())
         {
             for part in done.folds {
                 fold.merge(part);
