@@ -284,6 +284,21 @@ fn bins_and_categories_are_validated() {
     );
 }
 
+/// Bounds whose bin edges would overflow a double (printing `-inf..NaN`) are refused before any
+/// data is read: the file named does not even exist.
+#[test]
+fn huge_bounds_are_refused_before_reading() {
+    for (lower, upper) in [("-1e308", "1e308"), ("0", "1e289"), ("-1e300", "0")] {
+        fails_with(
+            numeric("x", "8", lower, upper).args(["--eps", "1", "no-such-file.csv"]),
+            &["--lower/--upper must lie within ±1e288"],
+        );
+    }
+    let text =
+        stdout_of(numeric("age", "2", "-1e288", "1e288").args(["--eps", "1"]).arg(fixture("income.csv")));
+    assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
+}
+
 #[test]
 fn same_seed_same_release_and_different_seeds_differ() {
     let run = |seed| {

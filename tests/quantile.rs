@@ -4,7 +4,7 @@ mod common;
 
 use std::fs;
 
-use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
+use common::{dpstat, fails_with, fixture, json_of, one_number, seeded, stdout_of};
 
 /// The values of column `x` in a fixture.
 fn values(name: &str) -> Vec<f64> {
@@ -186,4 +186,30 @@ fn bad_quantile_flags() {
     let mut cmd = dpstat();
     cmd.args(["median", "--col", "nope", "--eps", "1"]).arg(fixture("quantile_odd.csv"));
     fails_with(&mut cmd, &["no column 'nope'"]);
+}
+
+/// Bounds whose candidates would overflow a double (a median printed as `NaN`, exit 0) are
+/// refused before any data is read: the file named does not even exist.
+#[test]
+fn huge_bounds_are_refused_before_reading() {
+    for (lower, upper) in [("-1e306", "1e306"), ("-1e308", "1e308"), ("0", "1e300")] {
+        let mut cmd = dpstat();
+        cmd.args([
+            "median",
+            "--col",
+            "x",
+            "--lower",
+            lower,
+            "--upper",
+            upper,
+            "--eps",
+            "1",
+            "no-such-file.csv",
+        ]);
+        fails_with(&mut cmd, &["--lower/--upper must lie within ±1e288"]);
+    }
+    let mut cmd = dpstat();
+    cmd.args(["median", "--col", "x", "--lower", "-1e288", "--upper", "1e288", "--eps", "1"]);
+    let value = one_number(&stdout_of(cmd.arg(fixture("quantile_odd.csv"))));
+    assert!(value.abs() <= 1e288, "{value}");
 }

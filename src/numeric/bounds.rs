@@ -10,7 +10,9 @@ use num_traits::Signed;
 use super::exact::exact;
 use crate::error::Error;
 
-/// Largest bound magnitude of a sum or mean: 2^64 rows of it, plus noise, stay below f64::MAX.
+/// Largest bound magnitude: 2^64 rows of it plus noise (a sum or mean), or a million times it (a
+/// histogram edge or quantile candidate, computed as a weighted mean of the bounds), stay below
+/// f64::MAX, so no release can print inf or NaN.
 pub const MAX_PRINTABLE_BOUND: f64 = 1e288;
 
 /// A finite bound value given by flag (`--lower`, `--upper`, `impute=V`).
@@ -57,8 +59,9 @@ impl Bounds {
     pub fn upper(&self) -> f64 {
         self.upper
     }
-    /// Refuses bounds so large that a sum of up to 2^64 clamped rows plus its noise could exceed
-    /// the largest f64, so that every release prints as a finite number.
+    /// Refuses bounds so large that a sum of up to 2^64 clamped rows plus its noise, or an edge
+    /// of up to a million bins, could exceed the largest f64, so that every release prints as a
+    /// finite number.
     pub fn check_printable(&self) -> Result<(), Error> {
         if self.lower.abs() > MAX_PRINTABLE_BOUND || self.upper.abs() > MAX_PRINTABLE_BOUND {
             return Err(Error::usage(format!(

@@ -64,7 +64,12 @@ impl Statistic for Histogram {
             (Some(k), None) => {
                 check_invalid_policy(options.invalid, setup.neighbours)?;
                 match clamp_bounds("histogram", &options, setup)? {
-                    Clamp::Given(b) => BinSpec::Numeric(Bins::new(b, k)),
+                    Clamp::Given(b) => {
+                        // The edges' weighted means multiply a bound by up to K: refuse bounds
+                        // that could overflow into an infinite or NaN edge.
+                        b.check_printable()?;
+                        BinSpec::Numeric(Bins::new(b, k))
+                    }
                     Clamp::Private { bounds_eps, rest } => BinSpec::NumericPrivate { bins: k, bounds_eps, rest },
                 }
             }

@@ -57,7 +57,11 @@ impl Statistic for Quantile {
                 )));
             }
             (Some(l), Some(u), k) => {
-                Candidates::linear(Bounds::new(l, u)?, k.unwrap_or(DEFAULT_RESOLUTION))
+                // The candidates' weighted means multiply a bound by up to the resolution: refuse
+                // bounds that could overflow into an infinite or NaN candidate.
+                let bounds = Bounds::new(l, u)?;
+                bounds.check_printable()?;
+                Candidates::linear(bounds, k.unwrap_or(DEFAULT_RESOLUTION))
             }
             _ => Candidates::log_scale(),
         };
