@@ -139,6 +139,16 @@ fn bad_bounds_flags() {
     );
     let bytes = fs::read(fixture("incomes_20k.csv")).unwrap();
     let mut stdin = dpstat();
-    stdin.args(["histogram", "--col", "income", "--bins", "4", "--eps", "1"]).write_stdin(bytes);
+    stdin.args(["histogram", "--col", "income", "--bins", "4", "--eps", "1"]).write_stdin(bytes.clone());
     fails_with(&mut stdin, &["FILE", "--lower"]);
+    // Named, but not a regular file: the first pass would empty the pipe, and the second would
+    // count nothing. Refused before reading, by the file's metadata rather than its name.
+    #[cfg(target_os = "linux")]
+    {
+        let mut stdin = dpstat();
+        stdin
+            .args(["histogram", "--col", "income", "--bins", "4", "--eps", "1", "/dev/stdin"])
+            .write_stdin(bytes);
+        fails_with(&mut stdin, &["regular FILE", "--lower"]);
+    }
 }

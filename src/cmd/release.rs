@@ -114,8 +114,10 @@ impl Job {
         if let Some(path) = &request.plot {
             check_plot_path(path)?;
         }
-        if let (Source::Stdin, Some(why)) = (&request.input.source, statistic.reads_twice()) {
-            return Err(Error::usage(why));
+        if let Some(why) = statistic.reads_twice() {
+            if !rereadable(&request.input.source) {
+                return Err(Error::usage(why));
+            }
         }
         Ok(Job {
             input: request.input,
@@ -130,6 +132,16 @@ impl Job {
             ledger: LedgerSpec::from_flags(&request.ledger)?,
             plot: request.plot,
         })
+    }
+}
+
+/// Whether the source can be read a second time from its start: a regular file, decided by its
+/// metadata and not by its name (`/dev/stdin`, a FIFO or a process substitution cannot). A path
+/// that cannot be examined is left to fail when it is opened.
+fn rereadable(source: &Source) -> bool {
+    match source {
+        Source::Stdin => false,
+        Source::Path(path) => std::fs::metadata(path).map_or(true, |m| m.is_file()),
     }
 }
 

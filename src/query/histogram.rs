@@ -109,7 +109,7 @@ impl Statistic for Histogram {
     fn reads_twice(&self) -> Option<&'static str> {
         matches!(self.bins, BinSpec::NumericPrivate { .. }).then_some(
             "a numeric histogram without --lower/--upper reads the data twice (bounds, then bins), \
-             so it needs a FILE, not standard input; or give --lower L --upper U",
+             so it needs a regular FILE, not standard input or a pipe; or give --lower L --upper U",
         )
     }
 

@@ -41,7 +41,8 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
         false
     }
 
-    /// Why it reads the data twice, if it does: then it needs a regular file.
+    /// Why it reads the data twice, if it does: then it needs a regular file, and anything else
+    /// (standard input, a pipe, `/dev/stdin`) is refused before reading.
     fn reads_twice(&self) -> Option<&'static str> {
         None
     }
