@@ -149,6 +149,36 @@ fn corrupt_ledgers_are_refused_with_the_line() {
     }
 }
 
+/// A ledger must be a regular file with lines of bounded length: a FIFO would block forever and
+/// `/dev/zero` would be read into memory without end. Both are refused, by `dpstat budget` too,
+/// before any data is read; an over-long line is named like any corrupt line.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_ledger_that_is_not_a_regular_file_or_has_an_endless_line_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(StdCommand::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+    for ledger in [fifo.as_path(), Path::new("/dev/zero")] {
+        let mut cmd = release(ledger, "0.1");
+        fails_with(
+            cmd.args(["--budget", "1"]).timeout(std::time::Duration::from_secs(20)),
+            &["not a regular file"],
+        );
+        let mut budget = dpstat();
+        budget
+            .args(["budget", "--dataset", "d", "--ledger"])
+            .arg(ledger)
+            .timeout(std::time::Duration::from_secs(20));
+        fails_with(&mut budget, &["not a regular file"]);
+    }
+    let ledger = dir.path().join("long.jsonl");
+    fs::write(&ledger, format!("{}\n", "x".repeat(100_000))).unwrap();
+    fails_with(
+        release(&ledger, "0.1").args(["--budget", "1"]),
+        &["corrupt", "line 1 is longer than 65536 bytes"],
+    );
+}
+
 #[test]
 fn ledger_from_the_environment() {
     let dir = TempDir::new().unwrap();

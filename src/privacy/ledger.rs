@@ -8,7 +8,7 @@
 //! never under-counts it. A corrupt ledger is an error naming the line, never a reset.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::SystemTime;
@@ -37,6 +37,10 @@ impl FromStr for Budget {
         }
     }
 }
+
+/// The longest line a ledger may hold: a record is a few hundred bytes, and a line read without
+/// a limit could take all memory (`--ledger /dev/zero`).
+const MAX_LINE: usize = 64 << 10;
 
 /// What the ledger flags ask for.
 #[derive(Clone, Debug, PartialEq)]
@@ -234,15 +238,23 @@ pub fn charge(spec: &LedgerSpec, dataset: &str, charge: &Charge) -> Result<Budge
     // The lock is released when `file` is dropped here, before the caller prints.
 }
 
-/// Reads a dataset's account under the lock (for `dpstat budget`).
+/// Reads a dataset's account under a shared lock (for `dpstat budget`), opening the ledger
+/// read-only: a ledger the reader may not write can still be read.
 pub fn account(path: &Path, dataset: &str) -> Result<Account> {
-    if !path.exists() {
-        return Err(bad_input(format!("{}: no such ledger", path.display())));
+    match std::fs::metadata(path) {
+        Err(_) => return Err(bad_input(format!("{}: no such ledger", path.display()))),
+        // Opening a FIFO to read would block until a writer comes: refuse it unopened.
+        Ok(meta) if !meta.is_file() => return Err(not_regular(path)),
+        Ok(_) => {}
     }
-    let file = open_locked(path)?;
+    let file =
+        File::open(path).map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
+    check_regular(&file, path)?;
+    file.lock_shared().with_context(|| format!("locking ledger {}", path.display()))?;
     read_account(&file, path, dataset)
 }
 
+/// Opens the ledger to read and append, under an exclusive lock.
 fn open_locked(path: &Path) -> Result<File> {
     let file = OpenOptions::new()
         .read(true)
@@ -250,8 +262,24 @@ fn open_locked(path: &Path) -> Result<File> {
         .create(true)
         .open(path)
         .map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
+    check_regular(&file, path)?;
     file.lock().with_context(|| format!("locking ledger {}", path.display()))?;
     Ok(file)
+}
+
+/// A ledger is a regular file: a FIFO would block the run forever, a device would never end.
+/// Checked on the opened handle, so nothing can swap the file in between.
+fn check_regular(file: &File, path: &Path) -> Result<()> {
+    let meta =
+        file.metadata().map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(not_regular(path));
+    }
+    Ok(())
+}
+
+fn not_regular(path: &Path) -> anyhow::Error {
+    bad_input(format!("ledger {} is not a regular file; give --ledger the path of a file", path.display()))
 }
 
 /// Validates every line and sums what this dataset has spent, exactly.
@@ -262,13 +290,17 @@ fn read_account(file: &File, path: &Path, dataset: &str) -> Result<Account> {
     let mut number = 0usize;
     loop {
         line.clear();
-        let read = reader
+        let read = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
             .read_line(&mut line)
             .map_err(|e| corrupt(path, number + 1, &format!("cannot be read: {e}")))?;
         if read == 0 {
             break;
         }
         number += 1;
+        if read > MAX_LINE {
+            return Err(corrupt(path, number, &format!("is longer than {MAX_LINE} bytes")));
+        }
         if !line.ends_with('\n') {
             return Err(corrupt(path, number, "is truncated (no newline at its end)"));
         }
