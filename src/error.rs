@@ -70,6 +70,38 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Text from the data (a cell, a header name) as a message may show it: control characters
+/// escaped (`\x1b`, `\u{9b}`), so no byte of the file can drive the reader's terminal, and cut to
+/// `max` characters with `…`.
+pub fn shown(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            match u32::from(c) {
+                n @ 0..=0xff => out.push_str(&format!("\\x{n:02x}")),
+                n => out.push_str(&format!("\\u{{{n:x}}}")),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A list of names from the data for a message: each [`shown`], and past `max` names only
+/// how many more there are.
+pub fn shown_list(names: &[String], max: usize) -> String {
+    let mut out: Vec<String> = names.iter().take(max).map(|n| shown(n, 40)).collect();
+    if names.len() > max {
+        out.push(format!("… ({} columns in all)", names.len()));
+    }
+    out.join(", ")
+}
+
 /// Shorthand for a usage error inside a function that returns `anyhow::Result`.
 pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
     Error::Usage(message.into()).into()
@@ -96,5 +128,18 @@ mod tests {
         let io: Result<(), std::io::Error> = Err(std::io::Error::other("disk full"));
         assert_eq!(exit_code(&io.context("writing").unwrap_err()), EXIT_INTERNAL);
         assert_eq!(Error::usage("x").context("file.csv").message(), "file.csv: x");
+    }
+
+    #[test]
+    fn data_in_messages_is_escaped_and_cut() {
+        assert_eq!(shown("\u{1b}[31mRED", 40), "\\x1b[31mRED");
+        assert_eq!(shown("a\u{1b}]0;pwned\u{7}", 40), "a\\x1b]0;pwned\\x07");
+        assert_eq!(shown("tab\there\r\n", 40), "tab\\x09here\\x0d\\x0a");
+        assert_eq!(shown("\u{9b}31m", 40), "\\x9b31m");
+        assert_eq!(shown("\u{2028}é", 40), "\u{2028}é", "printable Unicode is kept");
+        assert_eq!(shown("abcdef", 3), "abc…");
+        let names: Vec<String> = (0..10_000).map(|i| format!("c{i}")).collect();
+        assert_eq!(shown_list(&names, 3), "c0, c1, c2, … (10000 columns in all)");
+        assert_eq!(shown_list(&names[..2], 3), "c0, c1");
     }
 }

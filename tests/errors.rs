@@ -107,3 +107,32 @@ fn an_unwritable_stdout_is_a_system_failure_exit_1() {
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].starts_with("dpstat: ") && errors[0].contains("No space left"), "{stderr}");
 }
+
+/// Data quoted in a message cannot drive the terminal of whoever reads stderr: control bytes in
+/// a bad cell or a header name arrive escaped, and a wide header is abbreviated.
+#[test]
+fn data_in_messages_is_escaped_and_short() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "name,x\nann,1\nbob,\x1b[31mRED\x07\n").unwrap();
+    let line = fails_with(
+        dpstat().args(["sum", "--col", "x", "--lower", "0", "--upper", "9", "--eps", "1"]).arg(&bad),
+        &["\\x1b[31mRED\\x07", "is not a finite number"],
+    );
+    assert!(!line.contains('\x1b') && !line.contains('\x07'), "{line:?}");
+
+    let header = dir.path().join("header.csv");
+    std::fs::write(&header, "a\x1b]0;pwned\x07,b\n1,2\n").unwrap();
+    let line =
+        fails_with(dpstat().args(["sum", "--col", "c", "--eps", "1"]).arg(&header), &["\\x1b]0;pwned\\x07"]);
+    assert!(!line.contains('\x1b'), "{line:?}");
+
+    let wide = dir.path().join("wide.csv");
+    let names: Vec<String> = (0..10_000).map(|i| format!("column_{i}")).collect();
+    std::fs::write(&wide, format!("{}\n", names.join(","))).unwrap();
+    let line = fails_with(
+        dpstat().args(["count", "--where", "nope=1", "--eps", "1"]).arg(&wide),
+        &["10000 columns in all"],
+    );
+    assert!(line.len() < 2_000, "{} bytes", line.len());
+}

@@ -4,6 +4,7 @@
 use std::str::FromStr;
 
 use crate::data::row::{text_cell, BadCell, Row};
+use crate::error::shown;
 use crate::numeric::bounds::Finite;
 
 /// `--invalid`: what to do with a missing or non-numeric cell.
@@ -127,10 +128,8 @@ fn describe_invalid(cell: &[u8]) -> String {
     if cell.is_empty() {
         return "the cell is empty; use --invalid skip or --invalid impute=V".to_string();
     }
-    let text = String::from_utf8_lossy(cell);
-    let shown: String = text.chars().take(40).collect();
-    let ellipsis = if text.chars().count() > 40 { "…" } else { "" };
-    format!("'{shown}{ellipsis}' is not a finite number; use --invalid skip or --invalid impute=V")
+    let text = shown(&String::from_utf8_lossy(cell), 40);
+    format!("'{text}' is not a finite number; use --invalid skip or --invalid impute=V")
 }
 
 #[cfg(test)]

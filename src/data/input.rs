@@ -15,12 +15,15 @@ use sha2::{Digest, Sha256};
 
 use crate::data::fingerprint::fingerprint;
 use crate::data::source::{ColumnRef, CsvOptions, Source};
-use crate::error::bad_input;
+use crate::error::{bad_input, shown, shown_list};
 
 /// Large reads keep system calls off the per-row path.
 const READ_BUFFER: usize = 256 * 1024;
 /// Files at least this large show a progress bar (when stderr is a terminal).
 const PROGRESS_FROM: u64 = 64 << 20;
+
+/// A message lists at most this many of the header's column names.
+const MESSAGE_COLUMNS: usize = 30;
 
 /// A csv reader over any byte stream.
 type CsvReader = csv::Reader<Box<dyn Read>>;
@@ -185,7 +188,7 @@ impl Input {
     /// How messages name a column: its header name, or its 1-based number.
     pub fn column_label(&self, index: usize) -> String {
         match self.header.as_ref().and_then(|h| h.get(index)) {
-            Some(name) => header_name(name),
+            Some(name) => shown(&header_name(name), 40),
             None => (index + 1).to_string(),
         }
     }
@@ -209,23 +212,26 @@ impl Input {
         match matches.as_slice() {
             [i] => Ok(*i),
             [] if names.iter().all(|n| n.is_empty()) => Err(bad_input(format!(
-                "{}: no column '{name}' ({flag}): the input is empty (not even a header row)",
-                self.name
+                "{}: no column '{}' ({flag}): the input is empty (not even a header row)",
+                self.name,
+                shown(name, 40)
             ))),
             [] => {
                 let hint = match nearest(name, &names) {
-                    Some(near) => format!("did you mean {flag} {near}? "),
+                    Some(near) => format!("did you mean {flag} {}? ", shown(near, 40)),
                     None => String::new(),
                 };
                 Err(bad_input(format!(
-                    "{}: no column '{name}' ({flag}); {hint}the columns are: {}",
+                    "{}: no column '{}' ({flag}); {hint}the columns are: {}",
                     self.name,
-                    names.join(", ")
+                    shown(name, 40),
+                    shown_list(&names, MESSAGE_COLUMNS)
                 )))
             }
             _ => Err(bad_input(format!(
-                "{}: column '{name}' ({flag}) appears {} times in the header",
+                "{}: column '{}' ({flag}) appears {} times in the header",
                 self.name,
+                shown(name, 40),
                 matches.len()
             ))),
         }
