@@ -7,7 +7,7 @@ mod common;
 
 use std::fs;
 
-use common::{dpstat, fixture, stdout_of, UNITS};
+use common::{fixture, stdout_of, unseeded, UNITS};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use serde_json::Value;
@@ -115,7 +115,7 @@ fn charged(args: &[&str], unit: &str, eps: &str) -> (Value, BigRational) {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     let out = stdout_of(
-        dpstat()
+        unseeded()
             .args(args)
             .args(["--eps", eps, "--neighbours", unit, "--budget", "100", "--format", "json", "--ledger"])
             .arg(&ledger)
@@ -177,7 +177,7 @@ fn workload_queries_compose_in_sequence_to_the_total_charged() {
             )
             .unwrap();
             let out = stdout_of(
-                dpstat()
+                unseeded()
                     .arg("run")
                     .arg(&workload)
                     .args(["--format", "json", "--budget", "5", "--ledger"])

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
+use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of, unseeded};
 
 const AGE: &[&str] =
     &["histogram", "--col", "age", "--bins", "8", "--lower", "0", "--upper", "80", "--eps", "0.5"];
@@ -153,13 +153,13 @@ fn plot_is_written_after_the_ledger_charge_and_never_for_a_refused_release() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("budget.jsonl");
     let svg = dir.path().join("age.svg");
-    let mut cmd = dpstat();
+    let mut cmd = unseeded();
     cmd.args(AGE).args(["--ledger"]).arg(&ledger).args(["--budget", "0.7", "--plot"]).arg(&svg);
     stdout_of(cmd.arg(fixture("people.csv")));
     assert!(svg.exists() && std::fs::read_to_string(&ledger).unwrap().contains("histogram"));
     std::fs::remove_file(&svg).unwrap();
     // 0.5 of 0.7 is spent: a second release at 0.5 is refused with exit 3 and draws nothing.
-    let out = dpstat()
+    let out = unseeded()
         .args(AGE)
         .args(["--ledger"])
         .arg(&ledger)

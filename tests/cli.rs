@@ -464,3 +464,39 @@ fn broken_pipe_exits_zero_without_a_panic() {
         reader_goes_away(args, 1);
     }
 }
+
+/// The test seed cannot pass for production: every seeded release says so in its JSON (and on
+/// stderr), and a seeded run with a ledger is refused before anything is read or charged.
+#[test]
+fn the_test_seed_is_marked_and_refused_with_a_ledger() {
+    let json = json_of(dpstat().args(["count", "--eps", "1"]).arg(fixture("people.csv")));
+    assert_eq!(json["insecure_seed"], true, "{json}");
+    let json = json_of(
+        dpstat()
+            .args(["count", "--eps", "1", "--by", "region", "--keys", "north"])
+            .arg(fixture("people.csv")),
+    );
+    assert_eq!(
+        (json["insecure_seed"].as_bool(), json["groups"][0]["insecure_seed"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let out = stdout_of(
+        dpstat()
+            .args(["run", "--format", "json"])
+            .arg(fixture("compose_two_columns.toml"))
+            .arg(fixture("people.csv")),
+    );
+    assert!(out.lines().all(|l| l.contains("\"insecure_seed\":true")), "{out}");
+    let json = json_of(unseeded().args(["count", "--eps", "1"]).arg(fixture("people.csv")));
+    assert!(json.get("insecure_seed").is_none(), "{json}");
+
+    let dir = tempfile::TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let mut cmd = dpstat();
+    cmd.args(["count", "--eps", "1", "--budget", "2", "--ledger"]).arg(&ledger).arg("no-such-file.csv");
+    fails_with(&mut cmd, &["DPSTAT_INSECURE_SEED", "--ledger"]);
+    let mut cmd = dpstat();
+    cmd.arg("run").arg(fixture("compose_two_columns.toml")).args(["--budget", "2", "--ledger"]).arg(&ledger);
+    fails_with(cmd.arg(fixture("people.csv")), &["DPSTAT_INSECURE_SEED", "--ledger"]);
+    assert!(!ledger.exists(), "nothing was charged or created");
+}

@@ -5,7 +5,7 @@ mod common;
 use std::collections::HashMap;
 use std::fs;
 
-use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
+use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of, unseeded};
 use proptest::prelude::*;
 use tempfile::TempDir;
 
@@ -251,7 +251,7 @@ fn the_ledger_is_charged_epsilon_once() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(
-        dpstat()
+        unseeded()
             .args(["sum", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "0.4"])
             .args(["--by", "region", "--keys", "north,south,east,west", "--budget", "1", "--ledger"])
             .arg(&ledger)

@@ -6,11 +6,11 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 
-use common::{dpstat, fails_with, fixture, json_of, stdout_of};
+use common::{fails_with, fixture, json_of, stdout_of, unseeded};
 use tempfile::TempDir;
 
 fn release(ledger: &Path, eps: &str) -> assert_cmd::Command {
-    let mut cmd = dpstat();
+    let mut cmd = unseeded();
     cmd.args(["count", "--eps", eps, "--ledger"]).arg(ledger).arg(fixture("people.csv"));
     cmd
 }
@@ -34,7 +34,7 @@ fn ten_tenths_exhaust_a_budget_of_one_exactly() {
         }
         stdout_of(&mut cmd);
     }
-    let budget = json_of(dpstat().args(["budget", "--ledger"]).arg(&ledger).arg(fixture("people.csv")));
+    let budget = json_of(unseeded().args(["budget", "--ledger"]).arg(&ledger).arg(fixture("people.csv")));
     assert_eq!(budget["spent_exact"], "1/1");
     assert_eq!(budget["remaining_exact"], "0/1");
     assert_eq!(budget["releases"].as_array().unwrap().len(), 10);
@@ -55,7 +55,7 @@ fn ten_tenths_exhaust_a_budget_of_one_exactly() {
 fn records_carry_exact_epsilon_and_the_dataset_fingerprint() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
-    let mut cmd = dpstat();
+    let mut cmd = unseeded();
     cmd.args(["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "0.3"])
         .args(["--budget", "2", "--ledger"])
         .arg(&ledger)
@@ -82,11 +82,11 @@ fn file_and_stdin_with_the_same_bytes_are_the_same_dataset() {
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(release(&ledger, "0.5").args(["--budget", "1"]));
     let bytes = fs::read(fixture("people.csv")).unwrap();
-    stdout_of(dpstat().args(["count", "--eps", "0.5", "--ledger"]).arg(&ledger).write_stdin(bytes.clone()));
+    stdout_of(unseeded().args(["count", "--eps", "0.5", "--ledger"]).arg(&ledger).write_stdin(bytes.clone()));
     let records = lines(&ledger);
     assert_eq!(records[1]["dataset"], records[2]["dataset"]);
     // The budget is now spent, for the file and for the same bytes on stdin alike.
-    let out = dpstat()
+    let out = unseeded()
         .args(["count", "--eps", "0.1", "--ledger"])
         .arg(&ledger)
         .write_stdin(bytes)
@@ -109,7 +109,7 @@ fn named_datasets_and_budget_rules() {
     stdout_of(named("0.5").args(["--budget", "1"]));
     fails_with(named("0.1").args(["--budget", "3"]), &["--change-budget"]);
     stdout_of(named("1").args(["--budget", "3", "--change-budget"]));
-    let text = stdout_of(dpstat().args(["budget", "--dataset", "people-2026", "--ledger"]).arg(&ledger));
+    let text = stdout_of(unseeded().args(["budget", "--dataset", "people-2026", "--ledger"]).arg(&ledger));
     assert!(text.contains("budget     3\n"), "{text}");
     assert!(text.contains("spent      1.5\n"), "{text}");
     assert!(text.contains("remaining  1.5\n"), "{text}");
@@ -121,7 +121,7 @@ fn a_failed_query_charges_nothing() {
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(release(&ledger, "0.1").args(["--budget", "1"]));
     let before = fs::read(&ledger).unwrap();
-    let mut bad = dpstat();
+    let mut bad = unseeded();
     bad.args(["sum", "--col", "nope", "--lower", "0", "--upper", "1", "--eps", "0.1", "--ledger"])
         .arg(&ledger)
         .arg(fixture("people.csv"));
@@ -164,7 +164,7 @@ fn a_ledger_that_is_not_a_regular_file_or_has_an_endless_line_is_refused() {
             cmd.args(["--budget", "1"]).timeout(std::time::Duration::from_secs(20)),
             &["not a regular file"],
         );
-        let mut budget = dpstat();
+        let mut budget = unseeded();
         budget
             .args(["budget", "--dataset", "d", "--ledger"])
             .arg(ledger)
@@ -183,7 +183,7 @@ fn a_ledger_that_is_not_a_regular_file_or_has_an_endless_line_is_refused() {
 fn ledger_from_the_environment() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("env.jsonl");
-    let mut cmd = dpstat();
+    let mut cmd = unseeded();
     cmd.env("DPSTAT_LEDGER", &ledger)
         .args(["count", "--eps", "1", "--budget", "1"])
         .arg(fixture("people.csv"));

@@ -5,7 +5,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{dpstat, fails_with, fixture, seeded, stdout_of};
+use common::{dpstat, fails_with, fixture, seeded, stdout_of, unseeded};
 use tempfile::TempDir;
 
 /// Runs a workload with `--format json` and returns one JSON value per line.
@@ -16,6 +16,13 @@ fn json_lines(cmd: &mut assert_cmd::Command) -> Vec<serde_json::Value> {
 
 fn run(workload: &Path) -> assert_cmd::Command {
     let mut cmd = dpstat();
+    cmd.arg("run").arg(workload).arg(fixture("people.csv"));
+    cmd
+}
+
+/// [`run`] with the operating system's noise, for runs with a ledger.
+fn run_charged(workload: &Path) -> assert_cmd::Command {
+    let mut cmd = unseeded();
     cmd.arg("run").arg(workload).arg(fixture("people.csv"));
     cmd
 }
@@ -53,7 +60,7 @@ fn the_epsilon_charged_equals_the_declared_total_exactly() {
     for (workload, total, shares) in cases {
         let ledger = dir.path().join("ledger.jsonl");
         let _ = fs::remove_file(&ledger);
-        let lines = json_lines(run(&workload).args(["--budget", "5", "--ledger"]).arg(&ledger));
+        let lines = json_lines(run_charged(&workload).args(["--budget", "5", "--ledger"]).arg(&ledger));
         let got: Vec<&str> = lines.iter().map(|l| l["epsilon_exact"].as_str().unwrap()).collect();
         assert_eq!(got, shares, "{}", workload.display());
         assert!(lines.iter().all(|l| l["total_epsilon_exact"] == total));
@@ -202,20 +209,21 @@ fn failures_print_and_charge_nothing() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(
-        dpstat()
+        unseeded()
             .args(["count", "--eps", "0.5", "--budget", "1", "--ledger"])
             .arg(&ledger)
             .arg(fixture("people.csv")),
     );
     let before = fs::read(&ledger).unwrap();
-    let out = run(&fixture("compose_two_columns.toml")).arg("--ledger").arg(&ledger).output().unwrap();
+    let out =
+        run_charged(&fixture("compose_two_columns.toml")).arg("--ledger").arg(&ledger).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty());
     assert_eq!(fs::read(&ledger).unwrap(), before);
 
     let bad = dir.path().join("bad.csv");
     fs::write(&bad, "age,income\n30,100\n40,oops\n").unwrap();
-    let mut cmd = dpstat();
+    let mut cmd = unseeded();
     cmd.arg("run")
         .arg(fixture("compose_two_columns.toml"))
         .arg(&bad)

@@ -10,7 +10,7 @@ pub const LONG_VERSION: &str = concat!(
      rational arithmetic only, no floating point",
     "\nsums:       exact fixed-point on a power-of-two grid chosen from the flags, never from the data",
     "\ntest hook:  DPSTAT_INSECURE_SEED=<u64> makes the noise reproducible and NOT private; \
-     every run with it warns on stderr"
+     every run with it warns on stderr, is marked in its JSON and is refused with --ledger"
 );
 
 pub const COUNT_HELP: &str = "\

@@ -158,12 +158,16 @@ pub fn filter_specs(filters: &[Filter], has_header: bool, flag: &str) -> Result<
 /// Reads the data, releases, charges the ledger if there is one, and only then writes the
 /// release to `out`.
 pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
+    rng::refuse_with_ledger(job.ledger.is_some())?;
     warn_if_large(&job.eps);
     let mut rng = rng::system_rng()?;
     let fingerprint = job.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let mut input = Input::open(&job.input.source, &job.input.csv, fingerprint, job.input.threads)?;
     let mut published = job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng })?;
     published.accounting().spends_exactly(&job.eps)?;
+    if rng::is_seeded() {
+        published.mark_insecure_seed();
+    }
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
     let plot = match (&job.plot, &published) {
         (Some(path), Published::One(release)) => {

@@ -65,6 +65,7 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     let workload = Workload::load(&request.workload, &request.input, request.confidence, request.format)?;
     warn_if_large(&workload.total);
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
+    rng::refuse_with_ledger(ledger.is_some())?;
     let mut rng = rng::system_rng()?;
     let fingerprint = ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let flags = &request.input;
@@ -81,11 +82,14 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     for (query, routed) in workload.queries.iter().zip(fold.0) {
         let job = &query.job;
         let cx = context(job, &input, &job.eps);
-        let Outcome::Published(release) =
+        let Outcome::Published(mut release) =
             publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, &mut rng)?
         else {
             return Err(Error::internal("a workload query asked for a second pass").into());
         };
+        if rng::is_seeded() {
+            release.mark_insecure_seed();
+        }
         queries.push(table::Query { name: query.name.clone(), eps: job.eps.clone(), release });
     }
     let accounting =

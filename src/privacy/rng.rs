@@ -30,3 +30,20 @@ pub fn system_rng() -> Result<ChaCha20Rng, Error> {
         }
     }
 }
+
+/// Whether this run's noise comes from `DPSTAT_INSECURE_SEED` (reproducible, not private).
+pub fn is_seeded() -> bool {
+    std::env::var_os(INSECURE_SEED_VAR).is_some()
+}
+
+/// A seeded run must not spend or record a real budget: its releases are not private, and a
+/// ledger that holds them would look like the record of private ones.
+pub fn refuse_with_ledger(ledger: bool) -> Result<(), Error> {
+    if ledger && is_seeded() {
+        return Err(Error::usage(format!(
+            "{INSECURE_SEED_VAR} is set, which makes the noise reproducible and the release NOT private; \
+             it cannot be used with --ledger (or DPSTAT_LEDGER): unset {INSECURE_SEED_VAR} for a real release"
+        )));
+    }
+    Ok(())
+}

@@ -46,6 +46,9 @@ pub struct Release {
     /// The ledger account after this release was charged (only with --ledger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSummary>,
+    /// True when the noise came from `DPSTAT_INSECURE_SEED`: reproducible, and NOT private.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_seed: bool,
 }
 
 /// What a release states about its noise and accuracy: the same block for a release and for
@@ -286,6 +289,7 @@ impl Release {
             accounting,
             notes: vec![],
             budget: None,
+            insecure_seed: false,
         })
     }
 }
@@ -314,6 +318,9 @@ pub struct GroupedRelease {
     pub accounting: Cost,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSummary>,
+    /// True when the noise came from `DPSTAT_INSECURE_SEED`: reproducible, and NOT private.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_seed: bool,
 }
 
 /// One group's release.
@@ -348,6 +355,7 @@ impl GroupedRelease {
             groups,
             accounting,
             budget: None,
+            insecure_seed: false,
         })
     }
 }
@@ -381,6 +389,17 @@ impl Published {
         match self {
             Published::One(r) => &r.accounting,
             Published::Grouped(g) => &g.accounting,
+        }
+    }
+
+    /// Marks a release whose noise came from the test seed, in it and in every group.
+    pub fn mark_insecure_seed(&mut self) {
+        match self {
+            Published::One(r) => r.insecure_seed = true,
+            Published::Grouped(g) => {
+                g.insecure_seed = true;
+                g.groups.iter_mut().for_each(|group| group.release.insecure_seed = true);
+            }
         }
     }
 

@@ -11,6 +11,16 @@ pub fn dpstat() -> Command {
     seeded(1)
 }
 
+/// `dpstat` with the operating system's randomness, as in production: what a run with a
+/// ledger needs, since the test seed is refused together with `--ledger`.
+pub fn unseeded() -> Command {
+    let mut cmd = Command::cargo_bin("dpstat").expect("the dpstat binary is built by cargo test");
+    cmd.env_remove("DPSTAT_INSECURE_SEED")
+        .env_remove("DPSTAT_LEDGER")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
 /// `dpstat` with a given insecure seed.
 pub fn seeded(seed: u64) -> Command {
     let mut cmd = Command::cargo_bin("dpstat").expect("the dpstat binary is built by cargo test");
