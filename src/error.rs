@@ -7,6 +7,7 @@
 //! | 1 | [`Error::Internal`] | the system failed: no entropy from the OS, stdout unwritable, a bug |
 //! | 2 | [`Error::Usage`] | bad flags, a bad workload file or bad data; nothing on stdout |
 //! | 3 | [`Error::Budget`] | the ledger's budget cannot pay; nothing released, nothing charged |
+//! | 4 | [`Error::Problems`] | `dpstat check` found problems in the file (its report is on stdout) |
 
 use std::fmt;
 
@@ -16,6 +17,8 @@ pub const EXIT_INTERNAL: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code when the budget cannot pay for a release.
 pub const EXIT_BUDGET: u8 = 3;
+/// Exit code of `dpstat check` when it found problems in the file.
+pub const EXIT_PROBLEMS: u8 = 4;
 
 /// Why a run did not release. The message names the problem and, where there is one, the flag
 /// that fixes it.
@@ -27,6 +30,8 @@ pub enum Error {
     Budget(String),
     /// The operating system or dpstat itself failed; not the user's input.
     Internal(String),
+    /// `dpstat check` found problems in the file.
+    Problems(String),
 }
 
 impl Error {
@@ -43,12 +48,13 @@ impl Error {
             Error::Usage(_) => EXIT_USAGE,
             Error::Budget(_) => EXIT_BUDGET,
             Error::Internal(_) => EXIT_INTERNAL,
+            Error::Problems(_) => EXIT_PROBLEMS,
         }
     }
 
     pub fn message(&self) -> &str {
         match self {
-            Error::Usage(m) | Error::Budget(m) | Error::Internal(m) => m,
+            Error::Usage(m) | Error::Budget(m) | Error::Internal(m) | Error::Problems(m) => m,
         }
     }
 
@@ -58,6 +64,7 @@ impl Error {
             Error::Usage(m) => Error::Usage(format!("{prefix}: {m}")),
             Error::Budget(m) => Error::Budget(format!("{prefix}: {m}")),
             Error::Internal(m) => Error::Internal(format!("{prefix}: {m}")),
+            Error::Problems(m) => Error::Problems(format!("{prefix}: {m}")),
         }
     }
 }

@@ -29,6 +29,7 @@ fn main() -> ExitCode {
 fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
     match &query {
         Query::Budget(args) => cmd::budget::report(&args.request(), out),
+        Query::Check(args) => cmd::check::run(&args.input.flags(), out),
         Query::Plan(args) => cmd::plan::run(&request::plan_request(args)?, out),
         Query::Completions(args) => cmd::generate::completions(args.shell, Cli::command(), out),
         Query::Man => cmd::generate::man(Cli::command(), out),

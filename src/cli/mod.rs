@@ -93,6 +93,15 @@ pub enum Query {
     #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
         dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
     Budget(BudgetArgs),
+    /// Check a file before releasing from it: every ragged row, non-UTF-8 cell and non-numeric
+    /// cell of a numeric column, by row and column. Its report is NOT private: it describes the
+    /// rows themselves; it never touches a ledger and releases nothing.
+    #[command(after_help = "Exit status: 0 when no problem was found, 4 when some were (the report is on \
+        standard output), 2 when the file cannot be read.\n\n\
+        The report names rows, columns and cell contents: it is for whoever may read the file \
+        anyway (the data custodian), never for an analyst who may only see releases.\n\n\
+        Example:\n  dpstat check fixtures/bad_cells.csv")]
+    Check(CheckArgs),
     /// Accuracy planning without data: the error a query would have at --eps, or the ε it
     /// needs for a target --error.
     #[command(after_help = PLAN_HELP)]
@@ -106,6 +115,13 @@ pub enum Query {
     /// Print the man page (roff) to standard output.
     #[command(after_help = "Example:\n  dpstat man > dpstat.1 && man ./dpstat.1")]
     Man,
+}
+
+/// `dpstat check`: only where the file is and how to read it.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 #[derive(Args, Debug)]
@@ -254,9 +270,12 @@ impl Query {
             Query::Histogram(a) => ("histogram", a.options(), &a.common, a.plot.clone()),
             Query::Quantile(a) => ("quantile", a.rank.options(a.levels.clone()), &a.rank.common, None),
             Query::Median(a) => ("median", a.rank.options(vec![]), &a.rank.common, None),
-            Query::Budget(_) | Query::Plan(_) | Query::Completions(_) | Query::Man | Query::Run(_) => {
-                return None
-            }
+            Query::Budget(_)
+            | Query::Check(_)
+            | Query::Plan(_)
+            | Query::Completions(_)
+            | Query::Man
+            | Query::Run(_) => return None,
         };
         Some(ReleaseFlags { kind, options, common, plot })
     }

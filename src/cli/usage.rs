@@ -20,7 +20,8 @@ pub fn message(error: &clap::Error, command: &Command, args: &[String]) -> Strin
         line.push_str("; tip: ");
         line.push_str(&tip);
     }
-    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    // clap puts a list (required flags, possible values) on lines of its own: one line here.
+    let line = line.lines().map(str::trim).collect::<Vec<_>>().join(" ");
     format!("{line} (see --help)")
 }
 
@@ -149,7 +150,7 @@ mod tests {
             line.push_str("; ");
             line.push_str(tip);
         }
-        format!("{line} (see --help)").split_whitespace().collect::<Vec<_>>().join(" ")
+        format!("{line} (see --help)")
     }
 
     fn error_of(line: &str) -> (clap::Error, Vec<String>) {
@@ -193,6 +194,10 @@ mod tests {
             "dpstat count --where novalue --eps 1",
             "dpstat histogram --col a --categories a,,b --eps 1",
             "dpstat count --eps 1 --keys a",
+            "dpstat count --where a  b --eps 1",
+            "dpstat count --eps 1 --no-header=yes",
+            "dpstat sum --col age --lowr 0 --eps 1",
+            "dpstat count --eps 1 --format",
         ];
         let command = Cli::command();
         for line in lines {

@@ -5,9 +5,11 @@
 //! - [`run`]: `dpstat run WORKLOAD.toml`, several statistics in one pass;
 //! - [`plan`]: `dpstat plan`, accuracy without data;
 //! - [`budget`]: `dpstat budget`, a dataset's account in the ledger;
+//! - [`check`]: `dpstat check`, the custodian's pre-flight of a file (not private);
 //! - [`generate`]: `dpstat completions` and `dpstat man`.
 
 pub mod budget;
+pub mod check;
 pub mod generate;
 pub mod plan;
 pub mod release;

@@ -185,6 +185,11 @@ impl Input {
         Ok(())
     }
 
+    /// The number of fields in the header (None without one).
+    pub fn header_len(&self) -> Option<usize> {
+        self.header.as_ref().map(ByteRecord::len)
+    }
+
     /// How messages name a column: its header name, or its 1-based number.
     pub fn column_label(&self, index: usize) -> String {
         match self.header.as_ref().and_then(|h| h.get(index)) {

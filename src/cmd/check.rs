@@ -1,0 +1,158 @@
+//! `dpstat check FILE`: the custodian's pre-flight. It reads the whole file and names every
+//! problem a release would stop at or silently work around: rows whose number of fields
+//! differs from the header's, cells that are not UTF-8, empty or non-numeric cells in columns
+//! that also hold numbers, and line breaks inside quoted fields; and per column, how many
+//! cells are numbers, other text, or empty. It never opens a ledger,
+//! draws no noise and releases nothing; what it prints is about the rows themselves and is
+//! **not private**, so it is for whoever may read the file anyway.
+//!
+//! Memory does not grow with the rows: per column a few counters and at most [`EXAMPLES`]
+//! examples, and at most [`EXAMPLES`] ragged rows.
+
+use std::io::Write;
+
+use anyhow::Result;
+use csv::ByteRecord;
+
+use crate::cmd::release::InputFlags;
+use crate::data::cell::parse_number;
+use crate::data::input::Input;
+use crate::error::{bad_input, shown, Error};
+
+/// Examples kept per column and per kind of problem.
+pub const EXAMPLES: usize = 5;
+
+/// What one column held.
+#[derive(Clone, Debug, Default)]
+struct Column {
+    numbers: u64,
+    empty: u64,
+    text: u64,
+    not_utf8: u64,
+    /// (row, line, cell) of empty or non-numeric cells, in file order.
+    examples: Vec<(u64, u64, String)>,
+    not_utf8_rows: Vec<u64>,
+}
+
+/// `dpstat check`: reads everything, prints the report, and exits 0 when nothing was found or
+/// exit 4 (`error::EXIT_PROBLEMS`) when something was.
+pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
+    let mut file = Input::open(&input.source, &input.csv, false, 1)?;
+    let name = file.name().to_string();
+    let width = file.header_len();
+    let mut columns: Vec<Column> = vec![Column::default(); width.unwrap_or(0)];
+    let (mut rows, mut ragged, mut quoted_breaks) = (0u64, 0u64, 0u64);
+    let mut ragged_examples: Vec<String> = vec![];
+    let mut record = ByteRecord::new();
+    loop {
+        match file.reader().read_byte_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => match e.kind() {
+                csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
+                    rows += 1;
+                    ragged += 1;
+                    if ragged_examples.len() < EXAMPLES {
+                        let line = pos.as_ref().map_or(rows, |p| p.line());
+                        ragged_examples
+                            .push(format!("row {rows} (line {line}): {len} fields, not {expected_len}"));
+                    }
+                    continue;
+                }
+                _ => return Err(bad_input(format!("{name}: row {}: {e}", rows + 1))),
+            },
+        }
+        rows += 1;
+        let line = record.position().map_or(rows, |p| p.line());
+        if columns.len() < record.len() {
+            columns.resize(record.len(), Column::default());
+        }
+        for (i, cell) in record.iter().enumerate() {
+            let column = &mut columns[i];
+            if cell.contains(&b'\n') || cell.contains(&b'\r') {
+                quoted_breaks += 1;
+            }
+            let Ok(text) = std::str::from_utf8(cell) else {
+                column.not_utf8 += 1;
+                if column.not_utf8_rows.len() < EXAMPLES {
+                    column.not_utf8_rows.push(rows);
+                }
+                continue;
+            };
+            let text = text.trim_ascii();
+            if parse_number(text.as_bytes()).is_some() {
+                column.numbers += 1;
+                continue;
+            }
+            if text.is_empty() {
+                column.empty += 1;
+            } else {
+                column.text += 1;
+            }
+            if column.examples.len() < EXAMPLES {
+                column.examples.push((rows, line, text.to_string()));
+            }
+        }
+    }
+    let mut report = Vec::new();
+    let mut problems = 0u64;
+    writeln!(report, "{name}: {rows} rows, {} columns", columns.len())?;
+    if ragged > 0 {
+        problems += ragged;
+        writeln!(
+            report,
+            "problem: {ragged} rows have another number of fields than the first row (is --delimiter right?)"
+        )?;
+        for example in &ragged_examples {
+            writeln!(report, "  {example}")?;
+        }
+    }
+    for (i, column) in columns.iter().enumerate() {
+        let label = file.column_label(i);
+        writeln!(
+            report,
+            "column '{label}': {} numbers, {} other, {} empty",
+            column.numbers, column.text, column.empty
+        )?;
+        if column.not_utf8 > 0 {
+            problems += column.not_utf8;
+            let rows: Vec<String> = column.not_utf8_rows.iter().map(u64::to_string).collect();
+            writeln!(
+                report,
+                "problem: column '{label}': {} cells are not UTF-8 (rows {}{})",
+                column.not_utf8,
+                rows.join(", "),
+                if column.not_utf8 > rows.len() as u64 { ", …" } else { "" }
+            )?;
+        }
+        // A column with numbers and other cells: a numeric query on it stops at the first other
+        // cell (or skips or imputes it); a column with no number at all is text.
+        if column.numbers > 0 && column.text + column.empty > 0 {
+            problems += column.text + column.empty;
+            writeln!(
+                report,
+                "problem: column '{label}' holds numbers, but {} cells are not numbers and {} are empty \
+                 (a numeric query stops there unless --invalid skip or impute=V):",
+                column.text, column.empty
+            )?;
+            for (row, line, cell) in &column.examples {
+                writeln!(report, "  row {row} (line {line}): '{}'", shown(cell, 40))?;
+            }
+        }
+    }
+    if quoted_breaks > 0 {
+        writeln!(report, "note: {quoted_breaks} quoted cells hold a line break (they are read as one cell)")?;
+    }
+    if problems == 0 {
+        writeln!(report, "ok: no problems found")?;
+    }
+    writeln!(report, "note: this report describes the rows themselves and is not private")?;
+    out.write_all(&report)?;
+    out.flush()?;
+    if problems > 0 {
+        return Err(
+            Error::Problems(format!("{name}: {problems} problem(s) found (see the report above)")).into()
+        );
+    }
+    Ok(())
+}
