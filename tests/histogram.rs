@@ -299,6 +299,16 @@ fn huge_bounds_are_refused_before_reading() {
     assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
 }
 
+/// Bins times `--by` groups are capped, so flags alone cannot exhaust memory: refused before
+/// anything is allocated or read (the file named does not even exist).
+#[test]
+fn bins_times_keys_are_capped_before_reading() {
+    let keys: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+    let mut cmd = numeric("x", "100000", "0", "1");
+    cmd.args(["--by", "k", "--keys", &keys.join(","), "--eps", "1", "no-such-file.csv"]);
+    fails_with(&mut cmd, &["100100000 counts", "more than the 256 MiB", "fewer bins"]);
+}
+
 #[test]
 fn same_seed_same_release_and_different_seeds_differ() {
     let run = |seed| {

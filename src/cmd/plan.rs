@@ -116,6 +116,7 @@ impl Request {
             neighbours: self.neighbours,
             has_header: true,
             grouped: false,
+            groups: 1,
             filtered: false,
             private_bounds: false,
         };

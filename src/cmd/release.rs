@@ -95,6 +95,7 @@ impl Job {
             neighbours: request.neighbours,
             has_header,
             grouped: group.is_some(),
+            groups: group.as_ref().map_or(1, |g| g.keys.groups()),
             filtered: !request.filters.is_empty(),
             private_bounds: true,
         };

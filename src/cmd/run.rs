@@ -136,6 +136,9 @@ impl Fold for WorkloadFold {
     fn widest_column(&self) -> Option<usize> {
         self.0.iter().filter_map(Fold::widest_column).max()
     }
+    fn heap_bytes(&self) -> usize {
+        self.0.iter().map(Fold::heap_bytes).sum()
+    }
 }
 
 #[cfg(test)]

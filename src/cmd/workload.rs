@@ -417,6 +417,7 @@ impl SourceText<'_> {
             neighbours,
             has_header,
             grouped: group.is_some(),
+            groups: group.as_ref().map_or(1, |g| g.keys.groups()),
             filtered: !filters.is_empty(),
             private_bounds: false,
         };

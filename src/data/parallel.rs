@@ -47,6 +47,12 @@ const MAX_BLOCK: usize = 1 << 20;
 /// the folds waiting to be merged stay small.
 const CHUNKS_PER_THREAD: u64 = 4;
 
+/// How many copies of a fold a scan with `threads` threads holds at most: one per chunk, one
+/// template per thread, and the caller's two.
+pub fn copies(threads: usize) -> usize {
+    threads.max(1) * (CHUNKS_PER_THREAD as usize + 1) + 2
+}
+
 /// The read size of each thread when `threads` threads scan at once.
 pub fn block_size(threads: usize) -> usize {
     (BUFFER_BUDGET / threads.max(1)).clamp(MIN_BLOCK, MAX_BLOCK)

@@ -58,6 +58,9 @@ impl<F: Fold> Fold for Routed<F> {
         let own = self.filters.iter().map(|(i, _)| *i).chain(self.by.as_ref().map(|b| b.index));
         own.chain(self.groups.first().and_then(Fold::widest_column)).max()
     }
+    fn heap_bytes(&self) -> usize {
+        self.groups.iter().map(|g| std::mem::size_of::<F>() + g.heap_bytes()).sum()
+    }
 }
 
 #[cfg(test)]

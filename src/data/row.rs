@@ -11,6 +11,12 @@ pub trait Fold: Clone + Send {
     fn merge(&mut self, other: Self);
     /// The largest column index `row` reads, checked against the first row's width.
     fn widest_column(&self) -> Option<usize>;
+
+    /// The memory this state holds besides its own size (counts per bin, candidate or group):
+    /// the scan bounds how many copies of it exist at once, and refuses one that is too large.
+    fn heap_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord`, or a line

@@ -18,12 +18,44 @@ use crate::data::parallel;
 use crate::data::row::{passes, BadCell, Filters, Fold, Row};
 use crate::error::bad_input;
 
+/// The per-row state all copies of a fold may hold together: above it, the file is scanned by
+/// one thread, which holds one copy.
+pub const FOLD_BUDGET: usize = 64 << 20;
+/// The largest single fold (bins × groups, quantile candidates): refused above it, before any
+/// data row is read.
+pub const MAX_FOLD_BYTES: usize = 256 << 20;
+
 /// Feeds every row that passes the filters to `fold`; returns the number of such rows.
+///
+/// Memory for the folds is at most max([`FOLD_BUDGET`], one fold) whatever the thread count:
+/// a fold too large to copy once per chunk is scanned by the csv reader alone.
 pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Result<u64> {
+    let bytes = fold.heap_bytes();
+    if bytes > MAX_FOLD_BYTES {
+        return Err(bad_input(format!(
+            "{}: the flags ask for {} MiB of counts in memory (bins × --by groups, or quantile \
+             candidates), more than the {} MiB dpstat allows; use fewer bins, keys or a lower --resolution",
+            input.name(),
+            bytes.div_ceil(1 << 20),
+            MAX_FOLD_BYTES >> 20
+        )));
+    }
     let block = parallel::block_size(input.threads());
-    let scanned = scan_with(input, filters, fold, block);
+    let scanned = if bytes.saturating_mul(parallel::copies(input.threads())) > FOLD_BUDGET {
+        scan_alone(input, filters, fold)
+    } else {
+        scan_with(input, filters, fold, block)
+    };
     input.finish_progress();
     Ok(scanned?.0)
+}
+
+/// The csv reader alone, one copy of the fold.
+fn scan_alone<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Result<(u64, bool)> {
+    let widest = filters.iter().map(|(i, _)| *i).chain(fold.widest_column()).max();
+    let mut rows = Rows::new(input, widest);
+    while rows.next(input, filters, fold)? {}
+    Ok((rows.kept, false))
 }
 
 /// [`scan`] with a given read size per thread; also says whether the parallel scan decided.
@@ -33,12 +65,11 @@ fn scan_with<F: Fold>(
     fold: &mut F,
     block: usize,
 ) -> Result<(u64, bool)> {
+    if input.splittable().is_none() {
+        return scan_alone(input, filters, fold);
+    }
     let widest = filters.iter().map(|(i, _)| *i).chain(fold.widest_column()).max();
     let mut rows = Rows::new(input, widest);
-    if input.splittable().is_none() {
-        while rows.next(input, filters, fold)? {}
-        return Ok((rows.kept, false));
-    }
     // The first row goes through the csv reader: it checks the width and skips the header
     // (a byte-order mark, quotes, anything the csv crate accepts), and leaves the reader at
     // the start of the next row.
@@ -437,5 +468,54 @@ mod parallel_tests {
         let (got, _) = write_and_scan(&text, 4, 64);
         let message = got.unwrap_err();
         assert!(message.ends_with("row 503 (line 504) has 3 fields, but the rows before it have 2 (is --delimiter right? quote fields that contain it)"), "{message}");
+    }
+
+    /// Counts rows, claims to hold `bytes` of memory, and notes whether it was ever merged
+    /// (only the parallel scan merges folds).
+    #[derive(Clone)]
+    struct Heavy {
+        bytes: usize,
+        rows: u64,
+        merged: bool,
+    }
+
+    impl Fold for Heavy {
+        fn row(&mut self, _: &Row) -> Result<(), BadCell> {
+            self.rows += 1;
+            Ok(())
+        }
+        fn merge(&mut self, other: Self) {
+            self.rows += other.rows;
+            self.merged = true;
+        }
+        fn widest_column(&self) -> Option<usize> {
+            None
+        }
+        fn heap_bytes(&self) -> usize {
+            self.bytes
+        }
+    }
+
+    /// A fold too large to copy once per chunk is scanned by one thread holding one copy,
+    /// whatever `--threads` says; one larger than the cap is refused before a row is read.
+    #[test]
+    fn fold_memory_does_not_multiply_by_threads() {
+        let text: String =
+            std::iter::once("a,b\n".to_string()).chain((0..5000).map(|i| format!("{i},x\n"))).collect();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let source = Source::Path(file.path().to_path_buf());
+        let options = CsvOptions { delimiter: b',', has_header: true };
+        let run = |bytes: usize, threads: usize| {
+            let mut input = Input::open(&source, &options, false, threads).unwrap();
+            let mut fold = Heavy { bytes, rows: 0, merged: false };
+            scan(&mut input, &[], &mut fold).map(|kept| (kept, fold.rows, fold.merged))
+        };
+        assert_eq!(run(0, 4).unwrap(), (5000, 5000, true), "small folds go parallel");
+        let big = FOLD_BUDGET / parallel::copies(4) + 1;
+        assert_eq!(run(big, 4).unwrap(), (5000, 5000, false), "one copy, one thread");
+        assert_eq!(run(big, 1).unwrap().0, 5000);
+        let refused = run(MAX_FOLD_BYTES + 1, 4).unwrap_err().to_string();
+        assert!(refused.contains("more than the 256 MiB"), "{refused}");
     }
 }

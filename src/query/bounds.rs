@@ -196,6 +196,9 @@ impl Fold for LogFold {
             }
         }
     }
+    fn heap_bytes(&self) -> usize {
+        self.buckets.len() * std::mem::size_of::<[(u64, i128); 2]>()
+    }
     fn widest_column(&self) -> Option<usize> {
         Some(self.cell.index)
     }
@@ -327,6 +330,12 @@ impl<F: Fold> Fold for Clamped<F> {
         match self {
             Clamped::Given(f) => f.widest_column(),
             Clamped::Private(f) => f.widest_column(),
+        }
+    }
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Clamped::Given(f) => f.heap_bytes(),
+            Clamped::Private(f) => f.heap_bytes(),
         }
     }
 }

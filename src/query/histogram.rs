@@ -17,6 +17,7 @@ use rand::RngCore;
 
 use crate::data::cell::{InvalidPolicy, NumberCell};
 use crate::data::row::{text_cell, BadCell, Fold, Row};
+use crate::data::scan::MAX_FOLD_BYTES;
 use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::bins::{Bins, Categories, MAX_BINS, OTHER};
@@ -80,6 +81,22 @@ impl Statistic for Histogram {
                 ));
             }
         };
+        let cells = match &bins {
+            BinSpec::Numeric(b) => b.len(),
+            BinSpec::Categories(c) => c.names().len() + 1,
+            BinSpec::NumericPrivate { bins, .. } => *bins,
+            BinSpec::Found { bins, .. } => bins.len(),
+        }
+        .saturating_mul(setup.groups.max(1));
+        let bytes = cells.saturating_mul(std::mem::size_of::<u64>());
+        if bytes > MAX_FOLD_BYTES {
+            return Err(Error::usage(format!(
+                "the bins times the --by groups (keys and other) make {cells} counts, {} MiB in memory, \
+                 more than the {} MiB dpstat holds; use fewer bins, categories or keys",
+                bytes.div_ceil(1 << 20),
+                MAX_FOLD_BYTES >> 20
+            )));
+        }
         let column = setup.column(&options)?;
         if setup.grouped && matches!(bins, BinSpec::NumericPrivate { .. }) {
             return Err(options::refuse_private_bounds_by_group());
@@ -250,6 +267,9 @@ impl Fold for HistogramFold {
     }
     fn merge(&mut self, other: Self) {
         add_counts(&mut self.counts, &other.counts);
+    }
+    fn heap_bytes(&self) -> usize {
+        self.counts.len() * std::mem::size_of::<u64>()
     }
     fn widest_column(&self) -> Option<usize> {
         Some(match &self.bin_of {

@@ -57,6 +57,11 @@ macro_rules! registry {
                     $(AnyFold::$ty(f) => f.widest_column(),)*
                 }
             }
+            fn heap_bytes(&self) -> usize {
+                match self {
+                    $(AnyFold::$ty(f) => f.heap_bytes(),)*
+                }
+            }
         }
 
         impl AnyStatistic {

@@ -44,6 +44,8 @@ pub struct Setup<'a> {
     pub has_header: bool,
     /// One release per `--by` group.
     pub grouped: bool,
+    /// How many groups (the keys and `other`; 1 without `--by`).
+    pub groups: usize,
     /// Rows are filtered by `--where`.
     pub filtered: bool,
     /// Bounds may be left out to be found privately (a single release; a workload's queries

@@ -325,6 +325,9 @@ impl Fold for QuantileFold {
         add_counts(&mut self.equal, &other.equal);
         add_counts(&mut self.gaps, &other.gaps);
     }
+    fn heap_bytes(&self) -> usize {
+        (self.equal.len() + self.gaps.len()) * std::mem::size_of::<u64>()
+    }
     fn widest_column(&self) -> Option<usize> {
         Some(self.cell.index)
     }
