@@ -104,12 +104,7 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
         };
         charge_ledger(ledger, &input, &charge)?;
     }
-    let printed = table::Workload {
-        total: workload.total.clone(),
-        confidence: request.confidence,
-        queries,
-        accounting,
-    };
+    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
     let bytes = table::render(&printed, request.format)?;
     out.write_all(&bytes)?;
     out.flush()?;

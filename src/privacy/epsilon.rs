@@ -10,7 +10,7 @@ use std::str::FromStr;
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, Signed, Zero};
+use num_traits::{One, Signed};
 
 use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_up};
 
@@ -109,14 +109,10 @@ pub fn large_epsilon_warning(eps: &Epsilon) -> String {
     )
 }
 
-/// Sum of budgets, exact (sequential composition).
-pub fn total(parts: &[Epsilon]) -> BigRational {
-    parts.iter().fold(BigRational::zero(), |acc, e| acc + &e.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use num_traits::Zero;
 
     fn ratio(n: i64, d: i64) -> BigRational {
         BigRational::new(BigInt::from(n), BigInt::from(d))
@@ -141,8 +137,8 @@ mod tests {
     #[test]
     fn ten_tenths_are_exactly_one() {
         let e: Epsilon = "0.1".parse().unwrap();
-        let parts = vec![e; 10];
-        assert_eq!(total(&parts), ratio(1, 1));
+        let sum = (0..10).fold(BigRational::zero(), |acc, _| acc + e.as_rational());
+        assert_eq!(sum, ratio(1, 1));
     }
 
     #[test]

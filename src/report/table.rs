@@ -6,7 +6,6 @@ use serde::Serialize;
 
 use crate::error::bad_input;
 use crate::numeric::exact::decimal;
-use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::report::release::{Number, Published, Release};
@@ -18,8 +17,6 @@ pub struct Workload {
     pub total: Epsilon,
     pub confidence: Confidence,
     pub queries: Vec<Query>,
-    /// The queries' costs composed in sequence; the ledger charges its total.
-    pub accounting: Cost,
 }
 
 /// One query of a workload and what it published.
