@@ -136,3 +136,37 @@ fn data_in_messages_is_escaped_and_short() {
     );
     assert!(line.len() < 2_000, "{} bytes", line.len());
 }
+
+/// Line numbers in messages are the file's physical lines whatever ends them (CRLF, CR, LF),
+/// with empty lines and a quoted line break before the bad cell.
+#[test]
+fn line_numbers_are_right_for_crlf_and_cr_files() {
+    let dir = tempfile::TempDir::new().unwrap();
+    for (name, text, line) in [
+        ("lf.csv", "a,b\n1,2\n3,x\n", 3),
+        ("crlf.csv", "a,b\r\n1,2\r\n3,x\r\n", 3),
+        ("cr.csv", "a,b\r1,2\r3,x\r", 3),
+        ("empty_lines.csv", "\u{feff}a,b\r\n1,2\r\n\r\n\r\n3,x\r\n", 5),
+        ("quoted.csv", "a,b\r\n\"q\r\nq\",2\r\n3,x\r\n", 4),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        for threads in ["1", "2"] {
+            let mut cmd = dpstat();
+            cmd.args([
+                "sum",
+                "--col",
+                "b",
+                "--lower",
+                "0",
+                "--upper",
+                "9",
+                "--eps",
+                "1",
+                "--threads",
+                threads,
+            ]);
+            fails_with(cmd.arg(&path), &[&format!("row 2 (line {line}), column 'b'")]);
+        }
+    }
+}

@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 use crate::data::fingerprint::fingerprint;
+use crate::data::parallel::read_at;
 use crate::data::source::{ColumnRef, CsvOptions, Source};
 use crate::error::{bad_input, shown, shown_list};
 
@@ -42,6 +43,9 @@ pub struct Input {
     fingerprint: Option<String>,
     /// A plain regular file, which can be read again by position (parallel scan, rescan).
     plain: Option<PlainFile>,
+    /// The same regular file (not gzip), read by position to name the physical line of a record
+    /// in a message; kept when the scan falls back to the csv reader.
+    lines: Option<File>,
     threads: usize,
     progress: Option<ProgressBar>,
 }
@@ -83,6 +87,7 @@ impl Input {
         input.digest = digest;
         input.fingerprinted = fingerprint;
         input.plain = plain.filter(|_| !gzip);
+        input.lines = input.plain.as_ref().and_then(|p| p.file.try_clone().ok());
         input.threads = threads.max(1);
         input.progress = progress;
         Ok(input)
@@ -117,6 +122,7 @@ impl Input {
             fingerprinted: false,
             fingerprint: None,
             plain: None,
+            lines: None,
             threads: 1,
             progress: None,
         })
@@ -183,6 +189,35 @@ impl Input {
         self.header = header;
         self.fingerprint = None;
         Ok(())
+    }
+
+    /// The physical line of the record that starts at `byte` (as the csv reader reports it): CRLF,
+    /// CR and LF each end a line, counted by reading the file again up to the record, on the
+    /// error path only. Where the input cannot be read again (standard input, gzip) it is
+    /// `fallback`, the csv reader's own count of LF bytes, which is right for LF files.
+    pub fn line_of(&self, byte: u64, fallback: u64) -> u64 {
+        let Some(file) = &self.lines else { return fallback };
+        let mut buf = vec![0u8; 64 << 10];
+        let (mut offset, mut line, mut after_cr) = (0u64, 1u64, false);
+        // The csv reader reports a record after CRLF at the LF, and a record after empty lines
+        // at the first of them: count every line end up to `byte`, and then those right after
+        // it, up to the record's first byte.
+        loop {
+            let read = match read_at(file, &mut buf, offset) {
+                Ok(0) | Err(_) => return line,
+                Ok(n) => n,
+            };
+            for (i, &b) in buf[..read].iter().enumerate() {
+                let at = offset + i as u64;
+                let ends = b == b'\r' || b == b'\n';
+                if at >= byte && !ends {
+                    return line;
+                }
+                line += u64::from(b == b'\r' || (b == b'\n' && !after_cr));
+                after_cr = b == b'\r';
+            }
+            offset += read as u64;
+        }
     }
 
     /// The number of fields in the header (None without one).
@@ -460,5 +495,46 @@ mod tests {
     fn duplicate_header_is_an_error() {
         let i = input("a,a\n1,2\n");
         assert!(i.resolve(&ColumnRef::Name("a".into()), "--col").is_err());
+    }
+
+    /// Physical line numbers of records, whatever ends the lines (LF, CRLF, CR, mixed), with a
+    /// byte-order mark, empty lines and a quoted line break: each data row's first field holds
+    /// the line it is on.
+    #[test]
+    fn records_are_named_by_their_physical_line() {
+        use proptest::prelude::*;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::default();
+        let row = (prop_oneof![Just("\n"), Just("\r\n"), Just("\r")], 0usize..3, any::<bool>());
+        runner
+            .run(&(proptest::collection::vec(row, 1..12), any::<bool>()), |(rows, bom)| {
+                let mut text = String::from(if bom { "\u{feff}h,q\n" } else { "h,q\n" });
+                let (mut line, mut after_cr) = (2, false);
+                for (end, empty, quoted) in &rows {
+                    // An empty LF line right after a CR would make one CRLF, not two line ends.
+                    let end = if after_cr && *empty > 0 && *end == "\n" { "\r\n" } else { end };
+                    for _ in 0..*empty {
+                        text.push_str(end);
+                        line += 1;
+                    }
+                    after_cr = end == "\r";
+                    let second = if *quoted { "\"a\nb\"" } else { "x" };
+                    text.push_str(&format!("{line},{second}{end}"));
+                    line += 1 + usize::from(*quoted);
+                }
+                let mut file = tempfile::NamedTempFile::new().unwrap();
+                std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+                let options = CsvOptions { delimiter: b',', has_header: true };
+                let mut input =
+                    Input::open(&Source::Path(file.path().to_path_buf()), &options, false, 1).unwrap();
+                let mut record = ByteRecord::new();
+                while input.reader().read_byte_record(&mut record).unwrap() {
+                    let want: u64 = std::str::from_utf8(&record[0]).unwrap().parse().unwrap();
+                    let pos = record.position().unwrap();
+                    prop_assert_eq!(input.line_of(pos.byte(), pos.line()), want, "{:?}", text);
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 }

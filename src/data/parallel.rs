@@ -378,17 +378,20 @@ fn hash_file(file: &File, len: u64, block: usize, abort: &AtomicBool) -> Result<
     Ok(hasher.finalize().to_vec())
 }
 
+/// A read at a position, which leaves the file's own offset (shared by its clones) alone.
 #[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     std::os::unix::fs::FileExt::read_at(file, buf, offset)
 }
 
+/// A read at a position, which leaves the file's own offset (shared by its clones) alone.
 #[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
+/// A read at a position, which leaves the file's own offset (shared by its clones) alone.
 #[cfg(not(any(unix, windows)))]
-fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
+pub fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
     Err(io::ErrorKind::Unsupported.into())
 }

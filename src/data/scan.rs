@@ -129,7 +129,7 @@ impl Rows {
         match input.reader().read_byte_record(&mut self.record) {
             Ok(true) => {}
             Ok(false) => return Ok(false),
-            Err(e) => return Err(csv_error(name, self.row + 1, e)),
+            Err(e) => return Err(csv_error(input, name, self.row + 1, e)),
         }
         self.row += 1;
         let record = &self.record;
@@ -148,7 +148,7 @@ impl Rows {
             return Ok(true);
         }
         if let Err(BadCell { column, why }) = fold.row(&row) {
-            let line = record.position().map_or(self.row, |p| p.line());
+            let line = record.position().map_or(self.row, |p| input.line_of(p.byte(), p.line()));
             let column = input.column_label(column);
             let n = self.row;
             return Err(bad_input(format!("{name}: row {n} (line {line}), column '{column}': {why}")));
@@ -158,10 +158,10 @@ impl Rows {
     }
 }
 
-fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
+fn csv_error(input: &Input, name: &str, row: u64, error: csv::Error) -> anyhow::Error {
     match error.kind() {
         csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
-            let line = pos.as_ref().map_or(row, |p| p.line());
+            let line = pos.as_ref().map_or(row, |p| input.line_of(p.byte(), p.line()));
             bad_input(format!(
                 "{name}: row {row} (line {line}) has {len} fields, but the rows before it have {expected_len} \
                  (is --delimiter right? quote fields that contain it)"
@@ -290,11 +290,16 @@ mod parallel_tests {
 
     type Outcome = Result<(u64, Vec<Vec<Vec<u8>>>), String>;
 
+    /// The csv reader alone on the same bytes, as a file of its own (messages name `name`).
     fn by_csv(name: &str, bytes: &[u8], options: &CsvOptions, filters: &Filters, upto: usize) -> Outcome {
-        let raw = Box::new(std::io::Cursor::new(bytes.to_vec()));
-        let mut input = Input::from_reader(name.into(), raw, options).map_err(|e| e.to_string())?;
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(bytes).unwrap();
+        let source = Source::Path(file.path().to_path_buf());
+        let own = source.display_name();
+        let renamed = |e: anyhow::Error| e.to_string().replace(&own, name);
+        let mut input = Input::open(&source, options, false, 1).map_err(renamed)?;
         let mut fold = Cells { upto, rows: vec![] };
-        let kept = scan(&mut input, filters, &mut fold).map_err(|e| e.to_string())?;
+        let (kept, _) = scan_alone(&mut input, filters, &mut fold).map_err(renamed)?;
         Ok((kept, fold.rows))
     }
 
