@@ -53,7 +53,7 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
                     rows += 1;
                     ragged += 1;
                     if ragged_examples.len() < EXAMPLES {
-                        let line = pos.as_ref().map_or(rows, |p| p.line());
+                        let line = pos.as_ref().map_or(rows, |p| file.line_of(p.byte(), p.line()));
                         ragged_examples
                             .push(format!("row {rows} (line {line}): {len} fields, not {expected_len}"));
                     }
@@ -63,7 +63,7 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
             },
         }
         rows += 1;
-        let line = record.position().map_or(rows, |p| p.line());
+        let line = record.position().map_or(rows, |p| file.line_of(p.byte(), p.line()));
         if columns.len() < record.len() {
             columns.resize(record.len(), Column::default());
         }
