@@ -110,18 +110,15 @@ impl Workload {
             .map_err(|e| file.error_at(Some(total_line), &format!("epsilon: {e}")))?;
         let neighbours = match &raw.neighbours {
             None => Neighbours::AddRemove,
-            Some(n) => match n.get_ref().as_str() {
-                "add-remove" => Neighbours::AddRemove,
-                "replace" => Neighbours::Replace,
-                other => {
-                    return Err(file.error(
-                        n.span(),
-                        &format!(
-                            "neighbours '{other}' is not a privacy unit: use \"add-remove\" or \"replace\""
-                        ),
-                    ))
-                }
-            },
+            Some(n) => Neighbours::from_name(n.get_ref()).ok_or_else(|| {
+                file.error(
+                    n.span(),
+                    &format!(
+                        "neighbours '{}' is not a privacy unit: use \"add-remove\" or \"replace\"",
+                        n.get_ref()
+                    ),
+                )
+            })?,
         };
         if raw.query.is_empty() {
             return Err(file.error_at(None, "the workload has no queries: add [[query]] tables"));

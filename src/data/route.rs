@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::data::row::{text_cell, BadCell, Fold, Row};
+use crate::data::row::{passes, text_cell, BadCell, Fold, Row};
 use crate::numeric::bins::Keys;
 
 /// Resolved filters: column index and the value the trimmed cell must equal.
@@ -43,7 +43,7 @@ impl<F: Fold> Routed<F> {
 impl<F: Fold> Fold for Routed<F> {
     #[inline]
     fn row(&mut self, record: &Row) -> Result<(), BadCell> {
-        if !self.filters.iter().all(|(i, value)| text_cell(record, *i) == value.as_slice()) {
+        if !passes(record, &self.filters) {
             return Ok(());
         }
         let g = self.group(record);
