@@ -115,7 +115,6 @@ impl Request {
             eps,
             neighbours: self.neighbours,
             has_header: true,
-            grouped: false,
             groups: 1,
             filtered: false,
             private_bounds: false,

@@ -94,7 +94,6 @@ impl Job {
             eps: &request.eps,
             neighbours: request.neighbours,
             has_header,
-            grouped: group.is_some(),
             groups: group.as_ref().map_or(1, |g| g.keys.groups()),
             filtered: !request.filters.is_empty(),
             private_bounds: true,

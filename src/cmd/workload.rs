@@ -413,7 +413,6 @@ impl SourceText<'_> {
             eps: &eps,
             neighbours,
             has_header,
-            grouped: group.is_some(),
             groups: group.as_ref().map_or(1, |g| g.keys.groups()),
             filtered: !filters.is_empty(),
             private_bounds: false,

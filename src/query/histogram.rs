@@ -52,6 +52,17 @@ pub enum BinSpec {
     Found { bins: Bins, found: PrivateBounds, rest: Epsilon },
 }
 
+impl BinSpec {
+    /// The number of counts released: the bins, or the categories and `other`.
+    fn len(&self) -> usize {
+        match self {
+            BinSpec::Numeric(b) | BinSpec::Found { bins: b, .. } => b.len(),
+            BinSpec::Categories(c) => c.names().len() + 1,
+            BinSpec::NumericPrivate { bins, .. } => *bins,
+        }
+    }
+}
+
 impl Statistic for Histogram {
     const KINDS: &'static [&'static str] = &["histogram"];
     type Fold = Clamped<HistogramFold>;
@@ -81,13 +92,7 @@ impl Statistic for Histogram {
                 ));
             }
         };
-        let cells = match &bins {
-            BinSpec::Numeric(b) => b.len(),
-            BinSpec::Categories(c) => c.names().len() + 1,
-            BinSpec::NumericPrivate { bins, .. } => *bins,
-            BinSpec::Found { bins, .. } => bins.len(),
-        }
-        .saturating_mul(setup.groups.max(1));
+        let cells = bins.len().saturating_mul(setup.groups.max(1));
         let bytes = cells.saturating_mul(std::mem::size_of::<u64>());
         if bytes > MAX_FOLD_BYTES {
             return Err(Error::usage(format!(
@@ -98,9 +103,6 @@ impl Statistic for Histogram {
             )));
         }
         let column = setup.column(&options)?;
-        if setup.grouped && matches!(bins, BinSpec::NumericPrivate { .. }) {
-            return Err(options::refuse_private_bounds_by_group());
-        }
         Ok(Histogram { column, invalid: options.invalid, bins })
     }
 
@@ -162,11 +164,10 @@ impl Statistic for Histogram {
     }
 
     fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
-        let k = match &self.bins {
-            BinSpec::Numeric(b) => b.len(),
-            BinSpec::Categories(c) => c.names().len() + 1,
-            BinSpec::NumericPrivate { .. } | BinSpec::Found { .. } => return Err(options::unplannable()),
-        };
+        if matches!(self.bins, BinSpec::NumericPrivate { .. } | BinSpec::Found { .. }) {
+            return Err(options::unplannable());
+        }
+        let k = self.bins.len();
         let noise = Calibration::of(&aggregate(vec![], cx.neighbours), cx.eps);
         let accuracy = Accuracy { scope: PER_BIN, ..Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence)) };
         let assumption = format!(

@@ -42,9 +42,7 @@ pub struct Setup<'a> {
     pub eps: &'a Epsilon,
     pub neighbours: Neighbours,
     pub has_header: bool,
-    /// One release per `--by` group.
-    pub grouped: bool,
-    /// How many groups (the keys and `other`; 1 without `--by`).
+    /// How many `--by` groups (the keys and `other`; 1 without `--by`).
     pub groups: usize,
     /// Rows are filtered by `--where`.
     pub filtered: bool,
@@ -54,6 +52,11 @@ pub struct Setup<'a> {
 }
 
 impl Setup<'_> {
+    /// One release per `--by` group.
+    pub fn grouped(&self) -> bool {
+        self.groups > 1
+    }
+
     /// The statistic's column, parsed as `--col` takes it.
     pub fn column(&self, options: &Options) -> Result<ColumnRef, Error> {
         ColumnRef::parse(options.column.as_deref().unwrap_or_default(), self.has_header, "--col")
@@ -78,6 +81,10 @@ pub fn clamp_bounds(query: &str, options: &Options, setup: &Setup) -> Result<Cla
         (Some(_), Some(_)) => Err(Error::usage(
             "--bounds-eps pays for finding bounds privately; it has no use with --lower/--upper",
         )),
+        // Bounds found privately are one pair for the whole column, not one per group.
+        (None, None) if setup.grouped() => {
+            Err(Error::usage("--by needs --lower/--upper: bounds found privately are not split by group"))
+        }
         (None, None) => {
             let (bounds_eps, rest) = bounds::split(setup.eps, options.bounds_eps.as_ref())?;
             Ok(Clamp::Private { bounds_eps, rest })
@@ -118,11 +125,6 @@ pub fn check_invalid_policy(invalid: InvalidPolicy, neighbours: Neighbours) -> R
     Ok(())
 }
 
-/// Bounds found privately are one pair for the whole column, not one per group.
-pub fn refuse_private_bounds_by_group() -> Error {
-    Error::usage("--by needs --lower/--upper: bounds found privately are not split by group")
-}
-
 /// A statistic whose sensitivity under replace uses the public row count n cannot be filtered:
 /// the filtered count would be private.
 pub fn refuse_filtered_replace(setup: &Setup, query: &str) -> Result<(), Error> {
@@ -138,7 +140,7 @@ pub fn refuse_filtered_replace(setup: &Setup, query: &str) -> Result<(), Error> 
 /// A statistic that divides by the row count cannot be grouped under replace: group sizes are
 /// private there.
 pub fn refuse_grouped_replace(setup: &Setup, query: &str) -> Result<(), Error> {
-    if setup.grouped && setup.neighbours == Neighbours::Replace {
+    if setup.grouped() && setup.neighbours == Neighbours::Replace {
         return Err(Error::usage(format!(
             "--by with --neighbours replace is not supported for {query}: each group's size would have to be \
              public, but a changed row can move between groups, so group sizes are private; \

@@ -74,7 +74,7 @@ impl Statistic for Quantile {
         let spec = QuantileSpec { candidates: Arc::new(candidates), levels, neighbours: setup.neighbours };
         let column = setup.column(&options)?;
         let quantile = Quantile { column, invalid: options.invalid, spec, median };
-        if setup.grouped {
+        if setup.grouped() {
             return Err(Error::usage(format!(
                 "--by is not supported for {}; run it once per --where filter",
                 quantile.name()

@@ -50,9 +50,8 @@ impl Statistic for Sum {
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("sum", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(
-                SumSpec::with_groups(b, setup.neighbours, setup.eps, setup.grouped)?,
+                SumSpec::with_groups(b, setup.neighbours, setup.eps, setup.grouped())?,
             ),
-            Clamp::Private { .. } if setup.grouped => return Err(options::refuse_private_bounds_by_group()),
             Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
         };
         options::refuse_filtered_replace(setup, "sum")?;

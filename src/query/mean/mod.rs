@@ -58,7 +58,6 @@ impl Statistic for Mean {
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("mean", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.eps)?),
-            Clamp::Private { .. } if setup.grouped => return Err(options::refuse_private_bounds_by_group()),
             Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
         };
         options::refuse_filtered_replace(setup, "mean")?;
