@@ -165,9 +165,6 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     let mut input = Input::open(&job.input.source, &job.input.csv, fingerprint, job.input.threads)?;
     let mut published = job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng })?;
     published.accounting().spends_exactly(&job.eps)?;
-    if rng::is_seeded() {
-        published.mark_insecure_seed();
-    }
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
     let plot = match (&job.plot, &published) {
         (Some(path), Published::One(release)) => {
@@ -291,14 +288,14 @@ pub fn publish<S: Statistic>(
     cx: &Context,
     rng: &mut dyn RngCore,
 ) -> Result<Outcome<S>, Error> {
-    match group {
+    let mut published = match group {
         None => {
             let fold =
                 folds.into_iter().next().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?;
-            Ok(match statistic.measure(fold, cx, rng)? {
-                Measured::Release(release) => Outcome::Published(Published::One(release)),
-                Measured::Again(next) => Outcome::Again(next),
-            })
+            match statistic.measure(fold, cx, rng)? {
+                Measured::Release(release) => Published::One(release),
+                Measured::Again(next) => return Ok(Outcome::Again(next)),
+            }
         }
         Some(g) => {
             let mut groups = Vec::with_capacity(folds.len());
@@ -314,9 +311,14 @@ pub fn publish<S: Statistic>(
                 group::composition_note(cx.neighbours),
                 groups,
             )?;
-            Ok(Outcome::Published(Published::Grouped(grouped)))
+            Published::Grouped(grouped)
         }
+    };
+    // Every release whose noise came from the test seed says so, wherever it was made.
+    if rng::is_seeded() {
+        published.mark_insecure_seed();
     }
+    Ok(Outcome::Published(published))
 }
 
 /// Charges the dataset (`--dataset`, else the fingerprint of the input just read) in the ledger.

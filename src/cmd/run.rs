@@ -82,14 +82,11 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     for (query, routed) in workload.queries.iter().zip(fold.0) {
         let job = &query.job;
         let cx = context(job, &input, &job.eps);
-        let Outcome::Published(mut release) =
+        let Outcome::Published(release) =
             publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, &mut rng)?
         else {
             return Err(Error::internal("a workload query asked for a second pass").into());
         };
-        if rng::is_seeded() {
-            release.mark_insecure_seed();
-        }
         queries.push(table::Query { name: query.name.clone(), eps: job.eps.clone(), release });
     }
     let accounting =
