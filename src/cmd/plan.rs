@@ -23,7 +23,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::error::Error;
-use crate::numeric::format::real;
+use crate::numeric::format::real as show;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
 use crate::privacy::unit::Neighbours;
@@ -200,10 +200,6 @@ fn candidate(i: u64) -> Epsilon {
         Ok(e) => e,
         Err(_) => unreachable!("every candidate is a decimal of at least 1e-9"),
     }
-}
-
-fn show(x: f64) -> String {
-    real(x)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive};
 
-use crate::data::cell::InvalidPolicy;
+use crate::data::cell::{InvalidPolicy, NumberCell};
 use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::bins::Categories;
@@ -15,7 +15,7 @@ use crate::numeric::bounds::{Bounds, Finite};
 use crate::numeric::exact::parse_decimal;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::unit::Neighbours;
-use crate::query::bounds;
+use crate::query::bounds::{self, Clamped, LogFold};
 
 /// Everything a statistic may be given; each takes what it needs and refuses nothing it does
 /// not know (clap and the workload's key check refuse those first).
@@ -68,6 +68,17 @@ impl Setup<'_> {
 pub enum Clamp<S> {
     Given(S),
     Private { bounds_eps: Epsilon, rest: Epsilon },
+}
+
+impl<S: Clone> Clamp<S> {
+    /// The empty fold: the statistic's own (`given`) when its bounds are given, else the
+    /// log-scale statistics that private bounds are chosen from.
+    pub fn fold<F>(&self, cell: NumberCell, given: impl FnOnce(S, NumberCell) -> F) -> Clamped<F> {
+        match self {
+            Clamp::Given(spec) => Clamped::Given(given(spec.clone(), cell)),
+            Clamp::Private { .. } => Clamped::Private(LogFold::new(cell)),
+        }
+    }
 }
 
 /// Both bounds, or neither (then a share of ε finds them privately, where the setup allows it);

@@ -28,7 +28,7 @@ use crate::privacy::accuracy;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
 use crate::privacy::unit::Neighbours;
-use crate::query::bounds::{self, Clamped, LogFold};
+use crate::query::bounds::{self, Clamped};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
 use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
 use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Release};
@@ -72,10 +72,7 @@ impl Statistic for Sum {
 
     fn fold(&self, index: Option<usize>) -> Clamped<SumFold> {
         let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
-        match &self.spec {
-            Clamp::Given(spec) => Clamped::Given(SumFold::new(spec.clone(), cell)),
-            Clamp::Private { .. } => Clamped::Private(LogFold::new(cell)),
-        }
+        self.spec.fold(cell, SumFold::new)
     }
 
     fn measure(&self, fold: Clamped<SumFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Sum>, Error> {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::numeric::format::real;
+use crate::numeric::format::real as show;
 use crate::report::release::{Noise, PER_BIN};
 
 /// The plan as printed (`--format json` serialises this).
@@ -34,10 +34,6 @@ pub struct Report {
     pub reads_data: bool,
     pub draws_noise: bool,
     pub charges_ledger: bool,
-}
-
-fn show(x: f64) -> String {
-    real(x)
 }
 
 /// The plan as aligned `key value` lines.

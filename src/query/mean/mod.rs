@@ -33,7 +33,7 @@ use crate::privacy::accuracy::per_row;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
 use crate::privacy::unit::Neighbours;
-use crate::query::bounds::{self, Clamped, LogFold};
+use crate::query::bounds::{self, Clamped};
 use crate::query::mean::accuracy::{mean_add_remove, mean_add_remove_planned, mean_replace};
 use crate::query::count;
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
@@ -79,10 +79,7 @@ impl Statistic for Mean {
 
     fn fold(&self, index: Option<usize>) -> Clamped<MeanFold> {
         let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
-        match &self.spec {
-            Clamp::Given(spec) => Clamped::Given(MeanFold::new(spec.clone(), cell)),
-            Clamp::Private { .. } => Clamped::Private(LogFold::new(cell)),
-        }
+        self.spec.fold(cell, MeanFold::new)
     }
 
     fn measure(&self, fold: Clamped<MeanFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Mean>, Error> {
