@@ -407,6 +407,27 @@ mod tests {
             prop_assert!(diff <= BigRational::new(1.into(), 2.into()), "{} vs exact", got);
         }
 
+        /// The counts over the public bins move by at most their declared L1 Δ on neighbouring
+        /// datasets: 1 when a row is added or removed, 2 when one is changed.
+        #[test]
+        fn public_bins_move_by_at_most_their_l1_sensitivity(
+            rows in proptest::collection::vec(awkward_value(), 1..40),
+            other in awkward_value(),
+            at in any::<prop::sample::Index>(),
+        ) {
+            let l1 = |a: &[f64], b: &[f64]| -> i128 {
+                let (x, y) = (fold_of(a).public_bins(), fold_of(b).public_bins());
+                x.iter().zip(&y).map(|(p, q)| (i128::from(*p) - i128::from(*q)).abs()).sum()
+            };
+            let i = at.index(rows.len());
+            let crate::query::statistic::Neighbouring { removed, added, changed } =
+                crate::query::statistic::neighbouring(&rows, other, i);
+            for n in [removed, added] {
+                prop_assert!(l1(&rows, &n) <= bins_sensitivity(Neighbours::AddRemove));
+            }
+            prop_assert!(l1(&rows, &changed) <= bins_sensitivity(Neighbours::Replace));
+        }
+
         /// Neighbouring datasets move the one-pass clamped sum by at most the sum's Δ.
         #[test]
         fn clamped_sum_moves_by_at_most_delta(
