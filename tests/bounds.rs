@@ -37,23 +37,33 @@ fn mean_without_bounds_charges_exactly_epsilon_and_reports_the_bounds() {
     let bound = json["accuracy"]["error_bound"].as_f64().unwrap();
     assert!((json["value"].as_f64().unwrap() - 46_986.2).abs() <= bound);
     // With a ledger (and the operating system's noise, as the test seed is refused there):
-    // exactly one release record, charging exactly 1/10.
+    // exactly one charge, of exactly 1/10, completed by one released record.
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(
         unseeded()
-            .args(["mean", "--col", "income", "--eps", "0.1", "--budget", "1", "--ledger"])
+            .args([
+                "mean",
+                "--col",
+                "income",
+                "--eps",
+                "0.1",
+                "--invalid",
+                "skip",
+                "--budget",
+                "1",
+                "--ledger",
+            ])
             .arg(&ledger)
             .arg(fixture("incomes_20k.csv")),
     );
     let ledger = fs::read_to_string(&ledger).unwrap();
-    let releases: Vec<serde_json::Value> = ledger
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|r| r["type"] == "release")
-        .collect();
-    assert_eq!(releases.len(), 1);
-    assert_eq!(releases[0]["epsilon"], "1/10");
+    let records: Vec<serde_json::Value> =
+        ledger.lines().skip(1).map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect();
+    let charges: Vec<_> = records.iter().filter(|r| r["type"] == "charge").collect();
+    assert_eq!(charges.len(), 1);
+    assert_eq!(charges[0]["epsilon"], "1/10");
+    assert_eq!(records.iter().filter(|r| r["type"] == "released").count(), 1);
 }
 
 #[test]
@@ -80,21 +90,30 @@ fn sum_and_histogram_find_bounds_too() {
     assert!((json["scale"].as_f64().unwrap() - 4.0 / 3.0).abs() < 1e-12);
 }
 
-/// The second pass of a numeric histogram keeps the first pass's dataset fingerprint.
+/// A numeric histogram that reads its file twice is charged once, before the first pass, and
+/// records the fingerprint of the data it read (the second pass keeps the first's).
 #[test]
-fn two_pass_histogram_is_charged_to_the_file_it_read() {
+fn two_pass_histogram_is_charged_once_before_it_reads() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     let mut cmd = unseeded();
-    cmd.args(["histogram", "--col", "income", "--bins", "4", "--eps", "1", "--budget", "1", "--ledger"])
+    cmd.args(["histogram", "--col", "income", "--bins", "4", "--eps", "1", "--invalid", "skip"])
+        .args(["--budget", "1", "--ledger"])
         .arg(&ledger)
         .arg(fixture("incomes_20k.csv"));
     let json = json_of(&mut cmd);
-    let dataset = json["budget"]["dataset"].as_str().unwrap().to_string();
+    assert_eq!(json["budget"]["spent_exact"], "1/1");
     let mut same = unseeded();
     same.args(["count", "--eps", "0.1", "--ledger"]).arg(&ledger).arg(fixture("incomes_20k.csv"));
     let out = same.output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "the budget of that dataset is spent: {dataset}");
+    assert_eq!(out.status.code(), Some(3), "the budget is spent");
+    let text = fs::read_to_string(&ledger).unwrap();
+    let records: Vec<serde_json::Value> =
+        text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = records.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["budget", "charge", "released"]);
+    let want = json_of(unseeded().args(["budget", "--ledger"]).arg(&ledger).arg(fixture("incomes_20k.csv")));
+    assert_eq!(want["file"]["matches"], serde_json::json!([2]), "{want}");
 }
 
 #[test]
@@ -156,5 +175,33 @@ fn bad_bounds_flags() {
             .args(["histogram", "--col", "income", "--bins", "4", "--eps", "1", "/dev/stdin"])
             .write_stdin(bytes);
         fails_with(&mut stdin, &["regular FILE", "--lower"]);
+    }
+}
+
+/// Issue 11, finding 5: bounds found privately could fail the query's grid after the data were
+/// read (an uncharged answer). Every outcome of the search is now tried before reading: with a
+/// ledger, the refusal comes before the charge.
+#[test]
+fn private_bounds_that_could_fail_are_refused_before_reading() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    for query in ["sum", "mean"] {
+        let mut cmd = unseeded();
+        cmd.args([
+            query,
+            "--col",
+            "income",
+            "--eps",
+            "10000000",
+            "--invalid",
+            "skip",
+            "--budget",
+            "1e8",
+            "--ledger",
+        ])
+        .arg(&ledger)
+        .arg(fixture("incomes_20k.csv"));
+        fails_with(&mut cmd, &["some bounds the search can return", "give --lower/--upper"]);
+        assert!(!ledger.exists() || fs::read_to_string(&ledger).unwrap().is_empty(), "nothing charged");
     }
 }

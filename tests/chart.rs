@@ -154,14 +154,18 @@ fn plot_is_written_after_the_ledger_charge_and_never_for_a_refused_release() {
     let ledger = dir.path().join("budget.jsonl");
     let svg = dir.path().join("age.svg");
     let mut cmd = unseeded();
-    cmd.args(AGE).args(["--ledger"]).arg(&ledger).args(["--budget", "0.7", "--plot"]).arg(&svg);
+    cmd.args(AGE)
+        .args(["--invalid", "skip", "--ledger"])
+        .arg(&ledger)
+        .args(["--budget", "0.7", "--plot"])
+        .arg(&svg);
     stdout_of(cmd.arg(fixture("people.csv")));
     assert!(svg.exists() && std::fs::read_to_string(&ledger).unwrap().contains("histogram"));
     std::fs::remove_file(&svg).unwrap();
     // 0.5 of 0.7 is spent: a second release at 0.5 is refused with exit 3 and draws nothing.
     let out = unseeded()
         .args(AGE)
-        .args(["--ledger"])
+        .args(["--invalid", "skip", "--ledger"])
         .arg(&ledger)
         .args(["--plot"])
         .arg(&svg)

@@ -1,8 +1,11 @@
-//! The budget ledger across invocations of the real binary.
+//! The budget ledger across invocations of the real binary: charged before the data are read,
+//! one budget per population whatever the file's bytes, tamper-evident, and nothing shown after
+//! the charge but the release.
 
 mod common;
 
 use std::fs;
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 
@@ -15,12 +18,18 @@ fn release(ledger: &Path, eps: &str) -> assert_cmd::Command {
     cmd
 }
 
-fn lines(path: &Path) -> Vec<serde_json::Value> {
+/// The records (line 2 onwards; line 1 is the header).
+fn records(path: &Path) -> Vec<serde_json::Value> {
     fs::read_to_string(path)
         .unwrap()
         .lines()
+        .skip(1)
         .map(|l| serde_json::from_str(l).expect("every ledger line is JSON"))
         .collect()
+}
+
+fn of_type<'a>(records: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    records.iter().filter(|r| r["type"] == kind).collect()
 }
 
 #[test]
@@ -34,10 +43,12 @@ fn ten_tenths_exhaust_a_budget_of_one_exactly() {
         }
         stdout_of(&mut cmd);
     }
-    let budget = json_of(unseeded().args(["budget", "--ledger"]).arg(&ledger).arg(fixture("people.csv")));
-    assert_eq!(budget["spent_exact"], "1/1");
-    assert_eq!(budget["remaining_exact"], "0/1");
-    assert_eq!(budget["releases"].as_array().unwrap().len(), 10);
+    let budget = json_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+    let dataset = &budget["datasets"][0];
+    assert_eq!(dataset["dataset"], "default");
+    assert_eq!(dataset["spent_exact"], "1/1");
+    assert_eq!(dataset["remaining_exact"], "0/1");
+    assert_eq!(dataset["releases"].as_array().unwrap().len(), 10);
 
     let before = fs::read(&ledger).unwrap();
     let out = release(&ledger, "0.1").output().unwrap();
@@ -45,54 +56,224 @@ fn ten_tenths_exhaust_a_budget_of_one_exactly() {
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("spent 1 of 1, asked 0.1, remaining 0"),
+        stderr.contains("spent 1 of 1, asked 0.1, remaining 0") && stderr.contains("nothing was read"),
         "message says spent, asked and remaining: {stderr}"
     );
     assert_eq!(fs::read(&ledger).unwrap(), before, "a refused release leaves the ledger unchanged");
 }
 
 #[test]
-fn records_carry_exact_epsilon_and_the_dataset_fingerprint() {
+fn records_carry_exact_epsilon_running_totals_and_the_data_fingerprint() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     let mut cmd = unseeded();
     cmd.args(["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "0.3"])
-        .args(["--budget", "2", "--ledger"])
+        .args(["--invalid", "skip", "--budget", "2", "--ledger"])
         .arg(&ledger)
         .arg(fixture("people.csv"));
     let release = json_of(&mut cmd);
-    let records = lines(&ledger);
-    assert_eq!(records.len(), 2);
-    assert_eq!(records[0]["type"], "budget");
-    assert_eq!(records[0]["total"], "2/1");
-    assert_eq!(records[1]["type"], "release");
-    assert_eq!(records[1]["query"], "mean");
-    assert_eq!(records[1]["column"], "income");
-    assert_eq!(records[1]["neighbours"], "add-remove");
-    assert_eq!(records[1]["epsilon"], "3/10");
-    let dataset = records[1]["dataset"].as_str().unwrap();
-    assert!(dataset.starts_with("sha256:") && dataset.len() == 7 + 64, "{dataset}");
+    let header: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(&ledger).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (header["type"].as_str(), header["format"].as_u64(), header["records"].as_u64()),
+        (Some("ledger"), Some(2), Some(3))
+    );
+    let records = records(&ledger);
+    assert_eq!(records.len(), 3);
+    assert_eq!((records[0]["type"].as_str(), records[0]["total"].as_str()), (Some("budget"), Some("2/1")));
+    let charge = &records[1];
+    assert_eq!(charge["type"], "charge");
+    assert_eq!(charge["query"], "mean");
+    assert_eq!(charge["column"], "income");
+    assert_eq!(charge["neighbours"], "add-remove");
+    assert_eq!(charge["epsilon"], "3/10");
+    assert_eq!(charge["spent"], "3/10");
+    assert_eq!(charge["dataset"], "default");
+    let released = &records[2];
+    assert_eq!((released["type"].as_str(), &released["charge"]), (Some("released"), &charge["seq"]));
+    let fingerprint = released["fingerprint"].as_str().unwrap();
+    assert!(fingerprint.starts_with("csv-sha256:") && fingerprint.len() == 11 + 64, "{fingerprint}");
     assert_eq!(release["budget"]["remaining_exact"], "17/10");
-    assert_eq!(release["budget"]["dataset"], dataset);
+    assert_eq!(release["budget"]["dataset"], "default");
 }
 
+/// The same people saved in other ways, and next month's extract with one more row, all draw
+/// on the one budget of the ledger: none gets a fresh one. The fingerprints show which runs read
+/// the same records (re-encodings) and which did not (the appended row).
 #[test]
-fn file_and_stdin_with_the_same_bytes_are_the_same_dataset() {
+fn re_encodings_and_appended_rows_draw_on_one_budget() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
-    stdout_of(release(&ledger, "0.5").args(["--budget", "1"]));
-    let bytes = fs::read(fixture("people.csv")).unwrap();
-    stdout_of(unseeded().args(["count", "--eps", "0.5", "--ledger"]).arg(&ledger).write_stdin(bytes.clone()));
-    let records = lines(&ledger);
-    assert_eq!(records[1]["dataset"], records[2]["dataset"]);
-    // The budget is now spent, for the file and for the same bytes on stdin alike.
+    let text = fs::read_to_string(fixture("people.csv")).unwrap();
+    let crlf = text.replace('\n', "\r\n");
+    let mut quoted = String::new();
+    for line in text.lines() {
+        let fields: Vec<String> = line.split(',').map(|f| format!("\"{f}\"")).collect();
+        quoted.push_str(&fields.join(","));
+        quoted.push('\n');
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    let variants: Vec<(&str, Vec<u8>, &[&str])> = vec![
+        ("plain.csv", text.clone().into_bytes(), &[]),
+        ("crlf.csv", crlf.into_bytes(), &[]),
+        ("no-final-newline.csv", text.trim_end().as_bytes().to_vec(), &[]),
+        ("blank-line.csv", format!("{text}\n").into_bytes(), &[]),
+        ("quoted.csv", quoted.into_bytes(), &[]),
+        ("semicolon.csv", text.replace(',', ";").into_bytes(), &["--delimiter", ";"]),
+        ("gzip.csv.gz", gz.finish().unwrap(), &[]),
+        ("appended.csv", format!("{text}201,40,50000,north,1,0.5\n").into_bytes(), &[]),
+    ];
+    let eps = "0.1";
+    for (i, (name, bytes, flags)) in variants.iter().enumerate() {
+        let path = dir.path().join(name);
+        fs::write(&path, bytes).unwrap();
+        let mut cmd = unseeded();
+        cmd.args(["count", "--eps", eps, "--ledger"]).arg(&ledger).args(*flags).arg(&path);
+        if i == 0 {
+            cmd.args(["--budget", "0.8"]);
+        }
+        stdout_of(&mut cmd);
+    }
+    let records = records(&ledger);
+    let fingerprints: Vec<&str> =
+        of_type(&records, "released").iter().map(|r| r["fingerprint"].as_str().unwrap()).collect();
+    assert_eq!(fingerprints.len(), 8);
+    assert!(fingerprints[..7].iter().all(|f| *f == fingerprints[0]), "{fingerprints:?}");
+    assert_ne!(fingerprints[7], fingerprints[0], "an appended row is other data");
+    // The budget of 0.8 is spent: every form of the file is refused now, with exit 3.
+    for (name, _, flags) in &variants {
+        let out = unseeded()
+            .args(["count", "--eps", eps, "--ledger"])
+            .arg(&ledger)
+            .args(*flags)
+            .arg(dir.path().join(name))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let listing = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+    assert_eq!(listing.matches("(changed since the release before)").count(), 1, "{listing}");
+    let matches = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger).arg(fixture("people.csv")));
+    assert!(matches.contains("the data read by #2, #4, #6, #8, #10, #12, #14\n"), "{matches}");
+}
+
+/// The oracle of issue 11: with a ledger, a bad cell could answer "does a row matching this
+/// filter hold text in that column?" for free. Now both runs are charged before any row is
+/// read and differ only in their noisy release; `--invalid error` is refused before reading.
+#[test]
+fn errors_are_no_oracle_under_a_ledger() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let run = |filter: &str, invalid: Option<&str>| {
+        let mut cmd = unseeded();
+        cmd.args(["sum", "--col", "name", "--where", filter, "--lower", "0", "--upper", "1", "--eps", "0.1"])
+            .args(["--budget", "0.4", "--ledger"])
+            .arg(&ledger)
+            .arg(fixture("patients.csv"));
+        if let Some(invalid) = invalid {
+            cmd.args(["--invalid", invalid]);
+        }
+        cmd.output().unwrap()
+    };
+    // The default --invalid error: refused before reading, whatever the filter, nothing charged.
+    let hiv = run("diagnosis=HIV", None);
+    let cancer = run("diagnosis=cancer", None);
+    for out in [&hiv, &cancer] {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(hiv.stderr, cancer.stderr);
+    assert!(String::from_utf8_lossy(&hiv.stderr)
+        .contains("--invalid error (the default) is refused with --ledger"));
+    assert!(!ledger.exists() || records(&ledger).is_empty(), "nothing charged");
+    // With a policy: both release, both are charged, and nothing but the number differs.
+    for invalid in ["skip", "impute=0"] {
+        let before = of_type(&records_or_none(&ledger), "charge").len();
+        let hiv = run("diagnosis=HIV", Some(invalid));
+        let cancer = run("diagnosis=cancer", Some(invalid));
+        for out in [&hiv, &cancer] {
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            common::one_number(&String::from_utf8_lossy(&out.stdout));
+        }
+        assert_eq!(hiv.stderr, cancer.stderr, "stderr does not depend on the rows");
+        assert_eq!(of_type(&records(&ledger), "charge").len(), before + 2, "both are charged");
+    }
+    // Spent (4 × 0.1 of 0.4): both refused alike, before reading.
+    let (hiv, cancer) = (run("diagnosis=HIV", Some("skip")), run("diagnosis=cancer", Some("skip")));
+    assert_eq!((hiv.status.code(), cancer.status.code()), (Some(3), Some(3)));
+    assert_eq!(hiv.stderr, cancer.stderr);
+}
+
+fn records_or_none(path: &Path) -> Vec<serde_json::Value> {
+    if path.exists() {
+        records(path)
+    } else {
+        vec![]
+    }
+}
+
+/// Under a ledger a ragged row does not stop the release (a stop would depend on the rows): its
+/// missing cells are invalid cells, which `--invalid` decides on.
+#[test]
+fn ragged_rows_are_tolerated_under_a_ledger() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let mut without = unseeded();
+    without
+        .args(["sum", "--col", "value", "--lower", "0", "--upper", "100", "--eps", "1"])
+        .arg(fixture("ragged.csv"));
+    fails_with(&mut without, &["fields"]);
     let out = unseeded()
-        .args(["count", "--eps", "0.1", "--ledger"])
+        .args(["sum", "--col", "label", "--lower", "0", "--upper", "100", "--eps", "1", "--invalid", "skip"])
+        .args(["--budget", "1", "--ledger"])
         .arg(&ledger)
-        .write_stdin(bytes)
+        .arg(fixture("ragged.csv"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A failure after the charge shows one fixed line, whatever caused it, and the charge stays.
+#[test]
+fn a_failure_after_the_charge_says_nothing_about_the_rows() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    // Under replace n is public and a mean over 0 rows has no value: it fails after reading.
+    let out = unseeded()
+        .args([
+            "mean",
+            "--col",
+            "amount",
+            "--lower",
+            "0",
+            "--upper",
+            "1",
+            "--eps",
+            "0.5",
+            "--neighbours",
+            "replace",
+        ])
+        .args(["--invalid", "impute=0", "--budget", "1", "--ledger"])
+        .arg(&ledger)
+        .arg(fixture("header_only.csv"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("failed after epsilon 0.5 was charged") && stderr.contains("not shown"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("row") && !stderr.contains("line"), "{stderr}");
+    let records = records(&ledger);
+    assert_eq!(of_type(&records, "charge").len(), 1);
+    assert!(of_type(&records, "released").is_empty());
+    let listing = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+    assert!(listing.contains("charged, not released"), "{listing}");
+    assert!(listing.contains("spent      0.5\n"), "{listing}");
 }
 
 #[test]
@@ -105,14 +286,41 @@ fn named_datasets_and_budget_rules() {
         cmd
     };
     fails_with(&mut named("0.1"), &["no budget is recorded", "--budget"]);
-    assert!(!ledger.exists() || fs::read(&ledger).unwrap().is_empty(), "nothing charged");
+    assert!(!ledger.exists() || records(&ledger).is_empty(), "nothing charged");
     stdout_of(named("0.5").args(["--budget", "1"]));
     fails_with(named("0.1").args(["--budget", "3"]), &["--change-budget"]);
     stdout_of(named("1").args(["--budget", "3", "--change-budget"]));
+    stdout_of(release(&ledger, "0.25").args(["--budget", "1"]));
     let text = stdout_of(unseeded().args(["budget", "--dataset", "people-2026", "--ledger"]).arg(&ledger));
     assert!(text.contains("budget     3\n"), "{text}");
     assert!(text.contains("spent      1.5\n"), "{text}");
     assert!(text.contains("remaining  1.5\n"), "{text}");
+    assert!(!text.contains("dataset    default"), "{text}");
+    let all = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+    assert!(all.contains("dataset    default\n") && all.contains("dataset    people-2026\n"), "{all}");
+    fails_with(
+        unseeded().args(["budget", "--dataset", "nope", "--ledger"]).arg(&ledger),
+        &["no dataset 'nope'"],
+    );
+}
+
+/// `dpstat budget` never waits on the terminal: without FILE it reads no data at all.
+#[test]
+fn budget_without_a_file_reads_no_standard_input() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    stdout_of(release(&ledger, "0.1").args(["--budget", "1"]));
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("dpstat"))
+        .args(["budget", "--ledger"])
+        .arg(&ledger)
+        .env_remove("DPSTAT_LEDGER")
+        .stdin(Stdio::piped()) // held open and never written: a read would block
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("remaining  0.9"));
 }
 
 #[test]
@@ -122,30 +330,39 @@ fn a_failed_query_charges_nothing() {
     stdout_of(release(&ledger, "0.1").args(["--budget", "1"]));
     let before = fs::read(&ledger).unwrap();
     let mut bad = unseeded();
-    bad.args(["sum", "--col", "nope", "--lower", "0", "--upper", "1", "--eps", "0.1", "--ledger"])
+    bad.args(["sum", "--col", "nope", "--lower", "0", "--upper", "1", "--eps", "0.1", "--invalid", "skip"])
+        .arg("--ledger")
         .arg(&ledger)
         .arg(fixture("people.csv"));
     fails_with(&mut bad, &["no column 'nope'"]);
-    assert_eq!(fs::read(&ledger).unwrap(), before);
+    assert_eq!(fs::read(&ledger).unwrap(), before, "a header error comes before the charge");
 }
 
+/// A ledger cut at a line boundary, or with a record edited or removed, is refused and never
+/// reset: the spend cannot be rolled back.
 #[test]
-fn corrupt_ledgers_are_refused_with_the_line() {
+fn corrupt_and_cut_ledgers_are_refused_with_the_line() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(release(&ledger, "0.1").args(["--budget", "1"]));
+    stdout_of(&mut release(&ledger, "0.1"));
     let good = fs::read_to_string(&ledger).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    let cut: String = lines[..lines.len() - 2].iter().map(|l| format!("{l}\n")).collect();
     let cases = [
-        (format!("{good}{{\"type\":\"release\",\"dataset\""), "line 3 is truncated"),
-        (format!("{good}{{not json}}\n"), "line 3 is not a valid record"),
-        (format!("{good}{{\"type\":\"release\",\"dataset\":\"x\"}}\n"), "line 3 is not a valid record"),
-        (good.replace("\"1/10\"", "\"-1/10\""), "line 2 has an epsilon"),
-        (good.replace("\"1/10\"", "\"0/1\""), "line 2 has an epsilon"),
+        (cut, "cut short"),
+        (format!("{good}{{\"type\":\"charge\",\"dataset\""), "line 7 is truncated"),
+        (format!("{good}{{not json}}\n"), "line 7 is not a valid record"),
+        (good.replacen("\"1/10\"", "\"-1/10\"", 1), "line 3 has an epsilon"),
+        (good.replacen("\"1/10\"", "\"1/20\"", 1), "line 3 has a running total"),
+        (good.replacen("\"count\"", "\"mean\"", 1), "line 4 does not follow"),
     ];
     for (content, needle) in cases {
         fs::write(&ledger, &content).unwrap();
-        fails_with(&mut release(&ledger, "0.1"), &["corrupt", needle]);
+        let message = fails_with(&mut release(&ledger, "0.1"), &[needle]);
+        assert!(message.contains("never reset") || message.contains("never rolled back"), "{message}");
         assert_eq!(fs::read_to_string(&ledger).unwrap(), content, "never reset");
+        fails_with(unseeded().args(["budget", "--ledger"]).arg(&ledger), &[needle]);
     }
 }
 
@@ -165,10 +382,7 @@ fn a_ledger_that_is_not_a_regular_file_or_has_an_endless_line_is_refused() {
             &["not a regular file"],
         );
         let mut budget = unseeded();
-        budget
-            .args(["budget", "--dataset", "d", "--ledger"])
-            .arg(ledger)
-            .timeout(std::time::Duration::from_secs(20));
+        budget.args(["budget", "--ledger"]).arg(ledger).timeout(std::time::Duration::from_secs(20));
         fails_with(&mut budget, &["not a regular file"]);
     }
     let ledger = dir.path().join("long.jsonl");
@@ -188,7 +402,7 @@ fn ledger_from_the_environment() {
         .args(["count", "--eps", "1", "--budget", "1"])
         .arg(fixture("people.csv"));
     stdout_of(&mut cmd);
-    assert_eq!(lines(&ledger).len(), 2);
+    assert_eq!(records(&ledger).len(), 3);
 }
 
 /// 20 processes race for a budget that pays for exactly 10 releases.
@@ -203,6 +417,7 @@ fn concurrent_releases_never_overspend() {
                 .args(["count", "--eps", "0.1", "--budget", "1", "--dataset", "race", "--ledger"])
                 .arg(&ledger)
                 .arg(fixture("people.csv"))
+                .env_remove("DPSTAT_INSECURE_SEED")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -216,8 +431,7 @@ fn concurrent_releases_never_overspend() {
     assert_eq!(refused.len(), 10, "exactly ten refusals with exit 3");
     assert!(released.iter().all(|o| !o.stdout.is_empty()));
     assert!(refused.iter().all(|o| o.stdout.is_empty()));
-    let records = lines(&ledger);
-    let releases = records.iter().filter(|r| r["type"] == "release").count();
-    let budgets = records.iter().filter(|r| r["type"] == "budget").count();
-    assert_eq!((releases, budgets), (10, 1));
+    let records = records(&ledger);
+    let count = |kind: &str| of_type(&records, kind).len();
+    assert_eq!((count("charge"), count("released"), count("budget")), (10, 10, 1));
 }

@@ -28,7 +28,23 @@ fn run_charged(workload: &Path) -> assert_cmd::Command {
 }
 
 fn ledger_records(path: &Path) -> Vec<serde_json::Value> {
-    fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    fs::read_to_string(path).unwrap().lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// A copy of a workload whose numeric queries skip invalid cells, as a ledger requires.
+fn skipping(workload: &Path, dir: &TempDir) -> std::path::PathBuf {
+    let text = fs::read_to_string(workload).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with("lower =") {
+            out.push_str("invalid = \"skip\"\n");
+        }
+    }
+    let path = dir.path().join(format!("skipping-{}", workload.file_name().unwrap().to_string_lossy()));
+    fs::write(&path, out).unwrap();
+    path
 }
 
 /// The ε charged equals the declared total exactly, once, whatever the split: an even split
@@ -60,12 +76,13 @@ fn the_epsilon_charged_equals_the_declared_total_exactly() {
     for (workload, total, shares) in cases {
         let ledger = dir.path().join("ledger.jsonl");
         let _ = fs::remove_file(&ledger);
+        let workload = skipping(&workload, &dir);
         let lines = json_lines(run_charged(&workload).args(["--budget", "5", "--ledger"]).arg(&ledger));
         let got: Vec<&str> = lines.iter().map(|l| l["epsilon_exact"].as_str().unwrap()).collect();
         assert_eq!(got, shares, "{}", workload.display());
         assert!(lines.iter().all(|l| l["total_epsilon_exact"] == total));
         let releases: Vec<_> =
-            ledger_records(&ledger).into_iter().filter(|r| r["type"] == "release").collect();
+            ledger_records(&ledger).into_iter().filter(|r| r["type"] == "charge").collect();
         assert_eq!(releases.len(), 1, "charged once");
         assert_eq!(releases[0]["epsilon"], total, "{}", workload.display());
         assert_eq!(releases[0]["query"], "workload");
@@ -203,7 +220,8 @@ fn bad_workloads_name_the_line() {
     }
 }
 
-/// Budget refusal and bad data: nothing printed, nothing charged.
+/// Budget refusal: nothing read, printed or charged; `--invalid error` refused with a ledger
+/// before anything is read; bad data under a ledger is handled by the workload's policy.
 #[test]
 fn failures_print_and_charge_nothing() {
     let dir = TempDir::new().unwrap();
@@ -215,8 +233,8 @@ fn failures_print_and_charge_nothing() {
             .arg(fixture("people.csv")),
     );
     let before = fs::read(&ledger).unwrap();
-    let out =
-        run_charged(&fixture("compose_two_columns.toml")).arg("--ledger").arg(&ledger).output().unwrap();
+    let workload = skipping(&fixture("compose_two_columns.toml"), &dir);
+    let out = run_charged(&workload).arg("--ledger").arg(&ledger).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty());
     assert_eq!(fs::read(&ledger).unwrap(), before);
@@ -227,10 +245,25 @@ fn failures_print_and_charge_nothing() {
     cmd.arg("run")
         .arg(fixture("compose_two_columns.toml"))
         .arg(&bad)
-        .args(["--dataset", "x", "--ledger"])
+        .args(["--dataset", "x", "--budget", "1", "--ledger"])
         .arg(&ledger);
-    fails_with(&mut cmd, &["row 2 (line 3), column 'income'"]);
+    fails_with(
+        &mut cmd,
+        &["line 6: query 'income_mean': --invalid error (the default) is refused with --ledger"],
+    );
     assert_eq!(fs::read(&ledger).unwrap(), before);
+    let mut cmd = unseeded();
+    cmd.arg("run")
+        .arg(&workload)
+        .arg(&bad)
+        .args(["--dataset", "x", "--budget", "1", "--ledger"])
+        .arg(&ledger);
+    stdout_of(&mut cmd);
+    // Without a ledger the bad cell is named, and nothing is printed.
+    fails_with(
+        dpstat().arg("run").arg(fixture("compose_two_columns.toml")).arg(&bad),
+        &["row 2 (line 3), column 'income'"],
+    );
 }
 
 /// Standard input works like a file, and one pass reads it (it cannot be rewound).

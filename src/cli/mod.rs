@@ -90,8 +90,9 @@ pub enum Query {
     )]
     Run(RunArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
-    #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
-        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
+    #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl\n  \
+        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json\n  \
+        dpstat budget --ledger budget.jsonl fixtures/people.csv")]
     Budget(BudgetArgs),
     /// Check a file before releasing from it: every ragged row, non-UTF-8 cell and non-numeric
     /// cell of a numeric column, by row and column. Its report is NOT private: it describes the
@@ -207,8 +208,8 @@ impl InputArgs {
 /// The persistent budget ledger (sequential composition across invocations).
 #[derive(Args, Debug)]
 pub struct LedgerArgs {
-    /// Budget ledger (JSON lines): every release is charged to it, and refused (exit 3) when the
-    /// dataset's budget cannot pay.
+    /// Budget ledger (JSON lines): every release is charged to it before its data are read, and
+    /// refused (exit 3) when the dataset's budget cannot pay.
     #[arg(long, value_name = "PATH", env = "DPSTAT_LEDGER")]
     pub ledger: Option<PathBuf>,
     /// Total ε for this dataset; the first release with --budget records it.
@@ -217,7 +218,8 @@ pub struct LedgerArgs {
     /// Allow --budget to change a total already recorded in the ledger.
     #[arg(long)]
     pub change_budget: bool,
-    /// Name of the dataset in the ledger; default: the SHA-256 of the input bytes.
+    /// Name of the dataset in the ledger whose budget this release draws on; default: "default",
+    /// the ledger's one budget. Name the population, not the file: every file of it draws on it.
     #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
 }
@@ -238,13 +240,17 @@ pub struct BudgetArgs {
     /// Budget ledger (JSON lines).
     #[arg(long, value_name = "PATH", env = "DPSTAT_LEDGER")]
     pub ledger: PathBuf,
-    /// Name of the dataset; default: the SHA-256 of FILE (or of standard input).
-    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    /// Only this dataset; default: every dataset in the ledger.
+    #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
     /// Output format (text or json).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
-    /// The dataset's file, to identify it by content; - or absent reads standard input.
+    /// Field delimiter of FILE.
+    #[arg(long, value_name = "CHAR", default_value = ",")]
+    pub delimiter: Delimiter,
+    /// A data file to compare with the data each release read (its fingerprint); - reads
+    /// standard input. Without it no data is read.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 }

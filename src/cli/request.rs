@@ -104,6 +104,7 @@ impl BudgetArgs {
             dataset: self.dataset.clone(),
             format: self.format.into(),
             file: self.file.clone(),
+            delimiter: self.delimiter.0,
         }
     }
 }

@@ -1,87 +1,250 @@
-//! `dpstat budget`: a dataset's total, what it has spent and the releases charged to it.
-//! Reads the ledger under its lock, like a release does, so it never sees half a record.
+//! `dpstat budget`: what a ledger holds: every dataset's total, what it has spent and the
+//! releases charged to it, with a mark where the data changed between two releases. Reads the
+//! ledger read-only under a shared lock, so it never sees half a record, and validates all of it
+//! (chain, header, running totals) as a release does. Reads no data unless given a FILE, whose
+//! fingerprint it then compares with the releases'.
 
 use std::fs::File;
 use std::io::{self, Write};
-
-use anyhow::Result;
-use serde::Serialize;
-
 use std::path::PathBuf;
 
+use anyhow::Result;
+use num_bigint::BigInt;
+use num_integer::Integer;
 use num_rational::BigRational;
+use serde::Serialize;
 
 use crate::data::fingerprint::fingerprint_of;
 use crate::data::input::decompressed;
-use crate::error::bad_input;
+use crate::error::{bad_input, shown};
 use crate::numeric::exact::decimal;
-use crate::privacy::ledger::{self, Account, BudgetSummary, Record};
+use crate::privacy::ledger::{self, Account, BudgetSummary, Entry, Ledger};
 use crate::report::text::Format;
 
 /// `dpstat budget` as the command line asks for it.
 #[derive(Clone, Debug)]
 pub struct Request {
     pub ledger: PathBuf,
-    /// `--dataset NAME`; else the fingerprint of `file`.
+    /// `--dataset NAME`: only this one; else every dataset in the ledger.
     pub dataset: Option<String>,
     pub format: Format,
-    /// The dataset's file; None or `-` reads standard input.
+    /// A data file (`-`: standard input) to compare with the releases' fingerprints.
     pub file: Option<PathBuf>,
+    /// The delimiter of `file`.
+    pub delimiter: u8,
 }
 
 #[derive(Serialize)]
-struct Report<'a> {
+struct Report {
+    ledger: String,
+    records: u64,
+    head: String,
+    datasets: Vec<DatasetReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<FileReport>,
+}
+
+#[derive(Serialize)]
+struct DatasetReport {
     #[serde(flatten)]
     summary: BudgetSummary,
-    releases: &'a [Record],
+    releases: Vec<ReleaseReport>,
+}
+
+#[derive(Serialize)]
+struct ReleaseReport {
+    #[serde(flatten)]
+    entry: Entry,
+    /// The release read other data than the completed release before it in this dataset.
+    data_changed: bool,
+}
+
+#[derive(Serialize)]
+struct FileReport {
+    name: String,
+    fingerprint: String,
+    /// The releases (by record number) that read exactly these records.
+    matches: Vec<u64>,
 }
 
 pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
     if args.format == Format::Chart {
         return Err(bad_input("--format chart draws histograms; dpstat budget prints --format text or json"));
     }
-    let dataset = match (&args.dataset, &args.file) {
-        (Some(name), _) => name.clone(),
-        (None, Some(path)) if path.as_os_str() != "-" => {
-            let file =
-                File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
-            let reading = |e: io::Error| bad_input(format!("reading {}: {e}", path.display()));
-            fingerprint_of(decompressed(Box::new(file), Some(path)).map_err(reading)?).map_err(reading)?
-        }
-        _ => {
-            let reading = |e: io::Error| bad_input(format!("reading <stdin>: {e}"));
-            fingerprint_of(decompressed(Box::new(io::stdin().lock()), None).map_err(reading)?)
-                .map_err(reading)?
-        }
+    let file = match &args.file {
+        None => None,
+        Some(path) => Some(file_fingerprint(path, args.delimiter)?),
     };
-    let account = ledger::account(&args.ledger, &dataset)?;
-    let summary = BudgetSummary::new(&dataset, &account);
+    let ledger = ledger::read(&args.ledger)?;
+    let names: Vec<String> = match &args.dataset {
+        Some(name) => {
+            let name = ledger::check_dataset_name(name)?;
+            if !ledger.accounts.contains_key(&name) {
+                let known: Vec<String> = ledger.accounts.keys().cloned().collect();
+                return Err(bad_input(format!(
+                    "{}: no dataset '{}' in this ledger; it has: {}",
+                    args.ledger.display(),
+                    shown(&name, 40),
+                    if known.is_empty() { "none yet".to_string() } else { known.join(", ") }
+                )));
+            }
+            vec![name]
+        }
+        None => ledger.accounts.keys().cloned().collect(),
+    };
+    let datasets: Vec<DatasetReport> = names.iter().map(|n| dataset_report(n, &ledger.account(n))).collect();
+    let file = file.map(|(name, fingerprint)| {
+        let matches = datasets
+            .iter()
+            .flat_map(|d| &d.releases)
+            .filter(|r| r.entry.fingerprint.as_deref() == Some(fingerprint.as_str()))
+            .map(|r| r.entry.seq)
+            .collect();
+        FileReport { name, fingerprint, matches }
+    });
+    let report = Report {
+        ledger: args.ledger.display().to_string(),
+        records: ledger.records,
+        head: ledger.head.iter().map(|b| format!("{b:02x}")).collect(),
+        datasets,
+        file,
+    };
     let mut bytes = Vec::new();
     match args.format {
         Format::Json => {
-            serde_json::to_writer(&mut bytes, &Report { summary, releases: &account.releases })?;
+            serde_json::to_writer(&mut bytes, &report)?;
             bytes.push(b'\n');
         }
-        Format::Text | Format::Chart => render_text(&mut bytes, &account, &dataset)?,
+        Format::Text | Format::Chart => render_text(&mut bytes, &report, &ledger)?,
     }
     out.write_all(&bytes)?;
     out.flush()?;
     Ok(())
 }
 
-fn render_text(out: &mut Vec<u8>, account: &Account, dataset: &str) -> io::Result<()> {
-    let or_none = |v: &Option<BigRational>| v.as_ref().map_or_else(|| "none recorded".to_string(), decimal);
-    writeln!(out, "dataset    {dataset}")?;
-    writeln!(out, "budget     {}", or_none(&account.total))?;
-    writeln!(out, "spent      {}", decimal(&account.spent))?;
-    writeln!(out, "remaining  {}", or_none(&account.remaining()))?;
-    writeln!(out, "releases   {}", account.releases.len())?;
-    for record in &account.releases {
-        if let Record::Release { time, query, column, neighbours, epsilon, .. } = record {
-            let column = column.as_deref().unwrap_or("-");
-            let eps = ledger::parse_exact(epsilon).map_or_else(|| epsilon.clone(), |e| decimal(&e));
-            writeln!(out, "  {time}  {query:<9} {column:<16} {neighbours:<10} eps {eps}")?;
+/// The name and fingerprint of the data file to compare; standard input only when asked for
+/// with `-` (never read by default: `dpstat budget` is also typed at a terminal).
+fn file_fingerprint(path: &PathBuf, delimiter: u8) -> Result<(String, String)> {
+    if path.as_os_str() == "-" {
+        let reading = |e: io::Error| bad_input(format!("reading <stdin>: {e}"));
+        let raw = decompressed(Box::new(io::stdin().lock()), None).map_err(reading)?;
+        return Ok(("<stdin>".into(), fingerprint_of(raw, delimiter).map_err(reading)?));
+    }
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
+    let reading = |e: io::Error| bad_input(format!("reading {name}: {e}"));
+    let raw = decompressed(Box::new(file), Some(path)).map_err(reading)?;
+    let fingerprint = fingerprint_of(raw, delimiter).map_err(reading)?;
+    Ok((name, fingerprint))
+}
+
+fn dataset_report(name: &str, account: &Account) -> DatasetReport {
+    let mut last: Option<&str> = None;
+    let releases = account
+        .releases
+        .iter()
+        .map(|entry| {
+            let now = entry.fingerprint.as_deref();
+            let data_changed = matches!((last, now), (Some(a), Some(b)) if a != b);
+            if now.is_some() {
+                last = now;
+            }
+            ReleaseReport { entry: entry.clone(), data_changed }
+        })
+        .collect();
+    DatasetReport { summary: BudgetSummary::new(name, account), releases }
+}
+
+fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Result<()> {
+    writeln!(out, "ledger     {} ({} records, head {})", report.ledger, report.records, &report.head[..16])?;
+    if report.datasets.is_empty() {
+        writeln!(out, "datasets   none yet: the first release with --budget TOTAL records one")?;
+    }
+    for dataset in &report.datasets {
+        let a = ledger.account(&dataset.summary.dataset);
+        let total = a.total.as_ref().map_or_else(|| "none recorded".to_string(), decimal);
+        let spent = rounded(&a.spent, Round::Up);
+        let remaining =
+            a.remaining().map_or_else(|| "none recorded".to_string(), |r| rounded(&r, Round::Down));
+        writeln!(out)?;
+        writeln!(out, "dataset    {}", shown(&dataset.summary.dataset, 60))?;
+        writeln!(out, "budget     {total}")?;
+        writeln!(out, "spent      {spent}")?;
+        writeln!(out, "remaining  {remaining}")?;
+        writeln!(out, "releases   {}", dataset.releases.len())?;
+        for release in &dataset.releases {
+            let e = &release.entry;
+            let column = e.column.as_deref().unwrap_or("-");
+            let eps = ledger::parse_exact(&e.epsilon).map_or_else(|| e.epsilon.clone(), |r| decimal(&r));
+            let data = match (&e.fingerprint, release.data_changed) {
+                (None, _) => "charged, not released (the run stopped after its charge)".to_string(),
+                (Some(f), changed) => {
+                    let short = f.rsplit(':').next().unwrap_or(f);
+                    let short = &short[..short.len().min(12)];
+                    if changed {
+                        format!("data {short}  (changed since the release before)")
+                    } else {
+                        format!("data {short}")
+                    }
+                }
+            };
+            writeln!(
+                out,
+                "  #{:<4} {}  {:<9} {:<16} {:<10} eps {:<8} {data}",
+                e.seq,
+                e.time,
+                shown(&e.query, 30),
+                shown(column, 40),
+                e.neighbours,
+                eps
+            )?;
         }
     }
+    if let Some(file) = &report.file {
+        writeln!(out)?;
+        let matches = if file.matches.is_empty() {
+            "read by no release in this listing".to_string()
+        } else {
+            let seqs: Vec<String> = file.matches.iter().map(|s| format!("#{s}")).collect();
+            format!("the data read by {}", seqs.join(", "))
+        };
+        writeln!(out, "file       {}: {matches}", shown(&file.name, 60))?;
+    }
     Ok(())
+}
+
+enum Round {
+    Up,
+    Down,
+}
+
+/// A spend rounded up, or what is left rounded down, to 9 decimal places where it has more: a
+/// printed budget never overstates what is left.
+fn rounded(r: &BigRational, direction: Round) -> String {
+    let scale = BigInt::from(10u64.pow(9));
+    let scaled = r * BigRational::from_integer(scale.clone());
+    if scaled.is_integer() {
+        return decimal(r);
+    }
+    let (q, _) = scaled.numer().div_mod_floor(scaled.denom());
+    let q = match direction {
+        Round::Down => q,
+        Round::Up => q + 1,
+    };
+    decimal(&BigRational::new(q, scale))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spends_round_up_and_what_is_left_rounds_down() {
+        let third = BigRational::new(1.into(), 3.into());
+        assert_eq!(rounded(&third, Round::Up), "0.333333334");
+        assert_eq!(rounded(&third, Round::Down), "0.333333333");
+        let fifth = BigRational::new(1.into(), 5.into());
+        assert_eq!(rounded(&fifth, Round::Down), "0.2");
+        assert_eq!(rounded(&fifth, Round::Up), "0.2");
+    }
 }

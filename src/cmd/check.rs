@@ -44,25 +44,25 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
     let (mut rows, mut ragged, mut quoted_breaks) = (0u64, 0u64, 0u64);
     let mut ragged_examples: Vec<String> = vec![];
     let mut record = ByteRecord::new();
+    let mut expected = width;
     loop {
         match file.reader().read_byte_record(&mut record) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => match e.kind() {
-                csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
-                    rows += 1;
-                    ragged += 1;
-                    if ragged_examples.len() < EXAMPLES {
-                        let line = pos.as_ref().map_or(rows, |p| file.line_of(p.byte(), p.line()));
-                        ragged_examples
-                            .push(format!("row {rows} (line {line}): {len} fields, not {expected_len}"));
-                    }
-                    continue;
-                }
-                _ => return Err(bad_input(format!("{name}: row {}: {e}", rows + 1))),
-            },
+            Err(e) => return Err(bad_input(format!("{name}: row {}: {e}", rows + 1))),
         }
         rows += 1;
+        // Every row is measured against the header's width, else the first row's.
+        let expected_len = *expected.get_or_insert(record.len());
+        if record.len() != expected_len {
+            ragged += 1;
+            if ragged_examples.len() < EXAMPLES {
+                let line = record.position().map_or(rows, |p| file.line_of(p.byte(), p.line()));
+                ragged_examples
+                    .push(format!("row {rows} (line {line}): {} fields, not {expected_len}", record.len()));
+            }
+            continue;
+        }
         let line = record.position().map_or(rows, |p| file.line_of(p.byte(), p.line()));
         if columns.len() < record.len() {
             columns.resize(record.len(), Column::default());

@@ -118,6 +118,7 @@ impl Request {
             groups: 1,
             filtered: false,
             private_bounds: false,
+            ledger: false,
         };
         let statistic = AnyStatistic::new(self.kind, self.options.clone(), &setup)?;
         let cx =

@@ -1,7 +1,13 @@
 //! `dpstat QUERY`: one statistic's release. The order of work is the guarantee's: validate
-//! everything (the [`Job`]), read the data once (twice only for a numeric histogram whose bounds
-//! are found privately, and only from a file), add all the noise, charge the ledger the exact ε
-//! the accountant totals, and only then print.
+//! everything (the [`Job`]), open the input and resolve its header, charge the ledger (if any)
+//! before the first data row, read the data once (twice only for a numeric histogram whose
+//! bounds are found privately, and only from a file), add all the noise, check that the
+//! accountant's total is exactly what was charged, record the release, and only then print.
+//!
+//! Under a ledger, everything a run shows after its charge is the release or independent of the
+//! rows ([`Meter`]): rows of the wrong width and invalid cells are handled by `--invalid` (and
+//! `--invalid error` is refused before anything is read), and any failure after the charge
+//! prints one fixed message, naming no row, line, cell or count.
 //!
 //! The scan and the measurement are generic over the statistic (`Scan` is visited through
 //! [`AnyStatistic::visit`]), so the per-row loop is compiled for each statistic's own fold.
@@ -22,7 +28,7 @@ use crate::error::{bad_input, Error};
 use crate::numeric::bins::Keys;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
-use crate::privacy::ledger::{self, BudgetSummary, LedgerFlags, LedgerSpec};
+use crate::privacy::ledger::{self, BudgetSummary, LedgerFlags, LedgerSpec, Reservation};
 use crate::privacy::rng;
 use crate::privacy::unit::Neighbours;
 use crate::query::group;
@@ -97,6 +103,7 @@ impl Job {
             groups: group.as_ref().map_or(1, |g| g.keys.groups()),
             filtered: !request.filters.is_empty(),
             private_bounds: true,
+            ledger: request.ledger.path.is_some(),
         };
         let statistic = AnyStatistic::new(request.kind, request.options.clone(), &setup)?;
         let filters = filter_specs(&request.filters, has_header, "--where")?;
@@ -155,37 +162,41 @@ pub fn filter_specs(filters: &[Filter], has_header: bool, flag: &str) -> Result<
         .collect()
 }
 
-/// Reads the data, releases, charges the ledger if there is one, and only then writes the
-/// release to `out`.
+/// Charges the ledger if there is one, reads the data, releases, records the release, and only
+/// then writes it to `out`.
 pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     rng::refuse_with_ledger(job.ledger.is_some())?;
     warn_if_large(&job.eps);
     let mut rng = rng::system_rng()?;
-    let fingerprint = job.ledger.as_ref().is_some_and(|l| l.dataset.is_none());
-    let mut input = Input::open(&job.input.source, &job.input.csv, fingerprint, job.input.threads)?;
-    let mut published = job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng })?;
-    published.accounting().spends_exactly(&job.eps)?;
+    let mut input = Input::open(&job.input.source, &job.input.csv, job.ledger.is_some(), job.input.threads)?;
+    let query = match &job.group {
+        None => job.statistic.name().to_string(),
+        Some(g) => format!("{} by {}", job.statistic.name(), g.column.label()),
+    };
+    let charge = ledger::Charge {
+        query,
+        column: job.statistic.column().map(ColumnRef::label),
+        neighbours: job.neighbours.name().to_string(),
+        eps: job.eps.clone(),
+    };
+    let mut meter = Meter::new(job.ledger.as_ref(), charge);
+    let scanned =
+        job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng, meter: &mut meter });
+    let mut published = meter.after_rows(scanned.and_then(|published| {
+        published.accounting().spends_exactly(&job.eps)?;
+        Ok(published)
+    }))?;
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
     let plot = match (&job.plot, &published) {
         (Some(path), Published::One(release)) => {
             let svg = svg::render_release(release)
-                .ok_or_else(|| bad_input("--plot draws histograms; this release has no bins"))??;
-            Some((path, svg))
+                .ok_or_else(|| bad_input("--plot draws histograms; this release has no bins"));
+            Some((path, meter.after_rows(svg.and_then(|svg| svg))?))
         }
         _ => None,
     };
-    if let Some(ledger) = &job.ledger {
-        let query = match &job.group {
-            None => published.query().to_string(),
-            Some(g) => format!("{} by {}", published.query(), g.column.label()),
-        };
-        let charge = ledger::Charge {
-            query,
-            column: published.column(),
-            neighbours: job.neighbours.name().to_string(),
-            eps: published.accounting().epsilon()?,
-        };
-        published.set_budget(charge_ledger(ledger, &input, &charge)?);
+    if let Some(summary) = meter.complete(&mut input)? {
+        published.set_budget(summary);
     }
     let bytes = text::render(&published, job.format)?;
     if let Some((path, svg)) = plot {
@@ -205,22 +216,80 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// The ledger's side of a run. [`Meter::before_rows`] charges the release once its flags and
+/// the header are checked and before the first data row is read; from then on
+/// [`Meter::after_rows`] lets nothing out but the release: any error becomes one fixed message,
+/// the same whatever the rows hold. [`Meter::complete`] records the finished release with the
+/// fingerprint of the data it read. Without a ledger the meter does nothing.
+pub struct Meter<'a> {
+    spec: Option<&'a LedgerSpec>,
+    charge: ledger::Charge,
+    reservation: Option<Reservation>,
+}
+
+impl<'a> Meter<'a> {
+    pub fn new(spec: Option<&'a LedgerSpec>, charge: ledger::Charge) -> Meter<'a> {
+        Meter { spec, charge, reservation: None }
+    }
+
+    /// Charges the ledger (once, whatever the number of passes), and from now on reads rows of
+    /// any width: nothing in them may stop the run.
+    pub fn before_rows(&mut self, input: &mut Input) -> Result<()> {
+        let Some(spec) = self.spec else { return Ok(()) };
+        input.tolerate_ragged_rows();
+        if self.reservation.is_none() {
+            self.reservation = Some(ledger::reserve(spec, &self.charge)?);
+        }
+        Ok(())
+    }
+
+    /// After the charge, an error says only that the release failed after it was charged: its
+    /// own message could name a row, a line or a cell, and even its kind could depend on them.
+    pub fn after_rows<T>(&self, result: Result<T>) -> Result<T> {
+        match (result, &self.reservation) {
+            (Err(_), Some(reservation)) => Err(Error::internal(format!(
+                "the release failed after epsilon {} was charged to dataset {} in ledger {}; nothing \
+                 was released, and the reason is not shown because under a ledger it could reveal \
+                 the data: the custodian can see it with `dpstat check FILE` or by running the \
+                 same release without --ledger",
+                self.charge.eps,
+                reservation.summary.dataset,
+                reservation.path.display()
+            ))
+            .into()),
+            (result, _) => result,
+        }
+    }
+
+    /// Records the completed release with the fingerprint of its data; the budget summary that
+    /// the release prints.
+    pub fn complete(&self, input: &mut Input) -> Result<Option<BudgetSummary>> {
+        let Some(reservation) = &self.reservation else { return Ok(None) };
+        let fingerprint = input.fingerprint().context("internal error: the input was not fingerprinted")?;
+        ledger::complete(reservation, &fingerprint)?;
+        Ok(Some(reservation.summary.clone()))
+    }
+}
+
 /// The scan and measurement of one statistic, compiled for its own fold.
-struct Scan<'a> {
+struct Scan<'a, 'm> {
     job: &'a Job,
     input: &'a mut Input,
     rng: &'a mut dyn RngCore,
+    meter: &'a mut Meter<'m>,
 }
 
-impl Visitor for Scan<'_> {
+impl Visitor for Scan<'_, '_> {
     type Output = Result<Published>;
 
     fn visit<S: Statistic>(self, statistic: &S) -> Result<Published> {
-        let Scan { job, input, rng } = self;
+        let Scan { job, input, rng, meter } = self;
         let mut statistic = statistic.clone();
         loop {
             let (filters, by) = routing(&job.filters, job.group.as_ref(), input)?;
             let mut routed = Routed::new(empty_fold(&statistic, input)?, filters, by);
+            scan::check_memory(input, &routed)?;
+            meter.before_rows(input)?;
             scan::scan(input, &[], &mut routed)?;
             let cx = context(job, input, &job.eps);
             match publish(&statistic, routed.groups, job.group.as_ref(), &cx, rng)? {
@@ -319,15 +388,6 @@ pub fn publish<S: Statistic>(
         published.mark_insecure_seed();
     }
     Ok(Outcome::Published(published))
-}
-
-/// Charges the dataset (`--dataset`, else the fingerprint of the input just read) in the ledger.
-pub fn charge_ledger(ledger: &LedgerSpec, input: &Input, charge: &ledger::Charge) -> Result<BudgetSummary> {
-    let dataset = match &ledger.dataset {
-        Some(name) => name.clone(),
-        None => input.fingerprint().context("internal error: the input was not fingerprinted")?,
-    };
-    ledger::charge(ledger, &dataset, charge)
 }
 
 /// A warning for ε above 10. A warning, never a refusal: scripts rely on it.

@@ -32,9 +32,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use crate::cmd::release::{
-    charge_ledger, context, empty_fold, publish, routing, warn_if_large, InputFlags, Outcome,
-};
+use crate::cmd::release::{context, empty_fold, publish, routing, warn_if_large, InputFlags, Meter, Outcome};
 use crate::cmd::workload::Workload;
 use crate::data::input::Input;
 use crate::data::route::Routed;
@@ -59,17 +57,22 @@ pub struct RunRequest {
     pub input: InputFlags,
 }
 
-/// Reads the workload, validates every query, reads the data once, releases everything, charges
-/// the total once, then prints.
+/// Reads the workload, validates every query, charges the total once (with a ledger), reads the
+/// data once, releases everything, records the release, then prints.
 pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
-    let workload = Workload::load(&request.workload, &request.input, request.confidence, request.format)?;
-    warn_if_large(&workload.total);
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
     rng::refuse_with_ledger(ledger.is_some())?;
+    let workload = Workload::load(
+        &request.workload,
+        &request.input,
+        request.confidence,
+        request.format,
+        ledger.is_some(),
+    )?;
+    warn_if_large(&workload.total);
     let mut rng = rng::system_rng()?;
-    let fingerprint = ledger.as_ref().is_some_and(|l| l.dataset.is_none());
     let flags = &request.input;
-    let mut input = Input::open(&flags.source, &flags.csv, fingerprint, flags.threads)?;
+    let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
     let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
     for query in &workload.queries {
         let at = |e: anyhow::Error| workload.error(query.line, &format!("query '{}': {e:#}", query.name));
@@ -77,13 +80,38 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
         let (filters, by) = routing(&query.job.filters, query.job.group.as_ref(), &input).map_err(at)?;
         fold.0.push(Routed::new(inner, filters, by));
     }
-    scan::scan(&mut input, &[], &mut fold)?;
+    let charge = ledger::Charge {
+        query: "workload".to_string(),
+        column: Some(workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",")),
+        neighbours: workload.neighbours.name().to_string(),
+        eps: workload.total.clone(),
+    };
+    let mut meter = Meter::new(ledger.as_ref(), charge);
+    scan::check_memory(&input, &fold)?;
+    meter.before_rows(&mut input)?;
+    let queries = meter.after_rows(release_all(&workload, fold, &mut input, &mut rng))?;
+    meter.complete(&mut input)?;
+    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
+    let bytes = table::render(&printed, request.format)?;
+    out.write_all(&bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The one pass and every query's noise; the accountant's total must be exactly the workload's.
+fn release_all(
+    workload: &Workload,
+    mut fold: WorkloadFold,
+    input: &mut Input,
+    rng: &mut dyn rand::RngCore,
+) -> Result<Vec<table::Query>> {
+    scan::scan(input, &[], &mut fold)?;
     let mut queries = Vec::with_capacity(workload.queries.len());
     for (query, routed) in workload.queries.iter().zip(fold.0) {
         let job = &query.job;
-        let cx = context(job, &input, &job.eps);
+        let cx = context(job, input, &job.eps);
         let Outcome::Published(release) =
-            publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, &mut rng)?
+            publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, rng)?
         else {
             return Err(Error::internal("a workload query asked for a second pass").into());
         };
@@ -92,20 +120,7 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     let accounting =
         Cost::sequential(queries.iter().map(|q| q.release.accounting().clone().named(&q.name)).collect());
     accounting.spends_exactly(&workload.total)?;
-    if let Some(ledger) = &ledger {
-        let charge = ledger::Charge {
-            query: "workload".to_string(),
-            column: Some(workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",")),
-            neighbours: workload.neighbours.name().to_string(),
-            eps: accounting.epsilon()?,
-        };
-        charge_ledger(ledger, &input, &charge)?;
-    }
-    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
-    let bytes = table::render(&printed, request.format)?;
-    out.write_all(&bytes)?;
-    out.flush()?;
-    Ok(())
+    Ok(queries)
 }
 
 /// Every query's fold, fed the same rows in one pass.

@@ -79,12 +79,19 @@ struct RawQuery {
 }
 
 impl Workload {
-    /// Reads and validates the workload file named by `args`, before any data is read.
-    pub fn load(file: &Path, input: &InputFlags, confidence: Confidence, format: Format) -> Result<Workload> {
+    /// Reads and validates the workload file named by `args`, before any data is read; `ledger`
+    /// says whether the release will be charged to one (some options are refused then).
+    pub fn load(
+        file: &Path,
+        input: &InputFlags,
+        confidence: Confidence,
+        format: Format,
+        ledger: bool,
+    ) -> Result<Workload> {
         let path = file.display().to_string();
         let text = std::fs::read_to_string(file)
             .map_err(|e| bad_input(format!("cannot read workload {path}: {e}")))?;
-        Workload::parse(&path, &text, input, confidence, format).map_err(Into::into)
+        Workload::parse(&path, &text, input, (confidence, format), ledger).map_err(Into::into)
     }
 
     /// Parses and validates a workload's text. Every error names the file and the line.
@@ -92,8 +99,8 @@ impl Workload {
         path: &str,
         text: &str,
         input: &InputFlags,
-        confidence: Confidence,
-        format: Format,
+        (confidence, format): (Confidence, Format),
+        ledger: bool,
     ) -> Result<Workload, Error> {
         let file = SourceText { path, text };
         let raw: RawWorkload = toml::from_str(text).map_err(|e| {
@@ -162,7 +169,7 @@ impl Workload {
         let mut queries = Vec::with_capacity(raw.query.len());
         for ((q, (name, line)), eps) in raw.query.iter().zip(names).zip(eps) {
             let job = file
-                .query_job(q.get_ref(), line, eps, neighbours, input, confidence, format)
+                .query_job(q.get_ref(), line, eps, neighbours, input, (confidence, format), ledger)
                 .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
             queries.push(WorkloadQuery { name, line, job });
         }
@@ -322,8 +329,8 @@ impl SourceText<'_> {
         eps: Epsilon,
         neighbours: Neighbours,
         input: &InputFlags,
-        confidence: Confidence,
-        format: Format,
+        (confidence, format): (Confidence, Format),
+        ledger: bool,
     ) -> Result<Job, (usize, String)> {
         let kinds = workload_kinds().join(", ");
         let Some(kind) = &q.kind else {
@@ -416,6 +423,7 @@ impl SourceText<'_> {
             groups: group.as_ref().map_or(1, |g| g.keys.groups()),
             filtered: !filters.is_empty(),
             private_bounds: false,
+            ledger,
         };
         let statistic =
             AnyStatistic::new(kind, options, &setup).map_err(|e| (name_line, e.message().to_string()))?;
@@ -480,7 +488,7 @@ mod tests {
             csv: crate::data::source::CsvOptions { delimiter: b',', has_header: true },
             threads: 1,
         };
-        Workload::parse("w.toml", text, &input, "0.95".parse().unwrap(), Format::Text)
+        Workload::parse("w.toml", text, &input, ("0.95".parse().unwrap(), Format::Text), false)
     }
 
     fn shares(w: &Workload) -> Vec<String> {

@@ -7,16 +7,14 @@ use std::io::{self, IsTerminal, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::rc::Rc;
 
+use crate::data::fingerprint::Fingerprinter;
+use crate::data::parallel::read_at;
+use crate::data::source::{ColumnRef, CsvOptions, Source};
+use crate::error::{bad_input, shown, shown_list};
 use anyhow::Result;
 use csv::ByteRecord;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sha2::{Digest, Sha256};
-
-use crate::data::fingerprint::fingerprint;
-use crate::data::parallel::read_at;
-use crate::data::source::{ColumnRef, CsvOptions, Source};
-use crate::error::{bad_input, shown, shown_list};
 
 /// Large reads keep system calls off the per-row path.
 const READ_BUFFER: usize = 256 * 1024;
@@ -35,8 +33,8 @@ pub struct Input {
     options: CsvOptions,
     reader: CsvReader,
     header: Option<ByteRecord>,
-    /// Hashes the bytes as the csv reader reads them (after gzip decompression).
-    digest: Option<Rc<RefCell<Sha256>>>,
+    /// Fingerprints the records as the csv reader reads their bytes (after gzip decompression).
+    digest: Option<Rc<RefCell<Fingerprinter>>>,
     /// Whether the input is to be fingerprinted at all.
     fingerprinted: bool,
     /// A fingerprint computed apart from the csv reader, by a parallel scan.
@@ -48,6 +46,9 @@ pub struct Input {
     lines: Option<File>,
     threads: usize,
     progress: Option<ProgressBar>,
+    /// Rows of another width than the first are read as they are (missing cells are empty)
+    /// instead of stopping the scan: see [`Input::tolerate_ragged_rows`].
+    tolerant: bool,
 }
 
 struct PlainFile {
@@ -56,8 +57,8 @@ struct PlainFile {
 }
 
 impl Input {
-    /// Opens the source; with `fingerprint`, every byte of the CSV is also hashed (SHA-256), so
-    /// the dataset is identified in the same pass, standard input included. Gzip input
+    /// Opens the source; with `fingerprint`, the records are also fingerprinted (SHA-256 of their
+    /// canonical CSV, [`Fingerprinter`]) in the same pass, standard input included. Gzip input
     /// (recognised by its magic bytes or a `.gz` name) is decompressed as it streams, and the
     /// fingerprint is of the decompressed CSV: the same data is the same dataset either way.
     /// A plain file may be scanned by up to `threads` threads.
@@ -79,7 +80,7 @@ impl Input {
         let (gzip, raw) = sniff_gzip(raw).map_err(|e| bad_input(format!("{name}: reading: {e}")))?;
         let gzip = gzip || named_gz;
         let mut raw: Box<dyn Read> = if gzip { Box::new(MultiGzDecoder::new(raw)) } else { raw };
-        let digest = fingerprint.then(|| Rc::new(RefCell::new(Sha256::new())));
+        let digest = fingerprint.then(|| Rc::new(RefCell::new(Fingerprinter::new(options.delimiter))));
         if let Some(digest) = &digest {
             raw = Box::new(Hashing { inner: raw, digest: Rc::clone(digest) });
         }
@@ -94,21 +95,38 @@ impl Input {
     }
 
     /// Opens the source again for a second pass, keeping the fingerprint of the first (which
-    /// read every byte).
+    /// read every byte) and the way rows are read.
     pub fn reopen(&mut self, source: &Source, options: &CsvOptions) -> Result<()> {
         let fingerprint = self.fingerprint();
+        let tolerant = self.tolerant;
         *self = Input::open(source, options, false, self.threads)?;
         self.fingerprint = fingerprint;
+        self.tolerant = tolerant;
         Ok(())
     }
 
-    /// SHA-256 of the whole input: after a complete scan, of every byte.
-    pub fn fingerprint(&self) -> Option<String> {
+    /// The fingerprint of the whole input's records: after a complete scan, of every record.
+    pub fn fingerprint(&mut self) -> Option<String> {
         if let Some(fingerprint) = &self.fingerprint {
             return Some(fingerprint.clone());
         }
-        let digest = self.digest.as_ref()?.borrow().clone().finalize();
-        Some(fingerprint(&digest))
+        let digest = self.digest.take()?;
+        let fingerprinter = digest.replace(Fingerprinter::new(self.options.delimiter));
+        self.fingerprint = Some(fingerprinter.finish());
+        self.fingerprint.clone()
+    }
+
+    /// Under a ledger nothing the scan meets in the rows may stop it (its message, its exit code
+    /// or the stop itself would be an answer about the data that nobody paid for): a row with
+    /// fewer fields than the first has its missing cells read as empty, which `--invalid` then
+    /// decides on like any other invalid cell, and a row with more has the extra ones ignored.
+    pub fn tolerate_ragged_rows(&mut self) {
+        self.tolerant = true;
+    }
+
+    /// See [`Input::tolerate_ragged_rows`].
+    pub fn tolerant(&self) -> bool {
+        self.tolerant
     }
 
     pub fn from_reader(name: String, raw: Box<dyn Read>, options: &CsvOptions) -> Result<Input> {
@@ -125,6 +143,7 @@ impl Input {
             lines: None,
             threads: 1,
             progress: None,
+            tolerant: false,
         })
     }
 
@@ -161,9 +180,9 @@ impl Input {
         }
     }
 
-    /// Records the SHA-256 of the whole file, computed by a parallel scan.
-    pub fn set_fingerprint(&mut self, digest: &[u8]) {
-        self.fingerprint = Some(fingerprint(digest));
+    /// Records the fingerprint of the whole file, computed by a parallel scan.
+    pub fn set_fingerprint(&mut self, fingerprint: String) {
+        self.fingerprint = Some(fingerprint);
     }
 
     /// Starts a plain file again from its first byte, hashing it anew if fingerprinted; the
@@ -180,7 +199,7 @@ impl Input {
         }
         let mut raw: Box<dyn Read> = Box::new(Counting { inner: file, progress: self.progress.clone() });
         if self.fingerprinted {
-            let digest = Rc::new(RefCell::new(Sha256::new()));
+            let digest = Rc::new(RefCell::new(Fingerprinter::new(self.options.delimiter)));
             self.digest = Some(Rc::clone(&digest));
             raw = Box::new(Hashing { inner: raw, digest });
         }
@@ -293,10 +312,10 @@ fn nearest<'a>(name: &str, names: &'a [String]) -> Option<&'a str> {
         .map(|(_, n)| n.as_str())
 }
 
-/// Passes bytes through while hashing them.
+/// Passes bytes through while fingerprinting them.
 struct Hashing {
     inner: Box<dyn Read>,
-    digest: Rc<RefCell<Sha256>>,
+    digest: Rc<RefCell<Fingerprinter>>,
 }
 
 impl Read for Hashing {
@@ -332,8 +351,8 @@ impl Drop for Input {
 }
 
 /// The csv reader every path uses (the parallel scan relies on these settings: quoting on,
-/// no escape or comment byte, any of CR, LF, CRLF ends a row, rows of equal width), and the
-/// header it has read.
+/// no escape or comment byte, any of CR, LF, CRLF ends a row), and the header it has read.
+/// Rows of unequal width are the scan's to refuse (or, under a ledger, to tolerate).
 fn csv_reader(
     name: &str,
     raw: Box<dyn Read>,
@@ -342,6 +361,7 @@ fn csv_reader(
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(options.delimiter)
         .has_headers(options.has_header)
+        .flexible(true)
         .buffer_capacity(READ_BUFFER)
         .from_reader(raw);
     let header = if options.has_header {

@@ -33,8 +33,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use indicatif::ProgressBar;
 use memchr::{memchr, memchr2};
-use sha2::{Digest, Sha256};
 
+use crate::data::fingerprint::Fingerprinter;
 use crate::data::row::{passes, Filters, Fold, Row};
 
 /// Per-thread read buffers share this much memory (so peak RSS does not grow with threads) ...
@@ -61,8 +61,11 @@ pub fn block_size(threads: usize) -> usize {
 /// What the scan needs to know about the rows.
 pub struct Layout<'a> {
     pub delimiter: u8,
-    /// Fields every row must have: the first row's count (the csv crate refuses any other).
+    /// Fields every row must have: the first row's count (the scan refuses any other) ...
     pub fields: usize,
+    /// ... unless rows of other widths are tolerated (under a ledger): then a short row's
+    /// missing cells read as empty, like the csv reader's.
+    pub tolerant: bool,
     /// How many leading fields to locate in each row: one past the widest column read (at most
     /// `fields`, which the csv reader checked on the first row).
     pub read_fields: usize,
@@ -76,8 +79,8 @@ pub struct Layout<'a> {
 pub struct Done<F> {
     pub folds: Vec<F>,
     pub kept: u64,
-    /// SHA-256 of the file's bytes from offset 0, when asked for.
-    pub digest: Option<Vec<u8>>,
+    /// The fingerprint of the file's records from offset 0, when asked for.
+    pub digest: Option<String>,
 }
 
 /// The parallel scan cannot decide this file (a quote, a ragged row, a refused cell, a read
@@ -87,7 +90,7 @@ pub struct Fallback;
 
 /// Folds every row that starts in `data` (which begins at a row boundary and ends at the end of
 /// the file) into `layout.threads` copies of `empty`. With `hash`, another thread computes the
-/// SHA-256 of the whole file, bytes 0 to `data.end`, in order.
+/// fingerprint of the whole file's records, bytes 0 to `data.end`, in order.
 pub fn scan<F: Fold>(
     file: &File,
     data: Range<u64>,
@@ -104,7 +107,7 @@ pub fn scan<F: Fold>(
     let abort = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let (next, abort) = (&next, &abort);
-        let hasher = hash.then(|| scope.spawn(move || hash_file(file, data.end, layout.block, abort)));
+        let hasher = hash.then(|| scope.spawn(move || hash_file(file, data.end, layout, abort)));
         // Each thread claims the next chunk until none is left; its folds come back tagged.
         let thread = |template: F| {
             move || -> Result<Vec<(u64, F, u64)>, Fallback> {
@@ -318,13 +321,14 @@ impl<'p, F: Fold> Worker<'p, F> {
             // An empty line: the csv reader skips it.
             return Ok(past_end);
         }
-        if fields != self.layout.fields {
+        if fields != self.layout.fields && !self.layout.tolerant {
             return Err(Fallback);
         }
         if let Some(end) = self.ends.get_mut(fields - 1) {
             *end = at - start;
         }
-        let row = Row::line(&buf[start..at], &self.ends);
+        // A short row (tolerated) has only its own fields: the ends after them are stale.
+        let row = Row::line(&buf[start..at], &self.ends[..fields.min(self.ends.len())]);
         if passes(&row, self.layout.filters) {
             self.fold.row(&row).map_err(|_| Fallback)?;
             self.kept += 1;
@@ -361,9 +365,10 @@ fn read_full(file: &File, buf: &mut [u8], mut filled: usize, pos: u64) -> Result
     Ok(filled)
 }
 
-/// SHA-256 of the file's first `len` bytes, read in order.
-fn hash_file(file: &File, len: u64, block: usize, abort: &AtomicBool) -> Result<Vec<u8>, Fallback> {
-    let mut hasher = Sha256::new();
+/// The fingerprint of the records in the file's first `len` bytes, read in order.
+fn hash_file(file: &File, len: u64, layout: &Layout, abort: &AtomicBool) -> Result<String, Fallback> {
+    let block = layout.block;
+    let mut hasher = Fingerprinter::new(layout.delimiter);
     let mut buf = vec![0u8; block];
     let mut pos = 0;
     while pos < len {
@@ -375,7 +380,7 @@ fn hash_file(file: &File, len: u64, block: usize, abort: &AtomicBool) -> Result<
         hasher.update(&buf[..want]);
         pos += want as u64;
     }
-    Ok(hasher.finalize().to_vec())
+    Ok(hasher.finish())
 }
 
 /// A read at a position, which leaves the file's own offset (shared by its clones) alone.

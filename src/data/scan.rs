@@ -30,6 +30,21 @@ pub const MAX_FOLD_BYTES: usize = 256 << 20;
 /// Memory for the folds is at most max([`FOLD_BUDGET`], one fold) whatever the thread count:
 /// a fold too large to copy once per chunk is scanned by the csv reader alone.
 pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Result<u64> {
+    check_memory(input, fold)?;
+    let bytes = fold.heap_bytes();
+    let block = parallel::block_size(input.threads());
+    let scanned = if bytes.saturating_mul(parallel::copies(input.threads())) > FOLD_BUDGET {
+        scan_alone(input, filters, fold)
+    } else {
+        scan_with(input, filters, fold, block)
+    };
+    input.finish_progress();
+    Ok(scanned?.0)
+}
+
+/// Refuses a fold larger than [`MAX_FOLD_BYTES`]: a function of the flags alone, so it can (and
+/// under a ledger must) be asked before anything is charged or read.
+pub fn check_memory<F: Fold>(input: &Input, fold: &F) -> Result<()> {
     let bytes = fold.heap_bytes();
     if bytes > MAX_FOLD_BYTES {
         return Err(bad_input(format!(
@@ -40,14 +55,7 @@ pub fn scan<F: Fold>(input: &mut Input, filters: &Filters, fold: &mut F) -> Resu
             MAX_FOLD_BYTES >> 20
         )));
     }
-    let block = parallel::block_size(input.threads());
-    let scanned = if bytes.saturating_mul(parallel::copies(input.threads())) > FOLD_BUDGET {
-        scan_alone(input, filters, fold)
-    } else {
-        scan_with(input, filters, fold, block)
-    };
-    input.finish_progress();
-    Ok(scanned?.0)
+    Ok(())
 }
 
 /// The csv reader alone, one copy of the fold.
@@ -82,6 +90,7 @@ fn scan_with<F: Fold>(
         let layout = parallel::Layout {
             delimiter: input.delimiter(),
             fields: rows.record.len(),
+            tolerant: input.tolerant(),
             read_fields: widest.map_or(0, |w| w + 1),
             filters,
             threads: input.threads(),
@@ -94,7 +103,7 @@ fn scan_with<F: Fold>(
                 fold.merge(part);
             }
             if let Some(digest) = done.digest {
-                input.set_fingerprint(&digest);
+                input.set_fingerprint(digest);
             }
             return Ok((rows.kept + done.kept, true));
         }
@@ -116,11 +125,23 @@ struct Rows {
     record: ByteRecord,
     row: u64,
     kept: u64,
+    /// The width every row must have: the header's, else the first row's; None while unknown,
+    /// or when rows of other widths are tolerated.
+    width: Option<usize>,
+    tolerant: bool,
 }
 
 impl Rows {
     fn new(input: &Input, widest: Option<usize>) -> Rows {
-        Rows { name: input.name().to_string(), widest, record: ByteRecord::new(), row: 0, kept: 0 }
+        Rows {
+            name: input.name().to_string(),
+            widest,
+            record: ByteRecord::new(),
+            row: 0,
+            kept: 0,
+            width: input.header_len(),
+            tolerant: input.tolerant(),
+        }
     }
 
     /// Reads and folds one row; false at the end of the input.
@@ -129,11 +150,24 @@ impl Rows {
         match input.reader().read_byte_record(&mut self.record) {
             Ok(true) => {}
             Ok(false) => return Ok(false),
-            Err(e) => return Err(csv_error(input, name, self.row + 1, e)),
+            Err(e) => return Err(csv_error(name, self.row + 1, e)),
         }
         self.row += 1;
         let record = &self.record;
-        if self.row == 1 {
+        if !self.tolerant {
+            let width = *self.width.get_or_insert(record.len());
+            if record.len() != width {
+                let line = record.position().map_or(self.row, |p| input.line_of(p.byte(), p.line()));
+                return Err(bad_input(format!(
+                    "{name}: row {} (line {line}) has {} fields, but the rows before it have {width} \
+                     (is --delimiter right? quote fields that contain it)",
+                    self.row,
+                    record.len()
+                )));
+            }
+        }
+        // Tolerated rows: a column past the first row's width reads as empty cells.
+        if self.row == 1 && !self.tolerant {
             if let Some(widest) = self.widest.filter(|&w| w >= record.len()) {
                 return Err(bad_input(format!(
                     "{name}: column {} does not exist: rows have {} fields (--col and --where take \
@@ -158,15 +192,8 @@ impl Rows {
     }
 }
 
-fn csv_error(input: &Input, name: &str, row: u64, error: csv::Error) -> anyhow::Error {
+fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
     match error.kind() {
-        csv::ErrorKind::UnequalLengths { expected_len, len, pos } => {
-            let line = pos.as_ref().map_or(row, |p| input.line_of(p.byte(), p.line()));
-            bad_input(format!(
-                "{name}: row {row} (line {line}) has {len} fields, but the rows before it have {expected_len} \
-                 (is --delimiter right? quote fields that contain it)"
-            ))
-        }
         csv::ErrorKind::Io(e) => bad_input(format!("{name}: reading: {e}")),
         _ => bad_input(format!("{name}: row {row}: {error}")),
     }
@@ -260,7 +287,6 @@ mod parallel_tests {
     use super::*;
     use crate::data::source::{CsvOptions, Source};
     use proptest::prelude::*;
-    use sha2::{Digest, Sha256};
     use std::io::Write;
 
     /// The raw fields 0..=upto of every kept row, in order; refuses a cell `BAD`.
@@ -291,13 +317,17 @@ mod parallel_tests {
     type Outcome = Result<(u64, Vec<Vec<Vec<u8>>>), String>;
 
     /// The csv reader alone on the same bytes, as a file of its own (messages name `name`).
-    fn by_csv(name: &str, bytes: &[u8], options: &CsvOptions, filters: &Filters, upto: usize) -> Outcome {
+    fn by_csv(name: &str, bytes: &[u8], how: (&CsvOptions, bool), filters: &Filters, upto: usize) -> Outcome {
+        let (options, tolerant) = how;
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(bytes).unwrap();
         let source = Source::Path(file.path().to_path_buf());
         let own = source.display_name();
         let renamed = |e: anyhow::Error| e.to_string().replace(&own, name);
         let mut input = Input::open(&source, options, false, 1).map_err(renamed)?;
+        if tolerant {
+            input.tolerate_ragged_rows();
+        }
         let mut fold = Cells { upto, rows: vec![] };
         let (kept, _) = scan_alone(&mut input, filters, &mut fold).map_err(renamed)?;
         Ok((kept, fold.rows))
@@ -307,7 +337,7 @@ mod parallel_tests {
     /// the fingerprint.
     fn by_file(
         bytes: &[u8],
-        options: &CsvOptions,
+        (options, tolerant): (&CsvOptions, bool),
         filters: &Filters,
         upto: usize,
         threads: usize,
@@ -321,6 +351,9 @@ mod parallel_tests {
             Ok(input) => input,
             Err(e) => return (name, Err(e.to_string()), false, None),
         };
+        if tolerant {
+            input.tolerate_ragged_rows();
+        }
         let mut fold = Cells { upto, rows: vec![] };
         match scan_with(&mut input, filters, &mut fold, block) {
             Ok((kept, parallel)) => (name, Ok((kept, fold.rows)), parallel, input.fingerprint()),
@@ -328,8 +361,8 @@ mod parallel_tests {
         }
     }
 
-    fn sha256(bytes: &[u8]) -> String {
-        crate::data::fingerprint::fingerprint(&Sha256::digest(bytes))
+    fn records_fingerprint(bytes: &[u8], delimiter: u8) -> String {
+        crate::data::fingerprint::fingerprint_of(bytes, delimiter).unwrap()
     }
 
     /// A CSV text made of awkward pieces: quoted fields (with line ends and delimiters
@@ -396,7 +429,8 @@ mod parallel_tests {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
         /// Same rows, same order, same count, same message, same fingerprint, for any number of
-        /// threads and read size; and quote-free, well-formed files are decided in parallel.
+        /// threads and read size, with ragged rows refused or tolerated; and quote-free files
+        /// whose rows are well-formed (or tolerated) are decided in parallel.
         #[test]
         fn parallel_scan_equals_the_csv_reader(
             (bytes, delimiter, upto) in csv_text(),
@@ -404,14 +438,15 @@ mod parallel_tests {
             threads in 1usize..6,
             block in 8usize..80,
             filter in any::<bool>(),
+            tolerant in any::<bool>(),
         ) {
             let options = CsvOptions { delimiter, has_header };
             let filters: Vec<(usize, Vec<u8>)> = if filter { vec![(0, b"x".to_vec())] } else { vec![] };
-            let (name, got, parallel, fingerprint) = by_file(&bytes, &options, &filters, upto, threads, block);
-            let want = by_csv(&name, &bytes, &options, &filters, upto);
+            let (name, got, parallel, fingerprint) = by_file(&bytes, (&options, tolerant), &filters, upto, threads, block);
+            let want = by_csv(&name, &bytes, (&options, tolerant), &filters, upto);
             prop_assert_eq!(&got, &want, "{} threads, {}-byte reads: {:?}", threads, block, String::from_utf8_lossy(&bytes));
             if want.is_ok() {
-                prop_assert_eq!(fingerprint, Some(sha256(&bytes)));
+                prop_assert_eq!(fingerprint, Some(records_fingerprint(&bytes, delimiter)));
                 if !bytes.contains(&b'"') && has_data_row(&bytes, &options) {
                     prop_assert!(parallel, "a quote-free file is scanned in parallel");
                 }
@@ -421,7 +456,7 @@ mod parallel_tests {
 
     fn write_and_scan(text: &str, threads: usize, block: usize) -> (Outcome, bool) {
         let options = CsvOptions { delimiter: b',', has_header: true };
-        let (_, got, parallel, _) = by_file(text.as_bytes(), &options, &[], 1, threads, block);
+        let (_, got, parallel, _) = by_file(text.as_bytes(), (&options, false), &[], 1, threads, block);
         (got, parallel)
     }
 

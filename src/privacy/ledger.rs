@@ -1,14 +1,32 @@
 //! The privacy-budget ledger: sequential composition across invocations (docs/DESIGN.md §5).
 //!
-//! An append-only JSON-lines file. One `budget` record sets (or, with `--change-budget`,
-//! changes) a dataset's total; one `release` record per release charges its exact ε. Under an
-//! exclusive lock on the file: read and validate every record, sum the exact ε spent on the
-//! dataset, refuse (exit 3, nothing written) if spent + ε > total, else append and fsync; the
-//! release is printed only after the lock is released. A crash after the append loses budget,
-//! never under-counts it. A corrupt ledger is an error naming the line, never a reset.
+//! **A ledger is a budget for a population, not for a file.** It holds one budget per dataset
+//! name (`--dataset NAME`, else `default`), and every release charged to that name draws on it,
+//! whatever bytes the data file has today: re-saving the file, converting its line endings or
+//! appending next month's rows never opens a fresh budget. Each release's record also keeps a
+//! fingerprint of the records it read ([`crate::data::fingerprint`]), for audit only.
+//!
+//! **Charged before the data are read.** A release appends its `charge` record (and fsyncs it)
+//! after its flags and the header are checked and before the first data row is read, so
+//! anything the run shows after that — the release, an error, its exit code — has been paid
+//! for. When the release is complete a `released` record names the charge and the fingerprint.
+//! A run that dies in between has spent its ε: budget is lost, never under-counted.
+//!
+//! **Tamper-evident.** The file is JSON lines. Line 1 is a header rewritten in place (fixed
+//! width) after every append: the number of records and the SHA-256 of the last one. Every
+//! record carries its sequence number, the SHA-256 of the record before it (`prev`), and a
+//! charge carries its dataset's running total (`spent`). So a record deleted or edited breaks
+//! the chain or a running total, and a file cut at a line boundary holds fewer records than its
+//! header says: each is refused with the line that is wrong, never rolled back. (A copy of the
+//! whole file taken earlier and put back is consistent in itself; only a copy of the header
+//! kept elsewhere can show that, so `dpstat budget` prints it.)
+//!
+//! Every change happens under an exclusive lock on the file (`flock`), readers take a shared
+//! one; the file must be a regular file and a line may hold at most 64 KiB.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::SystemTime;
@@ -18,6 +36,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::error::{bad_input, Error};
 use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up};
@@ -38,9 +57,15 @@ impl FromStr for Budget {
     }
 }
 
+/// The dataset a release draws on without `--dataset`.
+pub const DEFAULT_DATASET: &str = "default";
+
 /// The longest line a ledger may hold: a record is a few hundred bytes, and a line read without
 /// a limit could take all memory (`--ledger /dev/zero`).
 const MAX_LINE: usize = 64 << 10;
+
+/// The format this version writes (line 1 says which).
+const FORMAT: u32 = 2;
 
 /// What the ledger flags ask for.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,8 +73,8 @@ pub struct LedgerSpec {
     pub path: PathBuf,
     pub budget: Option<Budget>,
     pub change_budget: bool,
-    /// `--dataset NAME`; without it the dataset is the SHA-256 of the input bytes.
-    pub dataset: Option<String>,
+    /// `--dataset NAME`, else [`DEFAULT_DATASET`].
+    pub dataset: String,
 }
 
 /// The ledger flags as given (`--ledger`, `--budget`, `--change-budget`, `--dataset`).
@@ -81,26 +106,61 @@ impl LedgerSpec {
         if args.change_budget && args.budget.is_none() {
             return Err(Error::usage("--change-budget needs the new total: add --budget TOTAL"));
         }
-        if args.dataset.as_deref().is_some_and(|d| d.trim().is_empty()) {
-            return Err(Error::usage("--dataset must not be empty"));
-        }
+        let dataset = match &args.dataset {
+            Some(name) => check_dataset_name(name)?,
+            None => DEFAULT_DATASET.to_string(),
+        };
         Ok(Some(LedgerSpec {
             path: path.clone(),
             budget: args.budget.clone(),
             change_budget: args.change_budget,
-            dataset: args.dataset.clone(),
+            dataset,
         }))
     }
 }
 
-/// One line of the ledger.
+/// A dataset name is a label a person types: printable, short, not empty.
+pub fn check_dataset_name(name: &str) -> Result<String, Error> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(Error::usage("--dataset must not be empty"));
+    }
+    if name.len() > 200 || name.chars().any(char::is_control) {
+        return Err(Error::usage("--dataset takes a short printable name (at most 200 bytes)"));
+    }
+    Ok(name.to_string())
+}
+
+/// Line 1: what the rest of the file must hold.
+#[derive(Debug, Deserialize)]
+struct Header {
+    #[serde(rename = "type")]
+    kind: String,
+    format: u32,
+    records: u64,
+    head: String,
+}
+
+impl Header {
+    /// Always the same length, so it can be rewritten in place: JSON allows the spaces after
+    /// the number.
+    fn line(records: u64, head: &[u8; 32]) -> String {
+        format!(
+            "{{\"type\":\"ledger\",\"format\":{FORMAT},\"records\":{records:<20},\"head\":\"{}\"}}\n",
+            hex(head)
+        )
+    }
+}
+
+/// One record (line 2 onwards).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Record {
-    /// Sets the dataset's total budget (the latest one counts).
-    Budget { time: String, dataset: String, total: String, total_decimal: f64 },
-    /// Charges one release.
-    Release {
+    /// Sets a dataset's total budget (the latest one counts).
+    Budget { seq: u64, time: String, dataset: String, total: String, total_decimal: f64, prev: String },
+    /// Charges one release, before its data are read.
+    Charge {
+        seq: u64,
         time: String,
         dataset: String,
         query: String,
@@ -111,7 +171,26 @@ pub enum Record {
         epsilon: String,
         /// ε rounded up, for reading.
         epsilon_decimal: f64,
+        /// The dataset's total spent, this charge included (exact).
+        spent: String,
+        prev: String,
     },
+    /// The release charged by record `charge` was completed, from data with this fingerprint.
+    Released { seq: u64, time: String, charge: u64, fingerprint: String, prev: String },
+}
+
+impl Record {
+    fn seq(&self) -> u64 {
+        match self {
+            Record::Budget { seq, .. } | Record::Charge { seq, .. } | Record::Released { seq, .. } => *seq,
+        }
+    }
+
+    fn prev(&self) -> &str {
+        match self {
+            Record::Budget { prev, .. } | Record::Charge { prev, .. } | Record::Released { prev, .. } => prev,
+        }
+    }
 }
 
 /// What a release would charge.
@@ -123,17 +202,57 @@ pub struct Charge {
     pub eps: Epsilon,
 }
 
+/// One charge as `dpstat budget` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub time: String,
+    pub query: String,
+    pub column: Option<String>,
+    pub neighbours: String,
+    pub epsilon: String,
+    pub epsilon_decimal: f64,
+    /// The fingerprint of the data read, once the release was completed; None when the run
+    /// stopped after its charge (the ε is spent all the same).
+    pub fingerprint: Option<String>,
+}
+
 /// The state of one dataset after reading the whole ledger.
 #[derive(Clone, Debug, Default)]
 pub struct Account {
     pub total: Option<BigRational>,
     pub spent: BigRational,
-    pub releases: Vec<Record>,
+    pub releases: Vec<Entry>,
 }
 
 impl Account {
     pub fn remaining(&self) -> Option<BigRational> {
         self.total.as_ref().map(|t| t - &self.spent)
+    }
+}
+
+/// A whole ledger, validated.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    pub accounts: BTreeMap<String, Account>,
+    /// Records in the file and the SHA-256 of the last one (what the header must say).
+    pub records: u64,
+    pub head: [u8; 32],
+    /// Bytes in the file.
+    len: u64,
+    /// Charges not yet completed, by sequence number: their dataset.
+    open: HashMap<u64, String>,
+}
+
+impl Ledger {
+    pub fn account(&self, dataset: &str) -> Account {
+        self.accounts.get(dataset).cloned().unwrap_or_default()
+    }
+
+    /// The header line as it stands after the last record: worth keeping elsewhere, since it
+    /// alone shows that the whole file was not replaced by an older copy.
+    pub fn head_line(&self) -> String {
+        format!("records {} head {}", self.records, hex(&self.head))
     }
 }
 
@@ -175,12 +294,22 @@ pub fn parse_exact(s: &str) -> Option<BigRational> {
     (!d.is_zero()).then(|| BigRational::new(n, d))
 }
 
-/// Charges a release to the ledger, or refuses it. On `Ok` the record is on disk (fsynced)
-/// and the lock released; the caller prints the release only then.
-pub fn charge(spec: &LedgerSpec, dataset: &str, charge: &Charge) -> Result<BudgetSummary> {
+/// A charge on disk: the release it pays for may now read its data.
+#[derive(Clone, Debug)]
+pub struct Reservation {
+    pub path: PathBuf,
+    pub seq: u64,
+    pub summary: BudgetSummary,
+}
+
+/// Charges a release before its data are read, or refuses it (exit 3 when the budget cannot
+/// pay; nothing is written then). On `Ok` the charge is on disk (fsynced) and the lock released.
+pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
     let file = open_locked(&spec.path)?;
-    let mut account = read_account(&file, &spec.path, dataset)?;
-    let mut lines = Vec::new();
+    let mut ledger = read_ledger(&file, &spec.path, false)?;
+    let dataset = &spec.dataset;
+    let mut account = ledger.account(dataset);
+    let mut records = Vec::new();
     let total = match (&account.total, &spec.budget) {
         (None, None) => {
             return Err(bad_input(format!(
@@ -199,12 +328,7 @@ pub fn charge(spec: &LedgerSpec, dataset: &str, charge: &Charge) -> Result<Budge
             )))
         }
         (_, Some(Budget(asked))) => {
-            lines.push(Record::Budget {
-                time: now(),
-                dataset: dataset.to_string(),
-                total: exact_string(asked),
-                total_decimal: rational_to_f64_down(asked),
-            });
+            records.push(Draft::Budget { dataset: dataset.clone(), total: asked.clone() });
             asked.clone()
         }
     };
@@ -213,8 +337,8 @@ pub fn charge(spec: &LedgerSpec, dataset: &str, charge: &Charge) -> Result<Budge
         let remaining = &total - &account.spent;
         return Err(Error::Budget(format!(
             "budget exhausted for dataset {dataset}: spent {} of {}, asked {}, remaining {}; \
-             nothing was released or charged (ask for at most the remaining --eps, or raise the \
-             total with --budget TOTAL --change-budget)",
+             nothing was read, released or charged (ask for at most the remaining --eps, or raise \
+             the total with --budget TOTAL --change-budget)",
             decimal(&account.spent),
             decimal(&total),
             charge.eps,
@@ -222,25 +346,40 @@ pub fn charge(spec: &LedgerSpec, dataset: &str, charge: &Charge) -> Result<Budge
         ))
         .into());
     }
-    lines.push(Record::Release {
-        time: now(),
-        dataset: dataset.to_string(),
-        query: charge.query.clone(),
-        column: charge.column.clone(),
-        neighbours: charge.neighbours.clone(),
-        epsilon: charge.eps.exact_string(),
-        epsilon_decimal: charge.eps.to_f64_up(),
-    });
-    append(&file, &spec.path, &lines)?;
     account.total = Some(total);
     account.spent += asked;
-    Ok(BudgetSummary::new(dataset, &account))
-    // The lock is released when `file` is dropped here, before the caller prints.
+    records.push(Draft::Charge {
+        dataset: dataset.clone(),
+        charge: charge.clone(),
+        spent: account.spent.clone(),
+    });
+    let seqs = append(&file, &spec.path, &mut ledger, &records)?;
+    let seq = *seqs.last().context("internal error: a charge wrote no record")?;
+    Ok(Reservation { path: spec.path.clone(), seq, summary: BudgetSummary::new(dataset, &account) })
+    // The lock is released when `file` is dropped here.
 }
 
-/// Reads a dataset's account under a shared lock (for `dpstat budget`), opening the ledger
+/// Records that the release charged by `reservation` is complete, read from data with this
+/// fingerprint. Written before the release is printed.
+pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
+    let file = open_locked(&reservation.path)?;
+    let mut ledger = read_ledger(&file, &reservation.path, false)?;
+    if !ledger.open.contains_key(&reservation.seq) {
+        return Err(Error::internal(format!(
+            "ledger {}: the charge of this release (record {}) is missing; the file was changed during the run",
+            reservation.path.display(),
+            reservation.seq
+        ))
+        .into());
+    }
+    let draft = Draft::Released { charge: reservation.seq, fingerprint: fingerprint.to_string() };
+    append(&file, &reservation.path, &mut ledger, &[draft])?;
+    Ok(())
+}
+
+/// Reads and validates a whole ledger under a shared lock (for `dpstat budget`), opening it
 /// read-only: a ledger the reader may not write can still be read.
-pub fn account(path: &Path, dataset: &str) -> Result<Account> {
+pub fn read(path: &Path) -> Result<Ledger> {
     match std::fs::metadata(path) {
         Err(_) => return Err(bad_input(format!("{}: no such ledger", path.display()))),
         // Opening a FIFO to read would block until a writer comes: refuse it unopened.
@@ -251,15 +390,20 @@ pub fn account(path: &Path, dataset: &str) -> Result<Account> {
         File::open(path).map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
     check_regular(&file, path)?;
     file.lock_shared().with_context(|| format!("locking ledger {}", path.display()))?;
-    read_account(&file, path, dataset)
+    read_ledger(&file, path, true)
 }
 
-/// Opens the ledger to read and append, under an exclusive lock.
+/// Opens the ledger to read and write, under an exclusive lock. Not in append mode: the header
+/// is rewritten at offset 0, which append mode would turn into an append.
 fn open_locked(path: &Path) -> Result<File> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(not_regular(path));
+    }
     let file = OpenOptions::new()
         .read(true)
-        .append(true)
+        .write(true)
         .create(true)
+        .truncate(false)
         .open(path)
         .map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
     check_regular(&file, path)?;
@@ -282,12 +426,26 @@ fn not_regular(path: &Path) -> anyhow::Error {
     bad_input(format!("ledger {} is not a regular file; give --ledger the path of a file", path.display()))
 }
 
-/// Validates every line and sums what this dataset has spent, exactly.
-fn read_account(file: &File, path: &Path, dataset: &str) -> Result<Account> {
-    let mut account = Account::default();
+/// The chain's start: what record 1's `prev` names.
+fn genesis() -> [u8; 32] {
+    Sha256::digest(b"dpstat ledger, format 2").into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Validates every line: the header, the chain, the sequence numbers, the running totals.
+/// With `keep`, every charge is kept for listing.
+fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
+    let mut ledger = Ledger { head: genesis(), ..Ledger::default() };
     let mut reader = BufReader::new(file);
     let mut line = String::new();
     let mut number = 0usize;
+    let mut header: Option<Header> = None;
+    // The hash of the record the header names, once passed.
+    let mut named: Option<[u8; 32]> = None;
+    let mut listed: HashMap<u64, (String, usize)> = HashMap::new();
     loop {
         line.clear();
         let read = (&mut reader)
@@ -298,35 +456,185 @@ fn read_account(file: &File, path: &Path, dataset: &str) -> Result<Account> {
             break;
         }
         number += 1;
+        ledger.len += read as u64;
         if read > MAX_LINE {
             return Err(corrupt(path, number, &format!("is longer than {MAX_LINE} bytes")));
         }
         if !line.ends_with('\n') {
-            return Err(corrupt(path, number, "is truncated (no newline at its end)"));
+            return Err(corrupt(
+                path,
+                number,
+                "is truncated (no newline at its end; a run stopped while writing it: that \
+                 release was never printed, so the line can be deleted)",
+            ));
         }
-        let record: Record = serde_json::from_str(line.trim_end())
-            .map_err(|e| corrupt(path, number, &format!("is not a valid record: {e}")))?;
-        match &record {
-            Record::Budget { dataset: d, total, .. } => {
-                let total = parse_exact(total)
-                    .filter(|t| t.is_positive())
-                    .ok_or_else(|| corrupt(path, number, "has a budget that is not a positive n/d"))?;
-                if d == dataset {
-                    account.total = Some(total);
-                }
+        let text = line.trim_end_matches('\n');
+        if number == 1 {
+            header = Some(parse_header(text, path)?);
+            if header.as_ref().is_some_and(|h| h.records == 0) {
+                named = Some(ledger.head);
             }
-            Record::Release { dataset: d, epsilon, .. } => {
-                let eps = parse_exact(epsilon)
-                    .filter(|e| e.is_positive())
-                    .ok_or_else(|| corrupt(path, number, "has an epsilon that is not a positive n/d"))?;
-                if d == dataset {
-                    account.spent += eps;
-                    account.releases.push(record);
+            continue;
+        }
+        let record: Record = serde_json::from_str(text)
+            .map_err(|e| corrupt(path, number, &format!("is not a valid record: {e}")))?;
+        let seq = ledger.records + 1;
+        if record.seq() != seq {
+            return Err(corrupt(
+                path,
+                number,
+                &format!(
+                    "is record {} where record {seq} belongs: a record was removed or moved",
+                    record.seq()
+                ),
+            ));
+        }
+        if record.prev() != hex(&ledger.head) {
+            return Err(corrupt(
+                path,
+                number,
+                "does not follow from the record before it (its prev hash differs): a record was changed or removed",
+            ));
+        }
+        apply(&mut ledger, &record, path, number, keep, &mut listed)?;
+        ledger.records = seq;
+        ledger.head = Sha256::digest(text.as_bytes()).into();
+        if header.as_ref().is_some_and(|h| h.records == seq) {
+            named = Some(ledger.head);
+        }
+    }
+    let Some(header) = header else {
+        return Ok(ledger); // an empty file: a new ledger
+    };
+    if ledger.records < header.records {
+        return Err(bad_input(format!(
+            "ledger {} is cut short: its header counts {} records but the file holds {}; records were \
+             removed (a spend is never rolled back): restore the file from a copy",
+            path.display(),
+            header.records,
+            ledger.records
+        )));
+    }
+    if named.map(|h| hex(&h)) != Some(header.head.clone()) {
+        return Err(corrupt(
+            path,
+            1,
+            &format!(
+                "names a last record (record {}) that the file does not hold: records were changed",
+                header.records
+            ),
+        ));
+    }
+    // A header counting fewer records than the file holds (a run stopped between its append
+    // and the header's update) is read as it is: the records are there, the next write mends it.
+    Ok(ledger)
+}
+
+fn parse_header(text: &str, path: &Path) -> Result<Header> {
+    match serde_json::from_str::<Header>(text) {
+        Ok(h) if h.kind == "ledger" && h.format == FORMAT && h.head.len() == 64 => Ok(h),
+        Ok(h) if h.kind == "ledger" => Err(corrupt(
+            path,
+            1,
+            &format!("is a header of ledger format {}, which this dpstat does not read", h.format),
+        )),
+        _ => Err(old_format(text, path)),
+    }
+}
+
+/// Ledgers written before format 2 kept one budget per SHA-256 of the file's bytes, which a
+/// re-saved file could reset: their spend cannot be carried over to one budget soundly without
+/// the custodian saying which datasets are one population, so they are refused.
+fn old_format(first: &str, path: &Path) -> anyhow::Error {
+    #[derive(Deserialize)]
+    struct Old {
+        #[serde(rename = "type")]
+        kind: String,
+        dataset: String,
+    }
+    match serde_json::from_str::<Old>(first) {
+        Ok(old) if old.kind == "budget" || old.kind == "release" => bad_input(format!(
+            "ledger {} was written by an earlier dpstat (format 1, one budget per file content, \
+             starting with dataset {}), whose budgets a re-saved file could reset; it cannot be \
+             charged any more. Keep it for audit and start a new ledger file with --budget TOTAL, \
+             lowered by what the old one records as spent on the same people",
+            path.display(),
+            crate::error::shown(&old.dataset, 24)
+        )),
+        _ => corrupt(path, 1, "is not a ledger header"),
+    }
+}
+
+/// Checks one record against the state before it and applies it.
+fn apply(
+    ledger: &mut Ledger,
+    record: &Record,
+    path: &Path,
+    number: usize,
+    keep: bool,
+    listed: &mut HashMap<u64, (String, usize)>,
+) -> Result<()> {
+    match record {
+        Record::Budget { dataset, total, .. } => {
+            let total = parse_exact(total)
+                .filter(|t| t.is_positive())
+                .ok_or_else(|| corrupt(path, number, "has a budget that is not a positive n/d"))?;
+            ledger.accounts.entry(dataset.clone()).or_default().total = Some(total);
+        }
+        Record::Charge {
+            seq,
+            time,
+            dataset,
+            query,
+            column,
+            neighbours,
+            epsilon,
+            epsilon_decimal,
+            spent,
+            ..
+        } => {
+            let eps = parse_exact(epsilon)
+                .filter(|e| e.is_positive())
+                .ok_or_else(|| corrupt(path, number, "has an epsilon that is not a positive n/d"))?;
+            let account = ledger.accounts.entry(dataset.clone()).or_default();
+            if account.total.is_none() {
+                return Err(corrupt(path, number, "charges a dataset with no budget recorded before it"));
+            }
+            account.spent += eps;
+            if parse_exact(spent).as_ref() != Some(&account.spent) {
+                return Err(corrupt(
+                    path,
+                    number,
+                    "has a running total that does not follow from the records before it: a record was changed",
+                ));
+            }
+            ledger.open.insert(*seq, dataset.clone());
+            if keep {
+                listed.insert(*seq, (dataset.clone(), account.releases.len()));
+                account.releases.push(Entry {
+                    seq: *seq,
+                    time: time.clone(),
+                    query: query.clone(),
+                    column: column.clone(),
+                    neighbours: neighbours.clone(),
+                    epsilon: epsilon.clone(),
+                    epsilon_decimal: *epsilon_decimal,
+                    fingerprint: None,
+                });
+            }
+        }
+        Record::Released { charge, fingerprint, .. } => {
+            if ledger.open.remove(charge).is_none() {
+                return Err(corrupt(path, number, "completes a charge that is not an earlier, open one"));
+            }
+            if let Some((dataset, i)) = listed.get(charge) {
+                if let Some(entry) = ledger.accounts.get_mut(dataset).and_then(|a| a.releases.get_mut(*i)) {
+                    entry.fingerprint = Some(fingerprint.clone());
                 }
             }
         }
     }
-    Ok(account)
+    Ok(())
 }
 
 fn corrupt(path: &Path, line: usize, what: &str) -> anyhow::Error {
@@ -336,17 +644,80 @@ fn corrupt(path: &Path, line: usize, what: &str) -> anyhow::Error {
     ))
 }
 
-fn append(mut file: &File, path: &Path, records: &[Record]) -> Result<()> {
+/// A record before it has its place in the chain.
+enum Draft {
+    Budget { dataset: String, total: BigRational },
+    Charge { dataset: String, charge: Charge, spent: BigRational },
+    Released { charge: u64, fingerprint: String },
+}
+
+/// Appends the records in one write and fsyncs, then brings the header up to date and fsyncs
+/// again. A crash in between leaves a header that counts fewer records than the file holds,
+/// which is read as it is (the records are there) and mended by the next write.
+fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Result<Vec<u64>> {
     let mut bytes = Vec::new();
-    for record in records {
-        serde_json::to_writer(&mut bytes, record)?;
-        bytes.push(b'\n');
+    let mut at = ledger.len;
+    if at == 0 {
+        bytes.extend_from_slice(Header::line(0, &ledger.head).as_bytes());
     }
-    // One write, then fsync: the record is durable before anything is printed.
-    file.write_all(&bytes)
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("writing ledger {}", path.display()))?;
-    Ok(())
+    let mut seqs = Vec::new();
+    for draft in drafts {
+        let seq = ledger.records + 1;
+        let prev = hex(&ledger.head);
+        let time = now();
+        let record = match draft {
+            Draft::Budget { dataset, total } => Record::Budget {
+                seq,
+                time,
+                dataset: dataset.clone(),
+                total: exact_string(total),
+                total_decimal: rational_to_f64_down(total),
+                prev,
+            },
+            Draft::Charge { dataset, charge, spent } => Record::Charge {
+                seq,
+                time,
+                dataset: dataset.clone(),
+                query: charge.query.clone(),
+                column: charge.column.clone(),
+                neighbours: charge.neighbours.clone(),
+                epsilon: charge.eps.exact_string(),
+                epsilon_decimal: charge.eps.to_f64_up(),
+                spent: exact_string(spent),
+                prev,
+            },
+            Draft::Released { charge, fingerprint } => {
+                Record::Released { seq, time, charge: *charge, fingerprint: fingerprint.clone(), prev }
+            }
+        };
+        let line = serde_json::to_string(&record)?;
+        ledger.head = Sha256::digest(line.as_bytes()).into();
+        ledger.records = seq;
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        seqs.push(seq);
+    }
+    let writing =
+        |e: std::io::Error| anyhow::Error::new(e).context(format!("writing ledger {}", path.display()));
+    write_at(file, &bytes, at).and_then(|()| file.sync_data()).map_err(writing)?;
+    at += bytes.len() as u64;
+    ledger.len = at;
+    // One sector at offset 0, so it is written whole or not at all.
+    let header = Header::line(ledger.records, &ledger.head);
+    write_at(file, header.as_bytes(), 0).and_then(|()| file.sync_data()).map_err(writing)?;
+    Ok(seqs)
+}
+
+#[cfg(unix)]
+fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+}
+
+#[cfg(not(unix))]
+fn write_at(mut file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    file.seek(SeekFrom::Start(offset))?;
+    file.write_all(bytes)
 }
 
 fn now() -> String {
@@ -362,8 +733,12 @@ mod tests {
             path: dir.path().join("ledger.jsonl"),
             budget: budget.map(|b| b.parse().unwrap()),
             change_budget: false,
-            dataset: None,
+            dataset: DEFAULT_DATASET.into(),
         }
+    }
+
+    fn named(dir: &tempfile::TempDir, budget: Option<&str>, dataset: &str) -> LedgerSpec {
+        LedgerSpec { dataset: dataset.into(), ..spec(dir, budget) }
     }
 
     fn release(eps: &str) -> Charge {
@@ -375,17 +750,20 @@ mod tests {
         }
     }
 
+    fn remaining(path: &Path, dataset: &str) -> Option<BigRational> {
+        read(path).unwrap().account(dataset).remaining()
+    }
+
     #[test]
     fn ten_tenths_spend_exactly_one() {
         let dir = tempfile::tempdir().unwrap();
         let s = spec(&dir, Some("1"));
         for _ in 0..10 {
-            charge(&s, "d", &release("0.1")).unwrap();
+            reserve(&s, &release("0.1")).unwrap();
         }
-        let a = account(&s.path, "d").unwrap();
-        assert_eq!(a.remaining(), Some(BigRational::zero()));
+        assert_eq!(remaining(&s.path, DEFAULT_DATASET), Some(BigRational::zero()));
         let before = std::fs::read(&s.path).unwrap();
-        let err = charge(&s, "d", &release("0.1")).unwrap_err();
+        let err = reserve(&s, &release("0.1")).unwrap_err();
         assert!(matches!(err.downcast_ref::<Error>(), Some(Error::Budget(_))));
         assert_eq!(std::fs::read(&s.path).unwrap(), before, "a refusal writes nothing");
     }
@@ -393,43 +771,119 @@ mod tests {
     #[test]
     fn datasets_are_separate_and_budget_must_be_set() {
         let dir = tempfile::tempdir().unwrap();
-        charge(&spec(&dir, Some("0.5")), "a", &release("0.5")).unwrap();
-        assert!(charge(&spec(&dir, None), "a", &release("0.1")).is_err());
-        let err = charge(&spec(&dir, None), "b", &release("0.1")).unwrap_err();
+        reserve(&named(&dir, Some("0.5"), "a"), &release("0.5")).unwrap();
+        assert!(reserve(&named(&dir, None, "a"), &release("0.1")).is_err());
+        let err = reserve(&named(&dir, None, "b"), &release("0.1")).unwrap_err();
         assert!(err.to_string().contains("--budget"), "{err}");
-        charge(&spec(&dir, Some("1")), "b", &release("1")).unwrap();
+        reserve(&named(&dir, Some("1"), "b"), &release("1")).unwrap();
+        let ledger = read(&dir.path().join("ledger.jsonl")).unwrap();
+        assert_eq!(ledger.accounts.keys().collect::<Vec<_>>(), ["a", "b"]);
     }
 
     #[test]
     fn a_different_budget_needs_change_budget() {
         let dir = tempfile::tempdir().unwrap();
-        charge(&spec(&dir, Some("1")), "d", &release("1")).unwrap();
-        let err = charge(&spec(&dir, Some("2")), "d", &release("0.5")).unwrap_err();
+        reserve(&spec(&dir, Some("1")), &release("1")).unwrap();
+        let err = reserve(&spec(&dir, Some("2")), &release("0.5")).unwrap_err();
         assert!(err.to_string().contains("--change-budget"), "{err}");
         let mut raise = spec(&dir, Some("2"));
         raise.change_budget = true;
-        charge(&raise, "d", &release("0.5")).unwrap();
-        let a = account(&raise.path, "d").unwrap();
-        assert_eq!(a.remaining(), Some(BigRational::new(1.into(), 2.into())));
+        reserve(&raise, &release("0.5")).unwrap();
+        assert_eq!(remaining(&raise.path, DEFAULT_DATASET), Some(BigRational::new(1.into(), 2.into())));
     }
 
     #[test]
-    fn corrupt_lines_are_named() {
+    fn completion_records_the_fingerprint() {
         let dir = tempfile::tempdir().unwrap();
         let s = spec(&dir, Some("1"));
-        charge(&s, "d", &release("0.1")).unwrap();
+        let first = reserve(&s, &release("0.25")).unwrap();
+        let second = reserve(&s, &release("0.25")).unwrap();
+        complete(&first, "csv-sha256:aa").unwrap();
+        let ledger = read(&s.path).unwrap();
+        let releases = &ledger.account(DEFAULT_DATASET).releases;
+        assert_eq!(releases[0].fingerprint.as_deref(), Some("csv-sha256:aa"));
+        assert_eq!(releases[1].fingerprint, None, "charged, not completed: still spent");
+        assert_eq!(ledger.account(DEFAULT_DATASET).spent, BigRational::new(1.into(), 2.into()));
+        complete(&second, "csv-sha256:bb").unwrap();
+        assert!(complete(&second, "csv-sha256:bb").is_err(), "a charge completes once");
+    }
+
+    /// Every way of rolling the spend back is refused, and the file is left as it was.
+    #[test]
+    fn cuts_edits_and_deletions_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(&dir, Some("1"));
+        for _ in 0..3 {
+            let r = reserve(&s, &release("0.25")).unwrap();
+            complete(&r, "csv-sha256:aa").unwrap();
+        }
         let good = std::fs::read_to_string(&s.path).unwrap();
-        for (bad, needle) in [
-            (format!("{good}{{\"type\":\"release\""), "line 3 is truncated"),
-            (format!("{good}not json\n"), "line 3 is not a valid record"),
-            (format!("{good}{{\"type\":\"gift\"}}\n"), "line 3 is not a valid record"),
-            (good.replace("\"1/10\"", "\"-1/10\""), "line 2 has an epsilon"),
-            (good.replace("\"1/1\"", "\"x\""), "line 1 has a budget"),
-        ] {
+        let lines: Vec<&str> = good.lines().collect();
+        let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let mut dropped = lines.clone();
+        dropped.remove(3);
+        let cases = [
+            (join(&lines[..lines.len() - 2]), "cut short"),
+            (join(&lines[..1]), "cut short"),
+            (join(&dropped), "record 4 where record 3 belongs"),
+            (good.replacen("\"1/4\"", "\"1/8\"", 1), "running total"),
+            (good.replacen("\"spent\":\"3/4\"", "\"spent\":\"1/2\"", 1), "running total"),
+            (good.replacen("csv-sha256:aa", "csv-sha256:ab", 1), "prev hash"),
+            (good.replace("csv-sha256:aa\",\"prev", "csv-sha256:ab\",\"prev"), "prev hash"),
+            (format!("{good}{{\"type\":\"charge\""), "truncated"),
+            (format!("{good}not json\n"), "not a valid record"),
+        ];
+        for (bad, needle) in cases {
             std::fs::write(&s.path, &bad).unwrap();
-            let err = charge(&s, "d", &release("0.1")).unwrap_err();
+            let err = reserve(&s, &release("0.1")).unwrap_err();
             assert!(err.to_string().contains(needle), "{needle}: {err}");
             assert_eq!(std::fs::read_to_string(&s.path).unwrap(), bad, "never reset");
+            assert!(read(&s.path).is_err());
         }
+        // The last record edited (nothing after it to break): the header names its hash.
+        let last = lines.last().unwrap();
+        let edited = good.replace(last, &last.replace("csv-sha256:aa", "csv-sha256:ab"));
+        std::fs::write(&s.path, &edited).unwrap();
+        let err = reserve(&s, &release("0.1")).unwrap_err();
+        assert!(err.to_string().contains("line 1 names a last record"), "{err}");
+    }
+
+    /// A run that stopped between its append and the header's update left a consistent file
+    /// with a stale header: it is read with every record, and the next write mends the header.
+    #[test]
+    fn a_stale_header_is_read_and_mended() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(&dir, Some("1"));
+        reserve(&s, &release("0.25")).unwrap();
+        let header_then = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        reserve(&s, &release("0.25")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&s.path, format!("{header_then}\n{rest}")).unwrap();
+        assert_eq!(remaining(&s.path, DEFAULT_DATASET), Some(BigRational::new(1.into(), 2.into())));
+        reserve(&s, &release("0.25")).unwrap();
+        let ledger = read(&s.path).unwrap();
+        assert_eq!(ledger.records, 4);
+        let header = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        assert!(header.contains(&hex(&ledger.head)), "{header}");
+    }
+
+    #[test]
+    fn the_header_keeps_its_length() {
+        let head = genesis();
+        assert_eq!(Header::line(0, &head).len(), Header::line(u64::MAX, &head).len());
+        let parsed: Header = serde_json::from_str(Header::line(7, &head).trim_end()).unwrap();
+        assert_eq!((parsed.records, parsed.head), (7, hex(&head)));
+    }
+
+    #[test]
+    fn old_ledgers_are_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(&dir, Some("1"));
+        let old = "{\"type\":\"budget\",\"time\":\"2026-11-21T05:23:57Z\",\"dataset\":\"sha256:c448\",\"total\":\"1/1\",\"total_decimal\":1.0}\n";
+        std::fs::write(&s.path, old).unwrap();
+        let err = reserve(&s, &release("0.1")).unwrap_err().to_string();
+        assert!(err.contains("earlier dpstat (format 1") && err.contains("new ledger file"), "{err}");
+        assert_eq!(std::fs::read_to_string(&s.path).unwrap(), old);
     }
 }

@@ -252,6 +252,47 @@ pub fn choose(fold: &LogFold, neighbours: Neighbours, eps: &Epsilon, rng: &mut d
     PrivateBounds { bounds, eps: eps.clone(), found }
 }
 
+/// Up to this ε no outcome of the search can fail a sum's or a mean's grid: the grid is finer
+/// than Δ/ε by less than 2^41, so the largest bound is below 2^41·ε·max(|L|,|U|)/Δ grid units,
+/// and for two public edges max(|L|,|U|)/Δ ≤ 4 (a mean of one bin [2^k, 2^(k+1)]); 2^43·2^16
+/// is far below the 2^62 limit. Only above it is every outcome tried (a test tries them all at
+/// this ε).
+const OUTCOMES_SAFE_UP_TO: u64 = 1 << 16;
+
+/// Checks, before any data is read, that the statistic can be built on every pair of bounds
+/// the private search can return (the outer edges of any two public bins, or the widest public
+/// bounds), so that no choice made from the data can fail afterwards: a failure then would be an
+/// output that depends on the data and that nobody was charged for.
+pub fn check_every_outcome(
+    query: &str,
+    rest: &Epsilon,
+    mut build: impl FnMut(Bounds) -> Result<(), Error>,
+) -> Result<(), Error> {
+    if rest.as_rational() <= &BigRational::from_integer(OUTCOMES_SAFE_UP_TO.into()) {
+        return Ok(());
+    }
+    let finite =
+        |x: f64| Finite::from_f64(x).ok_or_else(|| Error::internal("a public bin edge is not finite"));
+    let bins = 2 * (MAX_EXP - MIN_EXP + 1) as usize + 1;
+    let widest = 2f64.powi(MAX_EXP + 1);
+    let pairs = (0..bins)
+        .flat_map(|lo| (lo..bins).map(move |hi| (bin_edges(lo).0, bin_edges(hi).1)))
+        .chain([(-widest, widest)]);
+    for (lower, upper) in pairs {
+        let bounds = Bounds::new(finite(lower)?, finite(upper)?)?;
+        if let Err(why) = build(bounds) {
+            return Err(Error::usage(format!(
+                "with bounds found privately the {query} gets epsilon {rest}, and some bounds the \
+                 search can return ([{}, {}]) would fail: {}; give --lower/--upper, or a smaller --eps",
+                real(bounds.lower()),
+                real(bounds.upper()),
+                why.message()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// L1 sensitivity of the counts over the public bins: each row lies in exactly one bin, so one
 /// bin moves by 1 (add-remove), or one loses a row and another gains it (replace).
 fn bins_sensitivity(neighbours: Neighbours) -> i128 {
@@ -355,6 +396,31 @@ pub fn split(eps: &Epsilon, bounds_eps: Option<&Epsilon>) -> Result<(Epsilon, Ep
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcut of [`check_every_outcome`] is sound: at [`OUTCOMES_SAFE_UP_TO`] every outcome
+    /// builds a sum and a mean under both units (the search is forced by calling it just above).
+    #[test]
+    fn every_outcome_builds_up_to_the_shortcut() {
+        use crate::query::mean::MeanSpec;
+        use crate::query::sum::SumSpec;
+        let at: Epsilon = OUTCOMES_SAFE_UP_TO.to_string().parse().unwrap();
+        let mut tried = 0;
+        for unit in [Neighbours::AddRemove, Neighbours::Replace] {
+            check_every_outcome("test", &"1e9".parse().unwrap(), |_| {
+                tried += 1;
+                Ok(())
+            })
+            .unwrap();
+            let forced: Epsilon = "65536.000001".parse().unwrap();
+            check_every_outcome("sum", &forced, |b| SumSpec::new(b, unit, &at).map(drop)).unwrap();
+            check_every_outcome("mean", &forced, |b| MeanSpec::new(b, unit, &at).map(drop)).unwrap();
+        }
+        assert!(tried > 18_000, "every pair of edges is tried: {tried}");
+        let huge: Epsilon = "1e7".parse().unwrap();
+        let err =
+            check_every_outcome("sum", &huge, |b| SumSpec::new(b, Neighbours::AddRemove, &huge).map(drop));
+        assert!(err.unwrap_err().message().contains("give --lower/--upper"));
+    }
     use crate::data::cell::InvalidPolicy;
     use crate::numeric::grid::GridBounds;
     use crate::query::sum::tests::awkward_value;

@@ -74,7 +74,7 @@ impl Statistic for Histogram {
                 return Err(Error::usage(format!("--bins must be between 1 and {}", MAX_BINS - 1)));
             }
             (Some(k), None) => {
-                check_invalid_policy(options.invalid, setup.neighbours)?;
+                check_invalid_policy(options.invalid, setup)?;
                 match clamp_bounds("histogram", &options, setup)? {
                     Clamp::Given(b) => {
                         // The edges' weighted means multiply a bound by up to K: refuse bounds

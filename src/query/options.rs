@@ -49,6 +49,8 @@ pub struct Setup<'a> {
     /// Bounds may be left out to be found privately (a single release; a workload's queries
     /// and a plan need them).
     pub private_bounds: bool,
+    /// The release is charged to a ledger: nothing the rows hold may stop it.
+    pub ledger: bool,
 }
 
 impl Setup<'_> {
@@ -126,7 +128,20 @@ pub fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>)
 }
 
 /// `--invalid skip` makes the number of rows depend on the data, which `replace` declares public.
-pub fn check_invalid_policy(invalid: InvalidPolicy, neighbours: Neighbours) -> Result<(), Error> {
+/// Under a ledger `--invalid error` is refused: a bad cell would stop the run after its charge
+/// with a message, an exit code and a stop that all answer a question about the rows (does a
+/// row matching `--where` hold text in this column?) that no noise protects.
+pub fn check_invalid_policy(invalid: InvalidPolicy, setup: &Setup) -> Result<(), Error> {
+    if invalid == InvalidPolicy::Error && setup.ledger {
+        return Err(Error::usage(
+            "--invalid error (the default) is refused with --ledger: a bad cell would stop the release \
+             after its charge, and the stop would reveal something about the rows that no noise \
+             protects; choose --invalid skip (drop such rows) or --invalid impute=V (use V instead; in a \
+             workload invalid = \"skip\" or \"impute=V\"), and run `dpstat check FILE` first to see \
+             which cells are bad",
+        ));
+    }
+    let neighbours = setup.neighbours;
     if invalid == InvalidPolicy::Skip && neighbours == Neighbours::Replace {
         return Err(Error::usage(
             "--invalid skip is refused with --neighbours replace: dropping rows would make the \

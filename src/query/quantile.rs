@@ -49,7 +49,7 @@ impl Statistic for Quantile {
     fn new(kind: &str, options: Options, setup: &Setup) -> Result<Quantile, Error> {
         let median = kind == "median";
         let levels = if median { vec![Level::MEDIAN] } else { options.levels.clone() };
-        check_invalid_policy(options.invalid, setup.neighbours)?;
+        check_invalid_policy(options.invalid, setup)?;
         let candidates = match (options.lower, options.upper, options.resolution) {
             (_, _, Some(k)) if !(2..=MAX_RESOLUTION).contains(&k) => {
                 return Err(Error::usage(format!(

@@ -46,13 +46,16 @@ impl Statistic for Sum {
     type Fold = Clamped<SumFold>;
 
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Sum, Error> {
-        check_invalid_policy(options.invalid, setup.neighbours)?;
+        check_invalid_policy(options.invalid, setup)?;
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("sum", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(
                 SumSpec::with_groups(b, setup.neighbours, setup.eps, setup.grouped())?,
             ),
-            Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+            Clamp::Private { bounds_eps, rest } => {
+                bounds::check_every_outcome("sum", &rest, |b| SumSpec::new(b, setup.neighbours, &rest).map(drop))?;
+                Clamp::Private { bounds_eps, rest }
+            }
         };
         options::refuse_filtered_replace(setup, "sum")?;
         Ok(Sum { column, invalid: options.invalid, spec })

@@ -54,11 +54,14 @@ impl Statistic for Mean {
     type Fold = Clamped<MeanFold>;
 
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Mean, Error> {
-        check_invalid_policy(options.invalid, setup.neighbours)?;
+        check_invalid_policy(options.invalid, setup)?;
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("mean", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.eps)?),
-            Clamp::Private { bounds_eps, rest } => Clamp::Private { bounds_eps, rest },
+            Clamp::Private { bounds_eps, rest } => {
+                bounds::check_every_outcome("mean", &rest, |b| MeanSpec::new(b, setup.neighbours, &rest).map(drop))?;
+                Clamp::Private { bounds_eps, rest }
+            }
         };
         options::refuse_filtered_replace(setup, "mean")?;
         options::refuse_grouped_replace(setup, "mean")?;

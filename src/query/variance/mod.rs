@@ -75,7 +75,7 @@ impl Statistic for Variance {
 
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Variance, Error> {
         let bounds = require_bounds("variance", options.lower, options.upper)?;
-        check_invalid_policy(options.invalid, setup.neighbours)?;
+        check_invalid_policy(options.invalid, setup)?;
         let spec = VarianceSpec::new(bounds, setup.neighbours, setup.eps)?;
         let column = setup.column(&options)?;
         options::refuse_filtered_replace(setup, "variance")?;
