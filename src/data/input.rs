@@ -122,6 +122,8 @@ impl Input {
     /// decides on like any other invalid cell, and a row with more has the extra ones ignored.
     pub fn tolerate_ragged_rows(&mut self) {
         self.tolerant = true;
+        // Nor does a progress bar show how much data there is: its total is the file's size.
+        self.finish_progress();
     }
 
     /// See [`Input::tolerate_ragged_rows`].
