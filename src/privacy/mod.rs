@@ -10,6 +10,7 @@ pub mod accountant;
 pub mod accuracy;
 pub mod delta;
 pub mod epsilon;
+pub mod gaussian;
 pub mod laplace;
 pub mod ledger;
 pub mod permute_and_flip;
