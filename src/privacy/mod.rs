@@ -16,5 +16,6 @@ pub mod ledger;
 pub mod permute_and_flip;
 pub mod rng;
 pub mod sampler;
+pub mod threshold;
 pub mod unit;
 pub mod zcdp;
