@@ -8,6 +8,7 @@
 
 pub mod accountant;
 pub mod accuracy;
+pub mod currency;
 pub mod delta;
 pub mod epsilon;
 pub mod gaussian;
