@@ -17,7 +17,7 @@
 //!
 //!   Both cases are (ε, δ)-DP once p <= δ (Korolova, Kenthapadi, Mishra, Ntoulas 2009, who
 //!   introduced thresholded key release; Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo,
-//!   Gipson 2020, §3, the form Google's `PartitionSelection` implements).
+//!   Gipson 2020, the form Google's `PartitionSelection` implements).
 //!
 //! **Replace**, one row's key changed from A to B; s = 2/ε, because when A and B are observed in
 //! both datasets two counts move by 1 each (L1 sensitivity 2). If B is new and A stays observed,
@@ -127,6 +127,8 @@ mod tests {
         assert_eq!(t.scale, BigRational::from_integer(BigInt::from(2)));
         // The example, ε = 1, δ = 1e-7: (16.118 − 0.313)/1 = 15.80, τ = 17.
         assert_eq!(threshold(&eps("1"), &delta("1e-7"), Neighbours::AddRemove).tau, BigInt::from(17));
+        // Replace: (16.118 + 0.5 − ln(1 + e^-0.5))/0.5 = 32.29, τ = 34.
+        assert_eq!(threshold(&eps("1"), &delta("1e-7"), Neighbours::Replace).tau, BigInt::from(34));
         // δ so large that m = 0 would do: τ never drops below 1.
         assert_eq!(threshold(&eps("1"), &delta("0.9"), Neighbours::AddRemove).tau, BigInt::from(1));
     }

@@ -18,9 +18,9 @@
 //!
 //!   which is their δ = exp((α−1)(αρ−ε))/(α−1)·(1−1/α)^α solved for ε. Any α gives a valid
 //!   bound, so the choice of α affects only how tight it is. The bound of Bun & Steinke 2016
-//!   (Prop. 1.3), ε = ρ + 2√(ρ·ln(1/δ)), is also valid; the CKS bound is 10–25% smaller in the
-//!   usual range (ε near 1, δ from 1e-5 to 1e-9), the Bun–Steinke one wins only for orders
-//!   outside the table below. [`epsilon_for`] takes the smaller of the two.
+//!   (Prop. 1.3), ε = ρ + 2√(ρ·ln(1/δ)), is also valid; the CKS bound is about 10–20% smaller
+//!   near ε = 1 for δ from 1e-5 to 1e-9, and the Bun–Steinke one wins only where the best order
+//!   lies outside the table below. [`epsilon_for`] takes the smaller of the two.
 //!
 //! **Rounding.** Every ln and √ is bracketed between rationals ([`crate::numeric::bracket`]),
 //! and each term is taken at the end of its bracket that makes ε larger: ln(1/δ) is rounded up
@@ -423,7 +423,7 @@ mod tests {
         let rho = Rho::largest_for(&eps, &delta("1e-6")).unwrap();
         let r = rho.to_f64_up();
         eprintln!("eps 1, delta 1e-6: rho {r:.6}");
-        // Bun–Steinke alone would give (√(l + 1) − √l)² ≈ 0.0174; the CKS bound allows more.
+        // Bun–Steinke alone would give (√(l + 1) − √l)² ≈ 0.0175; the CKS bound allows more.
         let l = 1e6f64.ln();
         let bs = ((l + 1.0).sqrt() - l.sqrt()).powi(2);
         assert!(r > bs * 1.2, "rho {r} not above Bun–Steinke's {bs}");
