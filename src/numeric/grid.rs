@@ -34,6 +34,16 @@ impl Grid {
         Grid { exp: exp.clamp(i32::MIN as i64 / 2, i32::MAX as i64 / 2) as i32 }
     }
 
+    /// The Gaussian analogue of [`Grid::for_noise`]: g = 2^k with k = ⌊log2 σ⌋ − 40 for the noise
+    /// σ = Δ₂/√(2ρ), so σ lies in [2^40, 2^41) grid units before the bounds are snapped. Takes
+    /// Δ₂² (real, from the flags) and ρ. Exact without a square root: with L = ⌊log2 σ²⌋,
+    /// σ ∈ [2^(L/2), 2^((L+1)/2)), so ⌊log2 σ⌋ = ⌊L/2⌋ (docs/DESIGN.md §9.2).
+    pub fn for_gaussian(sensitivity_squared: &BigRational, rho: &BigRational) -> Grid {
+        let variance = sensitivity_squared / (rho * BigInt::from(2));
+        let exp = floor_log2(&variance).div_euclid(2) - GRID_BITS_BELOW_SCALE;
+        Grid { exp: exp.clamp(i32::MIN as i64 / 2, i32::MAX as i64 / 2) as i32 }
+    }
+
     pub fn exponent(&self) -> i32 {
         self.exp
     }
@@ -192,6 +202,25 @@ mod tests {
         // 200000 / 0.1 = 2e6, floor(log2) = 20
         let g = Grid::for_noise(&exact(200000.0), &tenth);
         assert_eq!(g.exponent(), 20 - 40);
+    }
+
+    #[test]
+    fn gaussian_grid_puts_sigma_in_2_40_to_2_41_units() {
+        let r = |n: i64, d: i64| BigRational::new(n.into(), d.into());
+        // Δ₂ = 1, ρ = 1/2: σ = 1, k = −40.
+        assert_eq!(Grid::for_gaussian(&r(1, 1), &r(1, 2)).exponent(), -40);
+        // σ² = Δ₂²/(2ρ) over many magnitudes and odd/even log2: σ/g ∈ [2^40, 2^41), checked by
+        // squaring (σ/g)² = σ²/g² ∈ [2^80, 2^82).
+        for (d2, rho) in [
+            (r(1, 1), r(1, 10)),
+            (r(200_000 * 200_000, 1), r(1, 1000)),
+            (r(3, 7), r(5, 1)),
+            (r(2, 1), r(1, 8)),
+        ] {
+            let g = Grid::for_gaussian(&d2, &rho);
+            let var_units = &d2 / (&rho * BigInt::from(2)) / (g.spacing() * g.spacing());
+            assert!(var_units >= exact(2f64.powi(80)) && var_units < exact(2f64.powi(82)), "{d2} {rho}: {g}");
+        }
     }
 
     #[test]

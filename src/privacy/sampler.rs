@@ -1,9 +1,9 @@
-//! Exact sampling of discrete Laplace noise.
+//! Exact sampling of discrete Laplace and discrete Gaussian noise.
 //!
-//! This is the exact sampler of Canonne, Kamath and Steinke, "The Discrete
+//! These are the exact samplers of Canonne, Kamath and Steinke, "The Discrete
 //! Gaussian for Differential Privacy" (NeurIPS 2020): Bernoulli(exp(−γ)) by
-//! their Algorithm 1, and the geometric / discrete Laplace by their
-//! Algorithm 2, for rational parameters.
+//! their Algorithm 1, the geometric / discrete Laplace by their Algorithm 2,
+//! and the discrete Gaussian by their Algorithm 3, for rational parameters.
 //!
 //! No floating point is used anywhere on the sampling path. Mironov ("On
 //! Significance of the Least Significant Bits for Differential Privacy",
@@ -24,13 +24,13 @@
 //! an observer who can time individual samples can learn something about the
 //! noise.
 //!
-//! The f64 helpers [`discrete_laplace_error_bound`] and
-//! [`discrete_laplace_pmf`] are public post-processing of the scale only
+//! The f64 helpers [`discrete_laplace_error_bound`], [`discrete_laplace_pmf`]
+//! and [`discrete_gaussian_pmf`] are public post-processing of the scale only
 //! (planning, reporting, tests); they never touch data or noise.
 
 use num_bigint::{BigInt, BigUint, Sign};
 use num_integer::Integer;
-use num_rational::BigRational;
+use num_rational::{BigRational, Ratio};
 use num_traits::{One, ToPrimitive, Zero};
 use rand::RngCore;
 
@@ -214,6 +214,77 @@ pub fn discrete_laplace<R: RngCore + ?Sized>(rng: &mut R, scale: &BigRational) -
     }
 }
 
+/// Discrete Gaussian with rational `σ² > 0`: `P(Z = z) ∝ exp(−z²/(2σ²))` on
+/// the integers (CKS 2020, Algorithm 3).
+///
+/// Rejection from a discrete Laplace proposal of integer scale t = ⌊σ⌋ + 1:
+/// draw Y with `P(Y = y) ∝ exp(−|y|/t)`, accept it with probability
+/// exp(−(|Y| − σ²/t)²/(2σ²)). The two exponents add up to −y²/(2σ²) plus a
+/// constant, so an accepted Y has exactly the discrete Gaussian law (CKS 2020,
+/// the analysis of Algorithm 3); the acceptance probability is exact too, drawn by
+/// [`bernoulli_exp`] with a rational γ. No floating point is involved: ⌊σ⌋ is
+/// the integer square root of ⌊σ²⌋ (⌊√x⌋ = ⌊√⌊x⌋⌋ for x ≥ 0), and σ² stays
+/// a fraction throughout.
+///
+/// Running time: with t = ⌊σ⌋ + 1 a round accepts with a probability bounded
+/// below by a constant whatever σ is (CKS 2020, ibid.), so the number of rounds
+/// is geometric with a small mean; each round costs big-integer arithmetic on
+/// numbers of the bit length of σ²'s numerator and denominator and of the
+/// proposal. As for the Laplace sampler, the time a draw takes depends on the
+/// noise (out of scope: see the module comment).
+///
+/// # Panics
+///
+/// If `σ² <= 0` (see [`geometric`]).
+pub fn discrete_gaussian<R: RngCore + ?Sized>(rng: &mut R, sigma2: &BigRational) -> BigInt {
+    let Some((num, den)) = positive_parts(sigma2) else {
+        panic!("discrete_gaussian: sigma^2 must be > 0");
+    };
+    let t = (&num / &den).sqrt() + 1u32;
+    let scale = BigRational::from_integer(BigInt::from(t.clone()));
+    // With σ² = num/den: (|Y| − σ²/t)²/(2σ²) = (|Y|·den·t − num)² / (2·num·den·t²).
+    // Built unnormalised: `bernoulli_exp` only compares and divides its parts, so a gcd per
+    // round would buy nothing.
+    let gamma_den = BigInt::from(&num * &den * &t * &t * 2u32);
+    let den_t = BigInt::from(&den * &t);
+    let num = BigInt::from(num);
+    loop {
+        let y = discrete_laplace(rng, &scale);
+        let a = BigInt::from(y.magnitude().clone()) * &den_t - &num;
+        let gamma = Ratio::new_raw(&a * &a, gamma_den.clone());
+        if bernoulli_exp(rng, &gamma) {
+            return y;
+        }
+    }
+}
+
+/// Probability mass function of the discrete Gaussian with variance parameter
+/// σ²: `exp(−z²/(2σ²)) / Σ_k exp(−k²/(2σ²))`.
+///
+/// For tests and planning only. The normaliser is summed term by term for
+/// σ² < 4 and otherwise taken from Poisson summation,
+/// `Σ_k exp(−k²/(2σ²)) = √(2π)·σ·Σ_j exp(−2π²σ²j²)`, whose terms beyond j = 0
+/// are below 3e-34 relative once σ ≥ 2. A σ² `<= 0` is treated as no noise;
+/// NaN gives NaN.
+pub fn discrete_gaussian_pmf(sigma2: f64, z: i64) -> f64 {
+    if sigma2.is_nan() {
+        return f64::NAN;
+    }
+    if sigma2 <= 0.0 {
+        return if z == 0 { 1.0 } else { 0.0 };
+    }
+    let weight = |k: f64| (-(k * k) / (2.0 * sigma2)).exp();
+    let norm = if sigma2 < 4.0 {
+        // Terms beyond |k| = 40 are below exp(−200).
+        1.0 + 2.0 * (1..=40).map(|k| weight(k as f64)).sum::<f64>()
+    } else {
+        let pi = std::f64::consts::PI;
+        let sigma = sigma2.sqrt();
+        (2.0 * pi).sqrt() * sigma * (1.0 + 2.0 * (-2.0 * pi * pi * sigma2).exp())
+    };
+    weight(z as f64) / norm
+}
+
 /// Smallest integer `t >= 0` with `P(|Z| > t) <= beta` for
 /// `Z ~ discrete_laplace(scale)`, `0 < beta < 1`.
 ///
@@ -317,7 +388,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
-    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
 
     /// Significance level of every goodness-of-fit test.
     const ALPHA: f64 = 1e-4;
@@ -350,7 +421,11 @@ mod tests {
             assert!(e >= 5.0, "{name}: expected count {e} < 5");
             stat += (o as f64 - e).powi(2) / e;
         }
-        let critical = chi2_critical(observed.len() - 1);
+        let df = observed.len() - 1;
+        let critical = chi2_critical(df);
+        // Printed so a run with --nocapture shows how well each fit held, not only that it did.
+        let p_value = 1.0 - ChiSquared::new(df as f64).expect("df > 0").cdf(stat);
+        eprintln!("{name}: chi2 = {stat:.2}, df {df}, p = {p_value:.3}");
         assert!(
             stat < critical,
             "{name}: chi2 = {stat:.2} >= critical {critical:.2} (df {}), observed {observed:?}",
@@ -678,6 +753,111 @@ mod tests {
         }
         assert_eq!(discrete_laplace_pmf(0.0, 0), 1.0);
         assert_eq!(discrete_laplace_pmf(0.0, 1), 0.0);
+    }
+
+    // ---- discrete_gaussian ----
+
+    fn gaussian_samples(seed: u64, sigma2: &BigRational, n: usize) -> Vec<i64> {
+        let mut r = rng(seed);
+        (0..n).map(|_| discrete_gaussian(&mut r, sigma2).to_i64().expect("fits in i64")).collect()
+    }
+
+    /// P(Z > k) for the discrete Gaussian, summed from the pmf (terms beyond 40σ are < e^-800).
+    fn gaussian_upper_tail(sigma2: f64, k: i64) -> f64 {
+        let reach = (40.0 * sigma2.sqrt()) as i64 + 50;
+        (k + 1..=k + reach).rev().map(|z| discrete_gaussian_pmf(sigma2, z)).sum()
+    }
+
+    /// χ² of the sampler against the exact pmf, bins −K..=K and a pooled tail on each side, for a
+    /// small σ (the proposal's t = 1), σ = 1, non-integer σ² on both sides of t, and a σ near 42.
+    #[test]
+    fn discrete_gaussian_chi_square() {
+        let n = 60_000u64;
+        for (seed, (num, den)) in [(1, 4), (1, 1), (7, 3), (100, 1), (12_345, 7)].into_iter().enumerate() {
+            let s2 = num as f64 / den as f64;
+            let one_side = tail_pooled_probs(
+                n,
+                |k| discrete_gaussian_pmf(s2, k as i64),
+                |k| gaussian_upper_tail(s2, k as i64),
+            );
+            let k = (one_side.len() - 2) as i64;
+            let tail = one_side[one_side.len() - 1];
+            let mut probs = vec![tail];
+            probs.extend((-k..=k).map(|z| discrete_gaussian_pmf(s2, z)));
+            probs.push(tail);
+            let mut counts = vec![0u64; probs.len()];
+            for z in gaussian_samples(600 + seed as u64, &ratio(num, den), n as usize) {
+                counts[(z.clamp(-k - 1, k + 1) + k + 1) as usize] += 1;
+            }
+            assert_chi2(&format!("discrete_gaussian(σ² = {num}/{den})"), &counts, &probs);
+        }
+    }
+
+    /// σ² = 2^80 + 1/3, the size the grid gives (σ ≈ 2^40 units): z/σ is standard normal to
+    /// within ~1/σ, so a χ² over 20 equiprobable normal bins must hold, and the second moment
+    /// must be σ² (the discrete Gaussian's variance is below σ² by far less than its error here).
+    #[test]
+    fn discrete_gaussian_large_sigma_is_normal() {
+        let num = BigInt::from(3) * (BigInt::one() << 80u32) + 1;
+        let sigma2 = BigRational::new(num, BigInt::from(3));
+        let sigma = 2f64.powi(40);
+        let n = 20_000;
+        let mut r = rng(700);
+        let std_normal = Normal::new(0.0, 1.0).expect("valid normal");
+        let bins = 20;
+        let edges: Vec<f64> = (1..bins).map(|i| std_normal.inverse_cdf(i as f64 / bins as f64)).collect();
+        let mut counts = vec![0u64; bins];
+        let mut second = 0.0;
+        for _ in 0..n {
+            let z = discrete_gaussian(&mut r, &sigma2).to_f64().expect("finite") / sigma;
+            counts[edges.partition_point(|&e| e < z)] += 1;
+            second += z * z;
+        }
+        assert_chi2("discrete_gaussian(σ² = 2^80 + 1/3) / σ", &counts, &vec![1.0 / bins as f64; bins]);
+        // E z² = 1, Var z² = 2 for a standard normal.
+        let z_score = (second / n as f64 - 1.0) / (2.0 / n as f64).sqrt();
+        assert!(z_score.abs() < Z_MAX, "second moment {}: z = {z_score:.2}", second / n as f64);
+    }
+
+    #[test]
+    fn discrete_gaussian_symmetric_with_known_zero_mass() {
+        let (num, den) = (7, 3);
+        let s2 = num as f64 / den as f64;
+        let n = 100_000;
+        let samples = gaussian_samples(800, &ratio(num, den), n);
+        let zeros = samples.iter().filter(|&&z| z == 0).count() as u64;
+        assert_binomial("P(Z=0) at σ² = 7/3", zeros, n as u64, discrete_gaussian_pmf(s2, 0));
+        for m in 1..=4 {
+            let plus = samples.iter().filter(|&&z| z == m).count() as u64;
+            let minus = samples.iter().filter(|&&z| z == -m).count() as u64;
+            assert_binomial(&format!("P(Z={m} | |Z|={m})"), plus, plus + minus, 0.5);
+        }
+    }
+
+    #[test]
+    fn discrete_gaussian_tiny_sigma_is_almost_always_zero() {
+        // σ² = 1/100: P(Z ≠ 0) = 2e^-50/(1 + …) ≈ 4e-22.
+        assert!(gaussian_samples(900, &ratio(1, 100), 20_000).iter().all(|&z| z == 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "must be > 0")]
+    fn discrete_gaussian_rejects_zero_variance() {
+        discrete_gaussian(&mut rng(11), &BigRational::zero());
+    }
+
+    #[test]
+    fn discrete_gaussian_pmf_sums_to_one() {
+        for s2 in [0.01, 0.25, 1.0, 7.0 / 3.0, 4.0, 100.0, 12_345.0 / 7.0] {
+            let reach = (40.0 * f64::sqrt(s2)) as i64 + 50;
+            let total: f64 = (-reach..=reach).map(|z| discrete_gaussian_pmf(s2, z)).sum();
+            assert!((total - 1.0).abs() < 1e-12, "σ² {s2}: sum {total}");
+        }
+        // The two normaliser methods meet at σ² = 4: both sides of it agree with a direct sum.
+        let direct: f64 = (-200i64..=200).map(|k| (-(k * k) as f64 / 8.0).exp()).sum();
+        assert!((discrete_gaussian_pmf(4.0, 0) - 1.0 / direct).abs() < 1e-15);
+        assert_eq!(discrete_gaussian_pmf(0.0, 0), 1.0);
+        assert_eq!(discrete_gaussian_pmf(-1.0, 3), 0.0);
     }
 
     // ---- discrete_laplace_error_bound ----
