@@ -240,13 +240,30 @@ impl Input {
     /// The 0-based index of a column, named by `flag` in messages. Without a header an index
     /// is checked against the first row's width when the scan starts. With a header, a plain
     /// number N is column N, or the column named N; when those are two different columns the
-    /// flag is ambiguous and refused, saying how to write either.
+    /// flag is ambiguous and refused, saying how to write either. A header that is one field
+    /// holding `;`, a tab or `|` suggests the delimiter the file probably has.
     pub fn resolve(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
         let (name, number) = match column {
             ColumnRef::Index(i) => return Ok(*i),
             ColumnRef::Name(name) => (name.as_str(), None),
             ColumnRef::Number { index, text } => (text.as_str(), Some(*index)),
         };
+        /// A header of one field that holds another likely delimiter: the file is probably
+        /// separated by it; says so, with the flag that reads it so.
+        fn delimiter_guess(names: &[String], delimiter: u8) -> Option<String> {
+            let [only] = names else { return None };
+            let (byte, flag, what) =
+                [(b';', "-d ';'", "semicolons"), (b'\t', "-d '\\t'", "tabs"), (b'|', "-d '|'", "pipes")]
+                    .into_iter()
+                    .filter(|(b, _, _)| *b != delimiter)
+                    .max_by_key(|(b, _, _)| only.bytes().filter(|c| c == b).count())?;
+            only.as_bytes().contains(&byte).then(|| {
+                format!(
+                    "the header is one field, '{}', that holds {what}: if the file is separated by {what}, add {flag}",
+                    shown(only, 40)
+                )
+            })
+        }
         let Some(header) = &self.header else {
             unreachable!("a column name is only planned when the input has a header")
         };
@@ -271,6 +288,11 @@ impl Input {
                 shown(name, 40)
             ))),
             ([], Some(n)) if n < names.len() => Ok(n),
+            ([], _) if delimiter_guess(&names, self.options.delimiter).is_some() => Err(bad_input(format!(
+                "{source}: no column '{}' ({flag}): {}",
+                shown(name, 40),
+                delimiter_guess(&names, self.options.delimiter).unwrap_or_default()
+            ))),
             ([], number) => {
                 let hint = match (number, nearest(name, &names)) {
                     (Some(_), _) => format!("the header has {} columns; ", names.len()),
@@ -521,6 +543,31 @@ mod tests {
         );
         assert_eq!(i.resolve(&number("\"2\""), "--col").unwrap(), 2);
         assert_eq!(i.resolve(&number("age"), "--col").unwrap(), 1);
+    }
+
+    #[test]
+    fn a_header_of_one_field_suggests_its_delimiter() {
+        let name = |n: &str| ColumnRef::Name(n.into());
+        let i = input("id;amount;label\n1;10;x\n");
+        let err = i.resolve(&name("amount"), "--col").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "t.csv: no column 'amount' (--col): the header is one field, 'id;amount;label', that holds \
+             semicolons: if the file is separated by semicolons, add -d ';'"
+        );
+        let i = input("id\tamount\n1\t2\n");
+        let err = i.resolve(&ColumnRef::parse("2", true, "--col").unwrap(), "--col").unwrap_err();
+        assert!(
+            err.to_string().ends_with("holds tabs: if the file is separated by tabs, add -d '\\t'"),
+            "{err}"
+        );
+        let i = input("a|b\n1|2\n");
+        assert!(i.resolve(&name("b"), "--col").unwrap_err().to_string().contains("add -d '|'"));
+        // One plain field, or several fields: no guess.
+        let i = input("amount\n1\n");
+        assert!(!i.resolve(&name("x"), "--col").unwrap_err().to_string().contains("-d"));
+        let i = input("a;b,c\n1;2,3\n");
+        assert!(!i.resolve(&name("b"), "--col").unwrap_err().to_string().contains("-d"));
     }
 
     #[test]
