@@ -135,47 +135,56 @@ pub struct CompletionsArgs {
 #[derive(Args, Debug)]
 pub struct Common {
     /// Privacy budget ε of this release, read as an exact decimal (>= 1e-9; > 10 warns).
-    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    #[arg(short = 'e', long, visible_alias = "epsilon", value_name = "E", allow_negative_numbers = true)]
     pub eps: Epsilon,
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
     pub neighbours: Neighbours,
-    /// Use only rows whose COL equals VALUE (repeatable; all must hold).
-    #[arg(long = "where", value_name = "COL=VALUE")]
+    /// Use only rows whose COL equals VALUE (repeatable; all must hold). COL as for --col.
+    #[arg(short = 'w', long = "where", value_name = "COL=VALUE")]
     pub filters: Vec<Filter>,
     /// One release per public key of column COL (with --keys), each with the full ε: the groups
     /// are disjoint (parallel composition), so ε is charged once.
-    #[arg(long, value_name = "COL", requires = "keys")]
+    #[arg(short = 'b', long, value_name = "COL", requires = "keys")]
     pub by: Option<String>,
     /// The public keys of --by, comma-separated; rows with any other key form the group `other`.
-    #[arg(long, value_name = "K1,K2,...", requires = "by")]
+    #[arg(short = 'k', long, value_name = "K1,K2,...", requires = "by")]
     pub keys: Option<Keys>,
-    /// Output format (chart: histograms only).
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Level of the printed accuracy bound, in (0, 1).
-    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
-    pub confidence: Confidence,
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
     pub input: InputArgs,
 }
 
+/// How a release is printed: the same for every query and for a workload.
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Level of the printed accuracy bound, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
+    pub confidence: Confidence,
+}
+
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.
 #[derive(Args, Debug)]
 pub struct InputArgs {
-    /// Field delimiter: one ASCII character, or \t / tab.
-    #[arg(long, value_name = "C", default_value = ",")]
-    pub delimiter: Delimiter,
-    /// The input has no header row; columns are 1-based indices.
-    #[arg(long)]
+    /// Field delimiter: one ASCII character, or \t / tab [default: tab for a .tsv or .tab FILE,
+    /// else ,].
+    #[arg(short = 'd', long, value_name = "C")]
+    pub delimiter: Option<Delimiter>,
+    /// The input has no header row; columns are 1-based numbers.
+    #[arg(short = 'n', long = "no-headers", visible_alias = "no-header")]
     pub no_header: bool,
     /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
     /// Standard input and gzip files are always read by one thread.
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'j', long, visible_alias = "jobs", value_name = "N")]
     pub threads: Option<Threads>,
-    /// CSV file; - or absent reads standard input.
+    /// CSV file (TSV for a .tsv or .tab name, gzip by its magic bytes); - or absent reads
+    /// standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 }
@@ -195,7 +204,8 @@ impl InputArgs {
     }
 
     pub fn csv(&self) -> CsvOptions {
-        CsvOptions { delimiter: self.delimiter.0, has_header: !self.no_header }
+        let delimiter = self.delimiter.unwrap_or_else(|| Delimiter::for_file(self.file.as_deref()));
+        CsvOptions { delimiter: delimiter.0, has_header: !self.no_header }
     }
 
     /// Threads for the scan: `--threads`, else every core.
@@ -242,7 +252,7 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "NAME", conflicts_with = "file")]
     pub dataset: Option<String>,
     /// Output format (text or json).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// The dataset's file, to identify it by content; - or absent reads standard input.
     #[arg(value_name = "FILE")]
@@ -287,12 +297,9 @@ pub struct RunArgs {
     /// Workload file (TOML): total `epsilon`, `neighbours`, and one `[[query]]` table per query.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
-    /// Output format: a text table, or JSON lines (one object per query).
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Level of the printed accuracy bounds, in (0, 1).
-    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
-    pub confidence: Confidence,
+    /// How to print: --format text is a table, json one line per query.
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
@@ -308,14 +315,21 @@ pub struct CountArgs {
 /// Flags of the queries that read one numeric column.
 #[derive(Args, Debug)]
 pub struct NumericArgs {
-    /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    /// Column: a header name, or a 1-based number ('"2"' is the column named 2).
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "column",
+        visible_short_alias = 's',
+        value_name = "COL",
+        allow_negative_numbers = true
+    )]
     pub col: String,
     /// Lower clamping bound L (public). Without --lower/--upper, part of ε finds bounds privately.
-    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true)]
     pub lower: Option<Finite>,
     /// Upper clamping bound U (public).
-    #[arg(long, value_name = "U", allow_hyphen_values = true)]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true)]
     pub upper: Option<Finite>,
     /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
@@ -342,8 +356,15 @@ impl NumericArgs {
 
 #[derive(Args, Debug)]
 pub struct HistogramArgs {
-    /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    /// Column: a header name, or a 1-based number ('"2"' is the column named 2).
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "column",
+        visible_short_alias = 's',
+        value_name = "COL",
+        allow_negative_numbers = true
+    )]
     pub col: String,
     /// Numeric histogram: K equal-width bins over [L, U]; values outside go to the edge bins.
     #[arg(long, value_name = "K", conflicts_with = "categories", allow_negative_numbers = true)]
@@ -352,10 +373,10 @@ pub struct HistogramArgs {
     #[arg(long, value_name = "A,B,...")]
     pub categories: Option<Categories>,
     /// Lower edge of the first bin (numeric histogram).
-    #[arg(long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
     pub lower: Option<Finite>,
     /// Upper edge of the last bin (numeric histogram).
-    #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
     pub upper: Option<Finite>,
     /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
     #[arg(long, value_name = "E", conflicts_with = "categories", allow_negative_numbers = true)]
@@ -389,14 +410,21 @@ impl HistogramArgs {
 /// Flags of quantile and median.
 #[derive(Args, Debug)]
 pub struct RankArgs {
-    /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    /// Column: a header name, or a 1-based number ('"2"' is the column named 2).
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "column",
+        visible_short_alias = 's',
+        value_name = "COL",
+        allow_negative_numbers = true
+    )]
     pub col: String,
     /// Lowest candidate L (public); without --lower/--upper a public log-scale grid is used.
-    #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
     pub lower: Option<Finite>,
     /// Highest candidate U (public).
-    #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
     pub upper: Option<Finite>,
     /// Number of evenly spaced candidates over [L, U] (default 2001).
     #[arg(long, value_name = "K", requires = "lower", allow_negative_numbers = true)]
@@ -426,6 +454,7 @@ impl RankArgs {
 pub struct QuantileArgs {
     /// Quantile level(s) in (0, 1), exact decimals; several (repeat or comma-separate) split ε evenly.
     #[arg(
+        short = 'q',
         long = "q",
         value_name = "Q",
         required = true,

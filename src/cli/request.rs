@@ -17,8 +17,8 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
         neighbours: common.neighbours.into(),
         filters: common.filters.clone(),
         by: common.by.clone().zip(common.keys.clone()),
-        format: common.format.into(),
-        confidence: common.confidence,
+        format: common.output.format.into(),
+        confidence: common.output.confidence,
         ledger: common.ledger.flags(),
         input: common.input.flags(),
         plot,
@@ -89,8 +89,8 @@ impl RunArgs {
     pub fn request(&self) -> cmd::run::RunRequest {
         cmd::run::RunRequest {
             workload: self.workload.clone(),
-            format: self.format.into(),
-            confidence: self.confidence,
+            format: self.output.format.into(),
+            confidence: self.output.confidence,
             ledger: self.ledger.flags(),
             input: self.input.flags(),
         }

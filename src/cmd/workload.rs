@@ -274,7 +274,7 @@ impl SourceText<'_> {
         text.parse::<Finite>().map_err(|e| (line, format!("{key}: {e}")))
     }
 
-    /// A column: a header name, or a 1-based number with --no-header.
+    /// A column: a header name or a 1-based number (only a number with --no-headers).
     fn column(
         &self,
         value: &Spanned<Value>,
