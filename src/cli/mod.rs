@@ -26,6 +26,7 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger::{Budget, LedgerFlags};
 use crate::query::options::{Level, Options};
+use crate::report::text::Style;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -167,6 +168,21 @@ pub struct OutputArgs {
     /// Level of the printed accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
+    /// Text: print each value with its error bound at --confidence, `53920 ± 310 (95%)`, or as
+    /// a last CSV column `error(95%)` (quantiles: the bound in rows of rank). The bound is
+    /// rounded up to two significant digits.
+    #[arg(short = 'E', long)]
+    pub with_error: bool,
+    /// Text: round each value to the decimal place of its error bound's second significant
+    /// digit, the digits the noise leaves meaningful; a printed bound then covers the rounding.
+    #[arg(short = 'r', long)]
+    pub round: bool,
+}
+
+impl OutputArgs {
+    pub fn style(&self) -> Style {
+        Style { with_error: self.with_error, round: self.round }
+    }
 }
 
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.

@@ -18,6 +18,7 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
         filters: common.filters.clone(),
         by: common.by.clone().zip(common.keys.clone()),
         format: common.output.format.into(),
+        style: common.output.style(),
         confidence: common.output.confidence,
         ledger: common.ledger.flags(),
         input: common.input.flags(),
@@ -90,6 +91,7 @@ impl RunArgs {
         cmd::run::RunRequest {
             workload: self.workload.clone(),
             format: self.output.format.into(),
+            style: self.output.style(),
             confidence: self.output.confidence,
             ledger: self.ledger.flags(),
             input: self.input.flags(),

@@ -31,7 +31,7 @@ use crate::query::statistic::{Context, Measured, Statistic, Visitor};
 use crate::query::AnyStatistic;
 use crate::report::release::{Group, GroupedRelease, Published};
 use crate::report::svg;
-use crate::report::text::{self, Format};
+use crate::report::text::{self, Format, Style};
 
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.
 #[derive(Clone, Debug)]
@@ -54,6 +54,8 @@ pub struct Request {
     /// `--by COL` with its `--keys`.
     pub by: Option<(String, Keys)>,
     pub format: Format,
+    /// `--with-error`, `--round`.
+    pub style: Style,
     pub confidence: Confidence,
     pub ledger: LedgerFlags,
     pub input: InputFlags,
@@ -75,6 +77,7 @@ pub struct Job {
     pub eps: Epsilon,
     pub neighbours: Neighbours,
     pub format: Format,
+    pub style: Style,
     pub confidence: Confidence,
     pub ledger: Option<LedgerSpec>,
     /// Written after the release and any ledger charge.
@@ -128,6 +131,7 @@ impl Job {
             eps: request.eps,
             neighbours: request.neighbours,
             format: request.format,
+            style: request.style,
             confidence: request.confidence,
             ledger: LedgerSpec::from_flags(&request.ledger)?,
             plot: request.plot,
@@ -187,7 +191,7 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         };
         published.set_budget(charge_ledger(ledger, &input, &charge)?);
     }
-    let bytes = text::render(&published, job.format)?;
+    let bytes = text::render(&published, job.format, job.style)?;
     if let Some((path, svg)) = plot {
         std::fs::write(path, svg).map_err(|e| {
             let charged = if job.ledger.is_some() { " (the ledger was already charged)" } else { "" };
@@ -201,6 +205,9 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         for note in &release.notes {
             note_line(note);
         }
+    }
+    for warning in text::warnings(&published, None) {
+        warn(&warning);
     }
     Ok(())
 }

@@ -33,7 +33,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::cmd::release::{
-    charge_ledger, context, empty_fold, publish, routing, warn_if_large, InputFlags, Outcome,
+    charge_ledger, context, empty_fold, publish, routing, warn, warn_if_large, InputFlags, Outcome,
 };
 use crate::cmd::workload::Workload;
 use crate::data::input::Input;
@@ -47,13 +47,15 @@ use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::rng;
 use crate::query::AnyFold;
 use crate::report::table;
-use crate::report::text::Format;
+use crate::report::text::{self, Format, Style};
 
 /// `dpstat run` as the command line asks for it.
 #[derive(Clone, Debug)]
 pub struct RunRequest {
     pub workload: std::path::PathBuf,
     pub format: Format,
+    /// `--with-error` (the table always has its error column), `--round`.
+    pub style: Style,
     pub confidence: Confidence,
     pub ledger: LedgerFlags,
     pub input: InputFlags,
@@ -102,9 +104,14 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
         charge_ledger(ledger, &input, &charge)?;
     }
     let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
-    let bytes = table::render(&printed, request.format)?;
+    let bytes = table::render(&printed, request.format, request.style)?;
     out.write_all(&bytes)?;
     out.flush()?;
+    for query in &printed.queries {
+        for warning in text::warnings(&query.release, Some(&query.name)) {
+            warn(&warning);
+        }
+    }
     Ok(())
 }
 

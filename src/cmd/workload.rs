@@ -30,7 +30,7 @@ use crate::privacy::unit::Neighbours;
 use crate::query::options::{Options, Setup};
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
-use crate::report::text::Format;
+use crate::report::text::{Format, Style};
 
 /// A validated workload: the total, the unit and each query's plan at its share.
 #[derive(Debug)]
@@ -428,6 +428,7 @@ impl SourceText<'_> {
             eps,
             neighbours,
             format,
+            style: Style::default(),
             confidence,
             ledger: None,
             plot: None,

@@ -9,7 +9,7 @@ use crate::numeric::exact::decimal;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::report::release::{Number, Published, Release};
-use crate::report::text::{format_number, Format};
+use crate::report::text::{figure, format_number, Format, Style};
 
 /// A workload's releases as printed.
 pub struct Workload {
@@ -38,8 +38,9 @@ struct Line<'a> {
 }
 
 /// Text: an aligned table, one row per value (per group and bin where there are several), and
-/// a last row with the total. JSON: one line per query.
-pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
+/// a last row with the total; every row has its error bound, and `style.round` rounds values
+/// and bounds as for a single release. JSON: one line per query.
+pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     match format {
         Format::Json => {
@@ -74,10 +75,10 @@ pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
             for query in &workload.queries {
                 let eps = exact_decimal(&query.eps);
                 match &query.release {
-                    Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps),
+                    Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps, style),
                     Published::Grouped(g) => {
                         for group in &g.groups {
-                            table_rows(&mut rows, &query.name, &group.key, &group.release, &eps);
+                            table_rows(&mut rows, &query.name, &group.key, &group.release, &eps, style);
                         }
                     }
                 }
@@ -107,7 +108,7 @@ pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str) {
+fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str, style: Style) {
     let sensitivity = match r.noise.sensitivity {
         Some(s) => format_float(s),
         None => r
@@ -118,9 +119,13 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             .collect::<Vec<_>>()
             .join(" "),
     };
-    let error = format_float(r.noise.accuracy.error_bound);
     let column = r.column.clone().unwrap_or_else(|| "-".into());
-    let row = |bin: String, value: String| -> [String; 9] {
+    let row = |bin: String, value: Number| -> [String; 9] {
+        let (value, error) = if style.round {
+            figure(value, &r.noise.accuracy, style)
+        } else {
+            (format_number(value), format_float(r.noise.accuracy.error_bound))
+        };
         [
             name.into(),
             r.query.into(),
@@ -130,14 +135,14 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             value,
             eps.into(),
             sensitivity.clone(),
-            error.clone(),
+            error,
         ]
     };
     if let Some(value) = r.value {
-        rows.push(row("-".into(), format_number(value)));
+        rows.push(row("-".into(), value));
     }
     for bin in r.bins.iter().flatten() {
-        rows.push(row(bin.bin.clone(), bin.count.to_string()));
+        rows.push(row(bin.bin.clone(), Number::Integer(bin.count)));
     }
 }
 
