@@ -9,9 +9,10 @@
 use anyhow::Result;
 
 use crate::error::bad_input;
-use crate::numeric::format::{real, with_error};
+use crate::numeric::format::real;
 use crate::report::chart;
-use crate::report::release::{Accuracy, GroupedRelease, Number, Published, Release};
+pub use crate::report::figure::{error_heading, figure, format_number, percent, rank_rows, Style};
+use crate::report::release::{GroupedRelease, Number, Published, Release};
 
 /// How a release is printed (`--format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -23,15 +24,6 @@ pub enum Format {
     Json,
     /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
     Chart,
-}
-
-/// What text output shows besides the values (`--with-error`, `--round`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Style {
-    /// Each value with its error bound: `53920 ± 310 (95%)`, or an `error(95%)` column.
-    pub with_error: bool,
-    /// Values rounded to the decimal place of their error bound's second significant digit.
-    pub round: bool,
 }
 
 /// The bytes to print for a release.
@@ -55,30 +47,6 @@ pub fn render(published: &Published, format: Format, style: Style) -> Result<Vec
         }
     }
     Ok(out)
-}
-
-/// A value as printed under `style`, and its error bound (rounded up). A quantile's bound is in
-/// rows of rank, not in the value's units: its value is never rounded by it.
-pub fn figure(value: Number, accuracy: &Accuracy, style: Style) -> (String, String) {
-    if accuracy.scope.starts_with("rank") {
-        return (format_number(value), rank_rows(accuracy.error_bound));
-    }
-    let (x, integer) = match value {
-        Number::Integer(i) => (i as f64, true),
-        Number::Real(x) => (x, false),
-    };
-    let (rounded, error) = with_error(x, accuracy.error_bound, integer, style.round);
-    (if style.round { rounded } else { format_number(value) }, error)
-}
-
-/// `error(95%)`: the heading of an error column at this confidence.
-pub fn error_heading(accuracy: &Accuracy) -> String {
-    format!("error({}%)", percent(accuracy.confidence))
-}
-
-/// A confidence level as a percentage without binary noise: 0.95 → `95`.
-pub fn percent(confidence: f64) -> String {
-    real((confidence * 100.0 * 1e9).round() / 1e9)
 }
 
 /// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms; with
@@ -176,15 +144,6 @@ fn render_text(release: &Release, style: Style, out: &mut Vec<u8>) -> Result<()>
     Ok(())
 }
 
-/// A rank bound in whole rows, rounded up.
-fn rank_rows(bound: f64) -> String {
-    if bound.is_finite() && bound.abs() < 1e15 {
-        format!("{}", bound.ceil())
-    } else {
-        real(bound)
-    }
-}
-
 /// Warnings for stderr about releases whose value ± error bound covers every value the statistic
 /// can take ([`Release::range`], from public quantities only: the bounds, never the data): such
 /// a release says nothing its bounds did not. `name` prefixes each (a workload query's name).
@@ -236,28 +195,5 @@ pub fn warnings(published: &Published, name: Option<&str>) -> Vec<String> {
             );
             vec![say(first, range, groups)]
         }
-    }
-}
-
-/// A number as printed: integers as they are, reals by [`real`].
-pub fn format_number(value: Number) -> String {
-    match value {
-        Number::Integer(i) => i.to_string(),
-        Number::Real(x) => real(x),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_back_exactly() {
-        assert_eq!(format_number(Number::Real(200000.0)), "200000");
-        assert_eq!(format_number(Number::Real(1e300)), "1e300");
-        assert_eq!(format_number(Number::Integer(-3)), "-3");
-        assert_eq!(percent(0.95), "95");
-        assert_eq!(percent(0.999), "99.9");
-        assert_eq!(rank_rows(57.2), "58");
     }
 }
