@@ -177,6 +177,11 @@ pub struct OutputArgs {
     /// digit, the digits the noise leaves meaningful; a printed bound then covers the rounding.
     #[arg(short = 'r', long)]
     pub round: bool,
+    /// Also write an SVG bar chart of a release of several numbers (bins, --by groups, --q
+    /// levels, a workload) with error bars at the accuracy bound, after the release is complete
+    /// and any ledger charge is made. The name must end in .svg.
+    #[arg(short = 'p', long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 impl OutputArgs {
@@ -281,21 +286,19 @@ pub struct ReleaseFlags<'a> {
     pub kind: &'static str,
     pub options: Options,
     pub common: &'a Common,
-    /// `--plot` (histograms).
-    pub plot: Option<PathBuf>,
 }
 
 impl Query {
     /// The release this subcommand asks for; None for the subcommands that release nothing.
     pub fn release(&self) -> Option<ReleaseFlags<'_>> {
-        let (kind, options, common, plot) = match self {
-            Query::Count(a) => ("count", Options::default(), &a.common, None),
-            Query::Sum(a) => ("sum", a.options(), &a.common, None),
-            Query::Mean(a) => ("mean", a.options(), &a.common, None),
-            Query::Variance(a) => ("variance", a.options(), &a.common, None),
-            Query::Histogram(a) => ("histogram", a.options(), &a.common, a.plot.clone()),
-            Query::Quantile(a) => ("quantile", a.rank.options(a.levels.clone()), &a.rank.common, None),
-            Query::Median(a) => ("median", a.rank.options(vec![]), &a.rank.common, None),
+        let (kind, options, common) = match self {
+            Query::Count(a) => ("count", Options::default(), &a.common),
+            Query::Sum(a) => ("sum", a.options(), &a.common),
+            Query::Mean(a) => ("mean", a.options(), &a.common),
+            Query::Variance(a) => ("variance", a.options(), &a.common),
+            Query::Histogram(a) => ("histogram", a.options(), &a.common),
+            Query::Quantile(a) => ("quantile", a.rank.options(a.levels.clone()), &a.rank.common),
+            Query::Median(a) => ("median", a.rank.options(vec![]), &a.rank.common),
             Query::Budget(_)
             | Query::Check(_)
             | Query::Plan(_)
@@ -303,7 +306,7 @@ impl Query {
             | Query::Man
             | Query::Run(_) => return None,
         };
-        Some(ReleaseFlags { kind, options, common, plot })
+        Some(ReleaseFlags { kind, options, common })
     }
 }
 
@@ -400,10 +403,6 @@ pub struct HistogramArgs {
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,
-    /// Also write an SVG bar chart of the noisy counts with error bars (the per-bin accuracy
-    /// bound) to this file, after the release is complete and any ledger charge is made.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }

@@ -9,7 +9,7 @@ use crate::report::text;
 
 /// A release subcommand as the request `cmd::release` validates; None for the others.
 pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
-    let ReleaseFlags { kind, options, common, plot } = query.release()?;
+    let ReleaseFlags { kind, options, common } = query.release()?;
     Some(cmd::release::Request {
         kind,
         options,
@@ -22,7 +22,7 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
         confidence: common.output.confidence,
         ledger: common.ledger.flags(),
         input: common.input.flags(),
-        plot,
+        plot: common.output.plot.clone(),
     })
 }
 
@@ -92,6 +92,7 @@ impl RunArgs {
             workload: self.workload.clone(),
             format: self.output.format.into(),
             style: self.output.style(),
+            plot: self.output.plot.clone(),
             confidence: self.output.confidence,
             ledger: self.ledger.flags(),
             input: self.input.flags(),

@@ -36,7 +36,8 @@ pub enum Format {
     Text,
     /// One JSON object with the release and how to read it.
     Json,
-    /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
+    /// Bars of a release of several numbers (bins, --by groups, --q levels, a workload), each
+    /// with its ± accuracy band.
     Chart,
 }
 

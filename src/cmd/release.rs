@@ -30,8 +30,8 @@ use crate::query::options::{Options, Setup};
 use crate::query::statistic::{Context, Measured, Statistic, Visitor};
 use crate::query::AnyStatistic;
 use crate::report::release::{Group, GroupedRelease, Published};
-use crate::report::svg;
 use crate::report::text::{self, Format, Style};
+use crate::report::{chart, svg};
 
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.
 #[derive(Clone, Debug)]
@@ -59,7 +59,7 @@ pub struct Request {
     pub confidence: Confidence,
     pub ledger: LedgerFlags,
     pub input: InputFlags,
-    /// `--plot FILE.svg` (histograms).
+    /// `--plot FILE.svg`.
     pub plot: Option<PathBuf>,
 }
 
@@ -103,14 +103,12 @@ impl Job {
         };
         let statistic = AnyStatistic::new(request.kind, request.options.clone(), &setup)?;
         let filters = filter_specs(&request.filters, has_header, "--where")?;
-        if group.is_some() && (request.format == Format::Chart || request.plot.is_some()) {
-            return Err(Error::usage(
-                "--format chart and --plot draw one histogram; with --by use --format text or json",
-            ));
-        }
-        if request.format == Format::Chart && !statistic.draws_bars() {
+        // A chart needs several numbers: bins, groups or quantile levels, known from the flags.
+        let charted = request.format == Format::Chart || request.plot.is_some();
+        if charted && group.is_none() && !statistic.draws_bars() {
             return Err(Error::usage(format!(
-                "--format chart draws the bars of a histogram; {} releases no bins: use --format text or --format json",
+                "{} ({} releases one number)",
+                chart::ONE_NUMBER,
                 statistic.name()
             )));
         }
@@ -170,13 +168,13 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     let mut published = job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng })?;
     published.accounting().spends_exactly(&job.eps)?;
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
-    let plot = match (&job.plot, &published) {
-        (Some(path), Published::One(release)) => {
-            let svg = svg::render_release(release)
-                .ok_or_else(|| bad_input("--plot draws histograms; this release has no bins"))??;
-            Some((path, svg))
+    let plot = match &job.plot {
+        Some(path) => {
+            let chart =
+                chart::of_published(&published, job.style).ok_or_else(|| bad_input(chart::ONE_NUMBER))?;
+            Some((path, svg::render(&chart)?))
         }
-        _ => None,
+        None => None,
     };
     if let Some(ledger) = &job.ledger {
         let query = match &job.group {
@@ -193,10 +191,7 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     }
     let bytes = text::render(&published, job.format, job.style)?;
     if let Some((path, svg)) = plot {
-        std::fs::write(path, svg).map_err(|e| {
-            let charged = if job.ledger.is_some() { " (the ledger was already charged)" } else { "" };
-            bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
-        })?;
+        write_plot(path, &svg, job.ledger.is_some())?;
     }
     out.write_all(&bytes)?;
     out.flush()?;
@@ -210,6 +205,14 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         warn(&warning);
     }
     Ok(())
+}
+
+/// Writes a drawn `--plot`; a failure says whether the ledger was already charged.
+pub fn write_plot(path: &Path, svg: &str, charged: bool) -> Result<()> {
+    std::fs::write(path, svg).map_err(|e| {
+        let charged = if charged { " (the ledger was already charged)" } else { "" };
+        bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
+    })
 }
 
 /// The scan and measurement of one statistic, compiled for its own fold.
@@ -355,8 +358,10 @@ pub fn warn(message: &str) {
 }
 
 /// `--plot` is written after the release and any ledger charge, so a path that cannot be
-/// written is refused now, before any data is read or budget spent.
-fn check_plot_path(path: &Path) -> Result<(), Error> {
+/// written, or a name that is not `.svg`, is refused now, before any data is read or budget
+/// spent. A `.png` is refused rather than filled with SVG bytes: rasterizing needs a renderer
+/// and fonts that dpstat does not carry; any browser shows the SVG, and converts it.
+pub fn check_plot_path(path: &Path) -> Result<(), Error> {
     let shown = path.display();
     if path.as_os_str().is_empty() || path.file_name().is_none() {
         return Err(Error::usage(format!(
@@ -366,6 +371,14 @@ fn check_plot_path(path: &Path) -> Result<(), Error> {
     if path.is_dir() {
         return Err(Error::usage(format!(
             "--plot '{shown}' is a directory; give a file name like --plot chart.svg"
+        )));
+    }
+    let svg = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if !svg {
+        let stem = path.file_stem().map_or("chart".into(), |s| s.to_string_lossy().into_owned());
+        return Err(Error::usage(format!(
+            "--plot '{shown}': dpstat writes SVG only, so the name must end in .svg (--plot {stem}.svg); \
+             a browser shows it, and converts it to PNG (print or screenshot), as does rsvg-convert"
         )));
     }
     let parent = match path.parent() {

@@ -33,7 +33,8 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::cmd::release::{
-    charge_ledger, context, empty_fold, publish, routing, warn, warn_if_large, InputFlags, Outcome,
+    charge_ledger, check_plot_path, context, empty_fold, publish, routing, warn, warn_if_large, write_plot,
+    InputFlags, Outcome,
 };
 use crate::cmd::workload::Workload;
 use crate::data::input::Input;
@@ -46,8 +47,8 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::rng;
 use crate::query::AnyFold;
-use crate::report::table;
 use crate::report::text::{self, Format, Style};
+use crate::report::{svg, table};
 
 /// `dpstat run` as the command line asks for it.
 #[derive(Clone, Debug)]
@@ -59,11 +60,16 @@ pub struct RunRequest {
     pub confidence: Confidence,
     pub ledger: LedgerFlags,
     pub input: InputFlags,
+    /// `--plot FILE.svg`: one panel per query.
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// Reads the workload, validates every query, reads the data once, releases everything, charges
 /// the total once, then prints.
 pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
+    if let Some(path) = &request.plot {
+        check_plot_path(path)?;
+    }
     let workload = Workload::load(&request.workload, &request.input, request.confidence, request.format)?;
     warn_if_large(&workload.total);
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
@@ -94,6 +100,12 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     let accounting =
         Cost::sequential(queries.iter().map(|q| q.release.accounting().clone().named(&q.name)).collect());
     accounting.spends_exactly(&workload.total)?;
+    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
+    // Drawn before the charge, so a failure to draw charges nothing; written only after it.
+    let plot = match &request.plot {
+        Some(path) => Some((path, svg::render(&table::chart(&printed, request.style))?)),
+        None => None,
+    };
     if let Some(ledger) = &ledger {
         let charge = ledger::Charge {
             query: "workload".to_string(),
@@ -103,8 +115,10 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
         };
         charge_ledger(ledger, &input, &charge)?;
     }
-    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
     let bytes = table::render(&printed, request.format, request.style)?;
+    if let Some((path, svg)) = plot {
+        write_plot(path, &svg, ledger.is_some())?;
+    }
     out.write_all(&bytes)?;
     out.flush()?;
     for query in &printed.queries {

@@ -4,10 +4,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::error::bad_input;
 use crate::numeric::exact::decimal;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
+use crate::report::chart;
 use crate::report::release::{Number, Published, Release};
 use crate::report::text::{figure, format_number, Format, Style};
 
@@ -55,9 +55,7 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
             }
         }
         Format::Chart => {
-            return Err(bad_input(
-                "--format chart draws one histogram; dpstat run prints --format text or json",
-            ))
+            out.extend_from_slice(chart::render(&chart(workload, style), chart::terminal_width()).as_bytes())
         }
         Format::Text => {
             let confidence = workload.confidence.level();
@@ -106,6 +104,13 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
         }
     }
     Ok(out)
+}
+
+/// The workload's chart: one panel per query, each on its own scale.
+pub fn chart(workload: &Workload, style: Style) -> chart::Chart {
+    let queries: Vec<(&str, &Published)> =
+        workload.queries.iter().map(|q| (q.name.as_str(), &q.release)).collect();
+    chart::of_workload(&queries, &exact_decimal(&workload.total), workload.confidence.level(), style)
 }
 
 fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str, style: Style) {

@@ -22,7 +22,7 @@ pub enum Format {
     Text,
     /// One JSON object with the release and how to read it.
     Json,
-    /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
+    /// Bars of a release of several numbers, each with its ± accuracy band.
     Chart,
 }
 
@@ -36,14 +36,9 @@ pub fn render(published: &Published, format: Format, style: Style) -> Result<Vec
         }
         (Format::Text, Published::One(release)) => render_text(release, style, &mut out)?,
         (Format::Text, Published::Grouped(grouped)) => render_grouped_text(grouped, style, &mut out)?,
-        (Format::Chart, Published::One(release)) => {
-            let chart = chart::render_release(release, chart::terminal_width()).ok_or_else(|| {
-                bad_input("--format chart draws histograms; use --format text or --format json")
-            })?;
-            out.extend_from_slice(chart.as_bytes());
-        }
-        (Format::Chart, Published::Grouped(_)) => {
-            return Err(bad_input("--format chart draws one histogram; with --by use --format text or json"));
+        (Format::Chart, _) => {
+            let chart = chart::of_published(published, style).ok_or_else(|| bad_input(chart::ONE_NUMBER))?;
+            out.extend_from_slice(chart::render(&chart, chart::terminal_width()).as_bytes());
         }
     }
     Ok(out)
