@@ -113,9 +113,26 @@ pub enum Query {
         dpstat completions zsh > ~/.zfunc/_dpstat\n  \
         dpstat completions fish > ~/.config/fish/completions/dpstat.fish")]
     Completions(CompletionsArgs),
-    /// Print the man page (roff) to standard output.
-    #[command(after_help = "Example:\n  dpstat man > dpstat.1 && man ./dpstat.1")]
-    Man,
+    /// Print a man page (roff) to standard output: dpstat's, or a subcommand's; or write them all
+    /// into a directory with --out.
+    #[command(after_help = "Examples:\n  \
+        dpstat man | man -l -\n  \
+        dpstat man count | man -l -\n  \
+        dpstat man plan sum > dpstat-plan-sum.1\n  \
+        dpstat man --out ~/.local/share/man/man1   # then: man dpstat-count")]
+    Man(ManArgs),
+}
+
+/// `dpstat man [COMMAND...] [--out DIR]`.
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (count, plan sum, ...); none prints dpstat's page.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every page (dpstat.1, dpstat-count.1, dpstat-plan-sum.1, ...) into DIR, created if
+    /// missing, and print nothing; DIR then goes on MANPATH (or is a man1 directory already).
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out: Option<PathBuf>,
 }
 
 /// `dpstat check`: only where the file is and how to read it.
@@ -303,7 +320,7 @@ impl Query {
             | Query::Check(_)
             | Query::Plan(_)
             | Query::Completions(_)
-            | Query::Man
+            | Query::Man(_)
             | Query::Run(_) => return None,
         };
         Some(ReleaseFlags { kind, options, common })
