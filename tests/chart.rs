@@ -182,7 +182,7 @@ fn quantile_sets_chart_their_values_with_their_rank_bounds() {
     let file = fixture("incomes_20k.csv");
     let json = json_of(dpstat().args(args).arg(&file));
     let chart = stdout_of(dpstat().args(args).args(["--format", "chart"]).arg(&file));
-    assert!(chart.contains("bound on a quantile's rank (not drawn)") && !chart.contains('░'), "{chart}");
+    assert!(chart.contains("±N rows: 95% bound on rank, not drawn") && !chart.contains('░'), "{chart}");
     for ((label, number), q) in chart_rows(&chart).iter().zip(json["quantiles"].as_array().unwrap()) {
         assert_eq!(label, &format!("q={}", q["q"]));
         let rows = q["rank_error_bound"].as_f64().unwrap().ceil();

@@ -314,7 +314,7 @@ fn legend(chart: &Chart) -> String {
         }
     }
     if bars().any(|b| matches!(b.band, Band::Rank(_))) {
-        let _ = write!(line, "   ±rows: {confidence}% bound on a quantile's rank (not drawn)");
+        let _ = write!(line, "   ±N rows: {confidence}% bound on rank, not drawn");
     }
     line
 }
@@ -583,7 +583,7 @@ mod tests {
         let drawn = render(&chart("t", vec![vec![q("q=0.1", 10.0), q("q=0.9", 90.0)]], true), 100);
         assert!(!drawn.contains(OUTSIDE_BAND), "{drawn}");
         assert!(
-            drawn.contains("bound on a quantile's rank (not drawn)") && drawn.contains("90 ±12 rows"),
+            drawn.contains("±N rows: 95% bound on rank, not drawn") && drawn.contains("90 ±12 rows"),
             "{drawn}"
         );
     }

@@ -182,12 +182,15 @@ pub fn warnings(published: &Published, name: Option<&str>) -> Vec<String> {
                 .collect();
             let Some(&(key, first, range)) = wide_groups.first() else { return vec![] };
             let keys: Vec<&str> = wide_groups.iter().map(|w| w.0).collect();
-            let groups = format!(
-                " in {} of {} groups ({}; shown for {key})",
-                keys.len(),
-                g.groups.len(),
-                keys.join(", ")
-            );
+            let groups = match keys.as_slice() {
+                [one] => format!(" in group {one}"),
+                _ => format!(
+                    " in {} of {} groups ({}; shown for {key})",
+                    keys.len(),
+                    g.groups.len(),
+                    keys.join(", ")
+                ),
+            };
             vec![say(first, range, groups)]
         }
     }
