@@ -64,8 +64,8 @@ pub enum Query {
     /// add-remove: noisy count, shifted sum and sum of squares, ε split in three; replace: noisy
     /// shifted sum and sum of squares over the public n, ε split in two.
     #[command(
-        after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 people.csv\n  \
-        dpstat variance --col income --lower 0 --upper 200000 --eps 1 --by region --keys north,south people.csv"
+        after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 fixtures/people.csv\n  \
+        dpstat variance -c income -l 0 -u 200000 -e 1 -b region -k north,south fixtures/people.csv"
     )]
     Variance(NumericArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
@@ -74,13 +74,14 @@ pub enum Query {
     Histogram(HistogramArgs),
     /// Noisy quantiles by the exponential mechanism (permute-and-flip) over public candidates.
     /// Score sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
-    #[command(
-        after_help = "Examples:\n  dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 people.csv\n  \
-        dpstat quantile --col income --q 0.9 --eps 1 people.csv   (no bounds: public log-scale candidates)"
-    )]
+    #[command(after_help = "Examples:\n  \
+        dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 fixtures/incomes_20k.csv\n  \
+        dpstat quantile --col income --q 0.9 --eps 1 fixtures/incomes_20k.csv   # no bounds: public log-scale candidates")]
     Quantile(QuantileArgs),
     /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
-    #[command(after_help = "Example:\n  dpstat median --col age --lower 0 --upper 120 --eps 0.5 people.csv")]
+    #[command(
+        after_help = "Example:\n  dpstat median --col age --lower 0 --upper 120 --eps 0.5 fixtures/people.csv"
+    )]
     Median(MedianArgs),
     /// Several queries from a workload file (TOML) in one pass over FILE: one total ε split into
     /// exact shares, one privacy unit, one ledger charge.
@@ -91,8 +92,10 @@ pub enum Query {
     )]
     Run(RunArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
-    #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl people.csv\n  \
-        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json")]
+    #[command(after_help = "Examples:\n  \
+        dpstat count --eps 0.5 --budget 1 --ledger budget.jsonl fixtures/people.csv   # charges 0.5\n  \
+        dpstat budget --ledger budget.jsonl fixtures/people.csv\n  \
+        dpstat budget --ledger budget.jsonl --format json fixtures/people.csv")]
     Budget(BudgetArgs),
     /// Check a file before releasing from it: every ragged row, non-UTF-8 cell and non-numeric
     /// cell of a numeric column, by row and column. Its report is NOT private: it describes the

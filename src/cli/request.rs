@@ -53,9 +53,7 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
     let PlanTarget { eps, error, neighbours, confidence, format } = target;
     let format: text::Format = (*format).into();
     if format == text::Format::Chart {
-        return Err(Error::usage(
-            "--format chart draws a histogram release; dpstat plan prints --format text or json",
-        ));
+        return Err(Error::usage("--format chart draws a release; dpstat plan prints --format text or json"));
     }
     let target = match (eps, error) {
         (Some(e), _) => cmd::plan::Target::Epsilon(e.clone()),
