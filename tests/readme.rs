@@ -20,6 +20,9 @@
 //! A `dpstat` command in any other code block of the README (indented, or fenced as anything
 //! but `console`) fails the test, so a new example cannot escape it. `README_BLESS=1 cargo test
 //! --test readme` rewrites the outputs of every block with what dpstat prints now.
+//!
+//! Unix only: the examples are shell commands.
+#![cfg(unix)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
