@@ -32,7 +32,19 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
         Query::Check(args) => cmd::check::run(&args.input.flags(), out),
         Query::Plan(args) => cmd::plan::run(&request::plan_request(args)?, out),
         Query::Completions(args) => cmd::generate::completions(args.shell, Cli::command(), out),
-        Query::Man => cmd::generate::man(Cli::command(), out),
+        Query::Man(args) => match &args.out {
+            Some(dir) => {
+                let pages = cmd::generate::man_pages(Cli::command(), dir)?;
+                let _ = writeln!(
+                    io::stderr(),
+                    "dpstat: note: wrote {} man pages to {}",
+                    pages.len(),
+                    dir.display()
+                );
+                Ok(())
+            }
+            None => cmd::generate::man(Cli::command(), &args.command, out),
+        },
         Query::Run(args) => cmd::run::run(&args.request(), out),
         release => match request::release_request(release) {
             Some(request) => cmd::release::run(cmd::release::Job::new(request)?, out),

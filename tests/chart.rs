@@ -95,17 +95,133 @@ fn chart_fits_narrow_and_wide_terminals_and_cuts_long_labels() {
 }
 
 #[test]
-fn chart_is_only_for_histograms() {
-    fails_with(
-        dpstat().args(["count", "--eps", "1", "--format", "chart"]).arg(fixture("people.csv")),
-        &["--format chart", "--format text"],
+fn a_chart_needs_several_numbers() {
+    for one in [
+        &["count", "--eps", "1"][..],
+        &["mean", "--col", "age", "--lower", "0", "--upper", "9", "--eps", "1"],
+        &["median", "--col", "age", "--lower", "0", "--upper", "9", "--eps", "1"],
+        &["quantile", "--col", "age", "--q", "0.5", "--eps", "1"],
+    ] {
+        fails_with(
+            dpstat().args(one).args(["--format", "chart"]).arg(fixture("people.csv")),
+            &["several numbers", "this release is one number", "--with-error"],
+        );
+        fails_with(
+            dpstat().args(one).args(["--plot", "x.svg"]).arg(fixture("people.csv")),
+            &["several numbers", "this release is one number"],
+        );
+    }
+}
+
+/// Bar rows of a terminal chart, as (label, printed number).
+fn chart_rows(chart: &str) -> Vec<(String, String)> {
+    chart
+        .lines()
+        .filter(|l| l.contains('│'))
+        .map(|l| {
+            let label = l.split([' ', '│', '░', '▓', '█']).next().unwrap().to_string();
+            let number = l.rsplit(['│', '░', '▓', '█']).next().unwrap().trim().to_string();
+            (label, number)
+        })
+        .collect()
+}
+
+#[test]
+fn grouped_releases_chart_one_bar_per_group_with_its_own_bound() {
+    let people = fixture("people.csv");
+    let mean = ["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1"];
+    let by = ["--by", "region", "--keys", "north,south,east,west"];
+    let json = json_of(dpstat().args(mean).args(by).arg(&people));
+    let chart =
+        stdout_of(dpstat().args(mean).args(by).args(["--format", "chart"]).arg(&people).env("COLUMNS", "90"));
+    assert!(chart.starts_with("mean of income by region: eps 1, add-remove\n"), "{chart}");
+    let rows = chart_rows(&chart);
+    let groups = json["groups"].as_array().unwrap();
+    assert_eq!(rows.len(), groups.len(), "{chart}");
+    for ((label, number), group) in rows.iter().zip(groups) {
+        assert_eq!(label, group["key"].as_str().unwrap());
+        let (value, bound) = number.split_once(" ±").unwrap();
+        let (value, bound): (f64, f64) = (value.parse().unwrap(), bound.parse().unwrap());
+        let (want, want_bound) =
+            (group["value"].as_f64().unwrap(), group["accuracy"]["error_bound"].as_f64().unwrap());
+        assert!((value - want).abs() <= want.abs() * 1e-3 + 1.0, "{number} vs {want}");
+        assert!((bound - want_bound).abs() <= want_bound * 1e-3 + 1.0, "{number} vs {want_bound}");
+    }
+    // A grouped histogram: one panel per group, headed by its key, all on one scale.
+    let histogram = ["histogram", "--col", "region", "--categories", "north,south", "--by", "urban_rural"];
+    let chart = stdout_of(
+        dpstat().args(histogram).args(["--keys", "1,2", "--eps", "1", "--format", "chart"]).arg(&people),
     );
-    fails_with(
-        dpstat().args([
-            "mean", "--col", "age", "--lower", "0", "--upper", "9", "--eps", "1", "--format", "chart",
-        ]),
-        &["--format"],
+    for heading in ["urban_rural = 1", "urban_rural = 2", "urban_rural = other"] {
+        assert!(chart.lines().any(|l| l == heading), "{heading}:\n{chart}");
+    }
+    assert_eq!(chart_rows(&chart).len(), 9, "{chart}");
+    let axes: Vec<usize> = chart
+        .lines()
+        .filter(|l| l.contains('│'))
+        .map(|l| l.chars().position(|c| c == '│').unwrap())
+        .collect();
+    assert!(axes.iter().all(|&a| a == axes[0]), "one scale, one zero axis:\n{chart}");
+}
+
+#[test]
+fn quantile_sets_chart_their_values_with_their_rank_bounds() {
+    let args = [
+        "quantile",
+        "--col",
+        "income",
+        "--q",
+        "0.1,0.5,0.9",
+        "--lower",
+        "0",
+        "--upper",
+        "200000",
+        "--eps",
+        "1",
+    ];
+    let file = fixture("incomes_20k.csv");
+    let json = json_of(dpstat().args(args).arg(&file));
+    let chart = stdout_of(dpstat().args(args).args(["--format", "chart"]).arg(&file));
+    assert!(chart.contains("±N rows: 95% bound on rank, not drawn") && !chart.contains('░'), "{chart}");
+    for ((label, number), q) in chart_rows(&chart).iter().zip(json["quantiles"].as_array().unwrap()) {
+        assert_eq!(label, &format!("q={}", q["q"]));
+        let rows = q["rank_error_bound"].as_f64().unwrap().ceil();
+        assert_eq!(number, &format!("{} ±{rows} rows", q["value"].as_f64().unwrap()), "{chart}");
+    }
+}
+
+#[test]
+fn workloads_chart_one_panel_per_query_each_on_its_own_scale() {
+    let chart = stdout_of(
+        dpstat()
+            .args(["run", "--format", "chart"])
+            .arg(fixture("compose_grouped.toml"))
+            .arg(fixture("people.csv"))
+            .env("COLUMNS", "80"),
     );
+    assert!(chart.starts_with("workload: 2 queries, eps 0.5 in all, add-remove\n"), "{chart}");
+    assert!(chart.contains("\nincome_by_area: mean of income by urban_rural\n"), "{chart}");
+    assert!(chart.contains("\nregions: histogram of region\n"), "{chart}");
+    let labels: Vec<String> = chart_rows(&chart).into_iter().map(|r| r.0).collect();
+    assert_eq!(labels, ["1", "2", "other", "north", "south", "east", "west", "other"], "{chart}");
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("w.svg");
+    stdout_of(
+        dpstat()
+            .args(["run", "--plot"])
+            .arg(&svg)
+            .arg(fixture("compose_grouped.toml"))
+            .arg(fixture("people.csv")),
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed");
+    assert_eq!(bars(&doc), 8, "a bar per value");
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).map(str::trim).collect();
+    for label in
+        ["urban_rural", "region", "noisy mean of income", "noisy count", "regions: histogram of region"]
+    {
+        assert!(texts.contains(&label), "{label} labels an axis or a panel: {texts:?}");
+    }
 }
 
 // ---- SVG -----------------------------------------------------------------------------------
@@ -177,6 +293,23 @@ fn plot_is_written_after_the_ledger_charge_and_never_for_a_refused_release() {
 }
 
 #[test]
+fn a_grouped_plot_has_labelled_axes_error_bars_and_a_light_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "0.5"];
+    let (csv, svg) = plot(dir.path(), "c.svg", &args, "people.csv", 1);
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed");
+    assert_eq!(bars(&doc), csv.lines().count() - 1, "a bar per group, other included");
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).map(str::trim).collect();
+    for label in ["region", "noisy count", "count by region: eps 0.5, add-remove", "other"] {
+        assert!(texts.contains(&label), "{label} is drawn: {texts:?}");
+    }
+    assert!(texts.iter().any(|t| t.starts_with("error bars ±6: 95% accuracy bound")), "{texts:?}");
+    // The grid: one light line per value tick, none between them.
+    let grid = doc.descendants().filter(|n| n.attribute("stroke") == Some("#E4E4E4")).count();
+    assert!((3..=12).contains(&grid), "{grid} grid lines");
+}
+
+#[test]
 fn plot_errors_come_before_any_data_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/dir/age.svg");
@@ -188,6 +321,16 @@ fn plot_errors_come_before_any_data_is_read() {
         dpstat().args(AGE).args(["--plot"]).arg(dir.path()).arg(fixture("people.csv")),
         &["--plot", "directory"],
     );
+    // Only SVG is written: a .png (or no extension) is refused, not filled with SVG bytes.
+    for name in ["age.png", "age", "age.svg.pdf"] {
+        let path = dir.path().join(name);
+        fails_with(
+            dpstat().args(AGE).args(["--plot"]).arg(&path).arg(fixture("people.csv")),
+            &["--plot", "SVG only", ".svg"],
+        );
+        assert!(!path.exists());
+    }
+    stdout_of(dpstat().args(AGE).args(["--plot"]).arg(dir.path().join("AGE.SVG")).arg(fixture("people.csv")));
     // A release that fails on its data writes no plot either.
     let svg = dir.path().join("bad.svg");
     let region_bins =

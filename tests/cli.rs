@@ -373,6 +373,115 @@ fn tab_delimiter_as_escape_word_or_character() {
     }
 }
 
+/// The short flags and aliases of xsv, xan and qsv habits give the very same release as the long
+/// flags (same seed, same noise).
+#[test]
+fn short_flags_and_aliases_are_the_long_flags() {
+    let people = fixture("people.csv");
+    let same = |long: &[&str], short: &[&str]| {
+        let a = stdout_of(dpstat().args(long).arg(&people));
+        let b = stdout_of(dpstat().args(short).arg(&people));
+        assert_eq!(a, b, "{long:?} vs {short:?}");
+    };
+    same(
+        &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1", "--format", "json"],
+        &["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "-o", "json"],
+    );
+    same(
+        &["sum", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "1", "--threads", "1"],
+        &["sum", "-s", "age", "-l0", "-u100", "--epsilon", "1", "-j", "1"],
+    );
+    same(
+        &["sum", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "1"],
+        &["sum", "--column", "age", "--lower", "0", "--upper", "100", "--eps", "1", "--jobs", "2"],
+    );
+    same(
+        &["count", "--where", "region=north", "--by", "urban_rural", "--keys", "1,2", "--eps", "1"],
+        &["count", "-w", "region=north", "-b", "urban_rural", "-k", "1,2", "-e", "1"],
+    );
+    same(
+        &["quantile", "--col", "age", "--q", "0.25,0.75", "--lower", "0", "--upper", "100", "--eps", "1"],
+        &["quantile", "-c", "age", "-q", "0.25", "-q", "0.75", "-l", "0", "-u", "100", "-e", "1"],
+    );
+    let plan = |args: &[&str]| stdout_of(dpstat().args(args));
+    assert_eq!(
+        plan(&[
+            "plan", "sum", "--col", "x", "--lower", "0", "--upper", "10", "--eps", "1", "--format", "json"
+        ]),
+        plan(&["plan", "sum", "-c", "x", "-l", "0", "-u", "10", "--epsilon", "1", "-o", "json"])
+    );
+    let semicolons = fixture("semicolon.csv");
+    let a =
+        stdout_of(dpstat().args(["count", "--delimiter", ";", "--no-header", "--eps", "1"]).arg(&semicolons));
+    let b = stdout_of(dpstat().args(["count", "-d", ";", "-n", "-e", "1"]).arg(&semicolons));
+    let c = stdout_of(dpstat().args(["count", "-d;", "--no-headers", "-e", "1"]).arg(&semicolons));
+    assert_eq!((&a, &a), (&b, &c));
+}
+
+#[test]
+fn tsv_and_tab_files_are_read_as_tab_separated() {
+    sum_near(&["--col", "amount"], "tabs.tsv", 23.0);
+    sum_near(&["--col", "2", "--where", "label=p"], "tabs.tsv", 16.0);
+    let dir = tempfile::tempdir().unwrap();
+    let tab = dir.path().join("TABS.TAB");
+    std::fs::copy(fixture("tabs.tsv"), &tab).unwrap();
+    let sum = ["sum", "--col", "amount", "--lower", "0", "--upper", "100", "--eps", "1000"];
+    assert!((one_number(&stdout_of(dpstat().args(sum).arg(&tab))) - 23.0).abs() <= 1.0);
+    // -d wins over the name; then the header is one field, and the message says which -d reads it.
+    fails_with(dpstat().args(sum).args(["-d", ","]).arg(&tab), &["no column 'amount'", "add -d '\\t'"]);
+    // Standard input has no name: comma unless -d says otherwise.
+    let bytes = std::fs::read(fixture("tabs.tsv")).unwrap();
+    fails_with(dpstat().args(sum).write_stdin(bytes.clone()), &["add -d '\\t'"]);
+    let got = one_number(&stdout_of(dpstat().args(sum).args(["-d", "\\t"]).write_stdin(bytes)));
+    assert!((got - 23.0).abs() <= 1.0);
+}
+
+/// `--col 3`, `--where 4=north` and `--by 5` on a file with a header are columns 3, 4 and 5: the
+/// same release as by name.
+#[test]
+fn columns_by_number_with_a_header_are_the_named_columns() {
+    let people = fixture("people.csv");
+    let by_name = stdout_of(
+        dpstat()
+            .args([
+                "sum",
+                "--col",
+                "income",
+                "--where",
+                "region=north",
+                "--by",
+                "urban_rural",
+                "--keys",
+                "1,2",
+            ])
+            .args(["--lower", "0", "--upper", "200000", "--eps", "1"])
+            .arg(&people),
+    );
+    let by_number = stdout_of(
+        dpstat()
+            .args(["sum", "--col", "3", "--where", "4=north", "--by", "5", "--keys", "1,2"])
+            .args(["--lower", "0", "--upper", "200000", "--eps", "1"])
+            .arg(&people),
+    );
+    assert_eq!(by_name, by_number);
+    fails_with(
+        dpstat().args(["sum", "--col", "7", "--lower", "0", "--upper", "1", "--eps", "1"]).arg(&people),
+        &["no column '7' (--col)", "the header has 6 columns"],
+    );
+    // A header named 2 in another column than column 2: refused, saying how to write each.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("years.csv");
+    std::fs::write(&file, "id,age,2\n1,30,5\n2,40,7\n").unwrap();
+    let sum = ["sum", "--lower", "0", "--upper", "100", "--eps", "1000"];
+    fails_with(
+        dpstat().args(sum).args(["--col", "2"]).arg(&file),
+        &["--col 2 is ambiguous", "'\"2\"'", "--col age"],
+    );
+    let named_2 = one_number(&stdout_of(dpstat().args(sum).args(["--col", "\"2\""]).arg(&file)));
+    let age = one_number(&stdout_of(dpstat().args(sum).args(["--col", "age"]).arg(&file)));
+    assert!((named_2 - 12.0).abs() <= 1.0 && (age - 70.0).abs() <= 1.0, "{named_2} {age}");
+}
+
 #[test]
 fn no_header_takes_one_based_column_numbers() {
     sum_near(&["--no-header", "--col", "3"], "no_header.csv", 100.0);

@@ -34,10 +34,83 @@ fn completions_for_bash_zsh_and_fish_mention_every_subcommand() {
 fn man_page_mentions_every_subcommand() {
     let page = stdout_of(dpstat().arg("man"));
     assert!(page.starts_with(".ie") || page.contains(".TH"), "roff: {}", &page[..80.min(page.len())]);
-    assert!(page.contains(".TH dpstat"), "title header");
+    assert!(page.contains(".TH dpstat 1"), "title header");
     for name in subcommands() {
-        assert!(page.contains(&name), "the man page does not mention {name}");
+        assert!(
+            page.contains(&format!("dpstat\\-{name}(1)")),
+            "the man page does not refer to dpstat-{name}(1)"
+        );
     }
+}
+
+/// Every page a subcommand (or a subcommand of plan) has, with the path `dpstat man` takes.
+fn pages() -> Vec<Vec<String>> {
+    let mut command = Cli::command();
+    command.build();
+    let mut pages = vec![];
+    for sub in command.get_subcommands().filter(|c| c.get_name() != "help") {
+        pages.push(vec![sub.get_name().to_string()]);
+        for inner in sub.get_subcommands().filter(|c| c.get_name() != "help") {
+            pages.push(vec![sub.get_name().to_string(), inner.get_name().to_string()]);
+        }
+    }
+    pages
+}
+
+/// `dpstat man COMMAND`: the subcommand's own page, with every flag the parser knows for it, its
+/// examples, exit status, environment and files.
+#[test]
+fn every_subcommand_has_a_page_with_its_flags() {
+    let command = Cli::command();
+    for path in pages() {
+        let page = stdout_of(dpstat().arg("man").args(&path));
+        let name = format!("dpstat-{}", path.join("-"));
+        assert!(page.contains(&format!(".TH {name} 1")), "{name}: title header");
+        let mut sub = &command;
+        for p in &path {
+            sub = sub.find_subcommand(p).unwrap();
+        }
+        for arg in sub.get_arguments() {
+            if let Some(long) = arg.get_long() {
+                let roff = format!("\\-\\-{}", long.replace('-', "\\-"));
+                assert!(page.contains(&roff), "{name} lacks --{long}");
+            }
+        }
+        for section in ["NAME", "SYNOPSIS", "OPTIONS", "EXIT STATUS", "SEE ALSO"] {
+            let heading =
+                |h: &str| page.contains(&format!(".SH {h}\n")) || page.contains(&format!(".SH \"{h}\"\n"));
+            assert!(heading(section), "{name} lacks {section}");
+        }
+        let takes = |id: &str| sub.get_arguments().any(|a| a.get_id() == id);
+        if takes("ledger") {
+            assert!(page.contains("DPSTAT_LEDGER") && page.contains(".SH FILES"), "{name}: ledger");
+            assert!(page.contains("budget exhausted"), "{name}: exit 3");
+        }
+        if takes("eps") && takes("file") {
+            assert!(page.contains("DPSTAT_INSECURE_SEED") && page.contains(".SH EXAMPLES"), "{name}");
+        }
+    }
+    fails_with(dpstat().args(["man", "frobnicate"]), &["no subcommand 'frobnicate'", "count"]);
+    fails_with(dpstat().args(["man", "plan", "median"]), &["dpstat plan has no subcommand 'median'"]);
+}
+
+#[test]
+fn man_out_installs_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("man1");
+    let out = dpstat().args(["man", "--out"]).arg(&target).output().unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    let mut written: Vec<String> = std::fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let mut want: Vec<String> = pages().iter().map(|p| format!("dpstat-{}.1", p.join("-"))).collect();
+    want.push("dpstat.1".into());
+    want.sort();
+    assert_eq!(written, want);
+    let count = std::fs::read_to_string(target.join("dpstat-count.1")).unwrap();
+    assert_eq!(count, stdout_of(dpstat().args(["man", "count"])), "the installed page is the printed one");
 }
 
 #[test]

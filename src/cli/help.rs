@@ -19,7 +19,7 @@ Sensitivity (noise: discrete Laplace on the integers, scale Δ/ε):
   replace     Δ = 1   a changed row can start or stop matching --where
 
 Worked example:
-  dpstat count --where urban_rural=2 --eps 0.1 people.csv
+  dpstat count --where urban_rural=2 --eps 0.1 fixtures/people.csv
     Δ = 1, scale = 1/0.1 = 10: the printed count is within ±30 of the true count
     with probability 0.95 (`dpstat plan count --eps 0.1` says the same without data).";
 
@@ -29,7 +29,7 @@ Sensitivity (values clamped to [L, U]; noise: discrete Laplace of scale Δ/ε on
   replace     Δ = U − L           a row's value changes anywhere within [L, U]
 
 Worked example:
-  dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 people.csv
+  dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 fixtures/people.csv
     add-remove: Δ = max(0, 200000) = 200000, scale = 200000/0.5 = 400000: the printed sum
     is within ±1198293 of the true clamped sum with probability 0.95
     (see `dpstat plan sum --lower 0 --upper 200000 --eps 0.5`).";
@@ -42,10 +42,13 @@ Sensitivity (values clamped to [L, U]):
   replace     n is public: a noisy sum with Δ = U − L divided by n, i.e. Δ = (U − L)/n for the mean.
 
 Worked example:
-  dpstat mean --col age --lower 0 --upper 100 --eps 1 --neighbours replace people.csv
+  dpstat mean --col age --lower 0 --upper 100 --eps 1 --neighbours replace fixtures/people.csv
     replace with n = 200 rows: Δ = (100 − 0)/200 = 0.5, scale = 0.5/1 = 0.5: the printed mean
     is within ±1.5 of the true clamped mean with probability 0.95
-    (see `dpstat plan mean --lower 0 --upper 100 --eps 1 --neighbours replace --rows 200`).";
+    (see `dpstat plan mean --lower 0 --upper 100 --eps 1 --neighbours replace --rows 200`).
+  dpstat mean -c income -l 0 -u 200000 -e 0.5 -E -r fixtures/people.csv
+    the same flags, short: prints the mean with its 95% error bound, `V ± E (95%)`, rounded
+    to the digits the noise leaves meaningful.";
 
 pub const HISTOGRAM_HELP: &str = "\
 Sensitivity (L1 over all bins; every bin gets independent discrete Laplace noise of scale Δ/ε):
@@ -53,12 +56,12 @@ Sensitivity (L1 over all bins; every bin gets independent discrete Laplace noise
   replace     Δ = 2   one bin loses a row and another gains it
 
 Worked examples:
-  dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 people.csv
+  dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 fixtures/people.csv
     add-remove: Δ = 1, scale = 1/0.5 = 2: each printed count is within ±6 of its bin's true
     count with probability 0.95 (per bin; see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).
-  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --format chart people.csv
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --format chart fixtures/people.csv
     draws the noisy counts as bars with their ± accuracy band (width from COLUMNS or the terminal).
-  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --plot region.svg people.csv
+  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --plot region.svg fixtures/people.csv
     also writes an SVG bar chart with error bars, after the release (and any ledger charge).";
 
 pub const PLAN_HELP: &str = "\

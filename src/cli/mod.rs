@@ -26,6 +26,7 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger::{Budget, LedgerFlags};
 use crate::query::options::{Level, Options};
+use crate::report::text::Style;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -63,8 +64,8 @@ pub enum Query {
     /// add-remove: noisy count, shifted sum and sum of squares, ε split in three; replace: noisy
     /// shifted sum and sum of squares over the public n, ε split in two.
     #[command(
-        after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 people.csv\n  \
-        dpstat variance --col income --lower 0 --upper 200000 --eps 1 --by region --keys north,south people.csv"
+        after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 fixtures/people.csv\n  \
+        dpstat variance -c income -l 0 -u 200000 -e 1 -b region -k north,south fixtures/people.csv"
     )]
     Variance(NumericArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
@@ -73,13 +74,14 @@ pub enum Query {
     Histogram(HistogramArgs),
     /// Noisy quantiles by the exponential mechanism (permute-and-flip) over public candidates.
     /// Score sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
-    #[command(
-        after_help = "Examples:\n  dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 people.csv\n  \
-        dpstat quantile --col income --q 0.9 --eps 1 people.csv   (no bounds: public log-scale candidates)"
-    )]
+    #[command(after_help = "Examples:\n  \
+        dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 fixtures/incomes_20k.csv\n  \
+        dpstat quantile --col income --q 0.9 --eps 1 fixtures/incomes_20k.csv   # no bounds: public log-scale candidates")]
     Quantile(QuantileArgs),
     /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
-    #[command(after_help = "Example:\n  dpstat median --col age --lower 0 --upper 120 --eps 0.5 people.csv")]
+    #[command(
+        after_help = "Example:\n  dpstat median --col age --lower 0 --upper 120 --eps 0.5 fixtures/people.csv"
+    )]
     Median(MedianArgs),
     /// Several queries from a workload file (TOML) in one pass over FILE: one total ε split into
     /// exact shares, one privacy unit, one ledger charge.
@@ -90,9 +92,10 @@ pub enum Query {
     )]
     Run(RunArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
-    #[command(after_help = "Examples:\n  dpstat budget --ledger budget.jsonl\n  \
-        dpstat budget --ledger budget.jsonl --dataset people-2026 --format json\n  \
-        dpstat budget --ledger budget.jsonl fixtures/people.csv")]
+    #[command(after_help = "Examples:\n  \
+        dpstat count --eps 0.5 --budget 1 --ledger budget.jsonl fixtures/people.csv   # charges 0.5\n  \
+        dpstat budget --ledger budget.jsonl\n  \
+        dpstat budget --ledger budget.jsonl --format json fixtures/people.csv")]
     Budget(BudgetArgs),
     /// Check a file before releasing from it: every ragged row, non-UTF-8 cell and non-numeric
     /// cell of a numeric column, by row and column. Its report is NOT private: it describes the
@@ -113,9 +116,26 @@ pub enum Query {
         dpstat completions zsh > ~/.zfunc/_dpstat\n  \
         dpstat completions fish > ~/.config/fish/completions/dpstat.fish")]
     Completions(CompletionsArgs),
-    /// Print the man page (roff) to standard output.
-    #[command(after_help = "Example:\n  dpstat man > dpstat.1 && man ./dpstat.1")]
-    Man,
+    /// Print a man page (roff) to standard output: dpstat's, or a subcommand's; or write them all
+    /// into a directory with --out.
+    #[command(after_help = "Examples:\n  \
+        dpstat man | man -l -\n  \
+        dpstat man count | man -l -\n  \
+        dpstat man plan sum > dpstat-plan-sum.1\n  \
+        dpstat man --out ~/.local/share/man/man1   # then: man dpstat-count")]
+    Man(ManArgs),
+}
+
+/// `dpstat man [COMMAND...] [--out DIR]`.
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (count, plan sum, ...); none prints dpstat's page.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every page (dpstat.1, dpstat-count.1, dpstat-plan-sum.1, ...) into DIR, created if
+    /// missing, and print nothing; DIR then goes on MANPATH (or is a man1 directory already).
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out: Option<PathBuf>,
 }
 
 /// `dpstat check`: only where the file is and how to read it.
@@ -136,47 +156,76 @@ pub struct CompletionsArgs {
 #[derive(Args, Debug)]
 pub struct Common {
     /// Privacy budget ε of this release, read as an exact decimal (>= 1e-9; > 10 warns).
-    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    #[arg(short = 'e', long, visible_alias = "epsilon", value_name = "E", allow_negative_numbers = true)]
     pub eps: Epsilon,
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
     pub neighbours: Neighbours,
-    /// Use only rows whose COL equals VALUE (repeatable; all must hold).
-    #[arg(long = "where", value_name = "COL=VALUE")]
+    /// Use only rows whose COL equals VALUE (repeatable; all must hold). COL as for --col.
+    #[arg(short = 'w', long = "where", value_name = "COL=VALUE")]
     pub filters: Vec<Filter>,
     /// One release per public key of column COL (with --keys), each with the full ε: the groups
     /// are disjoint (parallel composition), so ε is charged once.
-    #[arg(long, value_name = "COL", requires = "keys")]
+    #[arg(short = 'b', long, value_name = "COL", requires = "keys")]
     pub by: Option<String>,
     /// The public keys of --by, comma-separated; rows with any other key form the group `other`.
-    #[arg(long, value_name = "K1,K2,...", requires = "by")]
+    #[arg(short = 'k', long, value_name = "K1,K2,...", requires = "by")]
     pub keys: Option<Keys>,
-    /// Output format (chart: histograms only).
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Level of the printed accuracy bound, in (0, 1).
-    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
-    pub confidence: Confidence,
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
     pub input: InputArgs,
 }
 
+/// How a release is printed: the same for every query and for a workload.
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Level of the printed accuracy bound, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
+    pub confidence: Confidence,
+    /// Text: print each value with its error bound at --confidence, `53920 ± 310 (95%)`, or as
+    /// a last CSV column `error(95%)` (quantiles: the bound in rows of rank). The bound is
+    /// rounded up to two significant digits.
+    #[arg(short = 'E', long)]
+    pub with_error: bool,
+    /// Text: round each value to the decimal place of its error bound's second significant
+    /// digit, the digits the noise leaves meaningful; a printed bound then covers the rounding.
+    #[arg(short = 'r', long)]
+    pub round: bool,
+    /// Also write an SVG bar chart of a release of several numbers (bins, --by groups, --q
+    /// levels, a workload) with error bars at the accuracy bound, after the release is complete
+    /// and any ledger charge is made. The name must end in .svg.
+    #[arg(short = 'p', long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    pub fn style(&self) -> Style {
+        Style { with_error: self.with_error, round: self.round }
+    }
+}
+
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.
 #[derive(Args, Debug)]
 pub struct InputArgs {
-    /// Field delimiter: one ASCII character, or \t / tab.
-    #[arg(long, value_name = "C", default_value = ",")]
-    pub delimiter: Delimiter,
-    /// The input has no header row; columns are 1-based indices.
-    #[arg(long)]
+    /// Field delimiter: one ASCII character, or \t / tab [default: tab for a .tsv or .tab FILE,
+    /// else ,].
+    #[arg(short = 'd', long, value_name = "C")]
+    pub delimiter: Option<Delimiter>,
+    /// The input has no header row; columns are 1-based numbers.
+    #[arg(short = 'n', long = "no-headers", visible_alias = "no-header")]
     pub no_header: bool,
     /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
     /// Standard input and gzip files are always read by one thread.
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'j', long, visible_alias = "jobs", value_name = "N")]
     pub threads: Option<Threads>,
-    /// CSV file; - or absent reads standard input.
+    /// CSV file (TSV for a .tsv or .tab name, gzip by its magic bytes); - or absent reads
+    /// standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 }
@@ -196,7 +245,8 @@ impl InputArgs {
     }
 
     pub fn csv(&self) -> CsvOptions {
-        CsvOptions { delimiter: self.delimiter.0, has_header: !self.no_header }
+        let delimiter = self.delimiter.unwrap_or_else(|| Delimiter::for_file(self.file.as_deref()));
+        CsvOptions { delimiter: delimiter.0, has_header: !self.no_header }
     }
 
     /// Threads for the scan: `--threads`, else every core.
@@ -244,10 +294,10 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
     /// Output format (text or json).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Field delimiter of FILE.
-    #[arg(long, value_name = "CHAR", default_value = ",")]
+    #[arg(short = 'd', long, value_name = "CHAR", default_value = ",")]
     pub delimiter: Delimiter,
     /// A data file to compare with the data each release read (its fingerprint); - reads
     /// standard input. Without it no data is read.
@@ -261,29 +311,27 @@ pub struct ReleaseFlags<'a> {
     pub kind: &'static str,
     pub options: Options,
     pub common: &'a Common,
-    /// `--plot` (histograms).
-    pub plot: Option<PathBuf>,
 }
 
 impl Query {
     /// The release this subcommand asks for; None for the subcommands that release nothing.
     pub fn release(&self) -> Option<ReleaseFlags<'_>> {
-        let (kind, options, common, plot) = match self {
-            Query::Count(a) => ("count", Options::default(), &a.common, None),
-            Query::Sum(a) => ("sum", a.options(), &a.common, None),
-            Query::Mean(a) => ("mean", a.options(), &a.common, None),
-            Query::Variance(a) => ("variance", a.options(), &a.common, None),
-            Query::Histogram(a) => ("histogram", a.options(), &a.common, a.plot.clone()),
-            Query::Quantile(a) => ("quantile", a.rank.options(a.levels.clone()), &a.rank.common, None),
-            Query::Median(a) => ("median", a.rank.options(vec![]), &a.rank.common, None),
+        let (kind, options, common) = match self {
+            Query::Count(a) => ("count", Options::default(), &a.common),
+            Query::Sum(a) => ("sum", a.options(), &a.common),
+            Query::Mean(a) => ("mean", a.options(), &a.common),
+            Query::Variance(a) => ("variance", a.options(), &a.common),
+            Query::Histogram(a) => ("histogram", a.options(), &a.common),
+            Query::Quantile(a) => ("quantile", a.rank.options(a.levels.clone()), &a.rank.common),
+            Query::Median(a) => ("median", a.rank.options(vec![]), &a.rank.common),
             Query::Budget(_)
             | Query::Check(_)
             | Query::Plan(_)
             | Query::Completions(_)
-            | Query::Man
+            | Query::Man(_)
             | Query::Run(_) => return None,
         };
-        Some(ReleaseFlags { kind, options, common, plot })
+        Some(ReleaseFlags { kind, options, common })
     }
 }
 
@@ -293,12 +341,9 @@ pub struct RunArgs {
     /// Workload file (TOML): total `epsilon`, `neighbours`, and one `[[query]]` table per query.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
-    /// Output format: a text table, or JSON lines (one object per query).
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Level of the printed accuracy bounds, in (0, 1).
-    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
-    pub confidence: Confidence,
+    /// How to print: --format text is a table, json one line per query.
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
@@ -314,14 +359,21 @@ pub struct CountArgs {
 /// Flags of the queries that read one numeric column.
 #[derive(Args, Debug)]
 pub struct NumericArgs {
-    /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    /// Column: a header name, or a 1-based number ('"2"' is the column named 2).
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "column",
+        visible_short_alias = 's',
+        value_name = "COL",
+        allow_negative_numbers = true
+    )]
     pub col: String,
     /// Lower clamping bound L (public). Without --lower/--upper, part of ε finds bounds privately.
-    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true)]
     pub lower: Option<Finite>,
     /// Upper clamping bound U (public).
-    #[arg(long, value_name = "U", allow_hyphen_values = true)]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true)]
     pub upper: Option<Finite>,
     /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
@@ -348,8 +400,15 @@ impl NumericArgs {
 
 #[derive(Args, Debug)]
 pub struct HistogramArgs {
-    /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    /// Column: a header name, or a 1-based number ('"2"' is the column named 2).
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "column",
+        visible_short_alias = 's',
+        value_name = "COL",
+        allow_negative_numbers = true
+    )]
     pub col: String,
     /// Numeric histogram: K equal-width bins over [L, U]; values outside go to the edge bins.
     #[arg(long, value_name = "K", conflicts_with = "categories", allow_negative_numbers = true)]
@@ -358,10 +417,10 @@ pub struct HistogramArgs {
     #[arg(long, value_name = "A,B,...")]
     pub categories: Option<Categories>,
     /// Lower edge of the first bin (numeric histogram).
-    #[arg(long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
     pub lower: Option<Finite>,
     /// Upper edge of the last bin (numeric histogram).
-    #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
     pub upper: Option<Finite>,
     /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
     #[arg(long, value_name = "E", conflicts_with = "categories", allow_negative_numbers = true)]
@@ -369,10 +428,6 @@ pub struct HistogramArgs {
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,
-    /// Also write an SVG bar chart of the noisy counts with error bars (the per-bin accuracy
-    /// bound) to this file, after the release is complete and any ledger charge is made.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -395,14 +450,21 @@ impl HistogramArgs {
 /// Flags of quantile and median.
 #[derive(Args, Debug)]
 pub struct RankArgs {
-    /// Column by header name (with --no-header, a 1-based index).
-    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    /// Column: a header name, or a 1-based number ('"2"' is the column named 2).
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "column",
+        visible_short_alias = 's',
+        value_name = "COL",
+        allow_negative_numbers = true
+    )]
     pub col: String,
     /// Lowest candidate L (public); without --lower/--upper a public log-scale grid is used.
-    #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
     pub lower: Option<Finite>,
     /// Highest candidate U (public).
-    #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
     pub upper: Option<Finite>,
     /// Number of evenly spaced candidates over [L, U] (default 2001).
     #[arg(long, value_name = "K", requires = "lower", allow_negative_numbers = true)]
@@ -432,6 +494,7 @@ impl RankArgs {
 pub struct QuantileArgs {
     /// Quantile level(s) in (0, 1), exact decimals; several (repeat or comma-separate) split ε evenly.
     #[arg(
+        short = 'q',
         long = "q",
         value_name = "Q",
         required = true,

@@ -37,7 +37,7 @@ pub enum PlanQuery {
 #[derive(Args, Debug)]
 pub struct PlanTarget {
     /// ε to plan for: prints the error bound a release at this ε would state.
-    #[arg(long, value_name = "E")]
+    #[arg(short = 'e', long, visible_alias = "epsilon", value_name = "E")]
     pub eps: Option<Epsilon>,
     /// Target error bound (in the statistic's units): prints the smallest ε, to 3 significant
     /// digits, whose bound is at most this.
@@ -50,7 +50,7 @@ pub struct PlanTarget {
     #[arg(long, value_name = "C", default_value = "0.95")]
     pub confidence: Confidence,
     /// Output format (text or json).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
 }
 
@@ -58,13 +58,13 @@ pub struct PlanTarget {
 #[derive(Args, Debug)]
 pub struct PlanNumericArgs {
     /// Column name, only to label the plan (no data is read).
-    #[arg(long, value_name = "NAME")]
+    #[arg(short = 'c', long, visible_alias = "column", visible_short_alias = 's', value_name = "COL")]
     pub col: Option<String>,
     /// Lower clamping bound L, as the query would take it.
-    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true)]
     pub lower: Option<Finite>,
     /// Upper clamping bound U, as the query would take it.
-    #[arg(long, value_name = "U", allow_hyphen_values = true)]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true)]
     pub upper: Option<Finite>,
     #[command(flatten)]
     pub target: PlanTarget,
@@ -83,7 +83,7 @@ pub struct PlanMeanArgs {
 #[derive(Args, Debug)]
 pub struct PlanHistogramArgs {
     /// Column name, only to label the plan (no data is read).
-    #[arg(long, value_name = "NAME")]
+    #[arg(short = 'c', long, visible_alias = "column", visible_short_alias = 's', value_name = "COL")]
     pub col: Option<String>,
     /// Numeric histogram: K equal-width bins over [L, U].
     #[arg(long, value_name = "K", conflicts_with = "categories")]
@@ -92,10 +92,10 @@ pub struct PlanHistogramArgs {
     #[arg(long, value_name = "A,B,...")]
     pub categories: Option<Categories>,
     /// Lower edge of the first bin (numeric histogram).
-    #[arg(long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true, conflicts_with = "categories")]
     pub lower: Option<Finite>,
     /// Upper edge of the last bin (numeric histogram).
-    #[arg(long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true, conflicts_with = "categories")]
     pub upper: Option<Finite>,
     #[command(flatten)]
     pub target: PlanTarget,

@@ -9,7 +9,7 @@ use crate::report::text;
 
 /// A release subcommand as the request `cmd::release` validates; None for the others.
 pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
-    let ReleaseFlags { kind, options, common, plot } = query.release()?;
+    let ReleaseFlags { kind, options, common } = query.release()?;
     Some(cmd::release::Request {
         kind,
         options,
@@ -17,11 +17,12 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
         neighbours: common.neighbours.into(),
         filters: common.filters.clone(),
         by: common.by.clone().zip(common.keys.clone()),
-        format: common.format.into(),
-        confidence: common.confidence,
+        format: common.output.format.into(),
+        style: common.output.style(),
+        confidence: common.output.confidence,
         ledger: common.ledger.flags(),
         input: common.input.flags(),
-        plot,
+        plot: common.output.plot.clone(),
     })
 }
 
@@ -52,9 +53,7 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
     let PlanTarget { eps, error, neighbours, confidence, format } = target;
     let format: text::Format = (*format).into();
     if format == text::Format::Chart {
-        return Err(Error::usage(
-            "--format chart draws a histogram release; dpstat plan prints --format text or json",
-        ));
+        return Err(Error::usage("--format chart draws a release; dpstat plan prints --format text or json"));
     }
     let target = match (eps, error) {
         (Some(e), _) => cmd::plan::Target::Epsilon(e.clone()),
@@ -89,8 +88,10 @@ impl RunArgs {
     pub fn request(&self) -> cmd::run::RunRequest {
         cmd::run::RunRequest {
             workload: self.workload.clone(),
-            format: self.format.into(),
-            confidence: self.confidence,
+            format: self.output.format.into(),
+            style: self.output.style(),
+            plot: self.output.plot.clone(),
+            confidence: self.output.confidence,
             ledger: self.ledger.flags(),
             input: self.input.flags(),
         }

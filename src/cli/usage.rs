@@ -162,7 +162,7 @@ mod tests {
     fn messages_match_what_clap_renders() {
         let lines = [
             "dpstat count --lowr 1",
-            "dpstat count --epsilon 1",
+            "dpstat count --epsilo 1",
             "dpstat count",
             "dpstat mean --col x --lower 5 --eps",
             "dpstat count --eps abc",
@@ -181,7 +181,7 @@ mod tests {
             "dpstat count --eps 1 a.csv b.csv",
             "dpstat count --delimiter ;; --eps 1",
             "dpstat --versionx",
-            "dpstat count --no-headers --eps 1",
+            "dpstat count --no-headerz --eps 1",
             "dpstat budget",
             "dpstat run",
             "dpstat sum --col x --lower 1 --upper 2 --eps 1 --invalid drop",
@@ -195,7 +195,7 @@ mod tests {
             "dpstat histogram --col a --categories a,,b --eps 1",
             "dpstat count --eps 1 --keys a",
             "dpstat count --where a  b --eps 1",
-            "dpstat count --eps 1 --no-header=yes",
+            "dpstat count --eps 1 --no-headers=yes",
             "dpstat sum --col age --lowr 0 --eps 1",
             "dpstat count --eps 1 --format",
         ];

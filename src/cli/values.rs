@@ -1,6 +1,7 @@
 //! The value types of flags that only the command line has: the clap mirrors of the privacy
 //! unit and the output format, the delimiter and the thread count.
 
+use std::path::Path;
 use std::str::FromStr;
 
 use clap::ValueEnum;
@@ -35,7 +36,8 @@ pub enum Format {
     Text,
     /// One JSON object with the release and how to read it.
     Json,
-    /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
+    /// Bars of a release of several numbers (bins, --by groups, --q levels, a workload), each
+    /// with its ± accuracy band.
     Chart,
 }
 
@@ -52,6 +54,21 @@ impl From<Format> for text::Format {
 /// `--delimiter`: one ASCII byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delimiter(pub u8);
+
+impl Delimiter {
+    /// The delimiter a file's name implies: a tab for `.tsv` and `.tab` (also gzipped), as
+    /// xsv, xan and miller read them; else a comma (standard input included).
+    pub fn for_file(file: Option<&Path>) -> Delimiter {
+        let name = file.and_then(Path::file_name).map(|n| n.to_string_lossy().to_ascii_lowercase());
+        let name = name.as_deref().unwrap_or_default();
+        let name = name.strip_suffix(".gz").unwrap_or(name);
+        if name.ends_with(".tsv") || name.ends_with(".tab") {
+            Delimiter(b'\t')
+        } else {
+            Delimiter(b',')
+        }
+    }
+}
 
 impl FromStr for Delimiter {
     type Err = String;
@@ -104,6 +121,17 @@ mod tests {
     fn parses_delimiters_and_threads() {
         assert_eq!("\\t".parse::<Delimiter>(), Ok(Delimiter(b'\t')));
         assert!(";;".parse::<Delimiter>().is_err());
+        for (name, delimiter) in [
+            ("a.tsv", b'\t'),
+            ("A.TAB", b'\t'),
+            ("a.tsv.gz", b'\t'),
+            ("a.csv", b','),
+            ("tsv", b','),
+            ("-", b','),
+        ] {
+            assert_eq!(Delimiter::for_file(Some(Path::new(name))), Delimiter(delimiter), "{name}");
+        }
+        assert_eq!(Delimiter::for_file(None), Delimiter(b','));
         assert_eq!("4".parse::<Threads>().map(Threads::get), Ok(4));
         assert!("0".parse::<Threads>().is_err());
         assert!("-1".parse::<Threads>().is_err());

@@ -99,7 +99,7 @@ impl Request {
     pub fn check(&self) -> Result<(), Error> {
         if self.format == Format::Chart {
             return Err(Error::usage(
-                "--format chart draws a histogram release; dpstat plan prints --format text or json",
+                "--format chart draws a release; dpstat plan prints --format text or json",
             ));
         }
         if self.rows == Some(0) {

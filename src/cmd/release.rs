@@ -36,8 +36,8 @@ use crate::query::options::{Options, Setup};
 use crate::query::statistic::{Context, Measured, Statistic, Visitor};
 use crate::query::AnyStatistic;
 use crate::report::release::{Group, GroupedRelease, Published};
-use crate::report::svg;
-use crate::report::text::{self, Format};
+use crate::report::text::{self, Format, Style};
+use crate::report::{chart, svg};
 
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.
 #[derive(Clone, Debug)]
@@ -60,10 +60,12 @@ pub struct Request {
     /// `--by COL` with its `--keys`.
     pub by: Option<(String, Keys)>,
     pub format: Format,
+    /// `--with-error`, `--round`.
+    pub style: Style,
     pub confidence: Confidence,
     pub ledger: LedgerFlags,
     pub input: InputFlags,
-    /// `--plot FILE.svg` (histograms).
+    /// `--plot FILE.svg`.
     pub plot: Option<PathBuf>,
 }
 
@@ -81,6 +83,7 @@ pub struct Job {
     pub eps: Epsilon,
     pub neighbours: Neighbours,
     pub format: Format,
+    pub style: Style,
     pub confidence: Confidence,
     pub ledger: Option<LedgerSpec>,
     /// Written after the release and any ledger charge.
@@ -107,14 +110,12 @@ impl Job {
         };
         let statistic = AnyStatistic::new(request.kind, request.options.clone(), &setup)?;
         let filters = filter_specs(&request.filters, has_header, "--where")?;
-        if group.is_some() && (request.format == Format::Chart || request.plot.is_some()) {
-            return Err(Error::usage(
-                "--format chart and --plot draw one histogram; with --by use --format text or json",
-            ));
-        }
-        if request.format == Format::Chart && !statistic.draws_bars() {
+        // A chart needs several numbers: bins, groups or quantile levels, known from the flags.
+        let charted = request.format == Format::Chart || request.plot.is_some();
+        if charted && group.is_none() && !statistic.draws_bars() {
             return Err(Error::usage(format!(
-                "--format chart draws the bars of a histogram; {} releases no bins: use --format text or --format json",
+                "{} ({} releases one number)",
+                chart::ONE_NUMBER,
                 statistic.name()
             )));
         }
@@ -135,6 +136,7 @@ impl Job {
             eps: request.eps,
             neighbours: request.neighbours,
             format: request.format,
+            style: request.style,
             confidence: request.confidence,
             ledger: LedgerSpec::from_flags(&request.ledger)?,
             plot: request.plot,
@@ -187,23 +189,21 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         Ok(published)
     }))?;
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
-    let plot = match (&job.plot, &published) {
-        (Some(path), Published::One(release)) => {
-            let svg = svg::render_release(release)
-                .ok_or_else(|| bad_input("--plot draws histograms; this release has no bins"));
-            Some((path, meter.after_rows(svg.and_then(|svg| svg))?))
+    let plot = match &job.plot {
+        Some(path) => {
+            let svg = chart::of_published(&published, job.style)
+                .ok_or_else(|| bad_input(chart::ONE_NUMBER))
+                .and_then(|chart| svg::render(&chart));
+            Some((path, meter.after_rows(svg)?))
         }
-        _ => None,
+        None => None,
     };
     if let Some(summary) = meter.complete(&mut input)? {
         published.set_budget(summary);
     }
-    let bytes = text::render(&published, job.format)?;
+    let bytes = text::render(&published, job.format, job.style)?;
     if let Some((path, svg)) = plot {
-        std::fs::write(path, svg).map_err(|e| {
-            let charged = if job.ledger.is_some() { " (the ledger was already charged)" } else { "" };
-            bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
-        })?;
+        write_plot(path, &svg, job.ledger.is_some())?;
     }
     out.write_all(&bytes)?;
     out.flush()?;
@@ -212,6 +212,9 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         for note in &release.notes {
             note_line(note);
         }
+    }
+    for warning in text::warnings(&published, None) {
+        warn(&warning);
     }
     Ok(())
 }
@@ -269,6 +272,14 @@ impl<'a> Meter<'a> {
         ledger::complete(reservation, &fingerprint)?;
         Ok(Some(reservation.summary.clone()))
     }
+}
+
+/// Writes a drawn `--plot`; a failure says whether the ledger was already charged.
+pub fn write_plot(path: &Path, svg: &str, charged: bool) -> Result<()> {
+    std::fs::write(path, svg).map_err(|e| {
+        let charged = if charged { " (the ledger was already charged)" } else { "" };
+        bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
+    })
 }
 
 /// The scan and measurement of one statistic, compiled for its own fold.
@@ -408,8 +419,10 @@ pub fn warn(message: &str) {
 }
 
 /// `--plot` is written after the release and any ledger charge, so a path that cannot be
-/// written is refused now, before any data is read or budget spent.
-fn check_plot_path(path: &Path) -> Result<(), Error> {
+/// written, or a name that is not `.svg`, is refused now, before any data is read or budget
+/// spent. A `.png` is refused rather than filled with SVG bytes: rasterizing needs a renderer
+/// and fonts that dpstat does not carry; any browser shows the SVG, and converts it.
+pub fn check_plot_path(path: &Path) -> Result<(), Error> {
     let shown = path.display();
     if path.as_os_str().is_empty() || path.file_name().is_none() {
         return Err(Error::usage(format!(
@@ -419,6 +432,14 @@ fn check_plot_path(path: &Path) -> Result<(), Error> {
     if path.is_dir() {
         return Err(Error::usage(format!(
             "--plot '{shown}' is a directory; give a file name like --plot chart.svg"
+        )));
+    }
+    let svg = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if !svg {
+        let stem = path.file_stem().map_or("chart".into(), |s| s.to_string_lossy().into_owned());
+        return Err(Error::usage(format!(
+            "--plot '{shown}': dpstat writes SVG only, so the name must end in .svg (--plot {stem}.svg); \
+             a browser shows it, and converts it to PNG (print or screenshot), as does rsvg-convert"
         )));
     }
     let parent = match path.parent() {

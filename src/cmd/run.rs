@@ -32,7 +32,10 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use crate::cmd::release::{context, empty_fold, publish, routing, warn_if_large, InputFlags, Meter, Outcome};
+use crate::cmd::release::{
+    check_plot_path, context, empty_fold, publish, routing, warn, warn_if_large, write_plot, InputFlags,
+    Meter, Outcome,
+};
 use crate::cmd::workload::Workload;
 use crate::data::input::Input;
 use crate::data::route::Routed;
@@ -44,22 +47,29 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::rng;
 use crate::query::AnyFold;
-use crate::report::table;
-use crate::report::text::Format;
+use crate::report::text::{self, Format, Style};
+use crate::report::{svg, table};
 
 /// `dpstat run` as the command line asks for it.
 #[derive(Clone, Debug)]
 pub struct RunRequest {
     pub workload: std::path::PathBuf,
     pub format: Format,
+    /// `--with-error` (the table always has its error column), `--round`.
+    pub style: Style,
     pub confidence: Confidence,
     pub ledger: LedgerFlags,
     pub input: InputFlags,
+    /// `--plot FILE.svg`: one panel per query.
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// Reads the workload, validates every query, charges the total once (with a ledger), reads the
 /// data once, releases everything, records the release, then prints.
 pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
+    if let Some(path) = &request.plot {
+        check_plot_path(path)?;
+    }
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
     rng::refuse_with_ledger(ledger.is_some())?;
     let workload = Workload::load(
@@ -90,11 +100,24 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     scan::check_memory(&input, &fold)?;
     meter.before_rows(&mut input)?;
     let queries = meter.after_rows(release_all(&workload, fold, &mut input, &mut rng))?;
-    meter.complete(&mut input)?;
     let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
-    let bytes = table::render(&printed, request.format)?;
+    // Drawn before the release is recorded and written only after it.
+    let plot = match &request.plot {
+        Some(path) => Some((path, meter.after_rows(svg::render(&table::chart(&printed, request.style)))?)),
+        None => None,
+    };
+    meter.complete(&mut input)?;
+    let bytes = table::render(&printed, request.format, request.style)?;
+    if let Some((path, svg)) = plot {
+        write_plot(path, &svg, ledger.is_some())?;
+    }
     out.write_all(&bytes)?;
     out.flush()?;
+    for query in &printed.queries {
+        for warning in text::warnings(&query.release, Some(&query.name)) {
+            warn(&warning);
+        }
+    }
     Ok(())
 }
 

@@ -30,7 +30,7 @@ use crate::privacy::unit::Neighbours;
 use crate::query::options::{Options, Setup};
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
-use crate::report::text::Format;
+use crate::report::text::{Format, Style};
 
 /// A validated workload: the total, the unit and each query's plan at its share.
 #[derive(Debug)]
@@ -281,7 +281,7 @@ impl SourceText<'_> {
         text.parse::<Finite>().map_err(|e| (line, format!("{key}: {e}")))
     }
 
-    /// A column: a header name, or a 1-based number with --no-header.
+    /// A column: a header name or a 1-based number (only a number with --no-headers).
     fn column(
         &self,
         value: &Spanned<Value>,
@@ -436,6 +436,7 @@ impl SourceText<'_> {
             eps,
             neighbours,
             format,
+            style: Style::default(),
             confidence,
             ledger: None,
             plot: None,

@@ -259,39 +259,75 @@ impl Input {
     }
 
     /// The 0-based index of a column, named by `flag` in messages. Without a header an index
-    /// is checked against the first row's width when the scan starts.
+    /// is checked against the first row's width when the scan starts. With a header, a plain
+    /// number N is column N, or the column named N; when those are two different columns the
+    /// flag is ambiguous and refused, saying how to write either. A header that is one field
+    /// holding `;`, a tab or `|` suggests the delimiter the file probably has.
     pub fn resolve(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
-        let name = match column {
+        let (name, number) = match column {
             ColumnRef::Index(i) => return Ok(*i),
-            ColumnRef::Name(name) => name,
+            ColumnRef::Name(name) => (name.as_str(), None),
+            ColumnRef::Number { index, text } => (text.as_str(), Some(*index)),
         };
+        /// A header of one field that holds another likely delimiter: the file is probably
+        /// separated by it; says so, with the flag that reads it so.
+        fn delimiter_guess(names: &[String], delimiter: u8) -> Option<String> {
+            let [only] = names else { return None };
+            let (byte, flag, what) =
+                [(b';', "-d ';'", "semicolons"), (b'\t', "-d '\\t'", "tabs"), (b'|', "-d '|'", "pipes")]
+                    .into_iter()
+                    .filter(|(b, _, _)| *b != delimiter)
+                    .max_by_key(|(b, _, _)| only.bytes().filter(|c| c == b).count())?;
+            only.as_bytes().contains(&byte).then(|| {
+                format!(
+                    "the header is one field, '{}', that holds {what}: if the file is separated by {what}, add {flag}",
+                    shown(only, 40)
+                )
+            })
+        }
         let Some(header) = &self.header else {
             unreachable!("a column name is only planned when the input has a header")
         };
         let names: Vec<String> = header.iter().map(header_name).collect();
         let matches: Vec<usize> = (0..names.len()).filter(|&i| names[i] == *name).collect();
-        match matches.as_slice() {
-            [i] => Ok(*i),
-            [] if names.iter().all(|n| n.is_empty()) => Err(bad_input(format!(
-                "{}: no column '{}' ({flag}): the input is empty (not even a header row)",
-                self.name,
+        let source = &self.name;
+        match (matches.as_slice(), number) {
+            ([i], None) => Ok(*i),
+            ([i], Some(n)) if *i == n || n >= names.len() => Ok(*i),
+            ([i], Some(n)) => Err(bad_input(format!(
+                "{source}: {flag} {name} is ambiguous: column {} is '{}' and column {} is named '{}'; \
+                 write {flag} '\"{name}\"' for the column named {name}, or {flag} {} for column {}",
+                n + 1,
+                shown(&names[n], 40),
+                i + 1,
+                shown(name, 40),
+                shown(&names[n], 40),
+                n + 1,
+            ))),
+            ([], _) if names.iter().all(|n| n.is_empty()) => Err(bad_input(format!(
+                "{source}: no column '{}' ({flag}): the input is empty (not even a header row)",
                 shown(name, 40)
             ))),
-            [] => {
-                let hint = match nearest(name, &names) {
-                    Some(near) => format!("did you mean {flag} {}? ", shown(near, 40)),
-                    None => String::new(),
+            ([], Some(n)) if n < names.len() => Ok(n),
+            ([], _) if delimiter_guess(&names, self.options.delimiter).is_some() => Err(bad_input(format!(
+                "{source}: no column '{}' ({flag}): {}",
+                shown(name, 40),
+                delimiter_guess(&names, self.options.delimiter).unwrap_or_default()
+            ))),
+            ([], number) => {
+                let hint = match (number, nearest(name, &names)) {
+                    (Some(_), _) => format!("the header has {} columns; ", names.len()),
+                    (None, Some(near)) => format!("did you mean {flag} {}? ", shown(near, 40)),
+                    (None, None) => String::new(),
                 };
                 Err(bad_input(format!(
-                    "{}: no column '{}' ({flag}); {hint}the columns are: {}",
-                    self.name,
+                    "{source}: no column '{}' ({flag}); {hint}the columns are: {}",
                     shown(name, 40),
                     shown_list(&names, MESSAGE_COLUMNS)
                 )))
             }
             _ => Err(bad_input(format!(
-                "{}: column '{}' ({flag}) appears {} times in the header",
-                self.name,
+                "{source}: column '{}' ({flag}) appears {} times in the header",
                 shown(name, 40),
                 matches.len()
             ))),
@@ -502,6 +538,58 @@ mod tests {
         );
         let err = i.resolve(&ColumnRef::Name("zzz".into()), "--where").unwrap_err();
         assert_eq!(err.to_string(), "t.csv: no column 'zzz' (--where); the columns are: id, income, age");
+    }
+
+    #[test]
+    fn a_number_is_a_column_index_or_an_unambiguous_name() {
+        let number = |n: &str| ColumnRef::parse(n, true, "--col").unwrap();
+        let i = input("id,age,income\n1,2,3\n");
+        assert_eq!(i.resolve(&number("3"), "--col").unwrap(), 2);
+        let err = i.resolve(&number("4"), "--col").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "t.csv: no column '4' (--col); the header has 3 columns; the columns are: id, age, income"
+        );
+        // A header named 2020 beyond the last index is that column; one named 2 at column 2 too.
+        let i = input("id,2020,2\n1,2,3\n");
+        assert_eq!(i.resolve(&number("2020"), "--col").unwrap(), 1);
+        let i = input("id,2,x\n1,2,3\n");
+        assert_eq!(i.resolve(&number("2"), "--col").unwrap(), 1);
+        // Column 2 is `age` but column 3 is named 2: refused, with both ways to say it.
+        let i = input("id,age,2\n1,2,3\n");
+        let err = i.resolve(&number("2"), "--by").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "t.csv: --by 2 is ambiguous: column 2 is 'age' and column 3 is named '2'; write --by '\"2\"' \
+             for the column named 2, or --by age for column 2"
+        );
+        assert_eq!(i.resolve(&number("\"2\""), "--col").unwrap(), 2);
+        assert_eq!(i.resolve(&number("age"), "--col").unwrap(), 1);
+    }
+
+    #[test]
+    fn a_header_of_one_field_suggests_its_delimiter() {
+        let name = |n: &str| ColumnRef::Name(n.into());
+        let i = input("id;amount;label\n1;10;x\n");
+        let err = i.resolve(&name("amount"), "--col").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "t.csv: no column 'amount' (--col): the header is one field, 'id;amount;label', that holds \
+             semicolons: if the file is separated by semicolons, add -d ';'"
+        );
+        let i = input("id\tamount\n1\t2\n");
+        let err = i.resolve(&ColumnRef::parse("2", true, "--col").unwrap(), "--col").unwrap_err();
+        assert!(
+            err.to_string().ends_with("holds tabs: if the file is separated by tabs, add -d '\\t'"),
+            "{err}"
+        );
+        let i = input("a|b\n1|2\n");
+        assert!(i.resolve(&name("b"), "--col").unwrap_err().to_string().contains("add -d '|'"));
+        // One plain field, or several fields: no guess.
+        let i = input("amount\n1\n");
+        assert!(!i.resolve(&name("x"), "--col").unwrap_err().to_string().contains("-d"));
+        let i = input("a;b,c\n1;2,3\n");
+        assert!(!i.resolve(&name("b"), "--col").unwrap_err().to_string().contains("-d"));
     }
 
     #[test]

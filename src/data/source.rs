@@ -24,22 +24,43 @@ impl Source {
     }
 }
 
-/// A column as given by flag: a header name, or a 1-based index with --no-header.
+/// A column as given by flag: a header name, or a 1-based number (xsv's convention). With a
+/// header, a plain number is column N unless the header names another column N, which
+/// [`Input::resolve`](crate::data::input::Input::resolve) refuses as ambiguous; a name in double
+/// quotes (`--col '"2"'`) is always a name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ColumnRef {
     Name(String),
-    /// 0-based after validation of the user's 1-based number.
+    /// 0-based after validation of the user's 1-based number (without a header).
     Index(usize),
+    /// A plain number N with a header: column N (0-based `index`), or the column named `text`.
+    Number {
+        index: usize,
+        text: String,
+    },
 }
 
 impl ColumnRef {
     pub fn parse(text: &str, has_header: bool, flag: &str) -> Result<ColumnRef, Error> {
+        let number = match text.trim() {
+            t if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => t.parse::<usize>().ok(),
+            _ => None,
+        };
         if has_header {
-            return Ok(ColumnRef::Name(text.to_string()));
+            if let Some(name) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+                return Ok(ColumnRef::Name(name.to_string()));
+            }
+            return Ok(match number {
+                Some(n) if n >= 1 => ColumnRef::Number { index: n - 1, text: text.to_string() },
+                _ => ColumnRef::Name(text.to_string()),
+            });
         }
-        match text.trim().parse::<usize>() {
-            Ok(i) if i >= 1 => Ok(ColumnRef::Index(i - 1)),
-            _ => Err(Error::usage(format!("{flag} '{text}': with --no-header, columns are 1-based numbers"))),
+        match number {
+            Some(i) if i >= 1 => Ok(ColumnRef::Index(i - 1)),
+            _ => Err(Error::usage(format!(
+                "{flag} '{}': with --no-headers, columns are 1-based numbers",
+                crate::error::shown(text, 40)
+            ))),
         }
     }
 
@@ -47,6 +68,7 @@ impl ColumnRef {
         match self {
             ColumnRef::Name(n) => n.clone(),
             ColumnRef::Index(i) => (i + 1).to_string(),
+            ColumnRef::Number { text, .. } => text.clone(),
         }
     }
 }
@@ -111,5 +133,14 @@ mod tests {
         assert_eq!(ColumnRef::parse("2", false, "--col"), Ok(ColumnRef::Index(1)));
         assert!(ColumnRef::parse("0", false, "--col").is_err());
         assert_eq!(ColumnRef::parse("2", true, "--col").map(|c| c.label()), Ok("2".to_string()));
+        assert_eq!(
+            ColumnRef::parse("2", true, "--col"),
+            Ok(ColumnRef::Number { index: 1, text: "2".into() })
+        );
+        assert_eq!(ColumnRef::parse("\"2\"", true, "--col"), Ok(ColumnRef::Name("2".into())));
+        assert_eq!(ColumnRef::parse("0", true, "--col"), Ok(ColumnRef::Name("0".into())));
+        assert_eq!(ColumnRef::parse("+2", true, "--col"), Ok(ColumnRef::Name("+2".into())));
+        assert_eq!(ColumnRef::parse("income", true, "--col"), Ok(ColumnRef::Name("income".into())));
+        assert!(ColumnRef::parse("\"2\"", false, "--col").is_err());
     }
 }

@@ -21,7 +21,7 @@ use crate::query::bounds::{self, Clamped, LogFold};
 /// not know (clap and the workload's key check refuse those first).
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// The column as typed: a header name, or a 1-based number with --no-header.
+    /// The column as typed: a header name or a 1-based number (only a number with --no-headers).
     pub column: Option<String>,
     pub lower: Option<Finite>,
     pub upper: Option<Finite>,

@@ -99,6 +99,10 @@ impl Statistic for Quantile {
         Some(&self.column)
     }
 
+    fn draws_bars(&self) -> bool {
+        self.spec.levels.len() > 1
+    }
+
     fn fold(&self, index: Option<usize>) -> QuantileFold {
         let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
         QuantileFold::new(Arc::clone(&self.spec.candidates), cell)

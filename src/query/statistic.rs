@@ -36,7 +36,8 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
     /// The column it reads; None for a count.
     fn column(&self) -> Option<&ColumnRef>;
 
-    /// Whether its release has bins that `--format chart` and `--plot` can draw.
+    /// Whether its release (ungrouped) has several numbers that `--format chart` and `--plot`
+    /// can draw: bins, several quantile levels. Every grouped release has.
     fn draws_bars(&self) -> bool {
         false
     }

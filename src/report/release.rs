@@ -43,6 +43,12 @@ pub struct Release {
     /// Lines for stderr, printed only after the release is complete and charged.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// The interval every value of the statistic lies in, from public quantities only (the
+    /// bounds; never the data): a mean's [L, U], a variance's [0, ((U − L)/2)²]. An error bound
+    /// wider than it makes the release mostly noise, which text output warns about. None where
+    /// no public interval exists (a count or sum under add-remove, whose n is private).
+    #[serde(skip)]
+    pub range: Option<[f64; 2]>,
     /// The ledger account after this release was charged (only with --ledger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSummary>,
@@ -288,6 +294,7 @@ impl Release {
             post_processing: vec![],
             accounting,
             notes: vec![],
+            range: None,
             budget: None,
             insecure_seed: false,
         })

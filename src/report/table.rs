@@ -4,12 +4,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::error::bad_input;
 use crate::numeric::exact::decimal;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
+use crate::report::chart;
 use crate::report::release::{Number, Published, Release};
-use crate::report::text::{format_number, Format};
+use crate::report::text::{figure, format_number, Format, Style};
 
 /// A workload's releases as printed.
 pub struct Workload {
@@ -38,8 +38,9 @@ struct Line<'a> {
 }
 
 /// Text: an aligned table, one row per value (per group and bin where there are several), and
-/// a last row with the total. JSON: one line per query.
-pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
+/// a last row with the total; every row has its error bound, and `style.round` rounds values
+/// and bounds as for a single release. JSON: one line per query.
+pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     match format {
         Format::Json => {
@@ -54,9 +55,7 @@ pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
             }
         }
         Format::Chart => {
-            return Err(bad_input(
-                "--format chart draws one histogram; dpstat run prints --format text or json",
-            ))
+            out.extend_from_slice(chart::render(&chart(workload, style), chart::terminal_width()).as_bytes())
         }
         Format::Text => {
             let confidence = workload.confidence.level();
@@ -74,10 +73,10 @@ pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
             for query in &workload.queries {
                 let eps = exact_decimal(&query.eps);
                 match &query.release {
-                    Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps),
+                    Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps, style),
                     Published::Grouped(g) => {
                         for group in &g.groups {
-                            table_rows(&mut rows, &query.name, &group.key, &group.release, &eps);
+                            table_rows(&mut rows, &query.name, &group.key, &group.release, &eps, style);
                         }
                     }
                 }
@@ -107,7 +106,14 @@ pub fn render(workload: &Workload, format: Format) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str) {
+/// The workload's chart: one panel per query, each on its own scale.
+pub fn chart(workload: &Workload, style: Style) -> chart::Chart {
+    let queries: Vec<(&str, &Published)> =
+        workload.queries.iter().map(|q| (q.name.as_str(), &q.release)).collect();
+    chart::of_workload(&queries, &exact_decimal(&workload.total), workload.confidence.level(), style)
+}
+
+fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str, style: Style) {
     let sensitivity = match r.noise.sensitivity {
         Some(s) => format_float(s),
         None => r
@@ -118,9 +124,13 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             .collect::<Vec<_>>()
             .join(" "),
     };
-    let error = format_float(r.noise.accuracy.error_bound);
     let column = r.column.clone().unwrap_or_else(|| "-".into());
-    let row = |bin: String, value: String| -> [String; 9] {
+    let row = |bin: String, value: Number| -> [String; 9] {
+        let (value, error) = if style.round {
+            figure(value, &r.noise.accuracy, style)
+        } else {
+            (format_number(value), format_float(r.noise.accuracy.error_bound))
+        };
         [
             name.into(),
             r.query.into(),
@@ -130,14 +140,14 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             value,
             eps.into(),
             sensitivity.clone(),
-            error.clone(),
+            error,
         ]
     };
     if let Some(value) = r.value {
-        rows.push(row("-".into(), format_number(value)));
+        rows.push(row("-".into(), value));
     }
     for bin in r.bins.iter().flatten() {
-        rows.push(row(bin.bin.clone(), bin.count.to_string()));
+        rows.push(row(bin.bin.clone(), Number::Integer(bin.count)));
     }
 }
 

@@ -1,11 +1,17 @@
 //! Rendering a release as text or JSON into a buffer. Nothing is written to stdout until the
 //! whole release is rendered, so a failure leaves stdout empty.
+//!
+//! Text is a bare number (or a CSV) by default, so it pipes into `awk`, `sort` and spreadsheets
+//! unchanged; [`Style`] adds what the release knows about its own accuracy: the error bound
+//! beside each value (`--with-error`) and values rounded to the digits the noise leaves
+//! meaningful (`--round`). JSON always carries the full value and its bound.
 
 use anyhow::Result;
 
 use crate::error::bad_input;
 use crate::numeric::format::real;
 use crate::report::chart;
+pub use crate::report::figure::{error_heading, figure, format_number, percent, rank_rows, Style};
 use crate::report::release::{GroupedRelease, Number, Published, Release};
 
 /// How a release is printed (`--format`).
@@ -16,95 +22,176 @@ pub enum Format {
     Text,
     /// One JSON object with the release and how to read it.
     Json,
-    /// Histograms only: a bar chart of the noisy counts with their ± accuracy band.
+    /// Bars of a release of several numbers, each with its ± accuracy band.
     Chart,
 }
 
 /// The bytes to print for a release.
-pub fn render(published: &Published, format: Format) -> Result<Vec<u8>> {
+pub fn render(published: &Published, format: Format, style: Style) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     match (format, published) {
         (Format::Json, _) => {
             serde_json::to_writer(&mut out, published)?;
             out.push(b'\n');
         }
-        (Format::Text, Published::One(release)) => render_text(release, &mut out)?,
-        (Format::Text, Published::Grouped(grouped)) => render_grouped_text(grouped, &mut out)?,
-        (Format::Chart, Published::One(release)) => {
-            let chart = chart::render_release(release, chart::terminal_width()).ok_or_else(|| {
-                bad_input("--format chart draws histograms; use --format text or --format json")
-            })?;
-            out.extend_from_slice(chart.as_bytes());
-        }
-        (Format::Chart, Published::Grouped(_)) => {
-            return Err(bad_input("--format chart draws one histogram; with --by use --format text or json"));
+        (Format::Text, Published::One(release)) => render_text(release, style, &mut out)?,
+        (Format::Text, Published::Grouped(grouped)) => render_grouped_text(grouped, style, &mut out)?,
+        (Format::Chart, _) => {
+            let chart = chart::of_published(published, style).ok_or_else(|| bad_input(chart::ONE_NUMBER))?;
+            out.extend_from_slice(chart::render(&chart, chart::terminal_width()).as_bytes());
         }
     }
     Ok(out)
 }
 
-/// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms.
-fn render_grouped_text(grouped: &GroupedRelease, out: &mut Vec<u8>) -> Result<()> {
+/// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms; with
+/// `--with-error` an `error(95%)` column last.
+fn render_grouped_text(grouped: &GroupedRelease, style: Style, out: &mut Vec<u8>) -> Result<()> {
     let histogram = grouped.groups.iter().any(|g| g.release.bins.is_some());
     let mut writer = csv::Writer::from_writer(out);
-    if histogram {
-        writer.write_record(["key", "bin", "count"])?;
+    let mut heading: Vec<String> = if histogram {
+        vec!["key".into(), "bin".into(), "count".into()]
     } else {
-        writer.write_record(["key", "value"])?;
+        vec!["key".into(), "value".into()]
+    };
+    if let (true, Some(first)) = (style.with_error, grouped.groups.first()) {
+        heading.push(error_heading(&first.release.noise.accuracy));
     }
+    writer.write_record(&heading)?;
     for group in &grouped.groups {
+        let accuracy = &group.release.noise.accuracy;
+        let mut record = |mut cells: Vec<String>, value: Number| -> Result<()> {
+            let (shown, error) = figure(value, accuracy, style);
+            cells.push(shown);
+            if style.with_error {
+                cells.push(error);
+            }
+            writer.write_record(&cells)?;
+            Ok(())
+        };
         if let Some(value) = group.release.value {
-            writer.write_record([group.key.as_str(), &format_number(value)])?;
+            record(vec![group.key.clone()], value)?;
         }
         for bin in group.release.bins.iter().flatten() {
-            writer.write_record([group.key.as_str(), bin.bin.as_str(), &bin.count.to_string()])?;
+            record(vec![group.key.clone(), bin.bin.clone()], Number::Integer(bin.count))?;
         }
     }
     writer.flush()?;
     Ok(())
 }
 
-/// Scalars: one number on one line. Histograms: CSV with header `bin,count`.
-fn render_text(release: &Release, out: &mut Vec<u8>) -> Result<()> {
+/// Scalars: one number on one line (`53920 ± 310 (95%)` with `--with-error`). Quantiles: CSV
+/// `q,value` (a rank error column with `--with-error`). Histograms: CSV `bin,count` (an
+/// `error(95%)` column with `--with-error`).
+fn render_text(release: &Release, style: Style, out: &mut Vec<u8>) -> Result<()> {
+    let accuracy = &release.noise.accuracy;
+    let rank = release.quantiles.is_some();
     if let Some(value) = release.value {
-        out.extend_from_slice(format_number(value).as_bytes());
+        let line = match (style.with_error, rank) {
+            (false, _) => figure(value, accuracy, style).0,
+            (true, false) => {
+                let (shown, error) = figure(value, accuracy, style);
+                format!("{shown} ± {error} ({}%)", percent(accuracy.confidence))
+            }
+            (true, true) => format!(
+                "{} (rank within ±{} rows, {}%)",
+                format_number(value),
+                rank_rows(accuracy.error_bound),
+                percent(accuracy.confidence)
+            ),
+        };
+        out.extend_from_slice(line.as_bytes());
         out.push(b'\n');
     }
     if let (None, Some(quantiles)) = (release.value, &release.quantiles) {
         let mut writer = csv::Writer::from_writer(&mut *out);
-        writer.write_record(["q", "value"])?;
+        let mut heading = vec!["q".to_string(), "value".to_string()];
+        if style.with_error {
+            heading.push(format!("rank_error({}%)", percent(accuracy.confidence)));
+        }
+        writer.write_record(&heading)?;
         for q in quantiles {
-            writer.write_record([format_number(Number::Real(q.q)), format_number(Number::Real(q.value))])?;
+            let mut cells = vec![format_number(Number::Real(q.q)), format_number(Number::Real(q.value))];
+            if style.with_error {
+                cells.push(rank_rows(q.rank_error_bound));
+            }
+            writer.write_record(&cells)?;
         }
         writer.flush()?;
     }
     if let Some(bins) = &release.bins {
         let mut writer = csv::Writer::from_writer(out);
-        writer.write_record(["bin", "count"])?;
+        let mut heading = vec!["bin".to_string(), "count".to_string()];
+        if style.with_error {
+            heading.push(error_heading(accuracy));
+        }
+        writer.write_record(&heading)?;
         for bin in bins {
-            writer.write_record([bin.bin.as_str(), &bin.count.to_string()])?;
+            let (shown, error) = figure(Number::Integer(bin.count), accuracy, style);
+            let mut cells = vec![bin.bin.clone(), shown];
+            if style.with_error {
+                cells.push(error);
+            }
+            writer.write_record(&cells)?;
         }
         writer.flush()?;
     }
     Ok(())
 }
 
-/// A number as printed: integers as they are, reals by [`real`].
-pub fn format_number(value: Number) -> String {
-    match value {
-        Number::Integer(i) => i.to_string(),
-        Number::Real(x) => real(x),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_back_exactly() {
-        assert_eq!(format_number(Number::Real(200000.0)), "200000");
-        assert_eq!(format_number(Number::Real(1e300)), "1e300");
-        assert_eq!(format_number(Number::Integer(-3)), "-3");
+/// Warnings for stderr about releases whose value ± error bound covers every value the statistic
+/// can take ([`Release::range`], from public quantities only: the bounds, never the data): such
+/// a release says nothing its bounds did not. `name` prefixes each (a workload query's name).
+pub fn warnings(published: &Published, name: Option<&str>) -> Vec<String> {
+    // value ± bound covers the whole range: the release says nothing its public bounds did not.
+    let wide = |r: &Release| {
+        let (Some([low, high]), Some(value)) = (r.range, r.value) else { return None };
+        let value = match value {
+            Number::Integer(i) => i as f64,
+            Number::Real(x) => x,
+        };
+        let e = r.noise.accuracy.error_bound;
+        (value - e <= low && value + e >= high).then_some([low, high])
+    };
+    let prefix = name.map(|n| format!("{n}: ")).unwrap_or_default();
+    let what = |r: &Release| match &r.column {
+        Some(c) => format!("the {} of {}", r.query, c),
+        None => format!("the {}", r.query),
+    };
+    let say = |r: &Release, [low, high]: [f64; 2], groups: String| {
+        format!(
+            "{prefix}{}{groups}: the {}% error bound ±{} covers every value it can take, [{}, {}] \
+             (from the public bounds): the release is noise and says nothing the bounds did not; \
+             a larger --eps (or more rows) narrows it, and `dpstat plan` shows by how much",
+            what(r),
+            percent(r.noise.accuracy.confidence),
+            real(r.noise.accuracy.error_bound),
+            real(low),
+            real(high)
+        )
+    };
+    match published {
+        Published::One(r) => wide(r).map(|range| say(r, range, String::new())).into_iter().collect(),
+        Published::Grouped(g) => {
+            let wide_groups: Vec<(&str, &Release, [f64; 2])> = g
+                .groups
+                .iter()
+                .filter_map(|group| {
+                    wide(&group.release).map(|range| (group.key.as_str(), &group.release, range))
+                })
+                .collect();
+            let Some(&(key, first, range)) = wide_groups.first() else { return vec![] };
+            let keys: Vec<&str> = wide_groups.iter().map(|w| w.0).collect();
+            let groups = match keys.as_slice() {
+                [one] => format!(" in group {one}"),
+                _ => format!(
+                    " in {} of {} groups ({}; shown for {key})",
+                    keys.len(),
+                    g.groups.len(),
+                    keys.join(", ")
+                ),
+            };
+            vec![say(first, range, groups)]
+        }
     }
 }

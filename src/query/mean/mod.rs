@@ -191,6 +191,7 @@ impl Mean {
                     value: Some(Number::Real(value)),
                     value_units: Some(noisy.value.to_string()),
                     post_processing: post,
+                    range: Some(range(bounds)),
                     ..release
                 })
             }
@@ -236,8 +237,13 @@ impl Mean {
             Cost::part("count", &count.noise.eps),
         ]);
         let release = cx.release(self, noise, cost)?;
-        Ok(Release { value: Some(Number::Real(value)), post_processing: post, ..release })
+        Ok(Release { value: Some(Number::Real(value)), post_processing: post, range: Some(range(bounds)), ..release })
     }
+}
+
+/// Every mean lies in its (public, snapped) clamping bounds: the release is clamped into them.
+fn range(bounds: &GridBounds) -> [f64; 2] {
+    [bounds.lower_f64(), bounds.upper_f64()]
 }
 
 fn clamp_note(bounds: &GridBounds) -> String {

@@ -192,7 +192,14 @@ impl Variance {
         };
         let cost = Cost::sequential(drawn.iter().map(|(name, noisy)| Cost::part(*name, &noisy.noise.eps)).collect());
         let release = cx.release(self, noise, cost)?;
-        Ok(Release { value: Some(Number::Real(value.to_f64().unwrap_or(f64::NAN))), post_processing: post, ..release })
+        // Every variance lies in [0, h²], the public bounds' own: the release is clamped into it.
+        let range = Some([0.0, rational_to_f64_up(&spec.max_variance())]);
+        Ok(Release {
+            value: Some(Number::Real(value.to_f64().unwrap_or(f64::NAN))),
+            post_processing: post,
+            range,
+            ..release
+        })
     }
 
 }

@@ -1,0 +1,387 @@
+//! Executable documentation: every ```console block of README.md, and every example in the
+//! `--help` of every subcommand, runs as written.
+//!
+//! README blocks run from a temporary directory that holds `fixtures/` (a link to the
+//! repository's), so paths read as from the repository root and files the examples write stay
+//! out of the checkout; `HOME` is another temporary directory, printed as `~`. `dpstat` is the binary under
+//! test, first on `PATH`, and a leading `cargo run --release --` stands for it. A block's
+//! commands share one directory and run in order in `sh`, each with `$?` set to the previous
+//! one's exit status. What a command prints, standard error merged into standard output as a
+//! terminal shows them, must equal the lines under it (trailing spaces aside).
+//!
+//! How a block is marked, on the line before its opening fence:
+//! - nothing: run with `DPSTAT_INSECURE_SEED=1`, so the noise, and the output, are reproducible;
+//!   the seed's own warning line is not part of the output;
+//! - `<!-- check: unseeded -->`: run without the seed (a run with `--ledger` refuses it); every
+//!   number, SHA-256, hex digest of 12 or more digits and timestamp is masked on both sides
+//!   before comparing, and the warning
+//!   that a bound covers a statistic's whole range, which depends on the noise drawn, is left
+//!   out on both sides.
+//!
+//! A `dpstat` command in any other code block of the README (indented, or fenced as anything
+//! but `console`) fails the test, so a new example cannot escape it. `README_BLESS=1 cargo test
+//! --test readme` rewrites the outputs of every block with what dpstat prints now.
+//!
+//! Unix only: the examples are shell commands.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::CommandFactory;
+use dpstat::cli::Cli;
+
+const UNSEEDED: &str = "<!-- check: unseeded -->";
+const SEED_WARNING: &str = "DPSTAT_INSECURE_SEED is set:";
+/// A warning that an unseeded run may or may not print, depending on the noise it drew.
+const NOISE_DEPENDENT: &str = "covers every value it can take";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A directory that looks like the repository root to the examples.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::os::unix::fs::symlink(root().join("fixtures"), dir.path().join("fixtures")).unwrap();
+        std::fs::create_dir(dir.path().join("home")).unwrap();
+        Sandbox { dir }
+    }
+
+    /// Runs `command` in `sh` with `$?` = `last`; returns its exit status and its output, stderr
+    /// merged into stdout.
+    fn run(&self, command: &str, last: i32, seeded: bool) -> (i32, String) {
+        let home = self.dir.path().join("home");
+        // An example that writes under ~ (completions, man pages) needs the directory to exist.
+        for target in command.split("> ~/").skip(1) {
+            let file = target.split_whitespace().next().unwrap_or_default();
+            if let Some(parent) = Path::new(file).parent() {
+                std::fs::create_dir_all(home.join(parent)).unwrap();
+            }
+        }
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_dpstat"));
+        let path =
+            format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("exec 2>&1; (exit {last}); {command}"))
+            .current_dir(self.dir.path())
+            .env("PATH", path)
+            .env("HOME", &home)
+            .env_remove("DPSTAT_LEDGER")
+            .env_remove("DPSTAT_INSECURE_SEED")
+            .env_remove("COLUMNS");
+        if seeded {
+            sh.env("DPSTAT_INSECURE_SEED", "1");
+        }
+        let out = sh.output().expect("sh runs");
+        // Paths under the temporary HOME read as the user typed them.
+        let text = String::from_utf8_lossy(&out.stdout).replace(&home.display().to_string(), "~");
+        let lines: Vec<&str> = text.lines().filter(|l| !l.contains(SEED_WARNING)).collect();
+        let mut printed = lines.join("\n");
+        if !lines.is_empty() {
+            printed.push('\n');
+        }
+        (out.status.code().unwrap_or(-1), printed)
+    }
+}
+
+/// One `$ command` of a block and the lines shown under it.
+struct Example {
+    /// 1-based line of the `$`.
+    line: usize,
+    /// As written, continuation lines joined with their `\`.
+    written: Vec<String>,
+    expected: Vec<String>,
+}
+
+impl Example {
+    /// The command as `sh` runs it.
+    fn command(&self) -> String {
+        let joined = self.written.join("\n");
+        match joined.strip_prefix("cargo run --release -- ") {
+            Some(rest) => format!("dpstat {rest}"),
+            None => joined,
+        }
+    }
+}
+
+/// A ```console block: lines `open`..`close` (0-based, the fences).
+struct Block {
+    open: usize,
+    close: usize,
+    seeded: bool,
+    examples: Vec<Example>,
+}
+
+fn is_dpstat_command(code: &str) -> bool {
+    let code = code.trim_start().trim_start_matches("$ ");
+    code.starts_with("dpstat ") || code == "dpstat" || code.starts_with("cargo run")
+}
+
+/// The console blocks of a Markdown text, and the lines of other code that hold a dpstat
+/// command (which would not be checked).
+fn parse(text: &str) -> (Vec<Block>, Vec<String>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut blocks = vec![];
+    let mut unchecked = vec![];
+    let mut i = 0;
+    let mut previous_blank = true;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(info) = line.strip_prefix("```") {
+            let open = i;
+            let close = (i + 1..lines.len()).find(|&j| lines[j].starts_with("```")).unwrap_or(lines.len());
+            if info.trim() == "console" {
+                let marker =
+                    lines[..open].iter().rev().find(|l| !l.trim().is_empty()).copied().unwrap_or_default();
+                let mut examples: Vec<Example> = vec![];
+                let mut continued = false;
+                for (j, body) in lines.iter().enumerate().take(close).skip(open + 1) {
+                    if continued {
+                        let last = examples.last_mut().unwrap();
+                        last.written.push(body.to_string());
+                        continued = body.ends_with('\\');
+                    } else if let Some(command) = body.strip_prefix("$ ") {
+                        examples.push(Example {
+                            line: j + 1,
+                            written: vec![command.to_string()],
+                            expected: vec![],
+                        });
+                        continued = command.ends_with('\\');
+                    } else if let Some(last) = examples.last_mut() {
+                        last.expected.push(body.to_string());
+                    } else {
+                        unchecked.push(format!("line {}: output before any `$ ` command: {body}", j + 1));
+                    }
+                }
+                blocks.push(Block { open, close, seeded: marker.trim() != UNSEEDED, examples });
+            } else {
+                for (j, body) in lines.iter().enumerate().take(close).skip(open + 1) {
+                    if is_dpstat_command(body) {
+                        unchecked.push(format!("line {}: {body}", j + 1));
+                    }
+                }
+            }
+            i = close + 1;
+            previous_blank = false;
+            continue;
+        }
+        // An indented code block starts after a blank line and goes on while lines are indented.
+        if previous_blank && line.starts_with("    ") {
+            while i < lines.len() && (lines[i].starts_with("    ") || lines[i].trim().is_empty()) {
+                if is_dpstat_command(lines[i]) {
+                    unchecked.push(format!("line {}: {}", i + 1, lines[i]));
+                }
+                i += 1;
+            }
+            previous_blank = true;
+            continue;
+        }
+        previous_blank = line.trim().is_empty();
+        i += 1;
+    }
+    (blocks, unchecked)
+}
+
+/// Numbers, SHA-256 digests and timestamps masked, and noise-dependent warnings left out: what an
+/// unseeded run may change.
+fn masked(text: &str) -> String {
+    let kept: Vec<&str> = text.lines().filter(|l| !l.contains(NOISE_DEPENDENT)).collect();
+    let text = kept.join("\n");
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("sha256:") {
+            let hex = after.chars().take_while(char::is_ascii_hexdigit).count();
+            out.push_str("sha256:#");
+            rest = &after[hex..];
+            continue;
+        }
+        let c = rest.chars().next().unwrap();
+        // A digest's prefix (a ledger's head, a data fingerprint), at a word's start.
+        let hex = rest.chars().take_while(char::is_ascii_hexdigit).count();
+        let word_start = !out.ends_with(|p: char| p.is_ascii_alphanumeric());
+        let word_end = !rest[hex..].starts_with(|n: char| n.is_ascii_alphanumeric());
+        if hex >= 12 && word_start && word_end {
+            out.push('#');
+            rest = &rest[hex..];
+            continue;
+        }
+        if c.is_ascii_digit() {
+            let number = rest
+                .char_indices()
+                .find(|&(_, d)| !(d.is_ascii_digit() || ".eE-+:TZ".contains(d)))
+                .map_or(rest.len(), |(at, _)| at);
+            out.push('#');
+            rest = &rest[number..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+fn trimmed(lines: &str) -> Vec<String> {
+    lines.lines().map(|l| l.trim_end().to_string()).collect()
+}
+
+#[test]
+fn readme_examples_print_what_the_readme_shows() {
+    let path = root().join("README.md");
+    let text = std::fs::read_to_string(&path).expect("README.md");
+    let (blocks, unchecked) = parse(&text);
+    assert!(
+        unchecked.is_empty(),
+        "README.md has dpstat commands outside a ```console block, which this test would not run \
+         (write them as ```console blocks with `$ ` and their output):\n{}",
+        unchecked.join("\n")
+    );
+    assert!(blocks.len() >= 10, "the README's examples were not found: {} blocks", blocks.len());
+    let bless = std::env::var_os("README_BLESS").is_some();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut failures = vec![];
+    // Back to front, so a blessed block's new length does not move the blocks before it.
+    for block in blocks.iter().rev() {
+        let sandbox = Sandbox::new();
+        let mut last = 0;
+        let mut rewritten = vec![];
+        for example in &block.examples {
+            let (status, printed) = sandbox.run(&example.command(), last, block.seeded);
+            last = status;
+            let (want, got) = (example.expected.join("\n"), trimmed(&printed).join("\n"));
+            let (want_cmp, got_cmp) =
+                if block.seeded { (want.clone(), got.clone()) } else { (masked(&want), masked(&got)) };
+            if want_cmp.trim_end() != got_cmp.trim_end() {
+                failures.push(format!(
+                    "README.md line {}: $ {}\n--- the README shows:\n{want}\n--- dpstat printed (exit {status}):\n{got}",
+                    example.line,
+                    example.written.join("\n")
+                ));
+            }
+            for (k, written) in example.written.iter().enumerate() {
+                rewritten.push(if k == 0 { format!("$ {written}") } else { written.clone() });
+            }
+            rewritten.extend(trimmed(&printed));
+        }
+        if bless {
+            lines.splice(block.open + 1..block.close, rewritten);
+        }
+    }
+    if bless {
+        std::fs::write(&path, lines.join("\n") + "\n").expect("README.md is writable");
+        return;
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n\n{} README example(s) differ from what dpstat prints. Fix the example, or if the new \
+         output is right, rewrite the outputs with README_BLESS=1 cargo test --test readme and read \
+         the diff.",
+        failures.join("\n\n"),
+        failures.len()
+    );
+}
+
+/// The examples in `--help`: every line that starts with `dpstat `, and every `dpstat …` in
+/// backquotes that is a whole command (no `…`, no placeholder such as QUERY), up to a pipe,
+/// redirection, `&&` or `#` comment.
+fn help_examples(help: &str) -> Vec<String> {
+    let mut found = vec![];
+    let mut keep = |code: &str| {
+        let mut command = code.trim();
+        for cut in [" #", " |", " >", " &&"] {
+            if let Some(at) = command.find(cut) {
+                command = &command[..at];
+            }
+        }
+        let placeholder =
+            command.split_whitespace().any(|w| w.len() >= 4 && w.chars().all(|c| c.is_ascii_uppercase()));
+        if command.starts_with("dpstat ") && !command.contains('…') && !placeholder {
+            found.push(command.trim().to_string());
+        }
+    };
+    for line in help.lines() {
+        if line.trim_start().starts_with("dpstat ") {
+            keep(line);
+        }
+        for (i, span) in line.split('`').enumerate() {
+            if i % 2 == 1 {
+                keep(span);
+            }
+        }
+    }
+    found
+}
+
+/// Every subcommand path: `count`, …, `plan`, `plan sum`, ….
+fn subcommand_paths() -> Vec<Vec<String>> {
+    let command = Cli::command();
+    let mut paths = vec![vec![]];
+    for sub in command.get_subcommands() {
+        paths.push(vec![sub.get_name().to_string()]);
+        for inner in sub.get_subcommands() {
+            paths.push(vec![sub.get_name().to_string(), inner.get_name().to_string()]);
+        }
+    }
+    paths
+}
+
+#[test]
+fn help_examples_run_from_the_repository_root() {
+    let sandbox = Sandbox::new();
+    let mut ran = 0;
+    let mut failures = vec![];
+    for path in subcommand_paths() {
+        let (status, help) = sandbox.run(&format!("dpstat {} --help", path.join(" ")), 0, false);
+        assert_eq!(status, 0, "dpstat {} --help", path.join(" "));
+        for example in help_examples(&help) {
+            // The test seed is refused with a ledger, by design: those run as in production.
+            let seeded = !example.contains("--ledger");
+            let (status, printed) = sandbox.run(&example, 0, seeded);
+            ran += 1;
+            // dpstat check exits 4 when it finds problems, which its example file has.
+            let expected = if example.starts_with("dpstat check ") { 4 } else { 0 };
+            if status != expected {
+                failures
+                    .push(format!("dpstat {} --help: {example}\n  exit {status}: {printed}", path.join(" ")));
+            }
+        }
+    }
+    assert!(ran >= 25, "only {ran} examples found in --help");
+    assert!(failures.is_empty(), "--help examples that fail:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_harness_finds_commands_and_masks_noise() {
+    let text = "intro\n\n    dpstat count x.csv\n\n```console\n$ dpstat count \\\n  --eps 1 f.csv\n12\n```\n\n\
+                <!-- check: unseeded -->\n```console\n$ cargo run --release -- count f.csv\n```\n\n```sh\ndpstat sum\n```\n";
+    let (blocks, unchecked) = parse(text);
+    assert_eq!(unchecked.len(), 2, "{unchecked:?}");
+    assert!(unchecked[0].starts_with("line 3:") && unchecked[1].starts_with("line 17:"), "{unchecked:?}");
+    assert_eq!(blocks.len(), 2);
+    assert!(blocks[0].seeded && !blocks[1].seeded);
+    assert_eq!(blocks[0].examples[0].command(), "dpstat count \\\n  --eps 1 f.csv");
+    assert_eq!(blocks[0].examples[0].expected, ["12"]);
+    assert_eq!(blocks[1].examples[0].command(), "dpstat count f.csv");
+    assert_eq!(
+        masked("spent 0.8 of 1 sha256:c4487a8d69 at 2026-11-21T05:23:57Z: -3"),
+        masked("spent 0.4 of 2 sha256:ffff at 2027-01-01T00:00:00Z: -12")
+    );
+    assert_ne!(masked("count 12"), masked("sum 12"));
+    assert_eq!(
+        masked("4\ndpstat: warning: x: the bound covers every value it can take, [0, 1]"),
+        masked("4")
+    );
+    assert_eq!(
+        help_examples(
+            "Examples:\n  dpstat man | man -l -\n  x `dpstat plan sum --eps 1` and `dpstat QUERY --help`"
+        ),
+        ["dpstat man", "dpstat plan sum --eps 1"]
+    );
+}
