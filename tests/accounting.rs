@@ -101,6 +101,21 @@ const KINDS: &[Kind] = &[
         private_bounds: None,
         grouped_under_replace: false,
     },
+    // Without bounds: AboveThreshold, with a noisy count under add-remove and two halves a level.
+    Kind {
+        args: &["quantile", "--col", "age", "--q", "0.1,0.5,0.9"],
+        workload: None,
+        grouped: false,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    Kind {
+        args: &["median", "--col", "age"],
+        workload: None,
+        grouped: false,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
     Kind {
         args: &["median", "--col", "age", "--lower", "0", "--upper", "100"],
         workload: None,

@@ -201,6 +201,9 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         for note in &release.notes {
             note_line(note);
         }
+        for warning in &release.warnings {
+            warn(warning);
+        }
     }
     Ok(())
 }

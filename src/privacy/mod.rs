@@ -1,7 +1,8 @@
 //! The privacy arithmetic, knowing nothing of CSV or of the statistics: ε as an exact rational,
-//! the privacy unit, the exact samplers, the Laplace and permute-and-flip mechanisms, the one
+//! the privacy unit, the exact samplers, the Laplace, permute-and-flip and AboveThreshold mechanisms, the one
 //! random generator, accuracy bounds, the ε accountant and the persistent ledger.
 
+pub mod above_threshold;
 pub mod accountant;
 pub mod accuracy;
 pub mod epsilon;

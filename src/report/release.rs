@@ -43,6 +43,9 @@ pub struct Release {
     /// Lines for stderr, printed only after the release is complete and charged.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// Warnings for stderr (the release may be far off), printed after the notes.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
     /// The ledger account after this release was charged (only with --ledger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSummary>,
@@ -137,8 +140,14 @@ pub struct QuantileValue {
     /// Δu: the most one neighbouring change moves any candidate's score.
     pub score_sensitivity: u128,
     /// With probability >= confidence the released candidate's rank is within this many rows
-    /// of the best candidate's.
+    /// of the best candidate's (permute-and-flip), or of q·n (AboveThreshold).
     pub rank_error_bound: f64,
+    /// The order AboveThreshold scanned the grid in ("ascending" or "descending").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan: Option<&'static str>,
+    /// Set when the data look too few for this level's ε (also printed on stderr).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// The public candidate grid of a quantile release.
@@ -288,6 +297,7 @@ impl Release {
             post_processing: vec![],
             accounting,
             notes: vec![],
+            warnings: vec![],
             budget: None,
             insecure_seed: false,
         })
