@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
-use crate::cli::values::{Delimiter, Format, Neighbours, Threads};
+use crate::cli::values::{BoundPair, ColumnPair, Delimiter, Format, Neighbours, Threads};
 use crate::cmd::release::InputFlags;
 use crate::data::cell::InvalidPolicy;
 use crate::data::source::{CsvOptions, Filter, Source};
@@ -67,6 +67,18 @@ pub enum Query {
         dpstat variance --col income --lower 0 --upper 200000 --eps 1 --by region --keys north,south people.csv"
     )]
     Variance(NumericArgs),
+    /// Noisy population covariance of two columns clamped to [Lx, Ux] × [Ly, Uy].
+    /// add-remove: noisy count, shifted sums of x and y and sum of products, ε split in four;
+    /// replace: the sums and products over the public n, ε split in three.
+    #[command(after_help = "Bounds are pairs, x's first: --lower LX,LY --upper UX,UY.\n\n\
+        Example:\n  dpstat covariance --cols age,income --lower 0,0 --upper 100,200000 --eps 1 people.csv")]
+    Covariance(CovarianceArgs),
+    /// Noisy least-squares slope of y on x, cov(x, y)/var(x), both clamped to their bounds.
+    /// add-remove: noisy count, shifted sums, sum of squares of x and sum of products, ε split
+    /// in five; replace: the four sums over the public n, ε split in four.
+    #[command(after_help = "Bounds are pairs, x's first: --lower LX,LY --upper UX,UY.\n\n\
+        Example:\n  dpstat regress --x age --y income --lower 0,0 --upper 100,200000 --eps 1 people.csv")]
+    Regress(RegressArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
     /// L1 sensitivity 1 (add-remove), 2 (replace).
     #[command(after_help = HISTOGRAM_HELP)]
@@ -263,7 +275,11 @@ impl Query {
     /// The release this subcommand asks for; None for the subcommands that release nothing.
     pub fn release(&self) -> Option<ReleaseFlags<'_>> {
         let (kind, options, common, plot) = match self {
-            Query::Count(a) => ("count", Options::default(), &a.common, None),
+            Query::Count(a) => {
+                ("count", Options { nonnegative: a.nonnegative, ..Options::default() }, &a.common, None)
+            }
+            Query::Covariance(a) => ("covariance", a.options(), &a.common, None),
+            Query::Regress(a) => ("regress", a.options(), &a.common, None),
             Query::Sum(a) => ("sum", a.options(), &a.common, None),
             Query::Mean(a) => ("mean", a.options(), &a.common, None),
             Query::Variance(a) => ("variance", a.options(), &a.common, None),
@@ -301,8 +317,78 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct CountArgs {
+    /// Release a negative noisy count as 0 (post-processing; biases small counts upwards).
+    #[arg(long)]
+    pub nonnegative: bool,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// Flags of the two-column queries' bounds and cells.
+#[derive(Args, Debug)]
+pub struct PairArgs {
+    /// Lower clamping bounds of x and y (public), comma-separated: --lower 0,0.
+    #[arg(long, value_name = "LX,LY", allow_hyphen_values = true)]
+    pub lower: Option<BoundPair>,
+    /// Upper clamping bounds of x and y (public), comma-separated: --upper 100,200000.
+    #[arg(long, value_name = "UX,UY", allow_hyphen_values = true)]
+    pub upper: Option<BoundPair>,
+    /// What to do with a missing or non-numeric cell: error, skip (add-remove only; the row is
+    /// dropped), or impute=V (the same V for both columns).
+    #[arg(long, value_name = "POLICY", default_value = "error")]
+    pub invalid: InvalidPolicy,
+}
+
+impl PairArgs {
+    fn options(&self, x: &str, y: &str) -> Options {
+        Options {
+            column: Some(x.to_string()),
+            y_column: Some(y.to_string()),
+            lower: self.lower.map(|p| p.0),
+            y_lower: self.lower.map(|p| p.1),
+            upper: self.upper.map(|p| p.0),
+            y_upper: self.upper.map(|p| p.1),
+            invalid: self.invalid,
+            ..Options::default()
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CovarianceArgs {
+    /// The two columns, x then y, comma-separated (with --no-header, 1-based indices).
+    #[arg(long, value_name = "X,Y")]
+    pub cols: ColumnPair,
+    #[command(flatten)]
+    pub pair: PairArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl CovarianceArgs {
+    pub fn options(&self) -> Options {
+        self.pair.options(&self.cols.0, &self.cols.1)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RegressArgs {
+    /// The explanatory column x (with --no-header, a 1-based index).
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    pub x: String,
+    /// The response column y, whose slope on x is released.
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    pub y: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl RegressArgs {
+    pub fn options(&self) -> Options {
+        self.pair.options(&self.x, &self.y)
+    }
 }
 
 /// Flags of the queries that read one numeric column.
@@ -363,6 +449,13 @@ pub struct HistogramArgs {
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,
+    /// Release negative noisy bin counts as 0 (post-processing; biases small bins upwards).
+    #[arg(long)]
+    pub nonnegative: bool,
+    /// Release proportions of the total instead of counts: bins clamped at 0, then divided by
+    /// their sum (post-processing; implies --nonnegative).
+    #[arg(long)]
+    pub normalize: bool,
     /// Also write an SVG bar chart of the noisy counts with error bars (the per-bin accuracy
     /// bound) to this file, after the release is complete and any ledger charge is made.
     #[arg(long, value_name = "FILE.svg")]
@@ -381,6 +474,8 @@ impl HistogramArgs {
             bins: self.bins,
             categories: self.categories.clone(),
             invalid: self.invalid,
+            nonnegative: self.nonnegative || self.normalize,
+            normalize: self.normalize,
             ..Options::default()
         }
     }

@@ -105,10 +105,13 @@ impl Job {
                 "--format chart and --plot draw one histogram; with --by use --format text or json",
             ));
         }
-        if request.format == Format::Chart && !statistic.draws_bars() {
+        if (request.format == Format::Chart || request.plot.is_some()) && !statistic.draws_bars() {
+            let what = match statistic.name() {
+                "histogram" => "histogram --normalize releases proportions, not counts",
+                name => &format!("{name} releases no bins"),
+            };
             return Err(Error::usage(format!(
-                "--format chart draws the bars of a histogram; {} releases no bins: use --format text or --format json",
-                statistic.name()
+                "--format chart and --plot draw the bars of a histogram's noisy counts; {what}: use --format text or --format json"
             )));
         }
         if let Some(path) = &request.plot {
@@ -252,8 +255,12 @@ pub fn context<'a>(job: &'a Job, input: &'a Input, eps: &'a Epsilon) -> Context<
 
 /// The empty fold of a statistic, its column resolved against the input's header.
 pub fn empty_fold<S: Statistic>(statistic: &S, input: &Input) -> Result<S::Fold> {
-    let index = statistic.column().map(|c| input.resolve(c, "--col")).transpose()?;
-    Ok(statistic.fold(index))
+    let indices = statistic
+        .columns()
+        .into_iter()
+        .map(|(c, flag)| input.resolve(c, flag))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(statistic.fold(&indices))
 }
 
 /// Filters and grouping, resolved against the input's header.

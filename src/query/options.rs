@@ -33,6 +33,14 @@ pub struct Options {
     /// Quantile levels (`--q`).
     pub levels: Vec<Level>,
     pub resolution: Option<usize>,
+    /// The second column of covariance and regress (y; `column` is x), with its bounds.
+    pub y_column: Option<String>,
+    pub y_lower: Option<Finite>,
+    pub y_upper: Option<Finite>,
+    /// `--nonnegative`: counts (and bins) below 0 are released as 0.
+    pub nonnegative: bool,
+    /// `--normalize`: a histogram released as proportions of its (nonnegative) total.
+    pub normalize: bool,
 }
 
 /// What every statistic's validation needs besides its options.

@@ -56,7 +56,7 @@ use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::options::{check_invalid_policy, Level, Options, Setup};
 use crate::query::quantile::unbounded::{Scan, Split};
-use crate::query::statistic::{add_counts, Context, Measured, PlanContext, Planned, Statistic};
+use crate::query::statistic::{first, add_counts, Context, Measured, PlanContext, Planned, Statistic};
 use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, Part, QuantileValue, Release};
 
 /// `dpstat quantile` and `dpstat median`.
@@ -130,8 +130,8 @@ impl Statistic for Quantile {
         Some(&self.column)
     }
 
-    fn fold(&self, index: Option<usize>) -> QuantileFold {
-        let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
+    fn fold(&self, indices: &[usize]) -> QuantileFold {
+        let cell = NumberCell { index: first(indices), invalid: self.invalid };
         QuantileFold::new(Arc::clone(&self.spec.candidates), cell)
     }
 

@@ -72,6 +72,9 @@ pub struct Noise {
     pub grid: Option<GridInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounds: Option<BoundsInfo>,
+    /// The second column's bounds (covariance, regress: `bounds` are x's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds_y: Option<BoundsInfo>,
     /// The row count n: public under replace; the assumed count in a plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<u64>,
@@ -96,6 +99,9 @@ pub struct BinCount {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upper: Option<f64>,
     pub count: i128,
+    /// The bin's share of the total (`--normalize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proportion: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -185,6 +191,8 @@ pub const MECHANISM: &str = "discrete-laplace";
 pub const VALUE: &str = "value";
 /// The scope of a histogram's bound: each bin on its own (a bound for all K at once uses β/K).
 pub const PER_BIN: &str = "per bin";
+/// The scope of a normalized histogram's bound: every bin's proportion at once.
+pub const EVERY_BIN: &str = "every bin at once";
 
 impl GridInfo {
     pub fn of(grid: Grid) -> GridInfo {
@@ -238,6 +246,7 @@ impl Noise {
             scale: None,
             grid: None,
             bounds: None,
+            bounds_y: None,
             rows: None,
             accuracy,
             parts: vec![],

@@ -6,7 +6,7 @@ use anyhow::Result;
 use crate::error::bad_input;
 use crate::numeric::format::real;
 use crate::report::chart;
-use crate::report::release::{GroupedRelease, Number, Published, Release};
+use crate::report::release::{BinCount, GroupedRelease, Number, Published, Release};
 
 /// How a release is printed (`--format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -47,8 +47,10 @@ pub fn render(published: &Published, format: Format) -> Result<Vec<u8>> {
 fn render_grouped_text(grouped: &GroupedRelease, out: &mut Vec<u8>) -> Result<()> {
     let histogram = grouped.groups.iter().any(|g| g.release.bins.is_some());
     let mut writer = csv::Writer::from_writer(out);
+    let normalized =
+        grouped.groups.iter().flat_map(|g| g.release.bins.iter().flatten()).any(|b| b.proportion.is_some());
     if histogram {
-        writer.write_record(["key", "bin", "count"])?;
+        writer.write_record(["key", "bin", if normalized { "proportion" } else { "count" }])?;
     } else {
         writer.write_record(["key", "value"])?;
     }
@@ -57,7 +59,7 @@ fn render_grouped_text(grouped: &GroupedRelease, out: &mut Vec<u8>) -> Result<()
             writer.write_record([group.key.as_str(), &format_number(value)])?;
         }
         for bin in group.release.bins.iter().flatten() {
-            writer.write_record([group.key.as_str(), bin.bin.as_str(), &bin.count.to_string()])?;
+            writer.write_record([group.key.as_str(), bin.bin.as_str(), &bin_value(bin)])?;
         }
     }
     writer.flush()?;
@@ -80,13 +82,22 @@ fn render_text(release: &Release, out: &mut Vec<u8>) -> Result<()> {
     }
     if let Some(bins) = &release.bins {
         let mut writer = csv::Writer::from_writer(out);
-        writer.write_record(["bin", "count"])?;
+        let normalized = bins.iter().any(|b| b.proportion.is_some());
+        writer.write_record(["bin", if normalized { "proportion" } else { "count" }])?;
         for bin in bins {
-            writer.write_record([bin.bin.as_str(), &bin.count.to_string()])?;
+            writer.write_record([bin.bin.as_str(), &bin_value(bin)])?;
         }
         writer.flush()?;
     }
     Ok(())
+}
+
+/// A bin as printed: its proportion (`--normalize`), else its count.
+fn bin_value(bin: &BinCount) -> String {
+    match bin.proportion {
+        Some(p) => real(p),
+        None => bin.count.to_string(),
+    }
 }
 
 /// A number as printed: integers as they are, reals by [`real`].
