@@ -101,6 +101,24 @@ const KINDS: &[Kind] = &[
         private_bounds: None,
         grouped_under_replace: false,
     },
+    Kind {
+        args: &["covariance", "--cols", "age,income", "--lower", "0,0", "--upper", "100,200000"],
+        workload: Some(
+            "kind = \"covariance\"\ncolumn = [\"age\", \"income\"]\nlower = [0, 0]\nupper = [100, 200000]",
+        ),
+        grouped: true,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    Kind {
+        args: &["regress", "--x", "age", "--y", "income", "--lower", "0,0", "--upper", "100,200000"],
+        workload: Some(
+            "kind = \"regress\"\ncolumn = [\"age\", \"income\"]\nlower = [0, 0]\nupper = [100, 200000]",
+        ),
+        grouped: true,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
     // Without bounds: AboveThreshold, with a noisy count under add-remove and two halves a level.
     Kind {
         args: &["quantile", "--col", "age", "--q", "0.1,0.5,0.9"],

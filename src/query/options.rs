@@ -65,8 +65,14 @@ impl Setup<'_> {
         self.groups > 1
     }
 
-    /// The statistic's column, parsed as `--col` takes it.
+    /// The statistic's column, parsed as `--col` takes it; a one-column statistic refuses a
+    /// second column or pairs of bounds (a workload can write them as arrays).
     pub fn column(&self, options: &Options) -> Result<ColumnRef, Error> {
+        if options.y_column.is_some() || options.y_lower.is_some() || options.y_upper.is_some() {
+            return Err(Error::usage(
+                "this query reads one column: give column, lower and upper as single values, not pairs",
+            ));
+        }
         ColumnRef::parse(options.column.as_deref().unwrap_or_default(), self.has_header, "--col")
     }
 }

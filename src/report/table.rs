@@ -118,7 +118,11 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             .collect::<Vec<_>>()
             .join(" "),
     };
-    let error = format_float(r.noise.accuracy.error_bound);
+    // A slope whose x variance cannot be told from 0 has no finite bound (null in JSON).
+    let error = match r.noise.accuracy.error_bound {
+        bound if bound.is_finite() => format_float(bound),
+        _ => "unbounded".into(),
+    };
     let column = r.column.clone().unwrap_or_else(|| "-".into());
     let row = |bin: String, value: String| -> [String; 9] {
         [

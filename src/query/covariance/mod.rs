@@ -52,7 +52,7 @@ use crate::privacy::laplace::{self, Aggregate, Noisy};
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::covariance::accuracy::{covariance_interval, distance, Box4};
-use crate::query::options::{self, check_invalid_policy, require_bounds, Options, Setup};
+use crate::query::options::{self, check_invalid_policy, Options, Setup};
 use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
 use crate::query::variance::accuracy::Interval;
 use crate::report::release::{Accuracy, BoundsInfo, Noise, Number, Part, Release};
@@ -143,12 +143,29 @@ pub fn pair_options(
     flags: [&str; 2],
 ) -> Result<(Pair<ColumnRef>, Pair<Bounds>), Error> {
     check_invalid_policy(options.invalid, setup.neighbours)?;
-    let missing = |what: &str| Error::usage(format!("{query} reads two columns: {what} is missing"));
+    let missing = |what: &str| {
+        Error::usage(format!(
+            "{query} reads two columns and {what} is missing: give both, x first (in a workload, \
+             column = [\"x\", \"y\"] with lower = [LX, LY] and upper = [UX, UY])"
+        ))
+    };
     let x = ColumnRef::parse(options.column.as_deref().ok_or_else(|| missing("x"))?, setup.has_header, flags[0])?;
     let y = ColumnRef::parse(options.y_column.as_deref().ok_or_else(|| missing("y"))?, setup.has_header, flags[1])?;
-    let bounds = Pair {
-        x: require_bounds(query, options.lower, options.upper)?,
-        y: require_bounds(query, options.y_lower, options.y_upper)?,
+    let bounds = match (options.lower.zip(options.y_lower), options.upper.zip(options.y_upper)) {
+        (Some((lx, ly)), Some((ux, uy))) => Pair { x: Bounds::new(lx, ux)?, y: Bounds::new(ly, uy)? },
+        (lower, upper) => {
+            let missing = match (lower, upper) {
+                (Some(_), None) => "--upper UX,UY is missing",
+                (None, Some(_)) => "--lower LX,LY is missing",
+                _ => "--lower LX,LY and --upper UX,UY are missing",
+            };
+            return Err(Error::usage(format!(
+                "{query} needs public clamping bounds for both columns and {missing}: add them as pairs, \
+                 x's first (e.g. --lower 0,0 --upper 100,200000 for age and income). They fix how much one \
+                 row can change the result; dpstat never takes them from the data, because a column's min \
+                 or max would reveal the rows that hold them"
+            )));
+        }
     };
     options::refuse_filtered_replace(setup, query)?;
     options::refuse_grouped_replace(setup, query)?;
