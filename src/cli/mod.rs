@@ -83,11 +83,12 @@ pub enum Query {
     /// L1 sensitivity 1 (add-remove), 2 (replace).
     #[command(after_help = HISTOGRAM_HELP)]
     Histogram(HistogramArgs),
-    /// Noisy quantiles by the exponential mechanism (permute-and-flip) over public candidates.
-    /// Score sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
+    /// Noisy quantiles: with --lower/--upper, the exponential mechanism (permute-and-flip) over
+    /// evenly spaced candidates; without, AboveThreshold over a public log-scale grid. Score
+    /// sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
     #[command(
         after_help = "Examples:\n  dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 people.csv\n  \
-        dpstat quantile --col income --q 0.9 --eps 1 people.csv   (no bounds: public log-scale candidates)"
+        dpstat quantile --col income --q 0.9 --eps 1 people.csv   (no bounds: AboveThreshold over public log-scale candidates; warns when the rows are too few)"
     )]
     Quantile(QuantileArgs),
     /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
@@ -487,7 +488,8 @@ pub struct RankArgs {
     /// Column by header name (with --no-header, a 1-based index).
     #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
     pub col: String,
-    /// Lowest candidate L (public); without --lower/--upper a public log-scale grid is used.
+    /// Lowest candidate L (public); without --lower/--upper, AboveThreshold scans a public
+    /// log-scale grid (a tenth of ε then pays for a noisy row count under add-remove).
     #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
     pub lower: Option<Finite>,
     /// Highest candidate U (public).

@@ -8,10 +8,11 @@
 //!
 //! Guarantee: (ε₁ + ε₂)-DP, pure, with
 //! - c = 2 for arbitrary queries (Dwork, Naor, Reingold, Rothblum, Vadhan 2009; Dwork & Roth
-//!   2014, Alg. 1 and Thm 3.23; Lyu, Su, Li 2017, Alg. 7 with one positive answer);
+//!   2014, AboveThreshold, Alg. 1 and Thm 3.23, which is ε₁ = ε₂ = ε/2; Lyu, Su, Li 2017,
+//!   "Understanding the sparse vector technique", for unequal shares);
 //! - c = 1 when the queries are *monotone*: between any two neighbours either every query moves
-//!   up or stays, or every query moves down or stays (Lyu, Su, Li 2017, §4.2; used for quantiles
-//!   by Durfee 2023).
+//!   up or stays, or every query moves down or stays (Lyu, Su, Li 2017, monotonic queries; used
+//!   for quantiles by Durfee 2023). The proof below covers both.
 //!
 //! The proof carries over from continuous to discrete noise unchanged: every shift it makes is
 //! by an integer (Δ or 2Δ), a bijection of the integers, and the discrete Laplace pmf satisfies
