@@ -17,7 +17,7 @@
 //! The proof carries over from continuous to discrete noise unchanged: every shift it makes is
 //! by an integer (Δ or 2Δ), a bijection of the integers, and the discrete Laplace pmf satisfies
 //! P(Z = z) <= exp(|k|/s)·P(Z = z + k) for all integers z, k. With D, D' neighbours and output
-//! k, P_D[k] = Σ_z P(ρ = z)·Π_{i<k} P(g_i(D) + ν_i < z)·P(g_k(D) + ν_k >= z). Substituting
+//! k, P_D(k) = Σ_z P(ρ = z)·Π_{i<k} P(g_i(D) + ν_i < z)·P(g_k(D) + ν_k >= z). Substituting
 //! z' = z + Δ costs exp(ε₁) and makes every "below" factor of D at most that of D' (since
 //! g_i(D') <= g_i(D) + Δ); the last factor then costs exp(ε₂) by shifting ν_k by 2Δ (c = 2).
 //! For monotone queries, if g(D') >= g(D) everywhere the same substitution is needed but ν_k

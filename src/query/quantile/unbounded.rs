@@ -125,7 +125,7 @@ pub fn threshold_queries(equal: &[u64], gaps: &[u64], level: &Level, scan: Scan)
 /// The probability, bounded from above, that a release of `at` over `candidates` lies outside
 /// the range of data with at least `rows` rows: a false stop among the candidates before the
 /// data (union bound over all of them, margin max(a, b − a)·rows), plus no stop within
-/// [`WILD_STEPS`] candidates past them (margin min(a, b − a)·rows). Uses only public scales and
+/// `WILD_STEPS` (32) candidates past them (margin min(a, b − a)·rows). Uses only public scales and
 /// a row count that is public or a noisy lower bound. f64; it only decides a warning.
 pub fn wild_probability(at: &AboveThreshold, level: &Level, rows: f64, candidates: usize) -> f64 {
     let d = level.score_sensitivity(Neighbours::AddRemove) as f64;
