@@ -188,6 +188,10 @@ mod tests {
             + (at.threshold_eps.as_rational() + at.queries_eps.as_rational()) * num_bigint::BigInt::from(2);
         assert_eq!(&total, eps.as_rational());
         assert_eq!(Split::new(&eps, 3, true).per_level.exact_string(), "1/3");
+        // Halved query noise only where the queries are monotone: replace without filters.
+        let monotone = |n, f| mechanism(&level("0.5"), n, f, &eps).monotone;
+        assert!(monotone(Neighbours::Replace, false));
+        assert!(!monotone(Neighbours::Replace, true) && !monotone(Neighbours::AddRemove, false));
     }
 
     /// Few rows make a wild release likely, many rows unlikely.
