@@ -109,6 +109,39 @@ const KINDS: &[Kind] = &[
         grouped_under_replace: false,
     },
     Kind {
+        args: &["covariance", "--cols", "age,income", "--lower", "0,0", "--upper", "100,200000", "--invalid", "impute=0"],
+        workload: Some(
+            "kind = \"covariance\"\ncolumn = [\"age\", \"income\"]\nlower = [0, 0]\nupper = [100, 200000]\ninvalid = \"impute=0\"",
+        ),
+        grouped: true,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    Kind {
+        args: &["regress", "--x", "age", "--y", "income", "--lower", "0,0", "--upper", "100,200000", "--invalid", "impute=0"],
+        workload: Some(
+            "kind = \"regress\"\ncolumn = [\"age\", \"income\"]\nlower = [0, 0]\nupper = [100, 200000]\ninvalid = \"impute=0\"",
+        ),
+        grouped: true,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    // Without bounds: AboveThreshold, with a noisy count under add-remove and two halves a level.
+    Kind {
+        args: &["quantile", "--col", "age", "--q", "0.1,0.5,0.9", "--invalid", "impute=0"],
+        workload: None,
+        grouped: false,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    Kind {
+        args: &["median", "--col", "age", "--invalid", "impute=0"],
+        workload: None,
+        grouped: false,
+        private_bounds: None,
+        grouped_under_replace: false,
+    },
+    Kind {
         args: &["median", "--col", "age", "--lower", "0", "--upper", "100", "--invalid", "impute=0"],
         workload: None,
         grouped: false,

@@ -50,6 +50,15 @@ const SUM_M20_10: i64 = 197;
 /// Numeric histogram of x over [0, 10] in 4 bins (no value sits on an edge).
 const HIST_0_10_4: [i64; 4] = [12, 7, 11, 10];
 
+/// dist_pairs.csv: 40 (x, y) rows, halves and integers, one x of 12.5 and one pair (−1.5, 11)
+/// outside [0, 10]². Clamped and shifted by the midpoint 5: Σx' = 12, Σy' = −39, Σx'y' = 222,
+/// so the covariance is 222/40 − (12/40)(−39/40) = 2337/400.
+const PAIR_ROWS: i64 = 40;
+const PAIR_SUM_X: i64 = 12;
+const PAIR_SUM_Y: i64 = -39;
+const PAIR_PRODUCTS: i64 = 222;
+const PAIR_COVARIANCE: (i64, i64) = (2337, 400);
+
 // ---------------------------------------------------------------------------------------------
 // Configurations: one set of flags on one fixture, run with seeds seed_base..seed_base+runs.
 
@@ -129,6 +138,27 @@ const HISTOGRAM: Config = Config {
     ],
     seed_base: 700_000,
     runs: 1000,
+};
+
+/// covariance add-remove over [0, 10]², ε = 1: four parts at ε/4. Count Δ 1 → discrete
+/// Laplace(4); shifted sums Δ h = 5 → Laplace(20); products Δ h² = 25 → Laplace(100). Every
+/// true part is a multiple of 1/2, exact on every grid used.
+const COVARIANCE: Config = Config {
+    fixture: "dist_pairs.csv",
+    args: &["covariance", "--cols", "x,y", "--lower", "0,0", "--upper", "10,10", "--eps", "1"],
+    seed_base: 1_000_000,
+    runs: 1000,
+};
+
+/// Bounds-free quantiles of age in people.csv under replace (n = 200 public, monotone queries),
+/// levels 1/4 and 1/2 at ε/2 = 1 each, halves for threshold and queries: AboveThreshold over the
+/// log grid, 1/4 scanned descending with scales Δ/ε₁ = 4/(1/2) = 8, 1/2 ascending with
+/// 2/(1/2) = 4.
+const QUANTILE_AT: Config = Config {
+    fixture: "people.csv",
+    args: &["quantile", "--col", "age", "--q", "0.25,0.5", "--eps", "2", "--neighbours", "replace"],
+    seed_base: 1_100_000,
+    runs: 300,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -249,6 +279,8 @@ runs_of!(sum_replace_runs, SUM_REPLACE);
 runs_of!(mean_replace_runs, MEAN_REPLACE);
 runs_of!(mean_add_remove_runs, MEAN_ADD_REMOVE);
 runs_of!(histogram_runs, HISTOGRAM);
+runs_of!(covariance_runs, COVARIANCE);
+runs_of!(quantile_at_runs, QUANTILE_AT);
 
 // ---------------------------------------------------------------------------------------------
 // Number tokens as printed.
@@ -560,6 +592,24 @@ fn fixtures_hold_the_stated_truth() {
         bins[((c / 2.5) as usize).min(3)] += 1;
     }
     assert_eq!(bins, HIST_0_10_4);
+
+    let pairs: Vec<(f64, f64)> = column("dist_pairs.csv", "x")
+        .iter()
+        .zip(column("dist_pairs.csv", "y"))
+        .map(|(x, y)| {
+            (
+                x.parse::<f64>().unwrap().clamp(0.0, 10.0) - 5.0,
+                y.parse::<f64>().unwrap().clamp(0.0, 10.0) - 5.0,
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len() as i64, PAIR_ROWS);
+    assert_eq!(pairs.iter().map(|p| p.0).sum::<f64>(), PAIR_SUM_X as f64);
+    assert_eq!(pairs.iter().map(|p| p.1).sum::<f64>(), PAIR_SUM_Y as f64);
+    assert_eq!(pairs.iter().map(|p| p.0 * p.1).sum::<f64>(), PAIR_PRODUCTS as f64);
+    let n = int(PAIR_ROWS);
+    let cov = rational(PAIR_PRODUCTS, 1) / &n - rational(PAIR_SUM_X, 1) / &n * (rational(PAIR_SUM_Y, 1) / &n);
+    assert_eq!(cov, rational(PAIR_COVARIANCE.0, PAIR_COVARIANCE.1));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -929,5 +979,153 @@ fn grid_exponent_follows_the_design_formula() {
         args.extend(&flags[1..]);
         let got = grid_exponent(800 + i as u64, &args, "dist_other.csv");
         assert_eq!(got, *want, "{args:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. covariance: each of its four parts has its declared distribution; the bound covers.
+
+#[test]
+fn covariance_parts_fit_their_distributions() {
+    let runs = covariance_runs();
+    let names = ["count", "shifted_sum_x", "shifted_sum_y", "sum_of_products"];
+    for run in runs {
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(run.str(&format!("/parts/{i}/name")), *name);
+            assert_eq!(run.str(&format!("/parts/{i}/epsilon_exact")), "1/4");
+        }
+        assert_close("count scale", run.f64("/parts/0/scale"), 4.0);
+        assert_close("x sum scale", run.f64("/parts/1/scale"), 20.0);
+        assert_close("y sum scale", run.f64("/parts/2/scale"), 20.0);
+        assert_close("products scale", run.f64("/parts/3/scale"), 100.0);
+    }
+    let count_noise: Vec<i64> =
+        runs.iter().map(|r| r.units("/parts/0/value_units").to_i64().expect("fits") - PAIR_ROWS).collect();
+    assert_discrete_laplace("covariance: count part", &count_noise, 4.0);
+    for (i, truth, scale) in [(1, PAIR_SUM_X, 20.0), (2, PAIR_SUM_Y, 20.0), (3, PAIR_PRODUCTS, 100.0)] {
+        let noise = real_noise_at(runs, &format!("/parts/{i}/value"), &int(truth));
+        assert_laplace(&format!("covariance: part {}", names[i]), &noise, scale);
+    }
+}
+
+#[test]
+fn accuracy_coverage_covariance() {
+    // A union bound over four parts and an interval over their box: conservative, so the floor.
+    let runs = covariance_runs();
+    let c = confidence_of(runs);
+    let truth = rational(PAIR_COVARIANCE.0, PAIR_COVARIANCE.1);
+    assert_coverage("covariance add-remove", covered(runs, "/value", &truth), runs.len(), c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Bounds-free quantiles: the released candidates follow AboveThreshold's exact distribution.
+
+/// The public log grid, ascending: ±2^e·(1 + j/32) for e in −20..=63, ±2^64 and 0.
+fn log_grid() -> Vec<f64> {
+    let mut positive: Vec<f64> =
+        (-20..=63).flat_map(|e| (0..32).map(move |j| 2f64.powi(e) * (1.0 + j as f64 / 32.0))).collect();
+    positive.push(2f64.powi(64));
+    let mut grid: Vec<f64> = positive.iter().rev().map(|c| -c).collect();
+    grid.push(0.0);
+    grid.extend(positive);
+    grid
+}
+
+/// P(release = candidate) for AboveThreshold with queries `g` (in scan order) and threshold and
+/// query noise of the given scales: Σ_z P(ρ = z)·Π_{j<k} P(ν < z − g_j)·P(ν >= z − g_k); a run
+/// with no stop releases the last candidate.
+fn above_threshold_distribution(queries: &[i64], threshold_scale: f64, query_scale: f64) -> Vec<f64> {
+    let p = (-1.0 / query_scale).exp();
+    // P(ν <= t) for discrete Laplace.
+    let cdf = |t: i64| {
+        if t >= 0 {
+            1.0 - (-((t + 1) as f64) / query_scale).exp() / (1.0 + p)
+        } else {
+            (t as f64 / query_scale).exp() / (1.0 + p)
+        }
+    };
+    let reach = (40.0 * threshold_scale) as i64;
+    let mut probs = vec![0.0; queries.len()];
+    for z in -reach..=reach {
+        let mut alive = discrete_laplace_pmf(threshold_scale, z);
+        for (k, &g) in queries.iter().enumerate() {
+            let below = cdf(z - g - 1);
+            probs[k] += alive * (1.0 - below);
+            alive *= below;
+            if alive < 1e-300 {
+                break;
+            }
+        }
+        if let Some(last) = probs.last_mut() {
+            *last += alive;
+        }
+    }
+    probs
+}
+
+#[test]
+fn bounds_free_quantiles_follow_above_threshold() {
+    let runs = quantile_at_runs();
+    let xs: Vec<f64> = column("people.csv", "age").iter().map(|s| s.parse().unwrap()).collect();
+    let n = xs.len() as i64;
+    let grid = log_grid();
+    // (level index, a, b, ascending, threshold and query scale)
+    for (level, a, b, ascending, scale) in [(0usize, 1i64, 4i64, false, 8.0), (1, 1, 2, true, 4.0)] {
+        for run in runs {
+            assert_eq!(
+                run.str(&format!("/quantiles/{level}/scan")),
+                if ascending { "ascending" } else { "descending" }
+            );
+            assert_eq!(run.str(&format!("/quantiles/{level}/epsilon_exact")), "1/1");
+        }
+        let order: Vec<usize> =
+            if ascending { (0..grid.len()).collect() } else { (0..grid.len()).rev().collect() };
+        let queries: Vec<i64> = order
+            .iter()
+            .map(|&i| {
+                let c = grid[i];
+                if ascending {
+                    b * xs.iter().filter(|&&x| x <= c).count() as i64 - a * n
+                } else {
+                    b * xs.iter().filter(|&&x| x >= c).count() as i64 - (b - a) * n
+                }
+            })
+            .collect();
+        let probs = above_threshold_distribution(&queries, scale, scale);
+        assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        let total = runs.len() as f64;
+        // One cell per candidate expected at least 5 times, the rest pooled.
+        let cells: Vec<usize> = (0..probs.len()).filter(|&k| probs[k] * total >= 5.0).collect();
+        let pooled = 1.0 - cells.iter().map(|&k| probs[k]).sum::<f64>();
+        let mut observed = vec![0u64; cells.len() + 1];
+        for run in runs {
+            let value = run.f64(&format!("/quantiles/{level}/value"));
+            let k = order
+                .iter()
+                .position(|&i| grid[i] == value)
+                .unwrap_or_else(|| panic!("{value} is no candidate"));
+            match cells.iter().position(|&c| c == k) {
+                Some(cell) => observed[cell] += 1,
+                None => observed[cells.len()] += 1,
+            }
+        }
+        let mut expected: Vec<f64> = cells.iter().map(|&k| probs[k] * total).collect();
+        expected.push(pooled * total);
+        let stat: f64 = observed
+            .iter()
+            .zip(&expected)
+            .filter(|(_, &e)| e > 0.0)
+            .map(|(&o, &e)| (o as f64 - e).powi(2) / e)
+            .sum();
+        let df = (cells.len() - usize::from(pooled * total < 1.0)) as f64;
+        let critical = ChiSquared::new(df).expect("df > 0").inverse_cdf(1.0 - ALPHA);
+        eprintln!(
+            "quantile level {level}: chi2 {stat:.2} (critical {critical:.2}, {} cells)",
+            cells.len() + 1
+        );
+        assert!(
+            stat < critical,
+            "level {level}: chi2 {stat:.2} >= {critical:.2}; observed {observed:?}, expected {expected:?}"
+        );
     }
 }

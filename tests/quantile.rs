@@ -12,11 +12,12 @@ fn values(name: &str) -> Vec<f64> {
     text.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect()
 }
 
-/// How many rows candidate c is from the q-th quantile in rank: |(1−q)·#(x<c) − q·#(x>c)|.
+/// How many rows candidate c is from the valid q-quantiles: max(0, #(x<c) − q·n, q·n − #(x<=c)).
 fn rank_offset(values: &[f64], q: f64, c: f64) -> f64 {
+    let n = values.len() as f64;
     let below = values.iter().filter(|&&x| x < c).count() as f64;
-    let above = values.iter().filter(|&&x| x > c).count() as f64;
-    ((1.0 - q) * below - q * above).abs()
+    let at_or_below = values.iter().filter(|&&x| x <= c).count() as f64;
+    (below - q * n).max(q * n - at_or_below).max(0.0)
 }
 
 /// Runs `median` over integer candidates 0..=200 with many seeds; the released median's rank
@@ -97,6 +98,20 @@ fn large_epsilon_finds_the_true_median_and_quantiles() {
         "q,value\n0.1,11\n0.9,91\n"
     );
 }
+/// On an integer column with many ties (years of schooling, 200 rows: 63 below 12, 56 at 12),
+/// candidates on the integers and ε = 1, the sample median is released: every other candidate
+/// is at least 19 rows from the valid medians, so each is chosen with probability about e^-19.
+#[test]
+fn tied_integer_median_is_the_sample_median() {
+    for seed in 0..100 {
+        let mut cmd = seeded(seed);
+        cmd.args(["median", "--col", "years", "--lower", "1", "--upper", "16", "--resolution", "16"])
+            .args(["--eps", "1"])
+            .arg(fixture("education_ties.csv"));
+        assert_eq!(stdout_of(&mut cmd), "12\n", "seed {seed}");
+    }
+}
+
 #[test]
 fn several_levels_split_epsilon_exactly() {
     let mut cmd = dpstat();
@@ -150,15 +165,60 @@ fn median_is_the_half_quantile() {
 }
 
 #[test]
-fn without_bounds_the_public_log_grid_is_used_at_full_epsilon() {
+fn without_bounds_above_threshold_runs_on_the_public_log_grid() {
     let mut cmd = dpstat();
     cmd.args(["median", "--col", "income", "--eps", "1"]).arg(fixture("incomes_20k.csv"));
     let json = json_of(&mut cmd);
     assert_eq!(json["candidates"]["grid"], "log");
-    assert_eq!(json["quantiles"][0]["epsilon_exact"], "1/1");
+    assert_eq!(json["mechanism"], "above-threshold");
+    // A tenth for the noisy count (n is private under add-remove), the rest for the level.
+    assert_eq!(json["parts"][0]["name"], "count");
+    assert_eq!(json["parts"][0]["epsilon_exact"], "1/10");
+    assert_eq!(json["quantiles"][0]["epsilon_exact"], "9/10");
+    assert_eq!(json["quantiles"][0]["scan"], "ascending");
     let median = json["value"].as_f64().unwrap();
     // The log grid has ~3 % steps; the true median of the fixture is about 40 000.
     assert!((30_000.0..55_000.0).contains(&median), "{median}");
+    // Under replace n is public: no count, the whole ε for the level.
+    let mut cmd = dpstat();
+    cmd.args(["quantile", "--q", "0.1", "--col", "income", "--eps", "1", "--neighbours", "replace"])
+        .arg(fixture("incomes_20k.csv"));
+    let json = json_of(&mut cmd);
+    assert!(json.get("parts").is_none(), "{json}");
+    assert_eq!(json["rows"], 20000);
+    assert_eq!(json["quantiles"][0]["epsilon_exact"], "1/1");
+    assert_eq!(json["quantiles"][0]["scan"], "descending");
+}
+
+/// Bounds-free quantiles stay inside the data's range on 200 rows, and say so on stderr when
+/// the rows are too few for ε (judged from the noisy count), on stdout releasing nonetheless.
+#[test]
+fn too_few_rows_for_epsilon_are_reported_on_stderr() {
+    let run = |seed: u64, file: &str| {
+        let out = seeded(seed)
+            .args(["quantile", "--col", "age", "--q", "0.5,0.9", "--eps", "1", "--format", "json"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (json, String::from_utf8(out.stderr).unwrap())
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let small = dir.path().join("people20.csv");
+    let text = fs::read_to_string(fixture("people.csv")).unwrap();
+    fs::write(&small, text.lines().take(21).collect::<Vec<_>>().join("\n") + "\n").unwrap();
+    for seed in 0..5 {
+        let (json, stderr) = run(seed, small.to_str().unwrap());
+        assert!(stderr.contains("the data look too few for epsilon 0.45 per level"), "{stderr}");
+        assert!(json["quantiles"][0]["warning"].as_str().is_some(), "{json}");
+        let (json, stderr) = run(seed, fixture("people.csv").to_str().unwrap());
+        for q in json["quantiles"].as_array().unwrap() {
+            let value = q["value"].as_f64().unwrap();
+            assert!((18.0..=120.0).contains(&value), "seed {seed}: {value}");
+            assert!(q.get("warning").is_none() || stderr.contains("too few"), "{json}");
+        }
+    }
 }
 
 #[test]

@@ -273,3 +273,61 @@ fn reads_standard_input_once() {
     let text = stdout_of(dpstat().arg("run").arg(fixture("compose_two_columns.toml")).write_stdin(bytes));
     assert_eq!(text.lines().count(), 6);
 }
+
+/// covariance and regress take column, lower and upper as pairs [x, y]; a one-column kind
+/// refuses pairs, a two-column kind a single column, each naming the line.
+#[test]
+fn two_column_queries_take_pairs() {
+    let dir = TempDir::new().unwrap();
+    let body = "column = [\"age\", \"income\"]\nlower = [0, 0]\nupper = [100, 200000]\n";
+    let good = dir.path().join("pairs.toml");
+    fs::write(
+        &good,
+        format!(
+            "epsilon = 1\n[[query]]\nname = \"c\"\nkind = \"covariance\"\n{body}\n\
+             [[query]]\nname = \"r\"\nkind = \"regress\"\n{body}share = 0.5\n"
+        ),
+    )
+    .unwrap();
+    let lines = json_lines(&mut run(&good));
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        (lines[0]["query"].as_str(), lines[1]["query"].as_str()),
+        (Some("covariance"), Some("regress"))
+    );
+    for line in &lines {
+        assert_eq!(line["column"], "age,income");
+        assert_eq!(line["epsilon_exact"], "1/2");
+        assert_eq!(line["bounds_y"]["upper"], 200000.0);
+    }
+    // The same release as the command line at the same share and seed.
+    let single = stdout_of(
+        seeded(1)
+            .args([
+                "covariance",
+                "--cols",
+                "age,income",
+                "--lower",
+                "0,0",
+                "--upper",
+                "100,200000",
+                "--eps",
+                "0.5",
+            ])
+            .args(["--format", "json"])
+            .arg(fixture("people.csv")),
+    );
+    let single: serde_json::Value = serde_json::from_str(&single).unwrap();
+    assert_eq!(single["parts"][3]["sensitivity"], lines[0]["parts"][3]["sensitivity"]);
+    let bad = [
+        ("kind = \"mean\"\ncolumn = [\"age\", \"income\"]\nlower = 0\nupper = 1\n", "not pairs"),
+        ("kind = \"mean\"\ncolumn = \"age\"\nlower = [0, 0]\nupper = [1, 1]\n", "not pairs"),
+        ("kind = \"covariance\"\ncolumn = \"age\"\nlower = 0\nupper = 1\n", "covariance reads two columns"),
+        ("kind = \"covariance\"\ncolumn = [\"age\", \"income\", \"score\"]\nlower = [0, 0]\nupper = [1, 1]\n", "found 3 values"),
+    ];
+    for (i, (query, needle)) in bad.iter().enumerate() {
+        let path = dir.path().join(format!("bad{i}.toml"));
+        fs::write(&path, format!("epsilon = 1\n[[query]]\nname = \"q\"\n{query}")).unwrap();
+        fails_with(&mut run(&path), &["line", needle]);
+    }
+}

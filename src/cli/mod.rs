@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
-use crate::cli::values::{Delimiter, Format, Neighbours, Threads};
+use crate::cli::values::{BoundPair, ColumnPair, Delimiter, Format, Neighbours, Threads};
 use crate::cmd::release::InputFlags;
 use crate::data::cell::InvalidPolicy;
 use crate::data::source::{CsvOptions, Filter, Source};
@@ -68,15 +68,28 @@ pub enum Query {
         dpstat variance -c income -l 0 -u 200000 -e 1 -b region -k north,south fixtures/people.csv"
     )]
     Variance(NumericArgs),
+    /// Noisy population covariance of two columns clamped to [Lx, Ux] × [Ly, Uy].
+    /// add-remove: noisy count, shifted sums of x and y and sum of products, ε split in four;
+    /// replace: the sums and products over the public n, ε split in three.
+    #[command(after_help = "Bounds are pairs, x's first: --lower LX,LY --upper UX,UY.\n\n\
+        Example:\n  dpstat covariance --cols age,income --lower 0,0 --upper 100,200000 --eps 1 fixtures/people.csv")]
+    Covariance(CovarianceArgs),
+    /// Noisy least-squares slope of y on x, cov(x, y)/var(x), both clamped to their bounds.
+    /// add-remove: noisy count, shifted sums, sum of squares of x and sum of products, ε split
+    /// in five; replace: the four sums over the public n, ε split in four.
+    #[command(after_help = "Bounds are pairs, x's first: --lower LX,LY --upper UX,UY.\n\n\
+        Example:\n  dpstat regress --x age --y income --lower 0,0 --upper 100,200000 --eps 1 fixtures/people.csv")]
+    Regress(RegressArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
     /// L1 sensitivity 1 (add-remove), 2 (replace).
     #[command(after_help = HISTOGRAM_HELP)]
     Histogram(HistogramArgs),
-    /// Noisy quantiles by the exponential mechanism (permute-and-flip) over public candidates.
-    /// Score sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
+    /// Noisy quantiles: with --lower/--upper, the exponential mechanism (permute-and-flip) over
+    /// evenly spaced candidates; without, AboveThreshold over a public log-scale grid. Score
+    /// sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
     #[command(after_help = "Examples:\n  \
         dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 fixtures/incomes_20k.csv\n  \
-        dpstat quantile --col income --q 0.9 --eps 1 fixtures/incomes_20k.csv   # no bounds: public log-scale candidates")]
+        dpstat quantile --col income --q 0.9 --eps 1 fixtures/incomes_20k.csv   # no bounds: AboveThreshold over public log-scale candidates")]
     Quantile(QuantileArgs),
     /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
     #[command(
@@ -317,7 +330,11 @@ impl Query {
     /// The release this subcommand asks for; None for the subcommands that release nothing.
     pub fn release(&self) -> Option<ReleaseFlags<'_>> {
         let (kind, options, common) = match self {
-            Query::Count(a) => ("count", Options::default(), &a.common),
+            Query::Count(a) => {
+                ("count", Options { nonnegative: a.nonnegative, ..Options::default() }, &a.common)
+            }
+            Query::Covariance(a) => ("covariance", a.options(), &a.common),
+            Query::Regress(a) => ("regress", a.options(), &a.common),
             Query::Sum(a) => ("sum", a.options(), &a.common),
             Query::Mean(a) => ("mean", a.options(), &a.common),
             Query::Variance(a) => ("variance", a.options(), &a.common),
@@ -352,8 +369,78 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct CountArgs {
+    /// Release a negative noisy count as 0 (post-processing; biases small counts upwards).
+    #[arg(long)]
+    pub nonnegative: bool,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// Flags of the two-column queries' bounds and cells.
+#[derive(Args, Debug)]
+pub struct PairArgs {
+    /// Lower clamping bounds of x and y (public), comma-separated: --lower 0,0.
+    #[arg(short = 'l', long, value_name = "LX,LY", allow_hyphen_values = true)]
+    pub lower: Option<BoundPair>,
+    /// Upper clamping bounds of x and y (public), comma-separated: --upper 100,200000.
+    #[arg(short = 'u', long, value_name = "UX,UY", allow_hyphen_values = true)]
+    pub upper: Option<BoundPair>,
+    /// What to do with a missing or non-numeric cell: error, skip (add-remove only; the row is
+    /// dropped), or impute=V (the same V for both columns).
+    #[arg(long, value_name = "POLICY", default_value = "error")]
+    pub invalid: InvalidPolicy,
+}
+
+impl PairArgs {
+    fn options(&self, x: &str, y: &str) -> Options {
+        Options {
+            column: Some(x.to_string()),
+            y_column: Some(y.to_string()),
+            lower: self.lower.map(|p| p.0),
+            y_lower: self.lower.map(|p| p.1),
+            upper: self.upper.map(|p| p.0),
+            y_upper: self.upper.map(|p| p.1),
+            invalid: self.invalid,
+            ..Options::default()
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CovarianceArgs {
+    /// The two columns, x then y, comma-separated (with --no-header, 1-based indices).
+    #[arg(long, value_name = "X,Y")]
+    pub cols: ColumnPair,
+    #[command(flatten)]
+    pub pair: PairArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl CovarianceArgs {
+    pub fn options(&self) -> Options {
+        self.pair.options(&self.cols.0, &self.cols.1)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RegressArgs {
+    /// The explanatory column x (with --no-header, a 1-based index).
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    pub x: String,
+    /// The response column y, whose slope on x is released.
+    #[arg(long, value_name = "NAME", allow_negative_numbers = true)]
+    pub y: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl RegressArgs {
+    pub fn options(&self) -> Options {
+        self.pair.options(&self.x, &self.y)
+    }
 }
 
 /// Flags of the queries that read one numeric column.
@@ -428,6 +515,13 @@ pub struct HistogramArgs {
     /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidPolicy,
+    /// Release negative noisy bin counts as 0 (post-processing; biases small bins upwards).
+    #[arg(long)]
+    pub nonnegative: bool,
+    /// Release proportions of the total instead of counts: bins clamped at 0, then divided by
+    /// their sum (post-processing; implies --nonnegative).
+    #[arg(long)]
+    pub normalize: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -442,6 +536,8 @@ impl HistogramArgs {
             bins: self.bins,
             categories: self.categories.clone(),
             invalid: self.invalid,
+            nonnegative: self.nonnegative || self.normalize,
+            normalize: self.normalize,
             ..Options::default()
         }
     }
@@ -460,7 +556,8 @@ pub struct RankArgs {
         allow_negative_numbers = true
     )]
     pub col: String,
-    /// Lowest candidate L (public); without --lower/--upper a public log-scale grid is used.
+    /// Lowest candidate L (public); without --lower/--upper, AboveThreshold scans a public
+    /// log-scale grid (a tenth of ε then pays for a noisy row count under add-remove).
     #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
     pub lower: Option<Finite>,
     /// Highest candidate U (public).

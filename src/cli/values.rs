@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use clap::ValueEnum;
 
+use crate::numeric::bounds::Finite;
 use crate::privacy::unit;
 use crate::report::text;
 
@@ -48,6 +49,38 @@ impl From<Format> for text::Format {
             Format::Json => text::Format::Json,
             Format::Chart => text::Format::Chart,
         }
+    }
+}
+
+/// Two comma-separated columns, x first (`--cols age,income`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnPair(pub String, pub String);
+
+impl FromStr for ColumnPair {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ColumnPair, String> {
+        match s.split_once(',') {
+            Some((x, y)) if !x.trim().is_empty() && !y.trim().is_empty() && !y.contains(',') => {
+                Ok(ColumnPair(x.trim().to_string(), y.trim().to_string()))
+            }
+            _ => Err("give two columns, x then y, separated by a comma: --cols age,income".into()),
+        }
+    }
+}
+
+/// Two comma-separated bounds, x's then y's (`--lower 0,0`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoundPair(pub Finite, pub Finite);
+
+impl FromStr for BoundPair {
+    type Err = String;
+    fn from_str(s: &str) -> Result<BoundPair, String> {
+        let Some((x, y)) = s.split_once(',') else {
+            return Err(
+                "give two bounds, x's then y's, separated by a comma: --lower 0,0 --upper 100,200000".into(),
+            );
+        };
+        Ok(BoundPair(x.trim().parse()?, y.trim().parse()?))
     }
 }
 
@@ -137,5 +170,18 @@ mod tests {
         assert!("-1".parse::<Threads>().is_err());
         assert!("1025".parse::<Threads>().is_err());
         assert!(Threads::all_cores().get() >= 1);
+    }
+
+    #[test]
+    fn parses_pairs() {
+        assert_eq!("age, income".parse::<ColumnPair>(), Ok(ColumnPair("age".into(), "income".into())));
+        for bad in ["age", "age,", ",income", "a,b,c"] {
+            assert!(bad.parse::<ColumnPair>().is_err(), "{bad}");
+        }
+        let BoundPair(x, y) = "-5,1e3".parse().unwrap();
+        assert_eq!((x.get(), y.get()), (-5.0, 1000.0));
+        for bad in ["0", "0,x", "0,inf", "0,1,2"] {
+            assert!(bad.parse::<BoundPair>().is_err(), "{bad}");
+        }
     }
 }

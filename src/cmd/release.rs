@@ -112,6 +112,12 @@ impl Job {
         let filters = filter_specs(&request.filters, has_header, "--where")?;
         // A chart needs several numbers: bins, groups or quantile levels, known from the flags.
         let charted = request.format == Format::Chart || request.plot.is_some();
+        if charted && statistic.name() == "histogram" && !statistic.draws_bars() {
+            return Err(Error::usage(
+                "--format chart and --plot draw noisy counts; histogram --normalize releases \
+                 proportions: use --format text or --format json",
+            ));
+        }
         if charted && group.is_none() && !statistic.draws_bars() {
             return Err(Error::usage(format!(
                 "{} ({} releases one number)",
@@ -211,6 +217,9 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     if let Published::One(release) = &published {
         for note in &release.notes {
             note_line(note);
+        }
+        for warning in &release.warnings {
+            warn(warning);
         }
     }
     for warning in text::warnings(&published, None) {
@@ -329,8 +338,12 @@ pub fn context<'a>(job: &'a Job, input: &'a Input, eps: &'a Epsilon) -> Context<
 
 /// The empty fold of a statistic, its column resolved against the input's header.
 pub fn empty_fold<S: Statistic>(statistic: &S, input: &Input) -> Result<S::Fold> {
-    let index = statistic.column().map(|c| input.resolve(c, "--col")).transpose()?;
-    Ok(statistic.fold(index))
+    let indices = statistic
+        .columns()
+        .into_iter()
+        .map(|(c, flag)| input.resolve(c, flag))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(statistic.fold(&indices))
 }
 
 /// Filters and grouping, resolved against the input's header.

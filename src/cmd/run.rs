@@ -19,11 +19,12 @@
 //!
 //! [[query]]
 //! name = "income_mean"
-//! kind = "mean"              # count | sum | mean | variance | histogram
+//! kind = "mean"              # count | sum | mean | variance | covariance | regress | histogram
 //! column = "income"
 //! lower = 0
 //! upper = 200000
 //! share = "0.25"             # optional
+//! # covariance and regress: column = ["x", "y"], lower = [LX, LY], upper = [UX, UY]
 //! # where = ["region=north"], by = "urban_rural", keys = ["1", "2"],
 //! # bins = 8 or categories = ["a", "b"], invalid = "error" | "skip" | "impute=V"
 //! ```

@@ -299,6 +299,30 @@ impl SourceText<'_> {
         ColumnRef::parse(&text, has_header, key).map_err(|e| (line, e.message().to_string()))
     }
 
+    /// One value, or an array of two (x's and y's, for two-column kinds), each read by `one`.
+    fn pair<T>(
+        &self,
+        value: &Spanned<Value>,
+        one: impl Fn(&Spanned<Value>) -> Result<T, (usize, String)>,
+    ) -> Result<(T, Option<T>), (usize, String)> {
+        let Value::Array(items) = value.get_ref() else { return Ok((one(value)?, None)) };
+        let line = self.line(value.span().start);
+        let [x, y] = items.as_slice() else {
+            return Err((line, format!("expected one value or a pair [x, y], found {} values", items.len())));
+        };
+        // Array items carry no span of their own: they are read on the array's, numbers through
+        // their shortest text (bounds are doubles, so that text gives back the same value).
+        let at = |item: &Value| {
+            let item = match item {
+                Value::Integer(i) => Value::String(i.to_string()),
+                Value::Float(f) => Value::String(f.to_string()),
+                other => other.clone(),
+            };
+            Spanned::new(value.span(), item)
+        };
+        Ok((one(&at(x))?, Some(one(&at(y))?)))
+    }
+
     /// A list of names: an array of strings, or one comma-separated string.
     fn list(&self, value: &Spanned<Value>, key: &str) -> Result<String, (usize, String)> {
         let line = self.line(value.span().start);
@@ -358,16 +382,24 @@ impl SourceText<'_> {
                 v.get_ref().parse().map_err(|e| (self.line(v.span().start), format!("invalid: {e}")))?
             }
         };
+        // Two-column kinds (covariance, regress) take column, lower and upper as pairs [x, y].
         if allowed.contains(&"column") {
-            options.column = match &q.column {
-                Some(c) => Some(self.column(c, "column", has_header)?.label()),
+            let (x, y) = match &q.column {
+                Some(c) => self.pair(c, |v| Ok(self.column(v, "column", has_header)?.label()))?,
                 None => return Err((name_line, format!("{kind} needs a column: add column = \"...\""))),
             };
+            (options.column, options.y_column) = (Some(x), y);
         }
-        let bound = |value: &Option<Spanned<Value>>, key: &str| -> Result<Option<Finite>, (usize, String)> {
-            value.as_ref().map(|v| self.finite(v, key)).transpose()
+        let bound = |value: &Option<Spanned<Value>>,
+                     key: &str|
+         -> Result<(Option<Finite>, Option<Finite>), (usize, String)> {
+            match value {
+                None => Ok((None, None)),
+                Some(v) => self.pair(v, |item| self.finite(item, key)).map(|(x, y)| (Some(x), y)),
+            }
         };
-        (options.lower, options.upper) = (bound(&q.lower, "lower")?, bound(&q.upper, "upper")?);
+        ((options.lower, options.y_lower), (options.upper, options.y_upper)) =
+            (bound(&q.lower, "lower")?, bound(&q.upper, "upper")?);
         options.bins = match &q.bins {
             None => None,
             Some(b) => Some(usize::try_from(*b.get_ref()).map_err(|_| {

@@ -40,6 +40,13 @@ impl Epsilon {
         Epsilon::from_positive(&self.0 / BigInt::from(parts.max(1)))
     }
 
+    /// ε·numer/denom exactly (0 < numer <= denom): a fixed share, e.g. the nine tenths left
+    /// after a tenth is split off.
+    pub fn share(&self, numer: u32, denom: u32) -> Epsilon {
+        let (numer, denom) = (numer.clamp(1, denom.max(1)), denom.max(1));
+        Epsilon::from_positive(&self.0 * BigRational::new(BigInt::from(numer), BigInt::from(denom)))
+    }
+
     /// ε − other, if that is still a valid (positive, >= 1e-9) budget.
     pub fn minus(&self, other: &Epsilon) -> Option<Epsilon> {
         let rest = &self.0 - &other.0;

@@ -6,6 +6,10 @@
 //! Sundararajan 2012) is ε-DP. With `--by` under replace a changed row can leave one group's
 //! count and join another's, so the vector of group counts has L1 sensitivity 2 (see
 //! `query::group`). ε is not split: one part.
+//!
+//! `--nonnegative` releases a negative noisy count as 0. Post-processing, so free; the true
+//! count is at least 0, so the clamp never moves the release away from it and the accuracy
+//! bound still holds, but it biases counts near 0 upwards (E[max(0, c + Z)] > c).
 
 use rand::RngCore;
 
@@ -31,8 +35,11 @@ pub fn aggregate(rows: u64) -> Aggregate<i128> {
 }
 
 /// `dpstat count`.
-#[derive(Clone, Debug)]
-pub struct Count;
+#[derive(Clone, Debug, Default)]
+pub struct Count {
+    /// `--nonnegative`.
+    nonnegative: bool,
+}
 
 impl Count {
     /// The aggregate of `rows`, with the sensitivity of one group's count when grouped.
@@ -49,8 +56,8 @@ impl Statistic for Count {
     const KINDS: &'static [&'static str] = &["count"];
     type Fold = CountFold;
 
-    fn new(_: &str, _: Options, _: &Setup) -> Result<Count, Error> {
-        Ok(Count)
+    fn new(_: &str, options: Options, _: &Setup) -> Result<Count, Error> {
+        Ok(Count { nonnegative: options.nonnegative })
     }
 
     fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
@@ -65,7 +72,7 @@ impl Statistic for Count {
         None
     }
 
-    fn fold(&self, _: Option<usize>) -> CountFold {
+    fn fold(&self, _: &[usize]) -> CountFold {
         CountFold::default()
     }
 
@@ -75,8 +82,15 @@ impl Statistic for Count {
         let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence));
         let noise = Noise::single(&noisy.noise, cx.neighbours, accuracy);
         let release = cx.release(self, noise, Cost::part("count", cx.eps))?;
+        let value = saturating_i128(&noisy.value);
+        let (value, post) = match (self.nonnegative, value < 0) {
+            (false, _) => (value, vec![]),
+            (true, true) => (0, vec![NONNEGATIVE_CLAMPED.to_string()]),
+            (true, false) => (value, vec![NONNEGATIVE_KEPT.to_string()]),
+        };
         Ok(Measured::Release(crate::report::release::Release {
-            value: Some(Number::Integer(saturating_i128(&noisy.value))),
+            value: Some(Number::Integer(value)),
+            post_processing: post,
             ..release
         }))
     }
@@ -87,6 +101,11 @@ impl Statistic for Count {
         Ok(Planned { noise: Noise::single(&noise, cx.neighbours, accuracy), bins: None, assumptions: vec![] })
     }
 }
+
+/// `post_processing` of `--nonnegative`, when it changed the count and when it did not.
+pub const NONNEGATIVE_CLAMPED: &str =
+    "nonnegative: the noisy count was below 0 and is released as 0 (biases counts near 0 upwards)";
+pub const NONNEGATIVE_KEPT: &str = "nonnegative: a noisy count below 0 would be released as 0; this one was not below 0";
 
 /// Counts the rows that passed the filters.
 #[derive(Clone, Debug, Default)]

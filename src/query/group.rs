@@ -18,9 +18,10 @@
 //!   - count: Δ₁ = 2 (one group −1, another +1; a change within a group moves no count);
 //!   - sum: Δ₁ = 2·max(|L|, |U|) (a removal and an addition; >= U − L, a change within a group);
 //!   - histogram: Δ₁ = 2, as without groups: each row lies in exactly one (group, bin) cell;
-//!   - mean and variance: refused. They divide by the group's size, which is private under
-//!     replace (rows move between groups), so the public-n construction does not apply; use
-//!     `--neighbours add-remove`, where the noisy per-group count is part of the release.
+//!   - mean, variance, covariance and regress: refused. They divide by the group's size, which
+//!     is private under replace (rows move between groups), so the public-n construction does
+//!     not apply; use `--neighbours add-remove`, where the noisy per-group count is part of the
+//!     release.
 //!
 //! Filters (`--where` and a workload query's `where`) are applied first, by the same fold
 //! (`data::route`). The groups' costs compose in parallel in the accountant

@@ -9,10 +9,24 @@
 //! mechanism with L1 sensitivity, Dwork, McSherry, Nissim, Smith 2006; discrete form after
 //! Ghosh, Roughgarden, Sundararajan 2012). Bins and categories come from flags only: bins read
 //! off the data would leak which values occur.
+//!
+//! Post-processing options (free, and never reading the data):
+//! - `--nonnegative`: every noisy bin below 0 is released as 0. True counts are at least 0, so
+//!   no bin moves away from its true count and the per-bin bound still holds; but bins near 0
+//!   are biased upwards (E[max(0, c + Z)] > c), and so is their total.
+//! - `--normalize` (implies `--nonnegative`): p_i = c'_i / Σ c'_j of the clamped counts c', or
+//!   1/K each when every c' is 0. A ratio of noisy counts: biased (a small total inflates every
+//!   share's noise, and the clamping lifts empty bins' shares above 0), though consistent as the
+//!   counts grow. Its bound holds for every bin at once: each noisy count within its bound t at
+//!   β/K (a union bound over the K bins), so each true count within [max(0, c'_i − t), c'_i + t],
+//!   and the true share c_i / (c_i + Σ_{j≠i} c_j) lies between its values at the corners of
+//!   that box; the bound is the farther corner from p_i, at most 1.
 
 use std::sync::Arc;
 
 use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
 use rand::RngCore;
 
 use crate::data::cell::{InvalidPolicy, NumberCell};
@@ -29,8 +43,9 @@ use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped, LogFold, PrivateBounds};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
-use crate::query::statistic::{add_counts, Context, Measured, PlanContext, Planned, Statistic};
-use crate::report::release::{saturating_i128, Accuracy, BinCount, Noise, Release, PER_BIN};
+use crate::query::statistic::{first, add_counts, Context, Measured, PlanContext, Planned, Statistic};
+use crate::numeric::exact::rational_to_f64_up;
+use crate::report::release::{saturating_i128, Accuracy, BinCount, Noise, Release, EVERY_BIN, PER_BIN};
 
 /// `dpstat histogram`: counts over public bins or categories.
 #[derive(Clone, Debug)]
@@ -38,6 +53,10 @@ pub struct Histogram {
     column: ColumnRef,
     invalid: InvalidPolicy,
     bins: BinSpec,
+    /// `--nonnegative` (also set by `--normalize`).
+    nonnegative: bool,
+    /// `--normalize`.
+    normalize: bool,
 }
 
 /// The histogram's public bins.
@@ -103,7 +122,13 @@ impl Statistic for Histogram {
             )));
         }
         let column = setup.column(&options)?;
-        Ok(Histogram { column, invalid: options.invalid, bins })
+        Ok(Histogram {
+            column,
+            invalid: options.invalid,
+            bins,
+            nonnegative: options.nonnegative || options.normalize,
+            normalize: options.normalize,
+        })
     }
 
     fn workload_keys(options: &Options) -> Option<&'static [&'static str]> {
@@ -121,8 +146,9 @@ impl Statistic for Histogram {
         Some(&self.column)
     }
 
+    /// A normalized histogram releases proportions, which the count charts do not draw.
     fn draws_bars(&self) -> bool {
-        true
+        !self.normalize
     }
 
     fn reads_twice(&self) -> Option<&'static str> {
@@ -132,8 +158,8 @@ impl Statistic for Histogram {
         )
     }
 
-    fn fold(&self, index: Option<usize>) -> Clamped<HistogramFold> {
-        let index = index.unwrap_or_default();
+    fn fold(&self, indices: &[usize]) -> Clamped<HistogramFold> {
+        let index = first(indices);
         let cell = NumberCell { index, invalid: self.invalid };
         Clamped::Given(HistogramFold::new(match &self.bins {
             BinSpec::Numeric(b) | BinSpec::Found { bins: b, .. } => BinOf::Numeric(cell, b.clone()),
@@ -188,13 +214,39 @@ impl Histogram {
     fn release(&self, cx: &Context, fold: HistogramFold, eps: &Epsilon, rng: &mut dyn RngCore) -> Result<Release, Error> {
         let aggregate = aggregate(fold.counts, cx.neighbours);
         let noisy: Noisy<Vec<BigInt>> = laplace::laplace_each(&aggregate, eps, rng);
-        let counts = noisy.value.iter().map(saturating_i128);
+        let mut counts: Vec<i128> = noisy.value.iter().map(saturating_i128).collect();
+        let mut post = vec![];
+        if self.nonnegative {
+            let clamped = counts.iter().filter(|&&c| c < 0).count();
+            counts.iter_mut().for_each(|c| *c = (*c).max(0));
+            post.push(format!(
+                "nonnegative: noisy bins below 0 are released as 0 ({clamped} of {} were; biases bins near 0 upwards)",
+                counts.len()
+            ));
+        }
+        let mut accuracy =
+            Accuracy { scope: PER_BIN, ..Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence)) };
+        let mut proportions: Vec<Option<f64>> = vec![None; counts.len()];
+        if self.normalize {
+            let k = counts.len();
+            let t = noisy.noise.error_bound_units(cx.confidence.beta() / k as f64);
+            let (shares, bound) = normalize(&counts, t);
+            proportions = shares.into_iter().map(Some).collect();
+            accuracy = Accuracy { scope: EVERY_BIN, ..Accuracy::value(cx.confidence, bound) };
+            post.push(if counts.iter().all(|&c| c == 0) {
+                format!("normalize: every bin is 0 after clamping, so each is released as 1/{k}")
+            } else {
+                "normalize: proportions = nonnegative bins / their sum (a ratio of noisy counts: biased on small totals)"
+                    .to_string()
+            });
+        }
+        let counts = counts.into_iter().zip(proportions);
         let bins: Vec<BinCount> = match &fold.bin_of {
             BinOf::Numeric(_, b) => counts
                 .enumerate()
-                .map(|(i, count)| {
+                .map(|(i, (count, proportion))| {
                     let (lower, upper) = b.edges(i);
-                    BinCount { bin: b.label(i), lower: Some(lower), upper: Some(upper), count }
+                    BinCount { bin: b.label(i), lower: Some(lower), upper: Some(upper), count, proportion }
                 })
                 .collect(),
             BinOf::Category(_, c) => c
@@ -203,13 +255,50 @@ impl Histogram {
                 .map(String::as_str)
                 .chain([OTHER])
                 .zip(counts)
-                .map(|(name, count)| BinCount { bin: name.to_string(), lower: None, upper: None, count })
+                .map(|(name, (count, proportion))| BinCount {
+                    bin: name.to_string(),
+                    lower: None,
+                    upper: None,
+                    count,
+                    proportion,
+                })
                 .collect(),
         };
-        let accuracy = Accuracy { scope: PER_BIN, ..Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence)) };
         let release = cx.release(self, Noise::single(&noisy.noise, cx.neighbours, accuracy), Cost::part("bins", eps))?;
-        Ok(Release { bins: Some(bins), ..release })
+        Ok(Release { bins: Some(bins), post_processing: post, ..release })
     }
+}
+
+/// The shares of nonnegative counts (1/K each when they are all 0), and a bound on every share's
+/// distance from the true one that holds whenever every true count is within `t` of its noisy
+/// count (module doc). Exact rationals; the bound is rounded up.
+pub fn normalize(counts: &[i128], t: u128) -> (Vec<f64>, f64) {
+    let k = counts.len().max(1);
+    let big = |x: i128| BigRational::from_integer(BigInt::from(x));
+    let t = BigRational::from_integer(BigInt::from(t));
+    let zero = BigRational::zero();
+    let total: BigRational = counts.iter().map(|&c| big(c)).sum();
+    let low_total: BigRational = counts.iter().map(|&c| (big(c) - &t).max(zero.clone())).sum();
+    let high_total = &total + &t * BigInt::from(k);
+    let mut worst = zero.clone();
+    let shares = counts
+        .iter()
+        .map(|&c| {
+            let share = if total.is_zero() { BigRational::new(1.into(), BigInt::from(k)) } else { big(c) / &total };
+            let (c_low, c_high) = ((big(c) - &t).max(zero.clone()), big(c) + &t);
+            // The others' true total lies in [low_total − c_low, high_total − c_high].
+            let (rest_low, rest_high) = (&low_total - &c_low, &high_total - &c_high);
+            let ratio = |a: &BigRational, rest: &BigRational| {
+                let whole = a + rest;
+                if whole.is_zero() { BigRational::one() } else { a / whole }
+            };
+            let (lo, hi) = (ratio(&c_low, &rest_high), ratio(&c_high, &rest_low));
+            let far = (&share - &lo).abs().max((&share - hi).abs()).min(BigRational::one());
+            worst = worst.clone().max(far);
+            share.to_f64().unwrap_or(0.0)
+        })
+        .collect();
+    (shares, rational_to_f64_up(&worst))
 }
 
 /// L1 sensitivity of a histogram for a privacy unit.
@@ -305,6 +394,18 @@ mod tests {
         a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum()
     }
 
+    #[test]
+    fn normalize_gives_shares_and_the_corner_bound() {
+        let (shares, bound) = normalize(&[30, 10, 0], 0);
+        assert_eq!(shares, vec![0.75, 0.25, 0.0]);
+        assert_eq!(bound, 0.0);
+        // t = 2: the first share lies in [28/(28 + 14), 32/(32 + 8)] = [2/3, 4/5].
+        let (_, bound) = normalize(&[30, 10, 0], 2);
+        assert!((bound - (0.75 - 2.0 / 3.0)).abs() < 1e-12, "{bound}");
+        let (shares, _) = normalize(&[0, 0], 3);
+        assert_eq!(shares, vec![0.5, 0.5]);
+    }
+
     proptest! {
         /// Adding, removing or changing one row moves the histogram by at most Δ in L1.
         #[test]
@@ -325,6 +426,26 @@ mod tests {
             }
             let base = hist(&rows, Neighbours::Replace);
             prop_assert!(l1(&hist(&changed, Neighbours::Replace).value, &base.value) <= base.sensitivity);
+        }
+
+        /// Whenever every noisy count is within t of its true count, every released share is
+        /// within the stated bound of the true share (the bound covers the box it claims).
+        #[test]
+        fn normalized_bound_covers_the_true_shares(
+            truth in proptest::collection::vec(0i128..50, 1..8),
+            noise in proptest::collection::vec(-6i128..=6, 8),
+            t in 6u128..10,
+        ) {
+            let noisy: Vec<i128> = truth.iter().zip(&noise).map(|(c, z)| (c + z).max(0)).collect();
+            let (shares, bound) = normalize(&noisy, t);
+            prop_assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+            let total: i128 = truth.iter().sum();
+            prop_assume!(total > 0);
+            for (share, c) in shares.iter().zip(&truth) {
+                let true_share = *c as f64 / total as f64;
+                prop_assert!((share - true_share).abs() <= bound + 1e-12, "{} vs {}, bound {}", share, true_share, bound);
+            }
+            prop_assert!(bound <= 1.0);
         }
 
         #[test]

@@ -131,9 +131,15 @@ macro_rules! registry {
                 }
             }
 
-            fn fold(&self, index: Option<usize>) -> AnyFold {
+            fn columns(&self) -> Vec<(&ColumnRef, &'static str)> {
                 match self {
-                    $(AnyStatistic::$ty(s) => AnyFold::$ty(s.fold(index)),)*
+                    $(AnyStatistic::$ty(s) => s.columns(),)*
+                }
+            }
+
+            fn fold(&self, indices: &[usize]) -> AnyFold {
+                match self {
+                    $(AnyStatistic::$ty(s) => AnyFold::$ty(s.fold(indices)),)*
                 }
             }
 
@@ -168,6 +174,8 @@ registry! {
     sum::Sum,
     mean::Mean,
     variance::Variance,
+    covariance::Covariance,
+    regress::Regress,
     histogram::Histogram,
     quantile::Quantile,
 }

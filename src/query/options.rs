@@ -33,6 +33,14 @@ pub struct Options {
     /// Quantile levels (`--q`).
     pub levels: Vec<Level>,
     pub resolution: Option<usize>,
+    /// The second column of covariance and regress (y; `column` is x), with its bounds.
+    pub y_column: Option<String>,
+    pub y_lower: Option<Finite>,
+    pub y_upper: Option<Finite>,
+    /// `--nonnegative`: counts (and bins) below 0 are released as 0.
+    pub nonnegative: bool,
+    /// `--normalize`: a histogram released as proportions of its (nonnegative) total.
+    pub normalize: bool,
 }
 
 /// What every statistic's validation needs besides its options.
@@ -59,8 +67,14 @@ impl Setup<'_> {
         self.groups > 1
     }
 
-    /// The statistic's column, parsed as `--col` takes it.
+    /// The statistic's column, parsed as `--col` takes it; a one-column statistic refuses a
+    /// second column or pairs of bounds (a workload can write them as arrays).
     pub fn column(&self, options: &Options) -> Result<ColumnRef, Error> {
+        if options.y_column.is_some() || options.y_lower.is_some() || options.y_upper.is_some() {
+            return Err(Error::usage(
+                "this query reads one column: give column, lower and upper as single values, not pairs",
+            ));
+        }
         ColumnRef::parse(options.column.as_deref().unwrap_or_default(), self.has_header, "--col")
     }
 }

@@ -1,22 +1,43 @@
-//! **quantile / median** — the exponential mechanism (as permute-and-flip) over a public grid
-//! of candidates.
+//! **quantile / median** — over public candidates, by one of two mechanisms.
 //!
-//! For a level q = a/b (exact, in lowest terms) the score of candidate c is
-//! s(c) = |(b − a)·#(x < c) − a·#(x > c)|, an integer; lower is better, and s(c)/b is how many
-//! rows c is away from the q-th quantile in rank. How far one neighbouring change moves any
-//! score (Δu):
-//! - add-remove: one row enters #(x < c), #(x > c) or neither, so Δu = max(a, b − a);
-//! - replace: one row can leave one side and join the other, so Δu = a + (b − a) = b.
+//! **The utility.** For a level q = a/b (exact, in lowest terms) and n rows, candidate c is a
+//! valid q-quantile when #(x < c) <= q·n <= #(x <= c). Its score is b times its distance, in
+//! rows, from the set of valid q-quantiles:
 //!
-//! Permute-and-flip with exp(−ε·(s − s_min)/(2Δu)) is ε-DP (McKenna & Sheldon 2020; the
-//! exponential mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011). Several levels
-//! split ε evenly and exactly (sequential composition). The counts are gathered in one pass,
-//! per candidate and per gap between candidates, so memory grows with the number of
-//! candidates, never with the rows. Candidates come from flags: an even grid over [L, U]
-//! (`--resolution` points), or without bounds a fixed public log-scale grid.
+//!   s(c) = max(0, b·#(x < c) − a·n, a·n − b·#(x <= c))     (an integer; lower is better)
+//!
+//! so every valid quantile scores 0, ties included (the older |#below − #above| score credited
+//! a tied value only when the ties happened to balance). How far one neighbouring change moves
+//! any score (Δu, `Level::score_sensitivity`):
+//! - add-remove: a row added below c moves b·#(x < c) − a·n by b − a and a·n − b·#(x <= c) by
+//!   a − b; one added at c moves them by −a and a − b; one added above c by −a and +a. The
+//!   maximum of 0 and two terms moves by at most the larger move of a term: Δu = max(a, b − a);
+//! - replace (n fixed): #(x < c) and #(x <= c) each move by at most one, so each term by at
+//!   most b: Δu = b. With `--where` a changed row can also leave or join the filter, which moves
+//!   the terms as a removal or an addition does, within b.
+//!
+//! **With bounds** (`--lower/--upper`): the exponential mechanism with this score, run as
+//! permute-and-flip with exp(−ε·(s − s_min)/(2Δu)) (McKenna & Sheldon 2020; the exponential
+//! mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011), over `--resolution`
+//! evenly spaced candidates on [L, U]. ε-DP for the unit Δu was computed under.
+//!
+//! **Without bounds**: AboveThreshold over the fixed public log-scale grid (Durfee 2023), in
+//! [`unbounded`]: the release stays within the data's range unless the data are too few for ε,
+//! and then a warning says so. The exponential mechanism on that grid did not: thousands of
+//! candidates beyond the data, each only a few rows of score from the best, outweighed it on
+//! small files.
+//!
+//! Several levels split ε evenly and exactly (sequential composition). The counts are gathered
+//! in one pass, per candidate and per gap between candidates, so memory grows with the number
+//! of candidates, never with the rows. Candidates come from flags or the fixed grid, never from
+//! the data.
+
+pub mod unbounded;
 
 use std::sync::Arc;
 
+use num_bigint::BigInt;
+use num_rational::BigRational;
 use num_traits::ToPrimitive;
 use rand::RngCore;
 
@@ -25,13 +46,18 @@ use crate::data::row::{BadCell, Fold, Row};
 use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::bounds::Bounds;
+use crate::numeric::exact::rational_to_f64_up;
+use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
+use crate::privacy::laplace::{self, Noisy};
 use crate::privacy::permute_and_flip::permute_and_flip;
 use crate::privacy::unit::Neighbours;
+use crate::query::count;
 use crate::query::options::{check_invalid_policy, Level, Options, Setup};
-use crate::query::statistic::{add_counts, Context, Measured, PlanContext, Planned, Statistic};
-use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, QuantileValue, Release};
+use crate::query::quantile::unbounded::{Scan, Split};
+use crate::query::statistic::{first, add_counts, Context, Measured, PlanContext, Planned, Statistic};
+use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, Part, QuantileValue, Release};
 
 /// `dpstat quantile` and `dpstat median`.
 #[derive(Clone, Debug)]
@@ -50,7 +76,7 @@ impl Statistic for Quantile {
         let median = kind == "median";
         let levels = if median { vec![Level::MEDIAN] } else { options.levels.clone() };
         check_invalid_policy(options.invalid, setup)?;
-        let candidates = match (options.lower, options.upper, options.resolution) {
+        let (candidates, method) = match (options.lower, options.upper, options.resolution) {
             (_, _, Some(k)) if !(2..=MAX_RESOLUTION).contains(&k) => {
                 return Err(Error::usage(format!(
                     "--resolution must be between 2 and {MAX_RESOLUTION} candidates"
@@ -61,9 +87,13 @@ impl Statistic for Quantile {
                 // bounds that could overflow into an infinite or NaN candidate.
                 let bounds = Bounds::new(l, u)?;
                 bounds.check_printable()?;
-                Candidates::linear(bounds, k.unwrap_or(DEFAULT_RESOLUTION))
+                (Candidates::linear(bounds, k.unwrap_or(DEFAULT_RESOLUTION)), Method::Exponential)
             }
-            _ => Candidates::log_scale(),
+            _ => {
+                // n is public only under replace without filters.
+                let n_public = setup.neighbours == Neighbours::Replace && !setup.filtered;
+                (Candidates::log_scale(), Method::AboveThreshold { n_public, filtered: setup.filtered })
+            }
         };
         let mut unique = levels.clone();
         unique.sort_by_key(|l| (l.numer * 1_000_000_000_000 / l.denom, l.denom));
@@ -71,7 +101,8 @@ impl Statistic for Quantile {
         if unique.len() != levels.len() {
             return Err(Error::usage("--q lists the same level twice"));
         }
-        let spec = QuantileSpec { candidates: Arc::new(candidates), levels, neighbours: setup.neighbours };
+        let spec =
+            QuantileSpec { candidates: Arc::new(candidates), levels, neighbours: setup.neighbours, method };
         let column = setup.column(&options)?;
         let quantile = Quantile { column, invalid: options.invalid, spec, median };
         if setup.grouped() {
@@ -103,25 +134,49 @@ impl Statistic for Quantile {
         self.spec.levels.len() > 1
     }
 
-    fn fold(&self, index: Option<usize>) -> QuantileFold {
-        let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
+    fn fold(&self, indices: &[usize]) -> QuantileFold {
+        let cell = NumberCell { index: first(indices), invalid: self.invalid };
         QuantileFold::new(Arc::clone(&self.spec.candidates), cell)
     }
 
-    /// One permute-and-flip selection per level, in the order given, each at its exact share.
+    /// One selection per level, in the order given, each at its exact share.
     fn measure(&self, fold: QuantileFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Quantile>, Error> {
         let spec = &self.spec;
-        let eps = spec.epsilon_per_level(cx.eps);
-        let chosen: Vec<f64> = spec
-            .levels
-            .iter()
-            .map(|level| {
-                let scores = fold.scores(level);
-                let delta = level.score_sensitivity(cx.neighbours);
-                spec.candidates.get(permute_and_flip(&scores, delta, &eps, rng))
-            })
-            .collect();
-        self.release(cx, &eps, &chosen).map(Measured::Release)
+        match spec.method {
+            Method::Exponential => {
+                let eps = spec.epsilon_per_level(cx.eps);
+                let chosen: Vec<f64> = spec
+                    .levels
+                    .iter()
+                    .map(|level| {
+                        let scores = fold.scores(level);
+                        let delta = level.score_sensitivity(cx.neighbours);
+                        spec.candidates.get(permute_and_flip(&scores, delta, &eps, rng))
+                    })
+                    .collect();
+                self.exponential_release(cx, &eps, &chosen).map(Measured::Release)
+            }
+            Method::AboveThreshold { n_public, filtered } => {
+                let split = Split::new(cx.eps, spec.levels.len(), n_public);
+                let count = split.count.as_ref().map(|e| laplace::laplace(&count::aggregate(fold.rows()), e, rng));
+                let chosen: Vec<f64> = spec
+                    .levels
+                    .iter()
+                    .map(|level| {
+                        let at = unbounded::mechanism(level, cx.neighbours, filtered, &split.per_level);
+                        let queries = fold.threshold_queries(level, Scan::of(level));
+                        // No stop at all: the last candidate of the scan (post-processing).
+                        let stop = at.run(queries.iter().map(|&(_, g)| g), rng).unwrap_or(queries.len() - 1);
+                        spec.candidates.get(queries[stop].0)
+                    })
+                    .collect();
+                let rows = match &count {
+                    None => Rows::Public(fold.rows()),
+                    Some(noisy) => Rows::Noisy(noisy),
+                };
+                self.threshold_release(cx, &split, rows, &chosen).map(Measured::Release)
+            }
+        }
     }
 
     fn plan(&self, _: &PlanContext) -> Result<Planned, Error> {
@@ -131,9 +186,17 @@ impl Statistic for Quantile {
     }
 }
 
+/// What a bounds-free release knows of the row count.
+enum Rows<'a> {
+    /// n itself, public under replace without filters.
+    Public(u64),
+    /// The noisy count, when n is private.
+    Noisy(&'a Noisy<BigInt>),
+}
+
 impl Quantile {
-    /// The chosen candidates, each with its share of ε and its rank bound.
-    fn release(&self, cx: &Context, eps: &Epsilon, chosen: &[f64]) -> Result<Release, Error> {
+    /// The exponential mechanism's candidates, each level with its share of ε and rank bound.
+    fn exponential_release(&self, cx: &Context, eps: &Epsilon, chosen: &[f64]) -> Result<Release, Error> {
         let spec = &self.spec;
         let beta = cx.confidence.beta();
         let k = spec.candidates.len();
@@ -142,32 +205,98 @@ impl Quantile {
             .iter()
             .zip(chosen)
             .map(|(level, &value)| QuantileValue {
-                q: level.to_f64(),
-                q_exact: format!("{}/{}", level.numer, level.denom),
-                value,
-                epsilon: eps.to_f64_up(),
-                epsilon_exact: eps.exact_string(),
-                score_sensitivity: level.score_sensitivity(cx.neighbours),
                 rank_error_bound: rank_error_bound(level, cx.neighbours, eps, k, beta),
+                ..level_value(level, value, eps, cx.neighbours)
             })
             .collect();
-        let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
-        let accuracy = Accuracy {
-            confidence: cx.confidence.level(),
-            error_bound: worst,
-            scope: "rank (rows), per quantile",
+        let cost = Cost::sequential(spec.levels.iter().map(|l| Cost::part(level_name(l), eps)).collect());
+        self.release(cx, "permute-and-flip", quantiles, cost, vec![])
+    }
+
+    /// AboveThreshold's candidates, each level with its rank bound and, when the row count
+    /// (public, or the noisy count's lower bound) is too small for its ε, a warning.
+    fn threshold_release(&self, cx: &Context, split: &Split, rows: Rows, chosen: &[f64]) -> Result<Release, Error> {
+        let spec = &self.spec;
+        let Method::AboveThreshold { filtered, .. } = spec.method else {
+            return Err(Error::internal("an exponential-mechanism quantile released by AboveThreshold"));
         };
-        let cost = Cost::sequential(
-            spec.levels.iter().map(|l| Cost::part(format!("q={}", crate::numeric::format::real(l.to_f64())), eps)).collect(),
-        );
-        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(eps, cx.neighbours, accuracy) };
+        let beta = cx.confidence.beta();
+        let k = spec.candidates.len();
+        // Half the failure probability for the count's bound, half for the levels' releases.
+        let (rows_low, rows_said) = match &rows {
+            Rows::Public(n) => (*n as f64, format!("{n} rows")),
+            Rows::Noisy(noisy) => {
+                let value = noisy.value.to_f64().unwrap_or(0.0);
+                let low = (value - noisy.noise.error_bound_units(beta / 2.0) as f64).max(0.0);
+                (low, format!("a noisy count of {} rows (at least {low} with probability {})", noisy.value, real(1.0 - beta / 2.0)))
+            }
+        };
+        let per_level = &split.per_level;
+        let mut warnings = vec![];
+        let quantiles: Vec<QuantileValue> = spec
+            .levels
+            .iter()
+            .zip(chosen)
+            .map(|(level, &value)| {
+                let at = unbounded::mechanism(level, cx.neighbours, filtered, per_level);
+                let wild = unbounded::wild_probability(&at, level, rows_low, k);
+                let warning = (wild > beta / 2.0).then(|| {
+                    format!(
+                        "q={}: the data look too few for epsilon {per_level} per level: with {rows_said}, \
+                         the release may lie outside the range of the data (probability up to {}); give \
+                         --lower/--upper, a larger --eps or more rows",
+                        real(level.to_f64()),
+                        real((wild * 1000.0).ceil() / 1000.0)
+                    )
+                });
+                warnings.extend(warning.clone());
+                let alpha = BigRational::new(BigInt::from(at.error_bound(k, beta)), BigInt::from(level.denom));
+                let bound = rational_to_f64_up(&alpha);
+                QuantileValue {
+                    rank_error_bound: bound,
+                    scan: Some(Scan::of(level).name()),
+                    warning,
+                    ..level_value(level, value, per_level, cx.neighbours)
+                }
+            })
+            .collect();
+        let levels = spec.levels.iter().map(|l| {
+            let at = unbounded::mechanism(l, cx.neighbours, filtered, per_level);
+            Cost::sequential(vec![Cost::part("threshold", &at.threshold_eps), Cost::part("queries", &at.queries_eps)])
+                .named(level_name(l))
+        });
+        let cost = Cost::sequential(split.count.iter().map(|e| Cost::part("count", e)).chain(levels).collect());
+        let parts = match rows {
+            Rows::Noisy(noisy) => vec![Part::drawn("count", noisy)],
+            Rows::Public(_) => vec![],
+        };
+        let mut release = self.release(cx, "above-threshold", quantiles, cost, parts)?;
+        if let Rows::Public(n) = rows {
+            release.noise.rows = Some(n);
+        }
+        release.warnings = warnings;
+        Ok(release)
+    }
+
+    fn release(
+        &self,
+        cx: &Context,
+        mechanism: &'static str,
+        quantiles: Vec<QuantileValue>,
+        cost: Cost,
+        parts: Vec<Part>,
+    ) -> Result<Release, Error> {
+        let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
+        let accuracy =
+            Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: "rank (rows), per quantile" };
+        let noise = Noise { mechanism, parts, ..Noise::multi(cx.eps, cx.neighbours, accuracy) };
         let release = cx.release(self, noise, cost)?;
-        let candidates = &spec.candidates;
+        let candidates = &self.spec.candidates;
         Ok(Release {
-            value: (chosen.len() == 1).then(|| Number::Real(chosen[0])),
+            value: (quantiles.len() == 1).then(|| Number::Real(quantiles[0].value)),
             quantiles: Some(quantiles),
             candidates: Some(CandidateInfo {
-                count: k,
+                count: candidates.len(),
                 lower: candidates.first(),
                 upper: candidates.last(),
                 grid: candidates.kind,
@@ -175,6 +304,27 @@ impl Quantile {
             ..release
         })
     }
+}
+
+/// A level's name in the accounting: `q=0.5`.
+fn level_name(level: &Level) -> String {
+    format!("q={}", real(level.to_f64()))
+}
+
+/// A released level with its ε share and score sensitivity; the bound is filled in by the
+/// mechanism that chose it.
+fn level_value(level: &Level, value: f64, eps: &Epsilon, neighbours: Neighbours) -> QuantileValue {
+        QuantileValue {
+            q: level.to_f64(),
+            q_exact: format!("{}/{}", level.numer, level.denom),
+            value,
+            epsilon: eps.to_f64_up(),
+            epsilon_exact: eps.exact_string(),
+            score_sensitivity: level.score_sensitivity(neighbours),
+            rank_error_bound: 0.0,
+            scan: None,
+            warning: None,
+        }
 }
 
 /// Default number of candidates of an even grid over [L, U].
@@ -265,6 +415,18 @@ pub struct QuantileSpec {
     pub candidates: Arc<Candidates>,
     pub levels: Vec<Level>,
     pub neighbours: Neighbours,
+    pub method: Method,
+}
+
+/// How the candidates are chosen from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Permute-and-flip over an even grid on bounds given by flags.
+    Exponential,
+    /// AboveThreshold over the public log-scale grid ([`unbounded`]). `n_public`: n may be
+    /// used (replace without filters); otherwise a noisy count is drawn. `filtered`: rows pass
+    /// `--where`, which makes the queries non-monotone under replace.
+    AboveThreshold { n_public: bool, filtered: bool },
 }
 
 impl QuantileSpec {
@@ -300,18 +462,29 @@ impl QuantileFold {
         }
     }
 
-    /// The score of every candidate for a level (lower is better).
+    /// The AboveThreshold queries of a level, in scan order ([`unbounded::threshold_queries`]).
+    pub fn threshold_queries(&self, level: &Level, scan: Scan) -> Vec<(usize, i128)> {
+        unbounded::threshold_queries(&self.equal, &self.gaps, level, scan)
+    }
+
+    /// The rows folded.
+    pub fn rows(&self) -> u64 {
+        self.equal.iter().chain(&self.gaps).sum()
+    }
+
+    /// The score of every candidate for a level (lower is better): b times its distance in rows
+    /// from the valid q-quantiles, max(0, b·#(x < c) − a·n, a·n − b·#(x <= c)).
     pub fn scores(&self, level: &Level) -> Vec<u128> {
-        let n: u128 = self.equal.iter().chain(&self.gaps).map(|&c| c as u128).sum();
+        let n = self.rows() as i128;
         let (a, b) = (level.numer as i128, level.denom as i128);
-        let mut below: u128 = 0;
+        let mut below: i128 = 0;
         (0..self.equal.len())
             .map(|i| {
-                below += self.gaps[i] as u128;
-                let above = n - below - self.equal[i] as u128;
-                let score = ((b - a) * below as i128 - a * above as i128).unsigned_abs();
-                below += self.equal[i] as u128;
-                score
+                below += self.gaps[i] as i128;
+                let at_or_below = below + self.equal[i] as i128;
+                let score = (b * below - a * n).max(a * n - b * at_or_below).max(0);
+                below = at_or_below;
+                score as u128
             })
             .collect()
     }
@@ -379,19 +552,42 @@ mod tests {
         assert_eq!("0.9".parse::<Level>().unwrap().score_sensitivity(Neighbours::Replace), 10);
     }
 
+    fn linear(l: &str, u: &str, k: usize) -> Arc<Candidates> {
+        Arc::new(Candidates::linear(Bounds::new(l.parse().unwrap(), u.parse().unwrap()).unwrap(), k))
+    }
+
     #[test]
-    fn scores_are_zero_at_the_true_median() {
-        let cands = Arc::new(Candidates::linear(
-            Bounds::new("0".parse().unwrap(), "10".parse().unwrap()).unwrap(),
-            11,
-        ));
+    fn scores_are_distances_in_rows_to_the_valid_quantiles() {
+        let cands = linear("0", "10", 11);
         let fold = fold_of(&[1.0, 2.0, 3.0, 7.0, 9.0], &cands);
         let scores = fold.scores(&Level::MEDIAN);
-        let best = (0..11).min_by_key(|&i| scores[i]).unwrap();
-        assert_eq!(cands.get(best), 3.0);
+        // n = 5, q·n = 2.5: only 3 has #(x < c) = 2 <= 2.5 <= 3 = #(x <= c).
         assert_eq!(scores[3], 0);
-        // c = 5: 3 below, 2 above: |1·3 − 1·2| = 1 (half a row each way, times b = 2).
+        // c = 5: #(x < 5) = 3, half a row above 2.5: b·3 − a·n = 6 − 5 = 1.
         assert_eq!(scores[5], 1);
+        // c = 0: #(x <= 0) = 0, 2.5 rows below: a·n − 0 = 5.
+        assert_eq!(scores[0], 5);
+        // 0.9 of 5 rows is 4.5: 9 is valid (#(x < 9) = 4, #(x <= 9) = 5), 10 is half a row off.
+        let q9: Level = "0.9".parse().unwrap();
+        let scores = fold.scores(&q9);
+        assert_eq!((scores[9], scores[10]), (0, 5));
+    }
+
+    /// On tied data the value whose run of ties covers q·n scores 0. On this sample the old
+    /// score |#below − #above| preferred 13 (|110 − 85| = 25) to the median 12 (|50 − 90| = 40).
+    #[test]
+    fn ties_are_credited() {
+        let cands = linear("1", "16", 16);
+        let runs = [(9.0, 50), (12.0, 60), (13.0, 5), (16.0, 85)];
+        let rows: Vec<f64> = runs.iter().flat_map(|&(x, k)| std::iter::repeat_n(x, k)).collect();
+        let scores = fold_of(&rows, &cands).scores(&Level::MEDIAN);
+        // q·n = 100 lies within [#(x < 12), #(x <= 12)] = [50, 110].
+        assert_eq!(scores[11], 0, "12 is the median");
+        assert_eq!(scores.iter().filter(|&&s| s == 0).count(), 1);
+        // 13: #(x < 13) = 110, 10 rows above 100: 2·110 − 200 = 20.
+        assert_eq!(scores[12], 20);
+        // 11: #(x <= 11) = 50, 50 rows below: 200 − 2·50 = 100.
+        assert_eq!(scores[10], 100);
     }
 
     #[test]
@@ -435,5 +631,89 @@ mod tests {
                 }
             }
         }
+
+        /// The same on heavily tied data with the candidates on the tied values, where the
+        /// tie-crediting terms switch most often; a replaced row may also leave a `--where`
+        /// filter (a removal), which must stay within the replace Δu.
+        #[test]
+        fn tied_scores_move_by_at_most_their_sensitivity(
+            rows in proptest::collection::vec(0u8..18, 1..60),
+            other in 0u8..18,
+            at in any::<prop::sample::Index>(),
+            level in prop_oneof![Just("0.5"), Just("0.9"), Just("0.25"), Just("0.1")],
+        ) {
+            let level: Level = level.parse().unwrap();
+            let cands = linear("1", "16", 16);
+            let rows: Vec<f64> = rows.into_iter().map(f64::from).collect();
+            let base = fold_of(&rows, &cands).scores(&level);
+            let i = at.index(rows.len());
+            let Neighbouring { removed, added, changed } = neighbouring(&rows, f64::from(other), i);
+            let add_remove = level.score_sensitivity(Neighbours::AddRemove);
+            let replace = level.score_sensitivity(Neighbours::Replace);
+            for (delta, o) in [(add_remove, &removed), (add_remove, &added), (replace, &changed), (replace, &removed)] {
+                for (s, t) in base.iter().zip(fold_of(o, &cands).scores(&level)) {
+                    prop_assert!(s.abs_diff(t) <= delta, "moved {} > Δu {}", s.abs_diff(t), delta);
+                }
+            }
+        }
+    }
+
+    fn log_fold(values: &[f64]) -> QuantileFold {
+        fold_of(values, &Arc::new(Candidates::log_scale()))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Every query moves by at most Δ on neighbouring datasets; under replace (n public)
+        /// all of them move the same way, which is what halves their noise.
+        #[test]
+        fn queries_move_by_at_most_delta_and_monotonely_under_replace(
+            rows in proptest::collection::vec(awkward_value(), 1..40),
+            other in awkward_value(),
+            at in any::<prop::sample::Index>(),
+            q in prop_oneof![Just("0.5"), Just("0.9"), Just("0.1"), Just("0.333")],
+        ) {
+            let level: Level = q.parse().unwrap();
+            let scan = Scan::of(&level);
+            let base = log_fold(&rows).threshold_queries(&level, scan);
+            let Neighbouring { removed, added, changed } = neighbouring(&rows, other, at.index(rows.len()));
+            for (neighbours, others) in [
+                (Neighbours::AddRemove, vec![removed, added]),
+                (Neighbours::Replace, vec![changed]),
+            ] {
+                let delta = level.score_sensitivity(neighbours) as i128;
+                for o in others {
+                    let moved: Vec<i128> = log_fold(&o)
+                        .threshold_queries(&level, scan)
+                        .iter()
+                        .zip(&base)
+                        .map(|((i, g), (j, h))| { assert_eq!(i, j); g - h })
+                        .collect();
+                    prop_assert!(moved.iter().all(|m| m.abs() <= delta), "Δ {} exceeded", delta);
+                    if neighbours == Neighbours::Replace {
+                        let up = moved.iter().any(|&m| m > 0);
+                        let down = moved.iter().any(|&m| m < 0);
+                        prop_assert!(!(up && down), "replace moved queries both ways");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn queries_reach_zero_at_the_quantile() {
+        let data: Vec<f64> = (1..=10).map(f64::from).collect();
+        let fold = log_fold(&data);
+        let grid = Candidates::log_scale();
+        // Median, ascending: the first candidate with #(x <= c) >= 5 is 5.
+        let queries = fold.threshold_queries(&Level::MEDIAN, Scan::Ascending);
+        let (i, _) = queries.iter().find(|(_, g)| *g >= 0).unwrap();
+        assert_eq!(grid.get(*i), 5.0);
+        // 0.2, descending: the first candidate from the top with #(x >= c) >= 8 is 3.
+        let queries = fold.threshold_queries(&"0.2".parse().unwrap(), Scan::Descending);
+        let (i, _) = queries.iter().find(|(_, g)| *g >= 0).unwrap();
+        assert_eq!(grid.get(*i), 3.0);
+        assert_eq!(Scan::of(&"0.2".parse().unwrap()), Scan::Descending);
+        assert_eq!(Scan::of(&Level::MEDIAN), Scan::Ascending);
     }
 }

@@ -33,8 +33,15 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
     /// The kind it was built as.
     fn name(&self) -> &'static str;
 
-    /// The column it reads; None for a count.
+    /// The column it reads; None for a count. A two-column statistic answers its first (x).
     fn column(&self) -> Option<&ColumnRef>;
+
+    /// Every column it reads, in the order [`Statistic::fold`] takes their indices, each with
+    /// the flag that names it in messages: the one [`Statistic::column`] under `--col`, unless
+    /// it reads more (covariance and regress read two).
+    fn columns(&self) -> Vec<(&ColumnRef, &'static str)> {
+        self.column().map(|c| (c, "--col")).into_iter().collect()
+    }
 
     /// Whether its release (ungrouped) has several numbers that `--format chart` and `--plot`
     /// can draw: bins, several quantile levels. Every grouped release has.
@@ -48,8 +55,9 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
         None
     }
 
-    /// The empty fold, its column resolved to `index` (None when `column` is None).
-    fn fold(&self, index: Option<usize>) -> Self::Fold;
+    /// The empty fold, its columns resolved to `indices` (as [`Statistic::columns`] lists them;
+    /// empty for a count).
+    fn fold(&self, indices: &[usize]) -> Self::Fold;
 
     /// Adds the noise to what was folded: the release, or the statistic to fold a second pass
     /// into (a numeric histogram once its bounds are found).
@@ -78,7 +86,8 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// A release of `statistic`, its common fields filled in.
     pub fn release<S: Statistic>(&self, statistic: &S, noise: Noise, cost: Cost) -> Result<Release, Error> {
-        let column = statistic.column().map(ColumnRef::label);
+        let labels: Vec<String> = statistic.columns().into_iter().map(|(c, _)| c.label()).collect();
+        let column = (!labels.is_empty()).then(|| labels.join(","));
         Release::new(statistic.name(), column, self.filters.to_vec(), noise, cost)
     }
 }
@@ -116,6 +125,11 @@ pub struct Planned {
 pub trait Visitor {
     type Output;
     fn visit<S: Statistic>(self, statistic: &S) -> Self::Output;
+}
+
+/// The index of a one-column statistic's column (0 if, against the contract, none was given).
+pub fn first(indices: &[usize]) -> usize {
+    indices.first().copied().unwrap_or_default()
 }
 
 /// Adds per-bin counts of another part of the input (exact, so merging in any order agrees).

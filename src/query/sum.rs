@@ -30,7 +30,7 @@ use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
-use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
+use crate::query::statistic::{first, Context, Measured, PlanContext, Planned, Statistic};
 use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Release};
 
 /// `dpstat sum`: a column clamped to bounds given by flags or found privately.
@@ -73,8 +73,8 @@ impl Statistic for Sum {
         Some(&self.column)
     }
 
-    fn fold(&self, index: Option<usize>) -> Clamped<SumFold> {
-        let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
+    fn fold(&self, indices: &[usize]) -> Clamped<SumFold> {
+        let cell = NumberCell { index: first(indices), invalid: self.invalid };
         self.spec.fold(cell, SumFold::new)
     }
 

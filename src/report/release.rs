@@ -49,6 +49,9 @@ pub struct Release {
     /// no public interval exists (a count or sum under add-remove, whose n is private).
     #[serde(skip)]
     pub range: Option<[f64; 2]>,
+    /// Warnings for stderr (the release may be far off), printed after the notes.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
     /// The ledger account after this release was charged (only with --ledger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSummary>,
@@ -75,6 +78,9 @@ pub struct Noise {
     pub grid: Option<GridInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounds: Option<BoundsInfo>,
+    /// The second column's bounds (covariance, regress: `bounds` are x's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds_y: Option<BoundsInfo>,
     /// The row count n: public under replace; the assumed count in a plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<u64>,
@@ -99,6 +105,9 @@ pub struct BinCount {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upper: Option<f64>,
     pub count: i128,
+    /// The bin's share of the total (`--normalize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proportion: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -143,8 +152,14 @@ pub struct QuantileValue {
     /// Δu: the most one neighbouring change moves any candidate's score.
     pub score_sensitivity: u128,
     /// With probability >= confidence the released candidate's rank is within this many rows
-    /// of the best candidate's.
+    /// of the best candidate's (permute-and-flip), or of q·n (AboveThreshold).
     pub rank_error_bound: f64,
+    /// The order AboveThreshold scanned the grid in ("ascending" or "descending").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan: Option<&'static str>,
+    /// Set when the data look too few for this level's ε (also printed on stderr).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// The public candidate grid of a quantile release.
@@ -182,6 +197,8 @@ pub const MECHANISM: &str = "discrete-laplace";
 pub const VALUE: &str = "value";
 /// The scope of a histogram's bound: each bin on its own (a bound for all K at once uses β/K).
 pub const PER_BIN: &str = "per bin";
+/// The scope of a normalized histogram's bound: every bin's proportion at once.
+pub const EVERY_BIN: &str = "every bin at once";
 
 impl GridInfo {
     pub fn of(grid: Grid) -> GridInfo {
@@ -235,6 +252,7 @@ impl Noise {
             scale: None,
             grid: None,
             bounds: None,
+            bounds_y: None,
             rows: None,
             accuracy,
             parts: vec![],
@@ -295,6 +313,7 @@ impl Release {
             accounting,
             notes: vec![],
             range: None,
+            warnings: vec![],
             budget: None,
             insecure_seed: false,
         })

@@ -126,7 +126,10 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
     };
     let column = r.column.clone().unwrap_or_else(|| "-".into());
     let row = |bin: String, value: Number| -> [String; 9] {
-        let (value, error) = if style.round {
+        let (value, error) = if !r.noise.accuracy.error_bound.is_finite() {
+            // A slope whose x variance cannot be told from 0 has no finite bound (null in JSON).
+            (format_number(value), "unbounded".into())
+        } else if style.round {
             figure(value, &r.noise.accuracy, style)
         } else {
             (format_number(value), format_float(r.noise.accuracy.error_bound))

@@ -12,7 +12,7 @@ use crate::error::bad_input;
 use crate::numeric::format::real;
 use crate::report::chart;
 pub use crate::report::figure::{error_heading, figure, format_number, percent, rank_rows, Style};
-use crate::report::release::{GroupedRelease, Number, Published, Release};
+use crate::report::release::{BinCount, GroupedRelease, Number, Published, Release};
 
 /// How a release is printed (`--format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -49,8 +49,10 @@ pub fn render(published: &Published, format: Format, style: Style) -> Result<Vec
 fn render_grouped_text(grouped: &GroupedRelease, style: Style, out: &mut Vec<u8>) -> Result<()> {
     let histogram = grouped.groups.iter().any(|g| g.release.bins.is_some());
     let mut writer = csv::Writer::from_writer(out);
+    let normalized =
+        grouped.groups.iter().flat_map(|g| g.release.bins.iter().flatten()).any(|b| b.proportion.is_some());
     let mut heading: Vec<String> = if histogram {
-        vec!["key".into(), "bin".into(), "count".into()]
+        vec!["key".into(), "bin".into(), if normalized { "proportion" } else { "count" }.into()]
     } else {
         vec!["key".into(), "value".into()]
     };
@@ -73,7 +75,7 @@ fn render_grouped_text(grouped: &GroupedRelease, style: Style, out: &mut Vec<u8>
             record(vec![group.key.clone()], value)?;
         }
         for bin in group.release.bins.iter().flatten() {
-            record(vec![group.key.clone(), bin.bin.clone()], Number::Integer(bin.count))?;
+            record(vec![group.key.clone(), bin.bin.clone()], bin_number(bin))?;
         }
     }
     writer.flush()?;
@@ -121,13 +123,15 @@ fn render_text(release: &Release, style: Style, out: &mut Vec<u8>) -> Result<()>
     }
     if let Some(bins) = &release.bins {
         let mut writer = csv::Writer::from_writer(out);
-        let mut heading = vec!["bin".to_string(), "count".to_string()];
+        let normalized = bins.iter().any(|b| b.proportion.is_some());
+        let mut heading =
+            vec!["bin".to_string(), if normalized { "proportion" } else { "count" }.to_string()];
         if style.with_error {
             heading.push(error_heading(accuracy));
         }
         writer.write_record(&heading)?;
         for bin in bins {
-            let (shown, error) = figure(Number::Integer(bin.count), accuracy, style);
+            let (shown, error) = figure(bin_number(bin), accuracy, style);
             let mut cells = vec![bin.bin.clone(), shown];
             if style.with_error {
                 cells.push(error);
@@ -193,5 +197,26 @@ pub fn warnings(published: &Published, name: Option<&str>) -> Vec<String> {
             };
             vec![say(first, range, groups)]
         }
+    }
+}
+
+/// A bin as released: its proportion (`--normalize`), else its count.
+fn bin_number(bin: &BinCount) -> Number {
+    match bin.proportion {
+        Some(p) => Number::Real(p),
+        None => Number::Integer(bin.count),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_normalized_bin_is_its_proportion() {
+        let bin = BinCount { bin: "a".into(), lower: None, upper: None, count: 7, proportion: None };
+        assert_eq!(format_number(bin_number(&bin)), "7");
+        let share = BinCount { proportion: Some(0.25), ..bin };
+        assert_eq!(format_number(bin_number(&share)), "0.25");
     }
 }

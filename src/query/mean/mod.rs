@@ -37,7 +37,7 @@ use crate::query::bounds::{self, Clamped};
 use crate::query::mean::accuracy::{mean_add_remove, mean_add_remove_planned, mean_replace};
 use crate::query::count;
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
-use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
+use crate::query::statistic::{first, Context, Measured, PlanContext, Planned, Statistic};
 use crate::query::sum::SumSpec;
 use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Part, Release};
 
@@ -80,8 +80,8 @@ impl Statistic for Mean {
         Some(&self.column)
     }
 
-    fn fold(&self, index: Option<usize>) -> Clamped<MeanFold> {
-        let cell = NumberCell { index: index.unwrap_or_default(), invalid: self.invalid };
+    fn fold(&self, indices: &[usize]) -> Clamped<MeanFold> {
+        let cell = NumberCell { index: first(indices), invalid: self.invalid };
         self.spec.fold(cell, MeanFold::new)
     }
 

@@ -58,7 +58,7 @@ use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::variance::accuracy::{error_bound, Interval};
 use crate::query::options::{self, check_invalid_policy, require_bounds, Options, Setup};
-use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
+use crate::query::statistic::{first, Context, Measured, PlanContext, Planned, Statistic};
 use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Part, Release};
 
 /// `dpstat variance`: a column clamped to bounds given by flags.
@@ -95,8 +95,8 @@ impl Statistic for Variance {
         Some(&self.column)
     }
 
-    fn fold(&self, index: Option<usize>) -> VarianceFold {
-        VarianceFold::new(self.spec.clone(), NumberCell { index: index.unwrap_or_default(), invalid: self.invalid })
+    fn fold(&self, indices: &[usize]) -> VarianceFold {
+        VarianceFold::new(self.spec.clone(), NumberCell { index: first(indices), invalid: self.invalid })
     }
 
     /// Noise for each part in release order (count, shifted sum, squares), each at its exact
