@@ -19,7 +19,8 @@ use crate::cli::plan::PlanArgs;
 use crate::cli::values::{Delimiter, Format, Neighbours, Threads};
 use crate::cmd::release::InputFlags;
 use crate::data::cell::InvalidPolicy;
-use crate::data::source::{CsvOptions, Filter, Source};
+use crate::data::filter::Filter;
+use crate::data::source::{CsvOptions, Source};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
@@ -140,8 +141,10 @@ pub struct Common {
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
     pub neighbours: Neighbours,
-    /// Use only rows whose COL equals VALUE (repeatable; all must hold).
-    #[arg(long = "where", value_name = "COL=VALUE")]
+    /// Use only rows that pass: COL=V, COL!=V, COL<N, COL<=N, COL>N, COL>=N (numbers),
+    /// 'COL in A,B', 'COL not in A,B', 'COL is empty', 'COL is not empty' (repeatable; all must
+    /// hold; quote a column holding an operator: '"a<b"=1').
+    #[arg(long = "where", value_name = "FILTER")]
     pub filters: Vec<Filter>,
     /// One release per public key of column COL (with --keys), each with the full ε: the groups
     /// are disjoint (parallel composition), so ε is charged once.

@@ -143,6 +143,7 @@ mod tests {
     #[test]
     fn workload_fold_merges_exactly() {
         use crate::data::cell::NumberCell;
+        use crate::data::filter::Test;
         use crate::numeric::bounds::{Bounds, Finite};
         use crate::query::count::CountFold;
         use crate::query::variance::{VarianceFold, VarianceSpec};
@@ -150,7 +151,11 @@ mod tests {
         let spec = VarianceSpec::new(bounds, Neighbours::AddRemove, &"1".parse().unwrap()).unwrap();
         let cell = NumberCell { index: 1, invalid: InvalidPolicy::Skip };
         let empty = WorkloadFold(vec![
-            Routed::new(AnyFold::Count(CountFold::default()), vec![(0, b"a".to_vec())], None),
+            Routed::new(
+                AnyFold::Count(CountFold::default()),
+                vec![(0, Test::Equals(b"a".to_vec().into()))],
+                None,
+            ),
             Routed::new(AnyFold::Variance(VarianceFold::new(spec, cell)), vec![], None),
         ]);
         let rows: Vec<ByteRecord> = (0..40)

@@ -19,7 +19,8 @@ use toml::{Spanned, Value};
 
 use crate::cmd::release::{filter_specs, InputFlags, Job};
 use crate::data::cell::InvalidPolicy;
-use crate::data::source::{ColumnRef, Filter, FilterSpec, GroupSpec};
+use crate::data::filter::{Filter, FilterSpec};
+use crate::data::source::{ColumnRef, GroupSpec};
 use crate::error::{bad_input, Error};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;

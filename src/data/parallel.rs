@@ -35,7 +35,8 @@ use indicatif::ProgressBar;
 use memchr::{memchr, memchr2};
 use sha2::{Digest, Sha256};
 
-use crate::data::row::{passes, Filters, Fold, Row};
+use crate::data::filter::{passes, Filters};
+use crate::data::row::{Fold, Row};
 
 /// Per-thread read buffers share this much memory (so peak RSS does not grow with threads) ...
 const BUFFER_BUDGET: usize = 8 << 20;
