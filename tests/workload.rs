@@ -165,7 +165,11 @@ fn groups_and_histograms_inside_a_workload() {
 #[test]
 fn bad_workloads_name_the_line() {
     let cases = [
-        ("compose_bad_kind.toml", "line 5", "unknown kind 'median'"),
+        (
+            "compose_bad_kind.toml",
+            "line 5",
+            "unknown kind 'mode': use one of count, sum, mean, variance, histogram, quantile, median",
+        ),
         (
             "compose_bad_shares.toml",
             "line 1",

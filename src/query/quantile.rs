@@ -7,6 +7,9 @@
 //! score (Δu):
 //! - add-remove: one row enters #(x < c), #(x > c) or neither, so Δu = max(a, b − a);
 //! - replace: one row can leave one side and join the other, so Δu = a + (b − a) = b.
+//! - with `--by`, each group has its own scores: add-remove as above; replace
+//!   2·max(a, b − a), because a changed row can leave one group and join another
+//!   (`query::group`).
 //!
 //! Permute-and-flip with exp(−ε·(s − s_min)/(2Δu)) is ε-DP (McKenna & Sheldon 2020; the
 //! exponential mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011). Several levels
@@ -26,12 +29,14 @@ use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::bounds::Bounds;
 use crate::privacy::accountant::Cost;
+use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::permute_and_flip::permute_and_flip;
 use crate::privacy::unit::Neighbours;
+use crate::query::group;
 use crate::query::options::{check_invalid_policy, Level, Options, Setup};
 use crate::query::statistic::{add_counts, Context, Measured, PlanContext, Planned, Statistic};
-use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, QuantileValue, Release};
+use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, QuantileValue, Release, RANK};
 
 /// `dpstat quantile` and `dpstat median`.
 #[derive(Clone, Debug)]
@@ -48,6 +53,15 @@ impl Statistic for Quantile {
 
     fn new(kind: &str, options: Options, setup: &Setup) -> Result<Quantile, Error> {
         let median = kind == "median";
+        if median && !options.levels.is_empty() {
+            return Err(Error::usage("median is the level 0.5 and takes no other levels; use quantile"));
+        }
+        if !median && options.levels.is_empty() {
+            return Err(Error::usage("quantile needs at least one level in (0, 1), e.g. 0.5"));
+        }
+        if options.resolution.is_some() && options.lower.is_none() {
+            return Err(Error::usage("a resolution spaces candidates over [lower, upper]; give both bounds"));
+        }
         let levels = if median { vec![Level::MEDIAN] } else { options.levels.clone() };
         check_invalid_policy(options.invalid, setup.neighbours)?;
         let candidates = match (options.lower, options.upper, options.resolution) {
@@ -55,6 +69,9 @@ impl Statistic for Quantile {
                 return Err(Error::usage(format!(
                     "--resolution must be between 2 and {MAX_RESOLUTION} candidates"
                 )));
+            }
+            (Some(_), None, _) | (None, Some(_), _) => {
+                return Err(Error::usage("quantile candidates need both bounds, lower and upper, or neither"));
             }
             (Some(l), Some(u), k) => {
                 // The candidates' weighted means multiply a bound by up to the resolution: refuse
@@ -71,21 +88,21 @@ impl Statistic for Quantile {
         if unique.len() != levels.len() {
             return Err(Error::usage("--q lists the same level twice"));
         }
-        let spec = QuantileSpec { candidates: Arc::new(candidates), levels, neighbours: setup.neighbours };
+        let spec = QuantileSpec {
+            candidates: Arc::new(candidates),
+            levels,
+            neighbours: setup.neighbours,
+            grouped: setup.grouped(),
+        };
         let column = setup.column(&options)?;
-        let quantile = Quantile { column, invalid: options.invalid, spec, median };
-        if setup.grouped() {
-            return Err(Error::usage(format!(
-                "--by is not supported for {}; run it once per --where filter",
-                quantile.name()
-            )));
-        }
-        Ok(quantile)
+        Ok(Quantile { column, invalid: options.invalid, spec, median })
     }
 
     fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
-        None
+        Some(&["column", "lower", "upper", "q", "resolution", "invalid"])
     }
+
+    const BOUNDS_OPTIONAL: bool = true;
 
     fn name(&self) -> &'static str {
         if self.median {
@@ -113,17 +130,27 @@ impl Statistic for Quantile {
             .iter()
             .map(|level| {
                 let scores = fold.scores(level);
-                let delta = level.score_sensitivity(cx.neighbours);
+                let delta = spec.score_sensitivity(level);
                 spec.candidates.get(permute_and_flip(&scores, delta, &eps, rng))
             })
             .collect();
         self.release(cx, &eps, &chosen).map(Measured::Release)
     }
 
-    fn plan(&self, _: &PlanContext) -> Result<Planned, Error> {
-        Err(Error::usage(
-            "dpstat plan does not cover quantiles: their accuracy is a rank bound that the release states",
-        ))
+    /// The rank bound a release states: it depends only on ε, the levels, the privacy unit and
+    /// the number of candidates. How far the released value is from the true quantile depends
+    /// on how the data are spread around it, which no plan can know.
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+        let noise = self.noise(cx.eps, cx.neighbours, cx.confidence);
+        let candidates = &self.spec.candidates;
+        let assumption = format!(
+            "the bound is on rank, over {} {} candidates: the released candidate is within that many \
+             rows (in order) of the best candidate; its distance in value from the true quantile \
+             depends on how the data are spread around it, which cannot be planned without data",
+            candidates.len(),
+            candidates.kind
+        );
+        Ok(Planned { noise, bins: None, assumptions: vec![assumption] })
     }
 }
 
@@ -143,20 +170,14 @@ impl Quantile {
                 value,
                 epsilon: eps.to_f64_up(),
                 epsilon_exact: eps.exact_string(),
-                score_sensitivity: level.score_sensitivity(cx.neighbours),
-                rank_error_bound: rank_error_bound(level, cx.neighbours, eps, k, beta),
+                score_sensitivity: spec.score_sensitivity(level),
+                rank_error_bound: rank_error_bound(level, spec.score_sensitivity(level), eps, k, beta),
             })
             .collect();
-        let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
-        let accuracy = Accuracy {
-            confidence: cx.confidence.level(),
-            error_bound: worst,
-            scope: "rank (rows), per quantile",
-        };
         let cost = Cost::sequential(
             spec.levels.iter().map(|l| Cost::part(format!("q={}", crate::numeric::format::real(l.to_f64())), eps)).collect(),
         );
-        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(eps, cx.neighbours, accuracy) };
+        let noise = self.noise(cx.eps, cx.neighbours, cx.confidence);
         let release = cx.release(self, noise, cost)?;
         let candidates = &spec.candidates;
         Ok(Release {
@@ -170,6 +191,23 @@ impl Quantile {
             }),
             ..release
         })
+    }
+}
+
+impl Quantile {
+    /// What a release at `total` ε states about its selections: the worst level's rank bound
+    /// (the release lists each level's own).
+    fn noise(&self, total: &Epsilon, neighbours: Neighbours, confidence: Confidence) -> Noise {
+        let spec = &self.spec;
+        let eps = &spec.epsilon_per_level(total);
+        let k = spec.candidates.len();
+        let worst = spec
+            .levels
+            .iter()
+            .map(|l| rank_error_bound(l, spec.score_sensitivity(l), eps, k, confidence.beta()))
+            .fold(0.0, f64::max);
+        let accuracy = Accuracy { confidence: confidence.level(), error_bound: worst, scope: RANK };
+        Noise { mechanism: "permute-and-flip", ..Noise::multi(total, neighbours, accuracy) }
     }
 }
 
@@ -261,12 +299,26 @@ pub struct QuantileSpec {
     pub candidates: Arc<Candidates>,
     pub levels: Vec<Level>,
     pub neighbours: Neighbours,
+    /// One selection per `--by` group (the score sensitivity under replace grows).
+    pub grouped: bool,
 }
 
 impl QuantileSpec {
     /// ε of each level: an exact even split.
     pub fn epsilon_per_level(&self, eps: &Epsilon) -> Epsilon {
         eps.split(self.levels.len() as u32)
+    }
+
+    /// Δu of a level's scores for this query's unit, with or without groups.
+    pub fn score_sensitivity(&self, level: &Level) -> u128 {
+        match self.grouped {
+            false => level.score_sensitivity(self.neighbours),
+            true => group::score_sensitivity(
+                level.score_sensitivity(Neighbours::AddRemove),
+                level.score_sensitivity(Neighbours::Replace),
+                self.neighbours,
+            ),
+        }
     }
 }
 
@@ -336,14 +388,8 @@ impl Fold for QuantileFold {
 /// The rank error bound (rows) of permute-and-flip at failure probability β: the chosen
 /// candidate's score is within (2Δu/ε)·ln(K/β) of the best with probability >= 1 − β, and a
 /// score is b times a rank distance.
-pub fn rank_error_bound(
-    level: &Level,
-    neighbours: Neighbours,
-    eps: &Epsilon,
-    candidates: usize,
-    beta: f64,
-) -> f64 {
-    let delta = level.score_sensitivity(neighbours) as f64;
+pub fn rank_error_bound(level: &Level, score_sensitivity: u128, eps: &Epsilon, candidates: usize, beta: f64) -> f64 {
+    let delta = score_sensitivity as f64;
     let eps = eps.as_rational().to_f64().unwrap_or(f64::MIN_POSITIVE);
     let score_bound = 2.0 * delta / eps * (candidates as f64 / beta).ln();
     // Rounded up a little so float error never understates the bound.

@@ -43,10 +43,23 @@ pub fn render(published: &Published, format: Format) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms.
+/// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms,
+/// `key,q,value` for several quantile levels.
 fn render_grouped_text(grouped: &GroupedRelease, out: &mut Vec<u8>) -> Result<()> {
     let histogram = grouped.groups.iter().any(|g| g.release.bins.is_some());
+    let levels = grouped.groups.iter().any(|g| g.release.value.is_none() && g.release.quantiles.is_some());
     let mut writer = csv::Writer::from_writer(out);
+    if levels {
+        writer.write_record(["key", "q", "value"])?;
+        for group in &grouped.groups {
+            for q in group.release.quantiles.iter().flatten() {
+                let (level, value) = (format_number(Number::Real(q.q)), format_number(Number::Real(q.value)));
+                writer.write_record([group.key.as_str(), &level, &value])?;
+            }
+        }
+        writer.flush()?;
+        return Ok(());
+    }
     if histogram {
         writer.write_record(["key", "bin", "count"])?;
     } else {
