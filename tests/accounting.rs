@@ -96,17 +96,17 @@ const KINDS: &[Kind] = &[
     },
     Kind {
         args: &["quantile", "--col", "age", "--q", "0.1,0.5,0.9", "--lower", "0", "--upper", "100"],
-        workload: None,
-        grouped: false,
+        workload: Some("kind = \"quantile\"\ncolumn = \"age\"\nq = [0.1, 0.5, 0.9]\nlower = 0\nupper = 100"),
+        grouped: true,
         private_bounds: None,
-        grouped_under_replace: false,
+        grouped_under_replace: true,
     },
     Kind {
-        args: &["median", "--col", "age", "--lower", "0", "--upper", "100"],
-        workload: None,
-        grouped: false,
+        args: &["median", "--col", "age"],
+        workload: Some("kind = \"median\"\ncolumn = \"age\""),
+        grouped: true,
         private_bounds: None,
-        grouped_under_replace: false,
+        grouped_under_replace: true,
     },
 ];
 

@@ -19,13 +19,14 @@
 //!
 //! [[query]]
 //! name = "income_mean"
-//! kind = "mean"              # count | sum | mean | variance | histogram
+//! kind = "mean"              # count | sum | mean | variance | histogram | quantile | median
 //! column = "income"
 //! lower = 0
 //! upper = 200000
 //! share = "0.25"             # optional
 //! # where = ["region=north"], by = "urban_rural", keys = ["1", "2"],
-//! # bins = 8 or categories = ["a", "b"], invalid = "error" | "skip" | "impute=V"
+//! # bins = 8 or categories = ["a", "b"], invalid = "error" | "skip" | "impute=V",
+//! # q = [0.5, 0.9] and resolution = 2001 (quantile; bounds optional for quantile and median)
 //! ```
 
 use std::io::Write;

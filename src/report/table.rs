@@ -120,7 +120,7 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
     };
     let error = format_float(r.noise.accuracy.error_bound);
     let column = r.column.clone().unwrap_or_else(|| "-".into());
-    let row = |bin: String, value: String| -> [String; 9] {
+    let row = |bin: String, value: String, sensitivity: String, error: String| -> [String; 9] {
         [
             name.into(),
             r.query.into(),
@@ -129,15 +129,27 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             bin,
             value,
             eps.into(),
-            sensitivity.clone(),
-            error.clone(),
+            sensitivity,
+            error,
         ]
     };
+    // A quantile's rows are its levels, each with its score sensitivity and its rank bound.
+    if let Some(levels) = &r.quantiles {
+        for q in levels {
+            rows.push(row(
+                format!("q={}", format_float(q.q)),
+                format_float(q.value),
+                format!("score={}", q.score_sensitivity),
+                format!("{} rows", format_float(q.rank_error_bound)),
+            ));
+        }
+        return;
+    }
     if let Some(value) = r.value {
-        rows.push(row("-".into(), format_number(value)));
+        rows.push(row("-".into(), format_number(value), sensitivity.clone(), error.clone()));
     }
     for bin in r.bins.iter().flatten() {
-        rows.push(row(bin.bin.clone(), bin.count.to_string()));
+        rows.push(row(bin.bin.clone(), bin.count.to_string(), sensitivity.clone(), error.clone()));
     }
 }
 
