@@ -1,6 +1,6 @@
 //! Each subcommand's flags turned into the request its `cmd` module validates across flags.
 
-use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanTarget};
+use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanTarget};
 use crate::cli::{BudgetArgs, Query, ReleaseFlags, RunArgs};
 use crate::cmd;
 use crate::error::Error;
@@ -33,10 +33,21 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         upper: a.upper,
         ..Options::default()
     };
+    let rank = |a: &PlanRankArgs, levels| Options {
+        column: Some(a.col.clone().unwrap_or_default()),
+        lower: a.lower,
+        upper: a.upper,
+        resolution: a.resolution,
+        levels,
+        ..Options::default()
+    };
     let (kind, options, rows, target) = match &args.query {
         PlanQuery::Count(t) => ("count", Options::default(), None, t),
         PlanQuery::Sum(a) => ("sum", numeric(a), None, &a.target),
         PlanQuery::Mean(a) => ("mean", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Variance(a) => ("variance", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), None, &a.rank.target),
+        PlanQuery::Median(a) => ("median", rank(a, vec![]), None, &a.target),
         PlanQuery::Histogram(a) => {
             let options = Options {
                 column: Some(a.col.clone().unwrap_or_default()),
