@@ -34,6 +34,7 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
         Query::Completions(args) => cmd::generate::completions(args.shell, Cli::command(), out),
         Query::Man => cmd::generate::man(Cli::command(), out),
         Query::Run(args) => cmd::run::run(&args.request(), out),
+        Query::Describe(args) => cmd::describe::run(&args.request(), out),
         release => match request::release_request(release) {
             Some(request) => cmd::release::run(cmd::release::Job::new(request)?, out),
             None => Err(dpstat::error::Error::internal("a subcommand without a command").into()),

@@ -193,3 +193,48 @@ fn workload_queries_compose_in_sequence_to_the_total_charged() {
         }
     }
 }
+
+/// `dpstat describe`: its queries (a mean and the quantiles per column) print exact shares that
+/// add up to `--eps`, and that is the one charge, under both units, with an even split, with
+/// `--shares`, and with bounds found privately.
+#[test]
+fn describe_composes_in_sequence_to_the_total_charged() {
+    let cases: [(&[&str], &str, Vec<&str>); 3] = [
+        (
+            &["--cols", "income:0:200000,age:0:100", "--q", "0.1,0.5,0.9", "--eps", "0.7"],
+            "7/10",
+            vec!["7/40"; 4],
+        ),
+        (
+            &["--cols", "income:0:200000,age:0:100,score:0:100", "--shares", "0.5,0.3,0.2", "--eps", "1"],
+            "1/1",
+            vec!["1/4", "1/4", "3/20", "3/20", "1/10", "1/10"],
+        ),
+        (&["--cols", "income,age:0:100", "--eps", "1"], "1/1", vec!["1/4"; 4]),
+    ];
+    for unit in UNITS {
+        for (args, total, shares) in &cases {
+            let dir = TempDir::new().unwrap();
+            let ledger = dir.path().join("ledger.jsonl");
+            let out = stdout_of(
+                unseeded()
+                    .arg("describe")
+                    .args(*args)
+                    .args(["--neighbours", unit, "--format", "json", "--budget", "5", "--ledger"])
+                    .arg(&ledger)
+                    .arg(fixture("people.csv")),
+            );
+            let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let printed_shares: Vec<BigRational> = lines.iter().map(printed).collect();
+            let want: Vec<BigRational> = shares.iter().map(|s| exact(s)).collect();
+            assert_eq!(printed_shares, want, "{args:?} {unit}");
+            let sum = printed_shares.iter().fold(BigRational::from_integer(0.into()), |a, s| a + s);
+            let text = fs::read_to_string(&ledger).unwrap();
+            let record: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+            assert_eq!(record["query"], "describe", "{record}");
+            assert_eq!(sum, last_charge(&ledger), "{args:?} {unit}");
+            assert_eq!(sum, exact(total));
+            assert!(lines.iter().all(|l| l["total_epsilon_exact"] == *total));
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Each subcommand's flags turned into the request its `cmd` module validates across flags.
 
 use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanTarget};
-use crate::cli::{BudgetArgs, Query, ReleaseFlags, RunArgs};
+use crate::cli::{BudgetArgs, DescribeArgs, Query, ReleaseFlags, RunArgs};
 use crate::cmd;
 use crate::error::Error;
 use crate::query::options::Options;
@@ -100,6 +100,25 @@ impl RunArgs {
     pub fn request(&self) -> cmd::run::RunRequest {
         cmd::run::RunRequest {
             workload: self.workload.clone(),
+            format: self.format.into(),
+            confidence: self.confidence,
+            ledger: self.ledger.flags(),
+            input: self.input.flags(),
+        }
+    }
+}
+
+impl DescribeArgs {
+    pub fn request(&self) -> cmd::describe::Request {
+        cmd::describe::Request {
+            columns: self.cols.clone(),
+            levels: self.levels.clone(),
+            shares: self.shares.clone(),
+            resolution: self.resolution,
+            invalid: self.invalid,
+            eps: self.eps.clone(),
+            neighbours: self.neighbours.into(),
+            filters: self.filters.clone(),
             format: self.format.into(),
             confidence: self.confidence,
             ledger: self.ledger.flags(),

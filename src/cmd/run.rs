@@ -41,7 +41,7 @@ use crate::data::input::Input;
 use crate::data::route::Routed;
 use crate::data::row::{BadCell, Fold, Row};
 use crate::data::scan;
-use crate::error::Error;
+use crate::error::{bad_input, Error};
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
@@ -64,16 +64,38 @@ pub struct RunRequest {
 /// the total once, then prints.
 pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     let workload = Workload::load(&request.workload, &request.input, request.confidence, request.format)?;
+    let names = workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",");
+    let batch = Batch { workload: &workload, ledger_query: "workload", ledger_column: names };
+    let queries = release_all(&batch, &request.input, &request.ledger)?;
+    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
+    let bytes = table::render(&printed, request.format)?;
+    out.write_all(&bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Validated queries released together: a workload file's, or `dpstat describe`'s.
+pub struct Batch<'a> {
+    pub workload: &'a Workload,
+    /// What the ledger records as the query (`workload`, `describe`) and in its column field.
+    pub ledger_query: &'static str,
+    pub ledger_column: String,
+}
+
+/// One pass over the data for every query of the batch, all the noise, one check that the
+/// queries' accounting adds up exactly to the total, and one ledger charge of that total. Nothing
+/// is printed; the releases come back in the batch's order.
+pub fn release_all(batch: &Batch, flags: &InputFlags, ledger: &LedgerFlags) -> Result<Vec<table::Query>> {
+    let workload = batch.workload;
     warn_if_large(&workload.total);
-    let ledger = LedgerSpec::from_flags(&request.ledger)?;
+    let ledger = LedgerSpec::from_flags(ledger)?;
     rng::refuse_with_ledger(ledger.is_some())?;
     let mut rng = rng::system_rng()?;
     let fingerprint = ledger.as_ref().is_some_and(|l| l.dataset.is_none());
-    let flags = &request.input;
     let mut input = Input::open(&flags.source, &flags.csv, fingerprint, flags.threads)?;
     let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
     for query in &workload.queries {
-        let at = |e: anyhow::Error| workload.error(query.line, &format!("query '{}': {e:#}", query.name));
+        let at = |e: anyhow::Error| bad_input(format!("{}: {e:#}", query.origin));
         let inner = empty_fold(&query.job.statistic, &input).map_err(at)?;
         let (filters, by) = routing(&query.job.filters, query.job.group.as_ref(), &input).map_err(at)?;
         fold.0.push(Routed::new(inner, filters, by));
@@ -95,18 +117,14 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     accounting.spends_exactly(&workload.total)?;
     if let Some(ledger) = &ledger {
         let charge = ledger::Charge {
-            query: "workload".to_string(),
-            column: Some(workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",")),
+            query: batch.ledger_query.to_string(),
+            column: Some(batch.ledger_column.clone()),
             neighbours: workload.neighbours.name().to_string(),
             eps: accounting.epsilon()?,
         };
         charge_ledger(ledger, &input, &charge)?;
     }
-    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
-    let bytes = table::render(&printed, request.format)?;
-    out.write_all(&bytes)?;
-    out.flush()?;
-    Ok(())
+    Ok(queries)
 }
 
 /// Every query's fold, fed the same rows in one pass.

@@ -36,7 +36,6 @@ use crate::report::text::Format;
 /// A validated workload: the total, the unit and each query's plan at its share.
 #[derive(Debug)]
 pub struct Workload {
-    path: String,
     pub total: Epsilon,
     pub neighbours: Neighbours,
     pub queries: Vec<WorkloadQuery>,
@@ -45,8 +44,8 @@ pub struct Workload {
 #[derive(Debug)]
 pub struct WorkloadQuery {
     pub name: String,
-    /// Line of the query's `name` (messages point here).
-    pub line: usize,
+    /// Where the query was asked for, as messages about it begin: `w.toml line 5: query 'm'`.
+    pub origin: String,
     /// The query validated as the same command line would be, at its share.
     pub job: Job,
 }
@@ -168,13 +167,10 @@ impl Workload {
             let job = file
                 .query_job(q.get_ref(), line, eps, neighbours, input, confidence, format)
                 .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
-            queries.push(WorkloadQuery { name, line, job });
+            let origin = format!("{path} line {line}: query '{name}'");
+            queries.push(WorkloadQuery { name, origin, job });
         }
-        Ok(Workload { path: path.to_string(), total, neighbours, queries })
-    }
-
-    pub fn error(&self, line: usize, message: &str) -> anyhow::Error {
-        bad_input(format!("{} line {line}: {message}", self.path))
+        Ok(Workload { total, neighbours, queries })
     }
 }
 

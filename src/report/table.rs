@@ -158,7 +158,7 @@ fn format_float(x: f64) -> String {
 }
 
 /// ε for people: the exact decimal, or the fraction when it does not terminate.
-fn exact_decimal(eps: &Epsilon) -> String {
+pub fn exact_decimal(eps: &Epsilon) -> String {
     let d = decimal(eps.as_rational());
     if d.starts_with('~') {
         let r = eps.as_rational();
