@@ -119,7 +119,7 @@ impl Statistic for Variance {
     /// The bound a release with `--rows` as its (noisy or public) count would state, at its
     /// worst over data in [L, U]: the bound depends on the noisy sum and sum of squares too, so
     /// it is computed, by the release's own function, for a grid of possible values of both
-    /// (mean and mean square of the shifted values, [`PLAN_GRID`] steps each) and the largest
+    /// (mean and mean square of the shifted values, `PLAN_GRID` steps each) and the largest
     /// is stated.
     fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
         let rows = cx.rows.ok_or_else(|| {
