@@ -278,6 +278,12 @@ fn quantiles_and_medians_inside_a_workload() {
     assert!(table.lines().nth(1).unwrap().contains("score=9"), "{table}");
     assert!(table.lines().nth(1).unwrap().ends_with(" rows"), "{table}");
 
+    // The README's example.
+    let lines = json_lines(&mut run(&fixture("compose_quantiles.toml")));
+    assert_eq!(lines[0]["quantiles"].as_array().map(Vec::len), Some(3));
+    assert_eq!(lines[0]["quantiles"][0]["epsilon_exact"], "1/6");
+    assert_eq!(lines[1]["groups"][0]["where"], serde_json::json!(["income>=20000"]), "{}", lines[1]);
+
     let mixed = dir.path().join("mixed.toml");
     fs::write(
         &mixed,
