@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use dpstat::cli::values::Threads;
 use dpstat::data::cell::{InvalidPolicy, NumberCell};
+use dpstat::data::filter::{Filter, Test};
 use dpstat::data::input::Input;
 use dpstat::data::row::Fold;
 use dpstat::data::scan::scan;
@@ -57,20 +58,18 @@ fn open(path: &Path, reader: Reader) -> Input {
 fn median_time<F: Fold>(
     path: &Path,
     reader: Reader,
-    filters: &[(&str, &str)],
+    filters: &[&str],
     make: impl Fn(&Input) -> F,
 ) -> Duration {
     let mut times: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let start = Instant::now();
             let mut input = open(path, reader);
-            let filters: Vec<(usize, Vec<u8>)> = filters
+            let filters: Vec<(usize, Test)> = filters
                 .iter()
-                .map(|(c, v)| {
-                    (
-                        input.resolve(&ColumnRef::Name(c.to_string()), "--where").unwrap(),
-                        v.as_bytes().to_vec(),
-                    )
+                .map(|f| {
+                    let f: Filter = f.parse().expect("a valid filter");
+                    (input.resolve(&ColumnRef::Name(f.column), "--where").unwrap(), f.test)
                 })
                 .collect();
             let mut fold = make(&input);
@@ -104,13 +103,12 @@ fn main() {
         println!("{name:<34} {}", cells.join(" "));
     };
     report("count", readers.iter().map(|&r| median_time(&path, r, &[], |_| CountFold::default())).collect());
-    report(
-        "count --where region=north",
-        readers
-            .iter()
-            .map(|&r| median_time(&path, r, &[("region", "north")], |_| CountFold::default()))
-            .collect(),
-    );
+    for filter in ["region=north", "age>=65", "region in north,south"] {
+        report(
+            &format!("count --where {filter}"),
+            readers.iter().map(|&r| median_time(&path, r, &[filter], |_| CountFold::default())).collect(),
+        );
+    }
     report(
         "mean --col income",
         readers

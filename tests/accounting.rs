@@ -103,10 +103,10 @@ const KINDS: &[Kind] = &[
     },
     Kind {
         args: &["quantile", "--col", "age", "--q", "0.1,0.5,0.9", "--lower", "0", "--upper", "100", "--invalid", "impute=0"],
-        workload: None,
-        grouped: false,
+        workload: Some("kind = \"quantile\"\ncolumn = \"age\"\nq = [0.1, 0.5, 0.9]\nlower = 0\nupper = 100\ninvalid = \"impute=0\""),
+        grouped: true,
         private_bounds: None,
-        grouped_under_replace: false,
+        grouped_under_replace: true,
     },
     Kind {
         args: &["covariance", "--cols", "age,income", "--lower", "0,0", "--upper", "100,200000", "--invalid", "impute=0"],
@@ -129,24 +129,24 @@ const KINDS: &[Kind] = &[
     // Without bounds: AboveThreshold, with a noisy count under add-remove and two halves a level.
     Kind {
         args: &["quantile", "--col", "age", "--q", "0.1,0.5,0.9", "--invalid", "impute=0"],
-        workload: None,
+        workload: Some("kind = \"quantile\"\ncolumn = \"age\"\nq = [0.1, 0.5, 0.9]\ninvalid = \"impute=0\""),
         grouped: false,
         private_bounds: None,
         grouped_under_replace: false,
     },
     Kind {
         args: &["median", "--col", "age", "--invalid", "impute=0"],
-        workload: None,
+        workload: Some("kind = \"median\"\ncolumn = \"age\"\ninvalid = \"impute=0\""),
         grouped: false,
         private_bounds: None,
         grouped_under_replace: false,
     },
     Kind {
         args: &["median", "--col", "age", "--lower", "0", "--upper", "100", "--invalid", "impute=0"],
-        workload: None,
-        grouped: false,
+        workload: Some("kind = \"median\"\ncolumn = \"age\"\nlower = 0\nupper = 100\ninvalid = \"impute=0\""),
+        grouped: true,
         private_bounds: None,
-        grouped_under_replace: false,
+        grouped_under_replace: true,
     },
 ];
 
@@ -230,6 +230,62 @@ fn workload_queries_compose_in_sequence_to_the_total_charged() {
             let sum = shares.iter().fold(BigRational::from_integer(0.into()), |a, s| a + s);
             assert_eq!(sum, last_charge(&ledger), "{body} {unit}");
             assert_eq!(sum, exact("1/1"));
+        }
+    }
+}
+
+/// `dpstat describe`: its queries (a mean and the quantiles per column) print exact shares that
+/// add up to `--eps`, and that is the one charge, under both units, with an even split, with
+/// `--shares`, and with bounds found privately.
+#[test]
+fn describe_composes_in_sequence_to_the_total_charged() {
+    let cases: [(&[&str], &str, Vec<&str>); 3] = [
+        (
+            &["--cols", "income:0:200000,age:0:100", "--q", "0.1,0.5,0.9", "--eps", "0.7"],
+            "7/10",
+            vec!["7/40"; 4],
+        ),
+        (
+            &["--cols", "income:0:200000,age:0:100,score:0:100", "--shares", "0.5,0.3,0.2", "--eps", "1"],
+            "1/1",
+            vec!["1/4", "1/4", "3/20", "3/20", "1/10", "1/10"],
+        ),
+        (&["--cols", "income,age:0:100", "--eps", "1"], "1/1", vec!["1/4"; 4]),
+    ];
+    for unit in UNITS {
+        for (args, total, shares) in &cases {
+            let dir = TempDir::new().unwrap();
+            let ledger = dir.path().join("ledger.jsonl");
+            let out = stdout_of(
+                unseeded()
+                    .arg("describe")
+                    .args(*args)
+                    .args([
+                        "--neighbours",
+                        unit,
+                        "--invalid",
+                        "impute=0",
+                        "--format",
+                        "json",
+                        "--budget",
+                        "5",
+                    ])
+                    .arg("--ledger")
+                    .arg(&ledger)
+                    .arg(fixture("people.csv")),
+            );
+            let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let printed_shares: Vec<BigRational> = lines.iter().map(printed).collect();
+            let want: Vec<BigRational> = shares.iter().map(|s| exact(s)).collect();
+            assert_eq!(printed_shares, want, "{args:?} {unit}");
+            let sum = printed_shares.iter().fold(BigRational::from_integer(0.into()), |a, s| a + s);
+            let text = fs::read_to_string(&ledger).unwrap();
+            let charge = text.lines().find(|l| l.contains("\"type\":\"charge\"")).unwrap();
+            let record: Value = serde_json::from_str(charge).unwrap();
+            assert_eq!(record["query"], "describe", "{record}");
+            assert_eq!(sum, last_charge(&ledger), "{args:?} {unit}");
+            assert_eq!(sum, exact(total));
+            assert!(lines.iter().all(|l| l["total_epsilon_exact"] == *total));
         }
     }
 }

@@ -17,6 +17,9 @@ const SHARED_FLAGS: &[&str] = &[
     "histogram --col region --categories north,south,east,west --eps 1.3 --neighbours replace",
     "mean --col age --lower 0 --upper 100 --eps 1 --neighbours replace",
     "mean --col income --lower 0 --upper 500000 --eps 0.05 --neighbours replace --confidence 0.8",
+    "quantile --col age --q 0.1,0.5,0.9 --lower 0 --upper 120 --eps 1",
+    "median --col age --lower 0 --upper 120 --resolution 121 --eps 0.3 --neighbours replace",
+    "median --col income --lower 0 --upper 200000 --eps 0.5",
 ];
 
 /// Rows of fixtures/people.csv: public under replace, so plan mean takes it as --rows.
@@ -88,6 +91,57 @@ fn add_remove_mean_plan_is_the_widest_bound_a_release_with_that_count_states() {
         assert_eq!(plan["parts"][0]["scale"], release["parts"][0]["scale"]);
         assert_eq!(plan["parts"][1]["scale"], release["parts"][1]["scale"]);
     }
+}
+
+/// A variance's bound depends on its noisy sum and sum of squares as well as its count: the plan
+/// states the largest over possible data, which covers what seeded releases with that count
+/// state (the public n under replace; the noisy count under add-remove).
+#[test]
+fn variance_plan_covers_the_bounds_releases_with_that_count_state() {
+    for (flags, count_part) in [
+        ("variance --col age --lower 0 --upper 100 --eps 1 --neighbours replace", None),
+        ("variance --col score --lower 0 --upper 100 --eps 2", Some(0)),
+        ("variance --col income --lower 0 --upper 200000 --eps 0.5", Some(0)),
+    ] {
+        for seed in 1..=10 {
+            let release = release_json(flags, seed);
+            let rows = match count_part {
+                None => PEOPLE_ROWS as f64,
+                Some(i) => release["parts"][i]["value"].as_f64().unwrap(),
+            };
+            if rows < 1.0 {
+                continue;
+            }
+            let plan = json_of(dpstat().arg("plan").args(args(flags)).args(["--rows", &format!("{rows}")]));
+            let planned = plan["accuracy"]["error_bound"].as_f64().unwrap();
+            let stated = release["accuracy"]["error_bound"].as_f64().unwrap();
+            assert!(stated <= planned, "{flags} seed {seed}: release states {stated} > planned {planned}");
+            assert_eq!(plan["parts"].as_array().map(Vec::len), release["parts"].as_array().map(Vec::len));
+            for (p, r) in plan["parts"].as_array().unwrap().iter().zip(release["parts"].as_array().unwrap()) {
+                assert_eq!(
+                    (&p["name"], &p["scale"], &p["grid"]),
+                    (&r["name"], &r["scale"], &r["grid"]),
+                    "{flags}"
+                );
+            }
+        }
+    }
+    let text =
+        stdout_of(dpstat().args(args("plan variance --lower 0 --upper 100 --eps 1")).args(["--rows", "500"]));
+    assert!(text.contains("at β/3") && text.contains("21 x 21"), "{text}");
+    fails_with(dpstat().args(args("plan variance --lower 0 --upper 100 --eps 1")), &["--rows N"]);
+}
+
+/// Quantiles plan a rank bound and say that their value's error cannot be planned.
+#[test]
+fn quantile_plans_state_a_rank_bound_and_what_they_cannot_know() {
+    let text = stdout_of(dpstat().args(args("plan median --lower 0 --upper 120 --error 20")));
+    assert!(text.contains("target       error at most 20 rows of rank"), "{text}");
+    assert!(text.contains("cannot be planned without data"), "{text}");
+    let eps = text.lines().find(|l| l.starts_with("epsilon")).unwrap().split_whitespace().nth(1).unwrap();
+    let release = release_json(&format!("median --col age --lower 0 --upper 120 --eps {eps}"), 3);
+    assert!(release["accuracy"]["error_bound"].as_f64().unwrap() <= 20.0, "{release}");
+    assert_eq!(release["accuracy"]["scope"], "rank (rows), per quantile");
 }
 
 #[test]

@@ -273,3 +273,70 @@ fn huge_bounds_are_refused_before_reading() {
     let value = one_number(&stdout_of(cmd.arg(fixture("quantile_odd.csv"))));
     assert!(value.abs() <= 1e288, "{value}");
 }
+
+/// `--by`: one selection per group at the full ε (parallel composition); under replace each
+/// group's score sensitivity is 2·max(a, b − a), since a changed row can leave one group and
+/// join another. At a large ε each group's median is its own.
+#[test]
+fn medians_and_quantiles_by_group() {
+    let text = fs::read_to_string(fixture("people.csv")).unwrap();
+    let mut north: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[3] == "north")
+        .map(|c| c[1].parse().unwrap())
+        .collect();
+    north.sort_by(f64::total_cmp);
+    let by = ["--by", "region", "--keys", "north,south"];
+    let out = stdout_of(
+        dpstat()
+            .args(["median", "--col", "age", "--lower", "0", "--upper", "120", "--resolution", "121"])
+            .args(["--eps", "1000"])
+            .args(by)
+            .arg(fixture("people.csv")),
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!((lines[0], lines.len()), ("key,value", 4), "{out}");
+    let value: f64 = lines[1].strip_prefix("north,").unwrap().parse().unwrap();
+    let n = north.len();
+    assert!(value >= north[(n - 1) / 2] && value <= north[n / 2], "{value} is not a median of {north:?}");
+
+    let out = stdout_of(
+        dpstat()
+            .args([
+                "quantile", "--col", "age", "--q", "0.5,0.9", "--lower", "0", "--upper", "120", "--eps", "1",
+            ])
+            .args(by)
+            .arg(fixture("people.csv")),
+    );
+    assert!(out.starts_with("key,q,value\nnorth,0.5,"), "{out}");
+    assert_eq!(out.lines().count(), 7, "{out}");
+
+    // Without bounds there is no --by: a group's row count is private under replace.
+    fails_with(
+        dpstat().args(["median", "--col", "age", "--eps", "1"]).args(by).arg(fixture("people.csv")),
+        &["median --by needs --lower/--upper"],
+    );
+    for (unit, want) in [("add-remove", [1, 9]), ("replace", [2, 18])] {
+        let json = json_of(
+            dpstat()
+                .args(["quantile", "--col", "age", "--q", "0.5,0.9", "--lower", "0", "--upper", "120"])
+                .args(["--eps", "0.6", "--neighbours", unit])
+                .args(by)
+                .arg(fixture("people.csv")),
+        );
+        assert_eq!(json["accounting"]["composition"], "parallel", "{json}");
+        assert_eq!(json["epsilon_exact"], "3/5");
+        for g in json["groups"].as_array().unwrap() {
+            assert_eq!(g["epsilon_exact"], "3/5", "{g}");
+            let got: Vec<u64> = g["quantiles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| q["score_sensitivity"].as_u64().unwrap())
+                .collect();
+            assert_eq!(got, want, "{unit}: {g}");
+        }
+    }
+}

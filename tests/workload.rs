@@ -182,7 +182,11 @@ fn groups_and_histograms_inside_a_workload() {
 #[test]
 fn bad_workloads_name_the_line() {
     let cases = [
-        ("compose_bad_kind.toml", "line 5", "unknown kind 'median'"),
+        (
+            "compose_bad_kind.toml",
+            "line 5",
+            "unknown kind 'mode': use one of count, sum, mean, variance, covariance, regress, histogram, quantile, median",
+        ),
         (
             "compose_bad_shares.toml",
             "line 1",
@@ -329,5 +333,84 @@ fn two_column_queries_take_pairs() {
         let path = dir.path().join(format!("bad{i}.toml"));
         fs::write(&path, format!("epsilon = 1\n[[query]]\nname = \"q\"\n{query}")).unwrap();
         fails_with(&mut run(&path), &["line", needle]);
+    }
+}
+
+/// Quantiles and medians in a workload: the same release as the command line at the query's
+/// share, bounds optional (bounds-free candidates, as on the command line), groups allowed, and
+/// their own mistakes named by line.
+#[test]
+fn quantiles_and_medians_inside_a_workload() {
+    let dir = TempDir::new().unwrap();
+    let one = dir.path().join("one.toml");
+    fs::write(
+        &one,
+        "epsilon = \"0.6\"\n[[query]]\nname = \"q\"\nkind = \"quantile\"\ncolumn = \"age\"\n\
+         q = [0.1, \"0.5\", 0.9]\nlower = 0\nupper = 120\nresolution = 121\n",
+    )
+    .unwrap();
+    let table = stdout_of(seeded(5).arg("run").arg(&one).arg(fixture("people.csv")));
+    let from_workload: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("q "))
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            format!("{},{}", cells[4].trim_start_matches("q="), cells[5])
+        })
+        .collect();
+    let direct = stdout_of(
+        seeded(5)
+            .args(["quantile", "--col", "age", "--q", "0.1,0.5,0.9", "--lower", "0", "--upper", "120"])
+            .args(["--resolution", "121", "--eps", "0.6"])
+            .arg(fixture("people.csv")),
+    );
+    assert_eq!(from_workload, direct.lines().skip(1).collect::<Vec<_>>(), "{table}");
+    assert!(table.lines().nth(1).unwrap().contains("score=9"), "{table}");
+    assert!(table.lines().nth(1).unwrap().ends_with(" rows"), "{table}");
+
+    // The README's example.
+    let lines = json_lines(&mut run(&fixture("compose_quantiles.toml")));
+    assert_eq!(lines[0]["quantiles"].as_array().map(Vec::len), Some(3));
+    assert_eq!(lines[0]["quantiles"][0]["epsilon_exact"], "1/6");
+    assert_eq!(lines[1]["groups"][0]["where"], serde_json::json!(["income>=20000"]), "{}", lines[1]);
+
+    let mixed = dir.path().join("mixed.toml");
+    fs::write(
+        &mixed,
+        "epsilon = 1\nneighbours = \"replace\"\n[[query]]\nname = \"m\"\nkind = \"median\"\ncolumn = \"income\"\n\
+         [[query]]\nname = \"g\"\nkind = \"quantile\"\ncolumn = \"age\"\nq = 0.9\nlower = 0\nupper = 120\n\
+         by = \"region\"\nkeys = [\"north\", \"south\"]\n",
+    )
+    .unwrap();
+    let lines = json_lines(dpstat().arg("run").arg(&mixed).arg(fixture("people.csv")));
+    assert_eq!(lines[0]["candidates"]["grid"], "log", "bounds-free: {}", lines[0]);
+    assert_eq!(lines[0]["quantiles"][0]["score_sensitivity"], 2, "median under replace");
+    assert_eq!(lines[0]["epsilon_exact"], "1/2");
+    let groups = lines[1]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 3);
+    for g in groups {
+        // q = 9/10 by group under replace: 2·max(9, 1) (a row may move between groups).
+        assert_eq!(g["quantiles"][0]["score_sensitivity"], 18, "{g}");
+        assert_eq!(g["epsilon_exact"], "1/2", "{g}");
+    }
+
+    for (text, line, needle) in [
+        ("kind = \"quantile\"\ncolumn = \"age\"\n", "line 3", "quantile needs levels"),
+        ("kind = \"median\"\ncolumn = \"age\"\nq = [0.3]\n", "line 3", "median is the level 0.5"),
+        ("kind = \"median\"\ncolumn = \"age\"\nlower = 0\n", "line 3", "both lower and upper"),
+        ("kind = \"median\"\ncolumn = \"age\"\nresolution = 10\n", "line 3", "or neither"),
+        ("kind = \"quantile\"\ncolumn = \"age\"\nq = [0.5, 1.5]\n", "line 6", "strictly between 0 and 1"),
+        ("kind = \"quantile\"\ncolumn = \"age\"\nq = []\n", "line 6", "empty"),
+        ("kind = \"count\"\nq = [0.5]\n", "line 5", "count does not take q"),
+        (
+            "kind = \"mean\"\ncolumn = \"age\"\nlower = 0\nupper = 9\nresolution = 5\n",
+            "line 8",
+            "mean does not take resolution",
+        ),
+    ] {
+        let path = dir.path().join("bad.toml");
+        fs::write(&path, format!("epsilon = 1\n[[query]]\nname = \"x\"\n{text}")).unwrap();
+        fails_with(dpstat().arg("run").arg(&path).arg(fixture("people.csv")), &[line, needle]);
     }
 }

@@ -71,4 +71,5 @@ accuracy code as a release, so its bound is the one the release will print.
 Examples:
   dpstat plan sum --lower 0 --upper 200000 --eps 0.5
   dpstat plan histogram --bins 8 --lower 0 --upper 80 --error 5
+  dpstat plan median --lower 0 --upper 120 --error 20   # a rank bound, in rows
   dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --error 1 --format json";

@@ -17,9 +17,11 @@ use clap::{Args, Parser, Subcommand};
 use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
 use crate::cli::values::{BoundPair, ColumnPair, Delimiter, Format, Neighbours, Threads};
+use crate::cmd::describe::DescribeColumn;
 use crate::cmd::release::InputFlags;
 use crate::data::cell::InvalidPolicy;
-use crate::data::source::{CsvOptions, Filter, Source};
+use crate::data::filter::Filter;
+use crate::data::source::{CsvOptions, Source};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
@@ -104,6 +106,17 @@ pub enum Query {
         kind = \"mean\"\n  column = \"income\"\n  lower = 0\n  upper = 200000\n  share = \"0.25\"   # optional; default: even split"
     )]
     Run(RunArgs),
+    /// A private summary of several columns in one pass: each column's count, mean and
+    /// quantiles, under one ε split evenly between the columns (or by --shares), charged once.
+    #[command(after_help = "Examples:\n  \
+        dpstat describe --cols income:0:200000,age:0:120 --q 0.5,0.9 --eps 1 fixtures/people.csv\n  \
+        dpstat describe --cols income,age --shares 0.7,0.3 --eps 1 --format json fixtures/people.csv\n\n\
+        Each column is NAME:LOWER:UPPER (public bounds: the mean's clamping range and the quantiles' \
+        candidates) or NAME (the mean's bounds found privately with a tenth of its ε, the quantiles on \
+        public bounds-free candidates). A column's ε is split in two exact halves: the mean (whose \
+        noisy count is the column's count, so the count costs nothing more) and the quantiles (split \
+        evenly by level).")]
+    Describe(DescribeArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  \
         dpstat count --eps 0.5 --budget 1 --ledger budget.jsonl fixtures/people.csv   # charges 0.5\n  \
@@ -174,8 +187,10 @@ pub struct Common {
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
     pub neighbours: Neighbours,
-    /// Use only rows whose COL equals VALUE (repeatable; all must hold). COL as for --col.
-    #[arg(short = 'w', long = "where", value_name = "COL=VALUE")]
+    /// Use only rows that pass: COL=V, COL!=V, COL<N, COL<=N, COL>N, COL>=N (numbers),
+    /// 'COL in A,B', 'COL not in A,B', 'COL is empty', 'COL is not empty' (repeatable; all must
+    /// hold; quote a column holding an operator: '"a<b"=1').
+    #[arg(short = 'w', long = "where", value_name = "FILTER")]
     pub filters: Vec<Filter>,
     /// One release per public key of column COL (with --keys), each with the full ε: the groups
     /// are disjoint (parallel composition), so ε is charged once.
@@ -346,6 +361,7 @@ impl Query {
             | Query::Plan(_)
             | Query::Completions(_)
             | Query::Man(_)
+            | Query::Describe(_)
             | Query::Run(_) => return None,
         };
         Some(ReleaseFlags { kind, options, common })
@@ -361,6 +377,54 @@ pub struct RunArgs {
     /// How to print: --format text is a table, json one line per query.
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `dpstat describe`: the columns, the levels, and the flags of a release (no --by).
+#[derive(Args, Debug)]
+pub struct DescribeArgs {
+    /// Columns to describe, comma-separated: NAME:LOWER:UPPER (public bounds) or NAME (bounds
+    /// found privately for the mean; bounds-free candidates for the quantiles).
+    #[arg(
+        long,
+        value_name = "COL[:L:U],...",
+        required = true,
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub cols: Vec<DescribeColumn>,
+    /// Quantile levels of every column, in (0, 1), exact decimals; they split the quantiles'
+    /// half of a column's ε evenly.
+    #[arg(short = 'q', long = "q", value_name = "Q", value_delimiter = ',', default_value = "0.5")]
+    pub levels: Vec<Level>,
+    /// Total privacy budget ε of the summary, read as an exact decimal.
+    #[arg(short = 'e', long, visible_alias = "epsilon", value_name = "E", allow_negative_numbers = true)]
+    pub eps: Epsilon,
+    /// Each column's ε, in the order of --cols, exact decimals that add up to --eps exactly
+    /// (default: an even split).
+    #[arg(long, value_name = "E1,E2,...", value_delimiter = ',')]
+    pub shares: Option<Vec<Epsilon>>,
+    /// Number of evenly spaced quantile candidates over a column's [L, U] (default 2001).
+    #[arg(long, value_name = "K")]
+    pub resolution: Option<usize>,
+    /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
+    #[arg(long, value_name = "POLICY", default_value = "error")]
+    pub invalid: InvalidPolicy,
+    /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
+    #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
+    pub neighbours: Neighbours,
+    /// Use only rows that pass the filter (as for every query; repeatable, all must hold).
+    #[arg(short = 'w', long = "where", value_name = "FILTER")]
+    pub filters: Vec<Filter>,
+    /// Output format: an aligned table, or JSON lines (one object per query, as a workload prints).
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Level of the printed accuracy bounds, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
+    pub confidence: Confidence,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]

@@ -7,6 +7,7 @@ use crate::numeric::bins::Categories;
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
+use crate::query::options::Level;
 
 /// `dpstat plan QUERY`: the query's own flags, less the ones about data.
 #[derive(Args, Debug)]
@@ -28,9 +29,23 @@ pub enum PlanQuery {
         dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --eps 1\n  \
         dpstat plan mean --lower 0 --upper 100 --rows 5000 --error 0.5")]
     Mean(PlanMeanArgs),
+    /// Plan a variance over [L, U]; the bound depends on the row count (give --rows N) and on the
+    /// data: the plan states the largest bound a release with that count can state.
+    #[command(after_help = "Example:\n  dpstat plan variance --lower 0 --upper 100 --rows 10000 --eps 1")]
+    Variance(PlanMeanArgs),
     /// Plan a histogram: the bound is per bin, L1 Δ = 1 (add-remove), 2 (replace).
     #[command(after_help = "Example:\n  dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5")]
     Histogram(PlanHistogramArgs),
+    /// Plan quantiles: the rank bound (in rows) a release states. How far the value is from the
+    /// true quantile depends on the data and cannot be planned.
+    #[command(
+        after_help = "Examples:\n  dpstat plan quantile --q 0.5,0.9 --lower 0 --upper 200000 --eps 1\n  \
+        dpstat plan quantile --q 0.9 --lower 0 --upper 120 --error 10"
+    )]
+    Quantile(PlanQuantileArgs),
+    /// Plan a median: the rank bound (in rows) a release states, as for quantile --q 0.5.
+    #[command(after_help = "Example:\n  dpstat plan median --lower 0 --upper 120 --eps 0.5")]
+    Median(PlanRankArgs),
 }
 
 /// What to solve for, and how to state it.
@@ -99,4 +114,34 @@ pub struct PlanHistogramArgs {
     pub upper: Option<Finite>,
     #[command(flatten)]
     pub target: PlanTarget,
+}
+
+/// `dpstat plan median`: the candidates, as the query takes them.
+#[derive(Args, Debug)]
+pub struct PlanRankArgs {
+    /// Column name, only to label the plan (no data is read).
+    #[arg(long, value_name = "NAME")]
+    pub col: Option<String>,
+    /// Lowest candidate L, as the query would take it; without --lower/--upper, the public
+    /// bounds-free candidates.
+    #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
+    pub lower: Option<Finite>,
+    /// Highest candidate U.
+    #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
+    pub upper: Option<Finite>,
+    /// Number of evenly spaced candidates over [L, U] (default 2001).
+    #[arg(long, value_name = "K", requires = "lower")]
+    pub resolution: Option<usize>,
+    #[command(flatten)]
+    pub target: PlanTarget,
+}
+
+/// `dpstat plan quantile`: the levels and the candidates.
+#[derive(Args, Debug)]
+pub struct PlanQuantileArgs {
+    /// Quantile level(s) in (0, 1), exact decimals; several split ε evenly.
+    #[arg(long = "q", value_name = "Q", required = true, value_delimiter = ',')]
+    pub levels: Vec<Level>,
+    #[command(flatten)]
+    pub rank: PlanRankArgs,
 }

@@ -1,7 +1,7 @@
 //! Each subcommand's flags turned into the request its `cmd` module validates across flags.
 
-use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanTarget};
-use crate::cli::{BudgetArgs, Query, ReleaseFlags, RunArgs};
+use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanTarget};
+use crate::cli::{BudgetArgs, DescribeArgs, Query, ReleaseFlags, RunArgs};
 use crate::cmd;
 use crate::error::Error;
 use crate::query::options::Options;
@@ -34,10 +34,21 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         upper: a.upper,
         ..Options::default()
     };
+    let rank = |a: &PlanRankArgs, levels| Options {
+        column: Some(a.col.clone().unwrap_or_default()),
+        lower: a.lower,
+        upper: a.upper,
+        resolution: a.resolution,
+        levels,
+        ..Options::default()
+    };
     let (kind, options, rows, target) = match &args.query {
         PlanQuery::Count(t) => ("count", Options::default(), None, t),
         PlanQuery::Sum(a) => ("sum", numeric(a), None, &a.target),
         PlanQuery::Mean(a) => ("mean", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Variance(a) => ("variance", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), None, &a.rank.target),
+        PlanQuery::Median(a) => ("median", rank(a, vec![]), None, &a.target),
         PlanQuery::Histogram(a) => {
             let options = Options {
                 column: Some(a.col.clone().unwrap_or_default()),
@@ -92,6 +103,25 @@ impl RunArgs {
             style: self.output.style(),
             plot: self.output.plot.clone(),
             confidence: self.output.confidence,
+            ledger: self.ledger.flags(),
+            input: self.input.flags(),
+        }
+    }
+}
+
+impl DescribeArgs {
+    pub fn request(&self) -> cmd::describe::Request {
+        cmd::describe::Request {
+            columns: self.cols.clone(),
+            levels: self.levels.clone(),
+            shares: self.shares.clone(),
+            resolution: self.resolution,
+            invalid: self.invalid,
+            eps: self.eps.clone(),
+            neighbours: self.neighbours.into(),
+            filters: self.filters.clone(),
+            format: self.format.into(),
+            confidence: self.confidence,
             ledger: self.ledger.flags(),
             input: self.input.flags(),
         }

@@ -3,6 +3,7 @@
 //!
 //! - [`release`]: `dpstat count|sum|mean|variance|histogram|quantile|median`;
 //! - [`run`]: `dpstat run WORKLOAD.toml`, several statistics in one pass;
+//! - [`describe`]: `dpstat describe`, several columns' count, mean and quantiles in one pass;
 //! - [`plan`]: `dpstat plan`, accuracy without data;
 //! - [`budget`]: `dpstat budget`, a dataset's account in the ledger;
 //! - [`check`]: `dpstat check`, the custodian's pre-flight of a file (not private);
@@ -10,6 +11,7 @@
 
 pub mod budget;
 pub mod check;
+pub mod describe;
 pub mod generate;
 pub mod plan;
 pub mod release;

@@ -7,11 +7,14 @@
 //! release is (so the grid and the snapped bounds are the same), and `Statistic::plan` builds
 //! the release's own `Noise` block from the same aggregate (with no data: only Δ and the grid
 //! are read), the same `Calibration::of` the mechanism draws with, and the same accuracy
-//! functions the release calls. For count, sum, histogram and the mean
-//! under replace the planned bound is therefore exactly the release's `accuracy.error_bound`.
+//! functions the release calls. For count, sum, histogram, the mean under replace and
+//! quantiles (a rank bound, in rows: it depends on ε, the levels and the number of candidates
+//! only) the planned bound is therefore exactly the release's `accuracy.error_bound`.
 //! The add-remove mean's bound depends on its noisy parts; the plan assumes the noisy count
 //! comes out at `--rows` and the sum at its worst case, which is the widest bound such a
-//! release can state.
+//! release can state. A variance's bound depends on its noisy sum and sum of squares too; the
+//! plan takes the largest over a grid of possible data with that count. How far a quantile's
+//! value is from the true quantile depends on the data and is not planned.
 //!
 //! Solving for ε: the bound shrinks as ε grows, so the planner bisects over exact decimals
 //! with three significant digits (1.00e-9, 1.01e-9, …, 9.99e5, 1.00e6), keeping the invariant
@@ -255,6 +258,9 @@ mod tests {
             ("histogram --bins 4 --lower 0 --upper 1", 3.0),
             ("mean --lower 0 --upper 100 --rows 200 --neighbours replace", 1.0),
             ("mean --lower 0 --upper 100 --rows 5000", 0.5),
+            ("variance --lower 0 --upper 100 --rows 1000 --neighbours replace", 20.0),
+            ("quantile --q 0.5,0.9 --lower 0 --upper 1", 30.0),
+            ("median --lower 0 --upper 120", 10.0),
         ] {
             let r = request(&format!("{args} --error {target}"));
             let report = r.solve().unwrap();

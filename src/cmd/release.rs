@@ -20,10 +20,11 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use rand::RngCore;
 
+use crate::data::filter::{Filter, FilterSpec};
 use crate::data::input::Input;
 use crate::data::route::{FilterList, GroupBy, Routed};
 use crate::data::scan;
-use crate::data::source::{ColumnRef, CsvOptions, Filter, FilterSpec, GroupSpec, Source};
+use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
 use crate::error::{bad_input, Error};
 use crate::numeric::bins::Keys;
 use crate::privacy::accuracy::Confidence;
@@ -165,7 +166,7 @@ pub fn filter_specs(filters: &[Filter], has_header: bool, flag: &str) -> Result<
     filters
         .iter()
         .map(|f| {
-            Ok(FilterSpec { column: ColumnRef::parse(&f.column, has_header, flag)?, value: f.value.clone() })
+            Ok(FilterSpec { column: ColumnRef::parse(&f.column, has_header, flag)?, test: f.test.clone() })
         })
         .collect()
 }
@@ -354,7 +355,7 @@ pub fn routing(
 ) -> Result<(FilterList, Option<GroupBy>)> {
     let filters = filters
         .iter()
-        .map(|f| Ok((input.resolve(&f.column, "--where")?, f.value.as_bytes().to_vec())))
+        .map(|f| Ok((input.resolve(&f.column, "--where")?, f.test.clone())))
         .collect::<Result<_>>()?;
     let by = match group {
         None => None,

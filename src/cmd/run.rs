@@ -19,14 +19,15 @@
 //!
 //! [[query]]
 //! name = "income_mean"
-//! kind = "mean"              # count | sum | mean | variance | covariance | regress | histogram
+//! kind = "mean"              # count | sum | mean | variance | covariance | regress | histogram | quantile | median
 //! column = "income"
 //! lower = 0
 //! upper = 200000
 //! share = "0.25"             # optional
 //! # covariance and regress: column = ["x", "y"], lower = [LX, LY], upper = [UX, UY]
 //! # where = ["region=north"], by = "urban_rural", keys = ["1", "2"],
-//! # bins = 8 or categories = ["a", "b"], invalid = "error" | "skip" | "impute=V"
+//! # bins = 8 or categories = ["a", "b"], invalid = "error" | "skip" | "impute=V",
+//! # q = [0.5, 0.9] and resolution = 2001 (quantile; bounds optional for quantile and median)
 //! ```
 
 use std::io::Write;
@@ -42,7 +43,7 @@ use crate::data::input::Input;
 use crate::data::route::Routed;
 use crate::data::row::{BadCell, Fold, Row};
 use crate::data::scan;
-use crate::error::Error;
+use crate::error::{bad_input, Error};
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
@@ -80,34 +81,15 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
         request.format,
         ledger.is_some(),
     )?;
-    warn_if_large(&workload.total);
-    let mut rng = rng::system_rng()?;
-    let flags = &request.input;
-    let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
-    let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
-    for query in &workload.queries {
-        let at = |e: anyhow::Error| workload.error(query.line, &format!("query '{}': {e:#}", query.name));
-        let inner = empty_fold(&query.job.statistic, &input).map_err(at)?;
-        let (filters, by) = routing(&query.job.filters, query.job.group.as_ref(), &input).map_err(at)?;
-        fold.0.push(Routed::new(inner, filters, by));
-    }
-    let charge = ledger::Charge {
-        query: "workload".to_string(),
-        column: Some(workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",")),
-        neighbours: workload.neighbours.name().to_string(),
-        eps: workload.total.clone(),
-    };
-    let mut meter = Meter::new(ledger.as_ref(), charge);
-    scan::check_memory(&input, &fold)?;
-    meter.before_rows(&mut input)?;
-    let queries = meter.after_rows(release_all(&workload, fold, &mut input, &mut rng))?;
+    let names = workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",");
+    let batch = Batch { workload: &workload, ledger_query: "workload", ledger_column: names };
+    let queries = release_all(&batch, &request.input, ledger.as_ref())?;
     let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
-    // Drawn before the release is recorded and written only after it.
+    // Drawn from the releases alone (post-processing); written only after the output is rendered.
     let plot = match &request.plot {
-        Some(path) => Some((path, meter.after_rows(svg::render(&table::chart(&printed, request.style)))?)),
+        Some(path) => Some((path, svg::render(&table::chart(&printed, request.style))?)),
         None => None,
     };
-    meter.complete(&mut input)?;
     let bytes = table::render(&printed, request.format, request.style)?;
     if let Some((path, svg)) = plot {
         write_plot(path, &svg, ledger.is_some())?;
@@ -122,8 +104,51 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// The one pass and every query's noise; the accountant's total must be exactly the workload's.
-fn release_all(
+/// Validated queries released together: a workload file's, or `dpstat describe`'s.
+pub struct Batch<'a> {
+    pub workload: &'a Workload,
+    /// What the ledger records as the query (`workload`, `describe`) and in its column field.
+    pub ledger_query: &'static str,
+    pub ledger_column: String,
+}
+
+/// One charge of the batch's total before any data row is read (with a ledger), one pass over
+/// the data for every query, all the noise, one check that the queries' accounting adds up
+/// exactly to the total, and the release recorded in the ledger. Nothing is printed; the
+/// releases come back in the batch's order.
+pub fn release_all(
+    batch: &Batch,
+    flags: &InputFlags,
+    ledger: Option<&LedgerSpec>,
+) -> Result<Vec<table::Query>> {
+    let workload = batch.workload;
+    rng::refuse_with_ledger(ledger.is_some())?;
+    warn_if_large(&workload.total);
+    let mut rng = rng::system_rng()?;
+    let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
+    let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
+    for query in &workload.queries {
+        let at = |e: anyhow::Error| bad_input(format!("{}: {e:#}", query.origin));
+        let inner = empty_fold(&query.job.statistic, &input).map_err(at)?;
+        let (filters, by) = routing(&query.job.filters, query.job.group.as_ref(), &input).map_err(at)?;
+        fold.0.push(Routed::new(inner, filters, by));
+    }
+    let charge = ledger::Charge {
+        query: batch.ledger_query.to_string(),
+        column: Some(batch.ledger_column.clone()),
+        neighbours: workload.neighbours.name().to_string(),
+        eps: workload.total.clone(),
+    };
+    let mut meter = Meter::new(ledger, charge);
+    scan::check_memory(&input, &fold)?;
+    meter.before_rows(&mut input)?;
+    let queries = meter.after_rows(measure_all(workload, fold, &mut input, &mut rng))?;
+    meter.complete(&mut input)?;
+    Ok(queries)
+}
+
+/// The one pass and every query's noise; the accountant's total must be exactly the batch's.
+fn measure_all(
     workload: &Workload,
     mut fold: WorkloadFold,
     input: &mut Input,
@@ -182,6 +207,7 @@ mod tests {
     #[test]
     fn workload_fold_merges_exactly() {
         use crate::data::cell::NumberCell;
+        use crate::data::filter::Test;
         use crate::numeric::bounds::{Bounds, Finite};
         use crate::query::count::CountFold;
         use crate::query::variance::{VarianceFold, VarianceSpec};
@@ -189,7 +215,11 @@ mod tests {
         let spec = VarianceSpec::new(bounds, Neighbours::AddRemove, &"1".parse().unwrap()).unwrap();
         let cell = NumberCell { index: 1, invalid: InvalidPolicy::Skip };
         let empty = WorkloadFold(vec![
-            Routed::new(AnyFold::Count(CountFold::default()), vec![(0, b"a".to_vec())], None),
+            Routed::new(
+                AnyFold::Count(CountFold::default()),
+                vec![(0, Test::Equals(b"a".to_vec().into()))],
+                None,
+            ),
             Routed::new(AnyFold::Variance(VarianceFold::new(spec, cell)), vec![], None),
         ]);
         let rows: Vec<ByteRecord> = (0..40)

@@ -19,7 +19,8 @@ use toml::{Spanned, Value};
 
 use crate::cmd::release::{filter_specs, InputFlags, Job};
 use crate::data::cell::InvalidPolicy;
-use crate::data::source::{ColumnRef, Filter, FilterSpec, GroupSpec};
+use crate::data::filter::{Filter, FilterSpec};
+use crate::data::source::{ColumnRef, GroupSpec};
 use crate::error::{bad_input, Error};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
@@ -27,7 +28,7 @@ use crate::numeric::exact::{decimal, parse_decimal};
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::unit::Neighbours;
-use crate::query::options::{Options, Setup};
+use crate::query::options::{Level, Options, Setup};
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
 use crate::report::text::{Format, Style};
@@ -35,7 +36,6 @@ use crate::report::text::{Format, Style};
 /// A validated workload: the total, the unit and each query's plan at its share.
 #[derive(Debug)]
 pub struct Workload {
-    path: String,
     pub total: Epsilon,
     pub neighbours: Neighbours,
     pub queries: Vec<WorkloadQuery>,
@@ -44,8 +44,8 @@ pub struct Workload {
 #[derive(Debug)]
 pub struct WorkloadQuery {
     pub name: String,
-    /// Line of the query's `name` (messages point here).
-    pub line: usize,
+    /// Where the query was asked for, as messages about it begin: `w.toml line 5: query 'm'`.
+    pub origin: String,
     /// The query validated as the same command line would be, at its share.
     pub job: Job,
 }
@@ -76,6 +76,9 @@ struct RawQuery {
     by: Option<Spanned<Value>>,
     keys: Option<Spanned<Value>>,
     invalid: Option<Spanned<String>>,
+    /// Quantile levels: `q = [0.5, 0.9]`, `q = 0.5` or `q = "0.5,0.9"`.
+    q: Option<Spanned<Value>>,
+    resolution: Option<Spanned<i64>>,
 }
 
 impl Workload {
@@ -171,13 +174,10 @@ impl Workload {
             let job = file
                 .query_job(q.get_ref(), line, eps, neighbours, input, (confidence, format), ledger)
                 .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
-            queries.push(WorkloadQuery { name, line, job });
+            let origin = format!("{path} line {line}: query '{name}'");
+            queries.push(WorkloadQuery { name, origin, job });
         }
-        Ok(Workload { path: path.to_string(), total, neighbours, queries })
-    }
-
-    pub fn error(&self, line: usize, message: &str) -> anyhow::Error {
-        bad_input(format!("{} line {line}: {message}", self.path))
+        Ok(Workload { total, neighbours, queries })
     }
 }
 
@@ -343,6 +343,31 @@ impl SourceText<'_> {
         }
     }
 
+    /// Quantile levels as exact decimals: a number, a string "0.5,0.9", or a list of either.
+    /// A TOML float is read back by its shortest decimal, which is the one written for any
+    /// level with up to 15 digits (levels take at most 9 after the point).
+    fn levels(&self, value: &Spanned<Value>) -> Result<Vec<Level>, (usize, String)> {
+        let line = self.line(value.span().start);
+        let texts: Vec<String> = match value.get_ref() {
+            Value::String(s) => s.split(',').map(|l| l.trim().to_string()).collect(),
+            Value::Float(_) | Value::Integer(_) => vec![self.number_text(value).map_err(|e| (line, e))?],
+            Value::Array(items) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s.trim().to_string()),
+                    Value::Float(f) => Ok(f.to_string()),
+                    Value::Integer(i) => Ok(i.to_string()),
+                    other => Err((line, format!("q: expected numbers, found {}", other.type_str()))),
+                })
+                .collect::<Result<_, _>>()?,
+            other => return Err((line, format!("q: expected a list of levels, found {}", other.type_str()))),
+        };
+        if texts.is_empty() {
+            return Err((line, "q: the list of levels is empty".to_string()));
+        }
+        texts.iter().map(|t| t.parse::<Level>().map_err(|e| (line, format!("q: {e}")))).collect()
+    }
+
     /// One query validated exactly as the same command line would be, at its share. Errors
     /// carry their line.
     #[allow(clippy::too_many_arguments)]
@@ -412,7 +437,32 @@ impl SourceText<'_> {
                 format!("{kind} needs public bins: categories = [...] or bins = K with lower and upper"),
             ));
         }
-        if allowed.contains(&"lower") && (options.lower.is_none() || options.upper.is_none()) {
+        options.resolution = match &q.resolution {
+            None => None,
+            Some(r) => Some(usize::try_from(*r.get_ref()).map_err(|_| {
+                (self.line(r.span().start), "resolution must be a positive whole number".to_string())
+            })?),
+        };
+        if let Some(levels) = &q.q {
+            options.levels = self.levels(levels)?;
+        } else if kind == "quantile" {
+            return Err((
+                name_line,
+                "quantile needs levels: add q = [0.5] (exact decimals in (0, 1))".into(),
+            ));
+        }
+        let one_bound = options.lower.is_some() != options.upper.is_some();
+        let optional = AnyStatistic::bounds_optional_of(kind);
+        if optional && (one_bound || (options.resolution.is_some() && options.lower.is_none())) {
+            return Err((
+                name_line,
+                format!(
+                    "{kind} takes both lower and upper (candidates evenly spaced over them, resolution \
+                     of them) or neither (public bounds-free candidates)"
+                ),
+            ));
+        }
+        if allowed.contains(&"lower") && !optional && (options.lower.is_none() || options.upper.is_none()) {
             return Err((
                 name_line,
                 format!(
@@ -485,13 +535,15 @@ impl SourceText<'_> {
         categories: bool,
     ) -> Result<(), (usize, String)> {
         let line = |span: Range<usize>| self.line(span.start);
-        let present: [(&str, Option<usize>); 6] = [
+        let present: [(&str, Option<usize>); 8] = [
             ("column", q.column.as_ref().map(|v| line(v.span()))),
             ("lower", q.lower.as_ref().map(|v| line(v.span()))),
             ("upper", q.upper.as_ref().map(|v| line(v.span()))),
             ("bins", q.bins.as_ref().map(|v| line(v.span()))),
             ("categories", q.categories.as_ref().map(|v| line(v.span()))),
             ("invalid", q.invalid.as_ref().map(|v| line(v.span()))),
+            ("q", q.q.as_ref().map(|v| line(v.span()))),
+            ("resolution", q.resolution.as_ref().map(|v| line(v.span()))),
         ];
         for (key, at) in present {
             if let Some(at) = at {

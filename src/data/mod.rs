@@ -4,6 +4,7 @@
 //! fingerprint.
 
 pub mod cell;
+pub mod filter;
 pub mod fingerprint;
 pub mod input;
 pub mod parallel;

@@ -34,8 +34,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use indicatif::ProgressBar;
 use memchr::{memchr, memchr2};
 
+use crate::data::filter::{passes, Filters};
 use crate::data::fingerprint::Fingerprinter;
-use crate::data::row::{passes, Filters, Fold, Row};
+use crate::data::row::{Fold, Row};
 
 /// Per-thread read buffers share this much memory (so peak RSS does not grow with threads) ...
 const BUFFER_BUDGET: usize = 8 << 20;

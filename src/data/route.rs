@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use crate::data::row::{passes, text_cell, BadCell, Fold, Row};
+use crate::data::filter::{passes, Test};
+use crate::data::row::{text_cell, BadCell, Fold, Row};
 use crate::numeric::bins::Keys;
 
-/// Resolved filters: column index and the value the trimmed cell must equal.
-pub type FilterList = Vec<(usize, Vec<u8>)>;
+/// Resolved filters: column index and the test its trimmed cell must pass.
+pub type FilterList = Vec<(usize, Test)>;
 
 /// The rows of column `index` grouped by the public `keys`.
 #[derive(Clone, Debug)]
@@ -22,7 +23,7 @@ pub struct GroupBy {
 /// there is no `--by`).
 #[derive(Clone, Debug)]
 pub struct Routed<F> {
-    filters: Arc<[(usize, Vec<u8>)]>,
+    filters: Arc<[(usize, Test)]>,
     by: Option<GroupBy>,
     pub groups: Vec<F>,
 }
@@ -88,7 +89,7 @@ mod tests {
     #[test]
     fn routes_rows_to_their_group_after_filters() {
         let by = GroupBy { index: 0, keys: Arc::new("a,b".parse().unwrap()) };
-        let mut fold = Routed::new(Rows::default(), vec![(1, b"y".to_vec())], Some(by));
+        let mut fold = Routed::new(Rows::default(), vec![(1, Test::Equals(b"y".to_vec().into()))], Some(by));
         for (key, keep) in [("a", "y"), ("b", "y"), ("b", "n"), ("zz", "y"), (" a ", "y"), ("", "y")] {
             fold.row(&Row::record(&ByteRecord::from(vec![key, keep]))).unwrap();
         }

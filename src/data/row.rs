@@ -68,22 +68,8 @@ pub struct BadCell {
     pub why: String,
 }
 
-/// `--where` filters: column index and the value the trimmed cell must equal.
-pub type Filters = [(usize, Vec<u8>)];
-
 /// The trimmed bytes of a cell (empty if the row is shorter).
 #[inline]
 pub fn text_cell<'a>(row: &Row<'a>, index: usize) -> &'a [u8] {
     row.get(index).unwrap_or_default().trim_ascii()
-}
-
-/// Whether a row passes every `--where` filter.
-#[inline(always)]
-pub fn passes(row: &Row, filters: &Filters) -> bool {
-    for (i, value) in filters {
-        if text_cell(row, *i) != value.as_slice() {
-            return false;
-        }
-    }
-    true
 }

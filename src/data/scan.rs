@@ -13,9 +13,10 @@
 use anyhow::Result;
 use csv::ByteRecord;
 
+use crate::data::filter::{passes, Filters};
 use crate::data::input::Input;
 use crate::data::parallel;
-use crate::data::row::{passes, BadCell, Filters, Fold, Row};
+use crate::data::row::{BadCell, Fold, Row};
 use crate::error::bad_input;
 
 /// The per-row state all copies of a fold may hold together: above it, the file is scanned by
@@ -203,6 +204,7 @@ fn csv_error(name: &str, row: u64, error: csv::Error) -> anyhow::Error {
 mod tests {
     use super::*;
     use crate::data::cell::{InvalidPolicy, NumberCell};
+    use crate::data::filter::Test;
     use crate::data::source::CsvOptions;
 
     fn input(text: &'static str, has_header: bool) -> Input {
@@ -262,11 +264,11 @@ mod tests {
     #[test]
     fn filters_compare_trimmed_cells() {
         let mut fold = Collect(NumberCell { index: 1, invalid: InvalidPolicy::Error }, vec![]);
-        let kept =
-            scan(&mut input("r,x\nn,1\n s ,2\nn,3\n", true), &[(0, b"n".to_vec())], &mut fold).unwrap();
+        let equals = |v: &str| Test::Equals(v.as_bytes().into());
+        let kept = scan(&mut input("r,x\nn,1\n s ,2\nn,3\n", true), &[(0, equals("n"))], &mut fold).unwrap();
         assert_eq!((kept, fold.1), (2, vec![1.0, 3.0]));
         let mut fold = Collect(NumberCell { index: 1, invalid: InvalidPolicy::Error }, vec![]);
-        scan(&mut input("r,x\nn,1\n s ,2\n", true), &[(0, b"s".to_vec())], &mut fold).unwrap();
+        scan(&mut input("r,x\nn,1\n s ,2\n", true), &[(0, equals("s"))], &mut fold).unwrap();
         assert_eq!(fold.1, vec![2.0]);
     }
 
@@ -285,6 +287,7 @@ mod tests {
 #[cfg(test)]
 mod parallel_tests {
     use super::*;
+    use crate::data::filter::{Filter, Test};
     use crate::data::source::{CsvOptions, Source};
     use proptest::prelude::*;
     use std::io::Write;
@@ -417,6 +420,26 @@ mod parallel_tests {
         )
     }
 
+    /// A filter of every kind, parsed from how a user writes it, on values that the generated
+    /// cells hold (`x`, short numbers, empty cells, spaces).
+    fn filter_test() -> impl Strategy<Value = Test> {
+        let written = prop_oneof![
+            Just("c=x"),
+            Just("c!=x"),
+            Just("c=1"),
+            Just("c<5"),
+            Just("c<=-1"),
+            Just("c>0.5"),
+            Just("c>=10"),
+            Just("c>=-0"),
+            Just("c in x,1,a b"),
+            Just("c not in x,.5"),
+            Just("c is empty"),
+            Just("c is not empty"),
+        ];
+        written.prop_map(|w| w.parse::<Filter>().expect("a valid filter").test)
+    }
+
     fn has_data_row(bytes: &[u8], options: &CsvOptions) -> bool {
         let mut reader = csv::ReaderBuilder::new()
             .delimiter(options.delimiter)
@@ -437,11 +460,12 @@ mod parallel_tests {
             has_header in any::<bool>(),
             threads in 1usize..6,
             block in 8usize..80,
-            filter in any::<bool>(),
+            filters in proptest::collection::vec((any::<prop::sample::Index>(), filter_test()), 0..3),
             tolerant in any::<bool>(),
         ) {
             let options = CsvOptions { delimiter, has_header };
-            let filters: Vec<(usize, Vec<u8>)> = if filter { vec![(0, b"x".to_vec())] } else { vec![] };
+            let filters: Vec<(usize, Test)> =
+                filters.into_iter().map(|(column, test)| (column.index(upto + 1), test)).collect();
             let (name, got, parallel, fingerprint) = by_file(&bytes, (&options, tolerant), &filters, upto, threads, block);
             let want = by_csv(&name, &bytes, (&options, tolerant), &filters, upto);
             prop_assert_eq!(&got, &want, "{} threads, {}-byte reads: {:?}", threads, block, String::from_utf8_lossy(&bytes));

@@ -1,8 +1,7 @@
-//! Where the CSV comes from, how to read it, and columns and filters as the flags name them
+//! Where the CSV comes from, how to read it, and columns as the flags name them
 //! (resolved to indices against the header by [`Input`](crate::data::input::Input)).
 
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use crate::error::Error;
 use crate::numeric::bins::Keys;
@@ -80,13 +79,6 @@ pub struct CsvOptions {
     pub has_header: bool,
 }
 
-/// A `--where` filter with its column resolved to a reference.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FilterSpec {
-    pub column: ColumnRef,
-    pub value: String,
-}
-
 /// `--by COL --keys k1,k2,...`: one release per public key, plus `other`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupSpec {
@@ -94,42 +86,12 @@ pub struct GroupSpec {
     pub keys: Keys,
 }
 
-/// `--where COL=VALUE` as typed: the trimmed cell of COL must equal VALUE.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Filter {
-    pub column: String,
-    pub value: String,
-}
-
-impl FromStr for Filter {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Filter, String> {
-        match s.split_once('=') {
-            Some((column, value)) if !column.trim().is_empty() => {
-                Ok(Filter { column: column.trim().to_string(), value: value.trim().to_string() })
-            }
-            _ => Err(format!("'{s}' is not COL=VALUE")),
-        }
-    }
-}
-
-impl FilterSpec {
-    /// How a release lists the filter: `COL=VALUE`.
-    pub fn label(&self) -> String {
-        format!("{}={}", self.column.label(), self.value)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn parses_filters_and_columns() {
-        let f: Filter = "region=north".parse().unwrap();
-        assert_eq!((f.column.as_str(), f.value.as_str()), ("region", "north"));
-        assert!("=x".parse::<Filter>().is_err());
-        assert!("novalue".parse::<Filter>().is_err());
+    fn parses_columns() {
         assert_eq!(ColumnRef::parse("2", false, "--col"), Ok(ColumnRef::Index(1)));
         assert!(ColumnRef::parse("0", false, "--col").is_err());
         assert_eq!(ColumnRef::parse("2", true, "--col").map(|c| c.label()), Ok("2".to_string()));

@@ -80,6 +80,14 @@ macro_rules! registry {
                 None
             }
 
+            /// Whether a workload query of `kind` may leave its bounds out.
+            pub fn bounds_optional_of(kind: &str) -> bool {
+                $(if <$module::$ty as Statistic>::KINDS.contains(&kind) {
+                    return <$module::$ty as Statistic>::BOUNDS_OPTIONAL;
+                })*
+                false
+            }
+
             /// Calls `visitor` with the statistic itself, so that what it does is compiled for
             /// that statistic's own fold.
             pub fn visit<V: Visitor>(&self, visitor: V) -> V::Output {

@@ -8,13 +8,16 @@
 //!
 //! so every valid quantile scores 0, ties included (the older |#below − #above| score credited
 //! a tied value only when the ties happened to balance). How far one neighbouring change moves
-//! any score (Δu, `Level::score_sensitivity`):
+//! any score (Δu, `Level::score_sensitivity`; with `--by`, `QuantileSpec::score_sensitivity`):
 //! - add-remove: a row added below c moves b·#(x < c) − a·n by b − a and a·n − b·#(x <= c) by
 //!   a − b; one added at c moves them by −a and a − b; one added above c by −a and +a. The
 //!   maximum of 0 and two terms moves by at most the larger move of a term: Δu = max(a, b − a);
 //! - replace (n fixed): #(x < c) and #(x <= c) each move by at most one, so each term by at
 //!   most b: Δu = b. With `--where` a changed row can also leave or join the filter, which moves
 //!   the terms as a removal or an addition does, within b.
+//! - with `--by` (the bounded form only), each group's selection runs at the full ε; under
+//!   replace a changed row can leave one group and join another, so each group's Δu is
+//!   2·max(a, b − a) (`query::group::score_sensitivity`).
 //!
 //! **With bounds** (`--lower/--upper`): the exponential mechanism with this score, run as
 //! permute-and-flip with exp(−ε·(s − s_min)/(2Δu)) (McKenna & Sheldon 2020; the exponential
@@ -54,10 +57,11 @@ use crate::privacy::laplace::{self, Noisy};
 use crate::privacy::permute_and_flip::permute_and_flip;
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
+use crate::query::group;
 use crate::query::options::{check_invalid_policy, Level, Options, Setup};
 use crate::query::quantile::unbounded::{Scan, Split};
 use crate::query::statistic::{first, add_counts, Context, Measured, PlanContext, Planned, Statistic};
-use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, Part, QuantileValue, Release};
+use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, Part, QuantileValue, Release, RANK};
 
 /// `dpstat quantile` and `dpstat median`.
 #[derive(Clone, Debug)]
@@ -74,6 +78,15 @@ impl Statistic for Quantile {
 
     fn new(kind: &str, options: Options, setup: &Setup) -> Result<Quantile, Error> {
         let median = kind == "median";
+        if median && !options.levels.is_empty() {
+            return Err(Error::usage("median is the level 0.5 and takes no other levels; use quantile"));
+        }
+        if !median && options.levels.is_empty() {
+            return Err(Error::usage("quantile needs at least one level in (0, 1), e.g. 0.5"));
+        }
+        if options.resolution.is_some() && options.lower.is_none() {
+            return Err(Error::usage("a resolution spaces candidates over [lower, upper]; give both bounds"));
+        }
         let levels = if median { vec![Level::MEDIAN] } else { options.levels.clone() };
         check_invalid_policy(options.invalid, setup)?;
         let (candidates, method) = match (options.lower, options.upper, options.resolution) {
@@ -81,6 +94,9 @@ impl Statistic for Quantile {
                 return Err(Error::usage(format!(
                     "--resolution must be between 2 and {MAX_RESOLUTION} candidates"
                 )));
+            }
+            (Some(_), None, _) | (None, Some(_), _) => {
+                return Err(Error::usage("quantile candidates need both bounds, lower and upper, or neither"));
             }
             (Some(l), Some(u), k) => {
                 // The candidates' weighted means multiply a bound by up to the resolution: refuse
@@ -101,22 +117,30 @@ impl Statistic for Quantile {
         if unique.len() != levels.len() {
             return Err(Error::usage("--q lists the same level twice"));
         }
-        let spec =
-            QuantileSpec { candidates: Arc::new(candidates), levels, neighbours: setup.neighbours, method };
-        let column = setup.column(&options)?;
-        let quantile = Quantile { column, invalid: options.invalid, spec, median };
-        if setup.grouped() {
+        // Without bounds each group would need its own row count, and under replace a group's
+        // size is private: --by takes the bounded (exponential) form only.
+        if setup.grouped() && method != Method::Exponential {
             return Err(Error::usage(format!(
-                "--by is not supported for {}; run it once per --where filter",
-                quantile.name()
+                "{kind} --by needs --lower/--upper: without bounds the release relies on a row count, \
+                 and group sizes are not public"
             )));
         }
-        Ok(quantile)
+        let spec = QuantileSpec {
+            candidates: Arc::new(candidates),
+            levels,
+            neighbours: setup.neighbours,
+            method,
+            grouped: setup.grouped(),
+        };
+        let column = setup.column(&options)?;
+        Ok(Quantile { column, invalid: options.invalid, spec, median })
     }
 
     fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
-        None
+        Some(&["column", "lower", "upper", "q", "resolution", "invalid"])
     }
+
+    const BOUNDS_OPTIONAL: bool = true;
 
     fn name(&self) -> &'static str {
         if self.median {
@@ -150,7 +174,7 @@ impl Statistic for Quantile {
                     .iter()
                     .map(|level| {
                         let scores = fold.scores(level);
-                        let delta = level.score_sensitivity(cx.neighbours);
+                        let delta = spec.score_sensitivity(level);
                         spec.candidates.get(permute_and_flip(&scores, delta, &eps, rng))
                     })
                     .collect();
@@ -179,10 +203,35 @@ impl Statistic for Quantile {
         }
     }
 
-    fn plan(&self, _: &PlanContext) -> Result<Planned, Error> {
-        Err(Error::usage(
-            "dpstat plan does not cover quantiles: their accuracy is a rank bound that the release states",
-        ))
+    /// The rank bound a release with bounds states: it depends only on ε, the levels, the
+    /// privacy unit and the number of candidates. How far the released value is from the true
+    /// quantile depends on how the data are spread around it, which no plan can know.
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+        if self.spec.method != Method::Exponential {
+            return Err(Error::usage(
+                "dpstat plan needs --lower/--upper for a quantile: without bounds the release scans a \
+                 public log-scale grid with AboveThreshold, whose result depends on how many rows there \
+                 are and where they lie, which cannot be planned without data",
+            ));
+        }
+        let spec = &self.spec;
+        let eps = spec.epsilon_per_level(cx.eps);
+        let k = spec.candidates.len();
+        let worst = spec
+            .levels
+            .iter()
+            .map(|l| rank_error_bound(l, spec.score_sensitivity(l), &eps, k, cx.confidence.beta()))
+            .fold(0.0, f64::max);
+        let accuracy = Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: RANK };
+        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(cx.eps, cx.neighbours, accuracy) };
+        let assumption = format!(
+            "the bound is on rank, over {} {} candidates: the released candidate is within that many \
+             rows (in order) of the best candidate; its distance in value from the true quantile \
+             depends on how the data are spread around it, which cannot be planned without data",
+            k,
+            spec.candidates.kind
+        );
+        Ok(Planned { noise, bins: None, assumptions: vec![assumption] })
     }
 }
 
@@ -205,7 +254,8 @@ impl Quantile {
             .iter()
             .zip(chosen)
             .map(|(level, &value)| QuantileValue {
-                rank_error_bound: rank_error_bound(level, cx.neighbours, eps, k, beta),
+                rank_error_bound: rank_error_bound(level, spec.score_sensitivity(level), eps, k, beta),
+                score_sensitivity: spec.score_sensitivity(level),
                 ..level_value(level, value, eps, cx.neighbours)
             })
             .collect();
@@ -288,7 +338,7 @@ impl Quantile {
     ) -> Result<Release, Error> {
         let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
         let accuracy =
-            Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: "rank (rows), per quantile" };
+            Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: RANK };
         let noise = Noise { mechanism, parts, ..Noise::multi(cx.eps, cx.neighbours, accuracy) };
         let release = cx.release(self, noise, cost)?;
         let candidates = &self.spec.candidates;
@@ -416,6 +466,8 @@ pub struct QuantileSpec {
     pub levels: Vec<Level>,
     pub neighbours: Neighbours,
     pub method: Method,
+    /// One selection per `--by` group (the score sensitivity under replace grows).
+    pub grouped: bool,
 }
 
 /// How the candidates are chosen from.
@@ -433,6 +485,18 @@ impl QuantileSpec {
     /// ε of each level: an exact even split.
     pub fn epsilon_per_level(&self, eps: &Epsilon) -> Epsilon {
         eps.split(self.levels.len() as u32)
+    }
+
+    /// Δu of a level's scores for this query's unit, with or without groups.
+    pub fn score_sensitivity(&self, level: &Level) -> u128 {
+        match self.grouped {
+            false => level.score_sensitivity(self.neighbours),
+            true => group::score_sensitivity(
+                level.score_sensitivity(Neighbours::AddRemove),
+                level.score_sensitivity(Neighbours::Replace),
+                self.neighbours,
+            ),
+        }
     }
 }
 
@@ -513,14 +577,8 @@ impl Fold for QuantileFold {
 /// The rank error bound (rows) of permute-and-flip at failure probability β: the chosen
 /// candidate's score is within (2Δu/ε)·ln(K/β) of the best with probability >= 1 − β, and a
 /// score is b times a rank distance.
-pub fn rank_error_bound(
-    level: &Level,
-    neighbours: Neighbours,
-    eps: &Epsilon,
-    candidates: usize,
-    beta: f64,
-) -> f64 {
-    let delta = level.score_sensitivity(neighbours) as f64;
+pub fn rank_error_bound(level: &Level, score_sensitivity: u128, eps: &Epsilon, candidates: usize, beta: f64) -> f64 {
+    let delta = score_sensitivity as f64;
     let eps = eps.as_rational().to_f64().unwrap_or(f64::MIN_POSITIVE);
     let score_bound = 2.0 * delta / eps * (candidates as f64 / beta).ln();
     // Rounded up a little so float error never understates the bound.

@@ -30,6 +30,10 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
     /// it cannot be part of a workload.
     fn workload_keys(options: &Options) -> Option<&'static [&'static str]>;
 
+    /// Whether a workload query may leave its bounds out without spending ε to find them
+    /// (quantiles then use their public bounds-free candidates); otherwise they are required.
+    const BOUNDS_OPTIONAL: bool = false;
+
     /// The kind it was built as.
     fn name(&self) -> &'static str;
 

@@ -3,6 +3,7 @@
 //! is computed; it prints what the statistics built.
 
 pub mod chart;
+pub mod describe;
 pub mod figure;
 pub mod plan;
 pub mod release;

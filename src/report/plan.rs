@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::numeric::format::real as show;
-use crate::report::release::{Noise, PER_BIN};
+use crate::report::release::{Noise, PER_BIN, RANK};
 
 /// The plan as printed (`--format json` serialises this).
 #[derive(Clone, Debug, Serialize)]
@@ -50,7 +50,12 @@ pub fn render_text(r: &Report) -> String {
     if let Some(t) = r.target_error {
         lines.push((
             "target",
-            format!("error at most {} at confidence {}", show(t), r.noise.accuracy.confidence),
+            format!(
+                "error at most {}{} at confidence {}",
+                show(t),
+                if r.noise.accuracy.scope == RANK { " rows of rank" } else { "" },
+                r.noise.accuracy.confidence
+            ),
         ));
     }
     lines.push(("epsilon", r.epsilon_decimal.clone()));
@@ -73,11 +78,12 @@ pub fn render_text(r: &Report) -> String {
         let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
         lines.push(("noise scale", format!("{} = sensitivity / epsilon, discrete Laplace{grid}", show(s))));
     }
+    let parts = r.noise.parts.len();
     for p in &r.noise.parts {
         lines.push((
             "part",
             format!(
-                "{}: epsilon {}, sensitivity {}, scale {}, bound ±{} at β/2",
+                "{}: epsilon {}, sensitivity {}, scale {}, bound ±{} at β/{parts}",
                 p.name,
                 show(p.epsilon),
                 show(p.sensitivity),
@@ -86,15 +92,22 @@ pub fn render_text(r: &Report) -> String {
             ),
         ));
     }
-    let per_bin = if r.noise.accuracy.scope == PER_BIN { " per bin" } else { "" };
+    let bound = show(r.noise.accuracy.error_bound);
+    let confidence = r.noise.accuracy.confidence;
     lines.push((
         "error bound",
-        format!(
-            "±{}{per_bin}: |release − true value| <= {} with probability >= {}",
-            show(r.noise.accuracy.error_bound),
-            show(r.noise.accuracy.error_bound),
-            r.noise.accuracy.confidence
-        ),
+        match r.noise.accuracy.scope {
+            RANK => format!(
+                "±{bound} rows of rank per quantile: the released candidate's rank is within {bound} rows \
+                 of the best candidate's with probability >= {confidence}"
+            ),
+            scope => {
+                let per_bin = if scope == PER_BIN { " per bin" } else { "" };
+                format!(
+                    "±{bound}{per_bin}: |release − true value| <= {bound} with probability >= {confidence}"
+                )
+            }
+        },
     ));
     for a in &r.assumptions {
         lines.push(("assumes", a.clone()));

@@ -195,6 +195,9 @@ pub struct Part {
 pub const MECHANISM: &str = "discrete-laplace";
 /// The scope of a single value's bound.
 pub const VALUE: &str = "value";
+/// The scope of a quantile's bound: rows of rank (how far the chosen candidate's rank may be
+/// from the best candidate's), each level on its own.
+pub const RANK: &str = "rank (rows), per quantile";
 /// The scope of a histogram's bound: each bin on its own (a bound for all K at once uses β/K).
 pub const PER_BIN: &str = "per bin";
 /// The scope of a normalized histogram's bound: every bin's proportion at once.

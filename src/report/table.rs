@@ -125,15 +125,7 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             .join(" "),
     };
     let column = r.column.clone().unwrap_or_else(|| "-".into());
-    let row = |bin: String, value: Number| -> [String; 9] {
-        let (value, error) = if !r.noise.accuracy.error_bound.is_finite() {
-            // A slope whose x variance cannot be told from 0 has no finite bound (null in JSON).
-            (format_number(value), "unbounded".into())
-        } else if style.round {
-            figure(value, &r.noise.accuracy, style)
-        } else {
-            (format_number(value), format_float(r.noise.accuracy.error_bound))
-        };
+    let row = |bin: String, value: String, sensitivity: String, error: String| -> [String; 9] {
         [
             name.into(),
             r.query.into(),
@@ -142,15 +134,39 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
             bin,
             value,
             eps.into(),
-            sensitivity.clone(),
+            sensitivity,
             error,
         ]
     };
+    // A quantile's rows are its levels, each with its score sensitivity and its rank bound.
+    if let Some(levels) = &r.quantiles {
+        for q in levels {
+            rows.push(row(
+                format!("q={}", format_float(q.q)),
+                format_float(q.value),
+                format!("score={}", q.score_sensitivity),
+                format!("{} rows", format_float(q.rank_error_bound)),
+            ));
+        }
+        return;
+    }
+    let shown = |value: Number| -> (String, String) {
+        if !r.noise.accuracy.error_bound.is_finite() {
+            // A slope whose x variance cannot be told from 0 has no finite bound (null in JSON).
+            (format_number(value), "unbounded".into())
+        } else if style.round {
+            figure(value, &r.noise.accuracy, style)
+        } else {
+            (format_number(value), format_float(r.noise.accuracy.error_bound))
+        }
+    };
     if let Some(value) = r.value {
-        rows.push(row("-".into(), value));
+        let (value, error) = shown(value);
+        rows.push(row("-".into(), value, sensitivity.clone(), error));
     }
     for bin in r.bins.iter().flatten() {
-        rows.push(row(bin.bin.clone(), Number::Integer(bin.count)));
+        let (value, error) = shown(Number::Integer(bin.count));
+        rows.push(row(bin.bin.clone(), value, sensitivity.clone(), error));
     }
 }
 
@@ -159,7 +175,7 @@ fn format_float(x: f64) -> String {
 }
 
 /// ε for people: the exact decimal, or the fraction when it does not terminate.
-fn exact_decimal(eps: &Epsilon) -> String {
+pub fn exact_decimal(eps: &Epsilon) -> String {
     let d = decimal(eps.as_rational());
     if d.starts_with('~') {
         let r = eps.as_rational();

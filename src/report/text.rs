@@ -44,11 +44,32 @@ pub fn render(published: &Published, format: Format, style: Style) -> Result<Vec
     Ok(out)
 }
 
-/// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms; with
-/// `--with-error` an `error(95%)` column last.
+/// One CSV with the key first: `key,value` for scalars, `key,bin,count` for histograms,
+/// `key,q,value` for several quantile levels; with `--with-error` an `error(95%)` column last
+/// (for quantile levels, their rank bound in rows).
 fn render_grouped_text(grouped: &GroupedRelease, style: Style, out: &mut Vec<u8>) -> Result<()> {
     let histogram = grouped.groups.iter().any(|g| g.release.bins.is_some());
+    let levels = grouped.groups.iter().any(|g| g.release.value.is_none() && g.release.quantiles.is_some());
     let mut writer = csv::Writer::from_writer(out);
+    if levels {
+        let mut heading = vec!["key", "q", "value"];
+        if style.with_error {
+            heading.push("rank_error(rows)");
+        }
+        writer.write_record(&heading)?;
+        for group in &grouped.groups {
+            for q in group.release.quantiles.iter().flatten() {
+                let (level, value) = (format_number(Number::Real(q.q)), format_number(Number::Real(q.value)));
+                let mut cells = vec![group.key.clone(), level, value];
+                if style.with_error {
+                    cells.push(rank_rows(q.rank_error_bound));
+                }
+                writer.write_record(&cells)?;
+            }
+        }
+        writer.flush()?;
+        return Ok(());
+    }
     let normalized =
         grouped.groups.iter().flat_map(|g| g.release.bins.iter().flatten()).any(|b| b.proportion.is_some());
     let mut heading: Vec<String> = if histogram {

@@ -53,7 +53,7 @@ use crate::numeric::exact::{exact, rational_to_f64_up};
 use crate::numeric::grid::{Grid, GridBounds, MAX_GRID_UNITS};
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Aggregate, Noisy};
+use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::variance::accuracy::{error_bound, Interval};
@@ -116,10 +116,79 @@ impl Statistic for Variance {
         self.release(cx, noisy_count.as_ref(), &noisy_sum, &noisy_squares, n).map(Measured::Release)
     }
 
-    fn plan(&self, _: &PlanContext) -> Result<Planned, Error> {
-        Err(Error::usage("dpstat plan covers count, sum, mean and histogram; not variance"))
+    /// The bound a release with `--rows` as its (noisy or public) count would state, at its
+    /// worst over data in [L, U]: the bound depends on the noisy sum and sum of squares too, so
+    /// it is computed, by the release's own function, for a grid of possible values of both
+    /// (mean and mean square of the shifted values, `PLAN_GRID` steps each) and the largest
+    /// is stated.
+    fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
+        let rows = cx.rows.ok_or_else(|| {
+            Error::usage(
+                "dpstat plan variance needs --rows N: a variance's error depends on the number of rows \
+                 (the public n under replace, the noisy count under add-remove); give the size you \
+                 expect, e.g. --rows 1000",
+            )
+        })?;
+        let spec = &self.spec;
+        let eps = spec.epsilon_parts(cx.eps);
+        let parts = spec.aggregate(0, 0, rows);
+        let count = parts.count.as_ref().map(|c| Calibration::of(c, &eps[0]));
+        let sum = Calibration::of(&parts.shifted_sum, &eps[eps.len() - 2]);
+        let squares = Calibration::of(&parts.squares, &eps[eps.len() - 1]);
+        let n = BigInt::from(rows);
+        let h = spec.half_width_units();
+        let mut worst = BigRational::zero();
+        for i in 0..=PLAN_GRID {
+            // A mean of the shifted values from −h to h, and a mean square from its square to h².
+            let mean = -h + (2 * h * i as i128) / PLAN_GRID as i128;
+            let (least, most) = (spec.square(mean), spec.square(h));
+            for j in 0..=PLAN_GRID {
+                let mean_square = least + (most - least) * j as i128 / PLAN_GRID as i128;
+                let (s, q) = (&n * BigInt::from(mean), &n * BigInt::from(mean_square));
+                let (value, _) = spec.release(&s, &q, &n);
+                let bound = spec.error_bound(
+                    &value,
+                    count.as_ref().map(|c| (&n, c)),
+                    rows,
+                    (&s, &sum),
+                    (&q, &squares),
+                    cx.confidence.beta(),
+                );
+                worst = worst.max(bound);
+            }
+        }
+        let beta = cx.confidence.beta() / eps.len() as f64;
+        let planned = |name, c: &Calibration| Part::planned(name, c, Some(c.error_bound(beta)));
+        let noise = Noise {
+            grid: Some(GridInfo::of(sum.grid)),
+            bounds: Some(BoundsInfo::of(&spec.bounds)),
+            rows: Some(rows),
+            parts: count
+                .as_ref()
+                .map(|c| planned("count", c))
+                .into_iter()
+                .chain([planned("shifted_sum", &sum), planned("sum_of_squares", &squares)])
+                .collect(),
+            ..Noise::multi(cx.eps, cx.neighbours, Accuracy::value(cx.confidence, rational_to_f64_up(&worst)))
+        };
+        let count_text = match cx.neighbours {
+            Neighbours::Replace => format!("n = {rows} rows (--rows), public under replace"),
+            Neighbours::AddRemove => format!("the noisy count comes out at {rows} (--rows)"),
+        };
+        let assumption = format!(
+            "{count_text}; the bound is the largest a release with that count states over a grid of \
+             {g} x {g} means and mean squares of values in [L, U]; a release states its own, from its \
+             noisy parts (each part's bound here is at β/{parts})",
+            g = PLAN_GRID + 1,
+            parts = eps.len()
+        );
+        Ok(Planned { noise, bins: None, assumptions: vec![assumption] })
     }
 }
+
+/// Steps of the grid of possible means and mean squares over which a plan takes the widest
+/// bound (PLAN_GRID + 1 values of each).
+const PLAN_GRID: u32 = 20;
 
 impl Variance {
     /// A variance: (noisy count,) noisy shifted sum and noisy sum of squares, combined and
@@ -136,29 +205,13 @@ impl Variance {
         let spec = &self.spec;
         let denominator = count.map_or_else(|| BigInt::from(n), |c| c.value.clone());
         let (value, clamped) = spec.release(&sum.value, &squares.value, &denominator);
-        // Union bound: each noisy part within its bound at β/parts, all at once with >= 1 − β.
-        let beta = cx.confidence.beta() / (2 + count.is_some() as u8) as f64;
-        let count_interval = match count {
-            Some(c) => Interval::around(
-                &c.value,
-                c.noise.error_bound_units(beta),
-                &BigRational::from_integer(1.into()),
-            ),
-            None => Interval::point(BigRational::from_integer(BigInt::from(n))),
-        };
-        let h = BigRational::from_integer(BigInt::from(spec.half_width_units())) * sum.noise.grid.spacing();
-        let bound = error_bound(
+        let bound = spec.error_bound(
             &value,
-            &count_interval,
-            &Interval::around(&sum.value, sum.noise.error_bound_units(beta), &sum.noise.grid.spacing()),
-            &Interval::around(
-                &squares.value,
-                squares.noise.error_bound_units(beta),
-                &squares.noise.grid.spacing(),
-            ),
-            &squares.noise.grid.spacing(),
-            &spec.max_variance(),
-            &h,
+            count.map(|c| (&c.value, &c.noise)),
+            n,
+            (&sum.value, &sum.noise),
+            (&squares.value, &squares.noise),
+            cx.confidence.beta(),
         );
         let midpoint = sum.noise.grid.to_f64(&BigInt::from(spec.midpoint));
         let mut post = vec![match count {
@@ -341,6 +394,41 @@ impl VarianceSpec {
             fold.add(self, x);
         }
         self.aggregate(fold.sum, fold.squares, fold.rows)
+    }
+
+    /// The release's error bound from its noisy parts (`count` under add-remove, else the
+    /// public `n`): a union bound puts each part within its own bound at β/parts, all at once
+    /// with probability >= 1 − β, and [`error_bound`] takes the farthest the true variance can
+    /// be from `value` over that box.
+    pub fn error_bound(
+        &self,
+        value: &BigRational,
+        count: Option<(&BigInt, &Calibration)>,
+        n: u64,
+        sum: (&BigInt, &Calibration),
+        squares: (&BigInt, &Calibration),
+        beta: f64,
+    ) -> BigRational {
+        let beta = beta / (2 + count.is_some() as u8) as f64;
+        let count_interval = match count {
+            Some((c, noise)) => {
+                Interval::around(c, noise.error_bound_units(beta), &BigRational::from_integer(1.into()))
+            }
+            None => Interval::point(BigRational::from_integer(BigInt::from(n))),
+        };
+        let around = |(v, noise): (&BigInt, &Calibration)| {
+            Interval::around(v, noise.error_bound_units(beta), &noise.grid.spacing())
+        };
+        let h = BigRational::from_integer(BigInt::from(self.half_width_units())) * sum.1.grid.spacing();
+        error_bound(
+            value,
+            &count_interval,
+            &around(sum),
+            &around(squares),
+            &squares.1.grid.spacing(),
+            &self.max_variance(),
+            &h,
+        )
     }
 
     /// h² as an exact real.

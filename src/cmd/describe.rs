@@ -1,0 +1,305 @@
+//! `dpstat describe --cols income:0:200000,age:0:120 --q 0.5,0.9 --eps 1 FILE`: a private
+//! summary of several columns in one pass, under one ε, charged once.
+//!
+//! It is a workload built from flags and run by the workload's own machinery
+//! ([`cmd::run::release_all`](crate::cmd::run::release_all)): one scan feeds every fold, the
+//! shares are exact, the accounting must add up to `--eps` exactly, and the ledger is charged
+//! once. ε is split between the columns evenly (or as `--shares` says, exact decimals that add
+//! up to `--eps`); each column's share is split in two exact halves:
+//!
+//! - the **mean** (the same release as `dpstat mean`: under add-remove a noisy shifted sum and a
+//!   noisy count at a quarter of the column's ε each; its noisy count is the column's count, so
+//!   the count costs nothing more; under replace the sum over the public n, which is the count);
+//! - the **quantiles** (the same release as `dpstat quantile`: the levels split their half
+//!   evenly).
+//!
+//! By sequential composition the whole is ε-DP for the privacy unit. A column given as
+//! `NAME:L:U` has public bounds [L, U] (clamping for the mean, candidates for the quantiles); a
+//! bare `NAME` spends a tenth of its mean's ε finding the mean's bounds privately, and its
+//! quantiles use the public bounds-free candidates, as the single queries do.
+
+use std::io::Write;
+use std::str::FromStr;
+
+use anyhow::Result;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+
+use crate::cmd::release::{filter_specs, note_line, InputFlags, Job};
+use crate::cmd::run::{release_all, Batch};
+use crate::cmd::workload::{Workload, WorkloadQuery};
+use crate::data::cell::InvalidPolicy;
+use crate::data::filter::{Filter, FilterSpec};
+use crate::error::Error;
+use crate::numeric::bounds::Finite;
+use crate::numeric::exact::decimal;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::laplace::Calibration;
+use crate::privacy::ledger::{LedgerFlags, LedgerSpec};
+use crate::privacy::rng;
+use crate::privacy::unit::Neighbours;
+use crate::query::count;
+use crate::query::options::{Level, Options, Setup};
+use crate::query::statistic::Statistic;
+use crate::query::AnyStatistic;
+use crate::report::describe::{self, Count, Described};
+use crate::report::release::{Published, Release};
+use crate::report::table;
+use crate::report::text::{Format, Style};
+
+/// A column of `--cols`: `NAME` or `NAME:LOWER:UPPER`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DescribeColumn {
+    pub name: String,
+    pub bounds: Option<(Finite, Finite)>,
+}
+
+impl FromStr for DescribeColumn {
+    type Err = String;
+
+    /// The last two `:`-separated pieces are the bounds when both are numbers; otherwise the
+    /// whole text is the column's name (so a name may hold a colon), unless it ends in `:N`,
+    /// which is taken for a bound given alone.
+    fn from_str(s: &str) -> Result<DescribeColumn, String> {
+        let text = s.trim();
+        let mut pieces = text.rsplitn(3, ':');
+        let (upper, lower, name) = (pieces.next(), pieces.next(), pieces.next());
+        let bound_like = format!(
+            "'{s}': bounds are written NAME:LOWER:UPPER (both, or neither to find the mean's privately)"
+        );
+        if let (Some(u), Some(l), Some(name)) = (upper, lower, name) {
+            match (l.trim().parse::<Finite>(), u.trim().parse::<Finite>()) {
+                (Ok(l), Ok(u)) => {
+                    let name = name.trim();
+                    if name.is_empty() {
+                        return Err(format!("'{s}' has bounds but no column: write NAME:LOWER:UPPER"));
+                    }
+                    return Ok(DescribeColumn { name: name.to_string(), bounds: Some((l, u)) });
+                }
+                (Ok(_), Err(_)) => return Err(bound_like),
+                _ => {}
+            }
+        }
+        if text.is_empty() {
+            return Err("a column is empty: list them like income:0:200000,age:0:120".to_string());
+        }
+        if text.rsplit_once(':').is_some_and(|(_, last)| last.trim().parse::<Finite>().is_ok()) {
+            return Err(bound_like);
+        }
+        Ok(DescribeColumn { name: text.to_string(), bounds: None })
+    }
+}
+
+/// `dpstat describe` as the command line asks for it.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub columns: Vec<DescribeColumn>,
+    pub levels: Vec<Level>,
+    /// Each column's ε, in the order of `columns`; None for an even split.
+    pub shares: Option<Vec<Epsilon>>,
+    pub resolution: Option<usize>,
+    pub invalid: InvalidPolicy,
+    pub eps: Epsilon,
+    pub neighbours: Neighbours,
+    pub filters: Vec<Filter>,
+    pub format: Format,
+    pub confidence: Confidence,
+    pub ledger: LedgerFlags,
+    pub input: InputFlags,
+}
+
+impl Request {
+    /// Every column's mean and quantiles as the queries of a workload, each validated as the
+    /// same single query would be at its share, before any data is read.
+    pub fn workload(&self) -> Result<Workload, Error> {
+        if self.format == Format::Chart {
+            return Err(Error::usage(
+                "--format chart draws one histogram; dpstat describe prints text or json",
+            ));
+        }
+        for (i, c) in self.columns.iter().enumerate() {
+            if self.columns[..i].iter().any(|d| d.name == c.name) {
+                return Err(Error::usage(format!("--cols lists '{}' twice", c.name)));
+            }
+        }
+        let shares = self.shares()?;
+        let has_header = self.input.csv.has_header;
+        let filters = filter_specs(&self.filters, has_header, "--where")?;
+        let mut queries = Vec::with_capacity(2 * self.columns.len());
+        for (column, share) in self.columns.iter().zip(shares) {
+            let half = share.split(2);
+            let setup = Setup {
+                eps: &half,
+                neighbours: self.neighbours,
+                has_header,
+                groups: 1,
+                filtered: !filters.is_empty(),
+                private_bounds: true,
+                ledger: self.ledger.path.is_some(),
+            };
+            let options = Options {
+                column: Some(column.name.clone()),
+                lower: column.bounds.map(|b| b.0),
+                upper: column.bounds.map(|b| b.1),
+                invalid: self.invalid,
+                ..Options::default()
+            };
+            let quantile_options =
+                Options { levels: self.levels.clone(), resolution: self.resolution, ..options.clone() };
+            for (kind, options) in [("mean", options), ("quantile", quantile_options)] {
+                let origin = format!("--cols '{}'", column.name);
+                let statistic = AnyStatistic::new(kind, options, &setup)
+                    .map_err(|e| Error::usage(format!("{origin}: {kind}: {}", e.message())))?;
+                let job = Job {
+                    input: self.input.clone(),
+                    filter_labels: filters.iter().map(FilterSpec::label).collect(),
+                    filters: filters.clone(),
+                    group: None,
+                    statistic,
+                    eps: half.clone(),
+                    neighbours: self.neighbours,
+                    format: self.format,
+                    confidence: self.confidence,
+                    ledger: None,
+                    plot: None,
+                    style: Style::default(),
+                };
+                queries.push(WorkloadQuery { name: format!("{}.{kind}", column.name), origin, job });
+            }
+        }
+        Ok(Workload { total: self.eps.clone(), neighbours: self.neighbours, queries })
+    }
+
+    /// Each column's ε: `--shares` (exact, adding up to `--eps` exactly) or an even split.
+    fn shares(&self) -> Result<Vec<Epsilon>, Error> {
+        let n = self.columns.len();
+        let Some(shares) = &self.shares else {
+            return Ok(vec![self.eps.split(n as u32); n]);
+        };
+        if shares.len() != n {
+            return Err(Error::usage(format!(
+                "--shares gives {} epsilons for {n} columns of --cols; give one per column, in order",
+                shares.len()
+            )));
+        }
+        let sum = shares.iter().fold(BigRational::from_integer(BigInt::from(0)), |a, s| a + s.as_rational());
+        if &sum != self.eps.as_rational() {
+            return Err(Error::usage(format!(
+                "--shares add up to {}, not to --eps {}; shares are exact, so write them to add up exactly",
+                decimal(&sum),
+                self.eps
+            )));
+        }
+        Ok(shares.clone())
+    }
+}
+
+/// Validates, reads the data once, releases every column, charges `--eps` once, then prints.
+pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
+    let ledger = LedgerSpec::from_flags(&request.ledger)?;
+    rng::refuse_with_ledger(ledger.is_some())?;
+    let workload = request.workload()?;
+    let names = request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(",");
+    let batch = Batch { workload: &workload, ledger_query: "describe", ledger_column: names };
+    let queries = release_all(&batch, &request.input, ledger.as_ref())?;
+    let bytes = match request.format {
+        Format::Text => describe::render_text(&summary(request, &workload, &queries)?),
+        _ => {
+            let printed =
+                table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
+            return write_then_notes(
+                table::render(&printed, request.format, Style::default())?,
+                &printed.queries,
+                out,
+            );
+        }
+    };
+    write_then_notes(bytes, &queries, out)
+}
+
+/// Writes the output, then the releases' notes (privately found bounds) on stderr.
+fn write_then_notes(bytes: Vec<u8>, queries: &[table::Query], out: &mut dyn Write) -> Result<()> {
+    out.write_all(&bytes)?;
+    out.flush()?;
+    for query in queries {
+        if let Published::One(release) = &query.release {
+            for note in &release.notes {
+                note_line(&format!("{}: {note}", query.name));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The table's rows: each column's mean, count and quantiles, from the releases in the order
+/// [`Request::workload`] made them (mean, then quantiles, per column).
+fn summary(request: &Request, workload: &Workload, queries: &[table::Query]) -> Result<Described, Error> {
+    let one = |q: &table::Query| match &q.release {
+        Published::One(r) => Ok(r.clone()),
+        Published::Grouped(_) => Err(Error::internal("describe makes no groups")),
+    };
+    let mut columns = Vec::with_capacity(request.columns.len());
+    for (column, pair) in request.columns.iter().zip(queries.chunks(2)) {
+        let [mean, quantiles] = pair else {
+            return Err(Error::internal("describe makes two queries a column"));
+        };
+        let mean = one(mean)?;
+        let count = count_of(&mean, request.confidence)?;
+        let eps =
+            Epsilon::from_rational(mean.accounting.total() * BigInt::from(2)).map_err(Error::internal)?;
+        columns.push(describe::Column {
+            name: column.name.clone(),
+            eps,
+            count,
+            mean,
+            quantiles: one(quantiles)?,
+        });
+    }
+    Ok(Described { total: workload.total.clone(), confidence: request.confidence, columns })
+}
+
+/// The column's count: the mean's noisy count part (add-remove) with the bound of its own
+/// discrete Laplace noise at the confidence, or the public n (replace).
+fn count_of(mean: &Release, confidence: Confidence) -> Result<Count, Error> {
+    if let Some(n) = mean.noise.rows {
+        return Ok(Count::Public(n));
+    }
+    let part = mean
+        .noise
+        .parts
+        .iter()
+        .find(|p| p.name == "count")
+        .ok_or_else(|| Error::internal("an add-remove mean has a count part"))?;
+    let (n, d) =
+        part.epsilon_exact.split_once('/').ok_or_else(|| Error::internal("a part's epsilon is n/d"))?;
+    let parse = |t: &str| t.parse::<BigInt>().map_err(|e| Error::internal(e.to_string()));
+    let eps = Epsilon::from_rational(BigRational::new(parse(n)?, parse(d)?)).map_err(Error::internal)?;
+    let bound = Calibration::of(&count::aggregate(0), &eps).error_bound(confidence.beta());
+    let value = part.value_units.clone().ok_or_else(|| Error::internal("a drawn part has its value"))?;
+    Ok(Count::Noisy { value, bound })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_take_bounds_from_their_last_two_pieces() {
+        let c: DescribeColumn = "income:0:200000".parse().unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.bounds.map(|b| (b.0.get(), b.1.get()))),
+            ("income", Some((0.0, 200000.0)))
+        );
+        let c: DescribeColumn = "temp:-40:1e2".parse().unwrap();
+        assert_eq!(c.bounds.map(|b| (b.0.get(), b.1.get())), Some((-40.0, 100.0)));
+        let c: DescribeColumn = "time:start".parse().unwrap();
+        assert_eq!((c.name.as_str(), c.bounds), ("time:start", None));
+        let c: DescribeColumn = "a:b:1:2".parse().unwrap();
+        assert_eq!(c.name, "a:b");
+        assert!("income:0".parse::<DescribeColumn>().unwrap_err().contains("NAME:LOWER:UPPER"));
+        assert!("income:0:x".parse::<DescribeColumn>().is_err());
+        assert!(":1:2".parse::<DescribeColumn>().is_err());
+        assert!(" ".parse::<DescribeColumn>().is_err());
+    }
+}

@@ -1,0 +1,129 @@
+//! `dpstat describe`'s text: one row per column with its ε, its bounds, and each value next to
+//! its error bound, then a row with the total. (Its JSON is a workload's: one line per query.)
+//! Error bounds are rounded up to three significant digits here, which keeps them bounds; the
+//! JSON has them in full.
+
+use crate::numeric::format::real;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::epsilon::Epsilon;
+use crate::report::release::Release;
+use crate::report::table::exact_decimal;
+use crate::report::text::format_number;
+
+/// What `describe` released, column by column.
+pub struct Described {
+    pub total: Epsilon,
+    pub confidence: Confidence,
+    pub columns: Vec<Column>,
+}
+
+/// One column's releases: the mean (whose noisy count is the column's count under add-remove)
+/// and the quantiles.
+pub struct Column {
+    pub name: String,
+    pub eps: Epsilon,
+    pub count: Count,
+    pub mean: Release,
+    pub quantiles: Release,
+}
+
+/// The count of rows a column's mean was taken over.
+pub enum Count {
+    /// The mean's noisy count (add-remove), exactly, with its own error bound.
+    Noisy { value: String, bound: f64 },
+    /// The public row count (replace): exact, no noise.
+    Public(u64),
+}
+
+/// The table: `column epsilon bounds count mean q…`, each value followed by `±bound` (rows of
+/// rank for quantiles), and a last row with the total ε and the confidence of the bounds.
+pub fn render_text(d: &Described) -> Vec<u8> {
+    let levels: Vec<String> = d
+        .columns
+        .first()
+        .and_then(|c| c.quantiles.quantiles.as_ref())
+        .map(|qs| qs.iter().map(|q| format!("q{}", real(q.q))).collect())
+        .unwrap_or_default();
+    let mut header =
+        vec!["column".to_string(), "epsilon".into(), "bounds".into(), "count".into(), "mean".into()];
+    header.extend(levels.iter().cloned());
+    let mut rows = vec![header];
+    for c in &d.columns {
+        let bounds = match &c.mean.noise.bounds {
+            Some(b) if b.source == "private" => format!("[{}, {}] private", real(b.lower), real(b.upper)),
+            Some(b) => format!("[{}, {}]", real(b.lower), real(b.upper)),
+            None => "-".to_string(),
+        };
+        let count = match &c.count {
+            Count::Noisy { value, bound } => format!("{value} ±{}", rounded_up(*bound)),
+            Count::Public(n) => format!("{n} ±0"),
+        };
+        let mean = match c.mean.value {
+            Some(v) => format!("{} ±{}", format_number(v), rounded_up(c.mean.noise.accuracy.error_bound)),
+            None => "-".to_string(),
+        };
+        let mut row = vec![c.name.clone(), exact_decimal(&c.eps), bounds, count, mean];
+        for q in c.quantiles.quantiles.iter().flatten() {
+            row.push(format!("{} ±{} rows", real(q.value), rounded_up(q.rank_error_bound)));
+        }
+        rows.push(row);
+    }
+    let mut total = vec!["total".to_string(), exact_decimal(&d.total), "-".into(), "-".into()];
+    total.push(format!("bounds at confidence {}", d.confidence.level()));
+    rows.push(total);
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = Vec::new();
+    for row in &rows {
+        let cells: Vec<String> =
+            row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}", w = *w)).collect();
+        out.extend_from_slice(cells.join("  ").trim_end().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// A bound for people: rounded up to three significant digits, never down.
+fn rounded_up(x: f64) -> String {
+    if !(x.is_finite() && x > 0.0) {
+        return real(x);
+    }
+    // Digits kept after the point (negative: zeros before it); the division by an exact power
+    // of ten gives the double nearest the decimal, which is not below x (a double below it).
+    let k = 2 - x.log10().floor() as i32;
+    let r = if k > 0 {
+        let p = 10f64.powi(k);
+        (x * p).ceil() / p
+    } else {
+        let p = 10f64.powi(-k);
+        (x / p).ceil() * p
+    };
+    real(if r < x { x } else { r })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_rounded_up_to_three_digits() {
+        for (x, want) in [
+            (24945.98, "25000"),
+            (12.0478, "12.1"),
+            (84.777, "84.8"),
+            (84.8, "84.8"),
+            (152.59, "153"),
+            (7.0, "7"),
+            (0.012345, "0.0124"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(rounded_up(x), want, "{x}");
+        }
+        for i in 1..2000 {
+            let x = i as f64 * 0.7317e-3;
+            assert!(rounded_up(x).parse::<f64>().unwrap() >= x, "{x}");
+        }
+    }
+}

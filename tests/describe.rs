@@ -1,0 +1,149 @@
+//! `dpstat describe`: several columns' count, mean and quantiles in one pass, through the real
+//! binary on fixtures/people.csv (200 rows; columns id, age, income, region, urban_rural, score).
+
+mod common;
+
+use std::fs;
+
+use common::{dpstat, fails_with, fixture, stdout_of};
+use serde_json::Value;
+
+/// A column of people.csv, as numbers.
+fn column(name: &str) -> Vec<f64> {
+    let text = fs::read_to_string(fixture("people.csv")).unwrap();
+    let mut lines = text.lines();
+    let at = lines.next().unwrap().split(',').position(|h| h == name).unwrap();
+    lines.map(|l| l.split(',').nth(at).unwrap().parse().unwrap()).collect()
+}
+
+/// The table's cells, split on runs of two or more spaces.
+fn table(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect())
+        .collect()
+}
+
+/// "12.5 ±3" (or "12.5 ±3 rows") → (12.5, 3).
+fn value_and_bound(cell: &str) -> (f64, f64) {
+    let (value, rest) = cell.split_once(" ±").unwrap_or_else(|| panic!("no ± in {cell:?}"));
+    let bound = rest.trim_end_matches(" rows");
+    (value.parse().unwrap(), bound.parse().unwrap())
+}
+
+#[test]
+fn text_is_one_aligned_row_per_column_with_each_values_bound() {
+    // ε = 10000: a quarter each for the means and quantiles; the noise is negligible.
+    let text = stdout_of(
+        dpstat()
+            .args(["describe", "--cols", "income:0:200000,age:0:120", "--q", "0.5,0.9", "--eps", "10000"])
+            .arg(fixture("people.csv")),
+    );
+    let rows = table(&text);
+    assert_eq!(rows[0], ["column", "epsilon", "bounds", "count", "mean", "q0.5", "q0.9"], "{text}");
+    assert_eq!(rows.len(), 4, "{text}");
+    assert_eq!(rows[3][..3], ["total", "10000", "-"], "{text}");
+    // Aligned: the second and third cells start at the same offset on every line.
+    let starts = |line: &str| {
+        let mut at = vec![];
+        let mut i = 0;
+        for _ in 0..2 {
+            i += line[i..].find(' ').unwrap();
+            i += line[i..].find(|c| c != ' ').unwrap();
+            at.push(i);
+        }
+        at
+    };
+    let first = starts(text.lines().next().unwrap());
+    assert!(text.lines().all(|l| starts(l) == first), "{text}");
+    for (row, name, bounds, upper) in
+        [(&rows[1], "income", "[0, 200000]", 200000.0), (&rows[2], "age", "[0, 120]", 120.0)]
+    {
+        assert_eq!((row[0].as_str(), row[1].as_str(), row[2].as_str()), (name, "5000", bounds), "{text}");
+        let (count, count_bound) = value_and_bound(&row[3]);
+        assert_eq!(count, 200.0, "{text}");
+        assert!(count_bound >= 0.0);
+        let values = column(name);
+        let truth = values.iter().map(|x| x.clamp(0.0, upper)).sum::<f64>() / values.len() as f64;
+        let (mean, mean_bound) = value_and_bound(&row[4]);
+        assert!(
+            (mean - truth).abs() <= mean_bound && mean_bound < upper * 1e-4,
+            "{name}: {mean} vs {truth}: {text}"
+        );
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        for (cell, q) in [(&row[5], 0.5), (&row[6], 0.9)] {
+            let (value, rank_bound) = value_and_bound(cell);
+            let at = (q * 200.0) as usize;
+            // Within two rows, in rank, of the true quantile (candidates are a grid).
+            assert!(value >= sorted[at - 3] && value <= sorted[at + 2], "{name} q{q}: {value}: {text}");
+            assert!(rank_bound > 0.0 && rank_bound < 1.0, "{text}");
+        }
+    }
+}
+
+#[test]
+fn json_is_a_workload_one_line_per_query_with_exact_shares() {
+    let text = stdout_of(
+        dpstat()
+            .args(["describe", "--cols", "income:0:200000,age:0:120", "--q", "0.25,0.75", "--eps", "1"])
+            .args(["--where", "age>=30", "--format", "json"])
+            .arg(fixture("people.csv")),
+    );
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["income.mean", "income.quantile", "age.mean", "age.quantile"]);
+    for line in &lines {
+        assert_eq!(line["total_epsilon_exact"], "1/1", "{line}");
+        assert_eq!(line["epsilon_exact"], "1/4", "{line}");
+        assert_eq!(line["where"], serde_json::json!(["age>=30"]), "{line}");
+        assert!(line["insecure_seed"].as_bool().unwrap(), "{line}");
+    }
+    let levels: Vec<f64> =
+        lines[3]["quantiles"].as_array().unwrap().iter().map(|q| q["q"].as_f64().unwrap()).collect();
+    assert_eq!(levels, [0.25, 0.75]);
+    assert_eq!(lines[3]["quantiles"][0]["epsilon_exact"], "1/8");
+    assert_eq!(lines[0]["parts"][1]["name"], "count");
+}
+
+#[test]
+fn a_column_without_bounds_finds_the_means_privately_and_says_so() {
+    let out = dpstat()
+        .args(["describe", "--cols", "income", "--eps", "1"])
+        .arg(fixture("incomes_20k.csv"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(table(&text)[1][2].ends_with("private"), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("note: income.mean: bounds ["), "{stderr}");
+}
+
+#[test]
+fn replace_prints_the_public_row_count() {
+    let text = stdout_of(
+        dpstat()
+            .args(["describe", "--cols", "age:0:120", "--eps", "1", "--neighbours", "replace"])
+            .arg(fixture("people.csv")),
+    );
+    assert_eq!(table(&text)[1][3], "200 ±0", "{text}");
+}
+
+#[test]
+fn mistakes_are_refused_before_reading() {
+    let people = fixture("people.csv");
+    let cases: [(&[&str], &[&str]); 9] = [
+        (&["--cols", "income:0"], &["--cols", "NAME:LOWER:UPPER"]),
+        (&["--cols", "age:120:0"], &["--cols 'age'", "lower"]),
+        (&["--cols", "nope:0:1"], &["--cols 'nope'", "no column 'nope'"]),
+        (&["--cols", "age:0:120,age:0:100"], &["--cols", "twice"]),
+        (&["--cols", "age:0:120,income:0:1", "--shares", "0.5"], &["--shares", "one per column"]),
+        (&["--cols", "age:0:120,income:0:1", "--shares", "0.5,0.6"], &["--shares", "add up to 1.1"]),
+        (&["--cols", "age:0:120", "--format", "chart"], &["chart"]),
+        (&["--cols", "age:0:120", "--neighbours", "replace", "--where", "age>=3"], &["--where", "replace"]),
+        (&["--cols", "age:0:120", "--q", "1.5"], &["--q", "between 0 and 1"]),
+    ];
+    for (args, needles) in cases {
+        fails_with(dpstat().arg("describe").args(args).args(["--eps", "1"]).arg(&people), needles);
+    }
+}
