@@ -290,3 +290,14 @@ fn empirical_error_quantile_matches_the_planned_bound() {
     assert_eq!(errs.len() as u64, RUNS * 5, "one error per bin per run");
     assert_quantile_matches(flags, errs, planned, 0.95);
 }
+
+/// Covariance and the slope are not planned, and the refusal says why and what to plan instead.
+#[test]
+fn two_column_statistics_say_why_they_are_not_planned() {
+    for query in ["covariance", "regress"] {
+        fails_with(
+            dpstat().args(["plan", query, "--eps", "1"]),
+            &["does not plan covariance or regress", "depends on the data", "dpstat plan mean"],
+        );
+    }
+}

@@ -46,6 +46,12 @@ pub enum PlanQuery {
     /// Plan a median: the rank bound (in rows) a release states, as for quantile --q 0.5.
     #[command(after_help = "Example:\n  dpstat plan median --lower 0 --upper 120 --eps 0.5")]
     Median(PlanRankArgs),
+    /// Not planned: a covariance's error bound depends on the data (its noisy count, both
+    /// means and the mean product), not on ε, bounds and n alone. Says so, and what to plan.
+    Covariance(PlanTarget),
+    /// Not planned: a slope's error bound depends on the data (the noisy variance of x divides
+    /// it). Says so, and what to plan.
+    Regress(PlanTarget),
 }
 
 /// What to solve for, and how to state it.

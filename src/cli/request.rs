@@ -49,6 +49,15 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         PlanQuery::Variance(a) => ("variance", numeric(&a.numeric), a.rows, &a.numeric.target),
         PlanQuery::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), None, &a.rank.target),
         PlanQuery::Median(a) => ("median", rank(a, vec![]), None, &a.target),
+        PlanQuery::Covariance(_) | PlanQuery::Regress(_) => {
+            return Err(Error::usage(
+                "dpstat plan does not plan covariance or regress: their error bound depends on the \
+                 data through the noisy parts (the count, both columns' means, the mean product and, \
+                 for the slope, the variance of x it divides by), not on ε, the bounds and n alone. \
+                 Plan the parts instead (dpstat plan mean --lower L --upper U --rows N for each \
+                 column), or read the bound each release states in its accuracy",
+            ))
+        }
         PlanQuery::Histogram(a) => {
             let options = Options {
                 column: Some(a.col.clone().unwrap_or_default()),
