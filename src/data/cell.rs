@@ -91,12 +91,11 @@ const EXACT_POWERS: [f64; 23] = [
     1e19, 1e20, 1e21, 1e22,
 ];
 
-/// A plain decimal of at most 16 characters after its sign, 16 bytes at once: the digits and at
-/// most one point are checked together, the point is taken out, and the 16 digits (zeros in
-/// front) become an integer in a few multiplications. Longer ones go digit by digit.
+/// A plain decimal of at most 16 characters after its sign, 8 bytes at once: the digits and at
+/// most one point are checked together, the point is taken out, and the digits (zeros in front)
+/// become an integer in a few multiplications. Longer ones go digit by digit.
 #[inline]
 fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
-    const ONES: u128 = u128::from_le_bytes([0x01; 16]);
     let (negative, rest) = match cell.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),
@@ -106,32 +105,70 @@ fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
     if n == 0 || n > 16 {
         return parse_long_decimal(rest, negative);
     }
-    // Right-aligned, zeros in front: byte 0 is the most significant digit.
-    let mut bytes = [b'0'; 16];
-    bytes[16 - n..].copy_from_slice(rest);
-    let x = u128::from_le_bytes(bytes);
-    let t = x ^ (ONES * 0x30);
-    // 0x80 in each byte that is not a digit: t > 9 there (no carry crosses a byte).
-    let other = (((t & (ONES * 0x7f)) + ONES * 0x76) | t) & (ONES * 0x80);
-    let (digits, after_point) = if other == 0 {
-        (x, 0)
-    } else {
-        let point = (other.trailing_zeros() / 8) as usize;
-        if other & (other - 1) != 0 || bytes[point] != b'.' || n == 1 {
-            return None;
-        }
-        // Take the point out: the bytes before it move one place towards it.
-        let before = (1u128 << (8 * point)) - 1;
-        let after = !(before | (0xff << (8 * point)));
-        (((x & before) << 8) | (x & after) | 0x30, 15 - point)
+    // The last eight characters and the ones before them, each right-aligned behind zeros.
+    let low = without_point(right_aligned(&rest[n.saturating_sub(8)..]), n.min(8))?;
+    let high = if n > 8 { without_point(right_aligned(&rest[..n - 8]), 8)? } else { (ZEROS, 0, false) };
+    let (high_value, low_value) = (u64::from(eight_digits(high.0)), u64::from(eight_digits(low.0)));
+    // A half without its point holds seven digits.
+    let (mantissa, after_point) = match (high.2, low.2) {
+        (false, false) => (high_value * 100_000_000 + low_value, 0),
+        (false, true) => (high_value * 10_000_000 + low_value, low.1),
+        (true, false) => (high_value * 100_000_000 + low_value, high.1 + 8),
+        (true, true) => return None,
     };
-    let mantissa =
-        u64::from(eight_digits(digits as u64)) * 100_000_000 + u64::from(eight_digits((digits >> 64) as u64));
     if mantissa > 1 << 53 {
         return None;
     }
     let magnitude = mantissa as f64 / EXACT_POWERS[after_point];
     Some(if negative { -magnitude } else { magnitude })
+}
+
+/// Eight ASCII zeros.
+const ZEROS: u64 = 0x3030_3030_3030_3030;
+
+/// One to eight bytes as a word, right-aligned behind ASCII zeros, the first byte lowest: read
+/// with overlapping loads from the slice itself (no copy through memory, which would stall the
+/// load that follows it).
+#[inline(always)]
+fn right_aligned(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let x = if n >= 4 {
+        let first = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let last = u32::from_le_bytes([bytes[n - 4], bytes[n - 3], bytes[n - 2], bytes[n - 1]]);
+        u64::from(first) | u64::from(last) << (8 * (n - 4))
+    } else {
+        u64::from(bytes[0])
+            | u64::from(bytes[n / 2]) << (8 * (n / 2))
+            | u64::from(bytes[n - 1]) << (8 * (n - 1))
+    };
+    let pad = 8 * (8 - n);
+    if pad == 0 {
+        x
+    } else {
+        (x << pad) | (ZEROS & ((1u64 << pad) - 1))
+    }
+}
+
+/// Eight bytes of a decimal, right-aligned behind zeros (the first byte lowest), with at most
+/// one point among the last `n`: the eight digits with the point taken out (the bytes before
+/// it move one place towards it, a zero comes in front), the number of digits after it, and
+/// whether there was one. None for any other byte, two points, or a point alone.
+#[inline(always)]
+fn without_point(x: u64, n: usize) -> Option<(u64, usize, bool)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let t = x ^ (ONES * 0x30);
+    // 0x80 in each byte that is not a digit: t > 9 there (no carry crosses a byte).
+    let other = (((t & (ONES * 0x7f)) + ONES * 0x76) | t) & (ONES * 0x80);
+    if other == 0 {
+        return Some((x, 0, false));
+    }
+    let point = (other.trailing_zeros() / 8) as usize;
+    if other & (other - 1) != 0 || (x >> (8 * point)) as u8 != b'.' || n == 1 {
+        return None;
+    }
+    let before = (1u64 << (8 * point)) - 1;
+    let after = !(before | (0xff << (8 * point)));
+    Some((((x & before) << 8) | (x & after) | 0x30, 7 - point, true))
 }
 
 /// The value of eight ASCII digits, the first in the lowest byte (Muła's method: pairs, then

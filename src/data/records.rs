@@ -77,14 +77,6 @@ pub struct Scratch {
     stamp: u64,
 }
 
-/// The record being read.
-struct Current {
-    start: usize,
-    /// Delimiters seen so far (the first `read` of them are in `ends`).
-    separators: usize,
-    quoted: bool,
-}
-
 /// Reads every record that starts in `part`, in order, calling `each` on each; stops at the
 /// first problem.
 #[inline(never)]
@@ -98,10 +90,18 @@ where
     scratch.ends.resize(read, 0);
     scratch.spans.resize(read, Span::default());
     scratch.memo.resize(read, Memo::new((0, None)));
-    let mut parsed = Parsed { rows: 0, lines: 0, unfinished: None, stop: None };
+    let Scratch { ends, spans, rewritten, memo, stamp } = scratch;
+    let ends = &mut ends[..];
+    let mut rest = Rest { spans, rewritten, memo, stamp };
+    let mut rows = 0u64;
+    let mut lines = 0u64;
     let mut mode = Mode::Start;
     let mut prev_cr = part.after_cr;
-    let mut row = Current { start: 0, separators: 0, quoted: false };
+    // The current record: its first byte, the delimiters seen in it (the first `read` are in
+    // `scratch.ends`), whether it holds a quote.
+    let mut start = 0usize;
+    let mut separators = 0usize;
+    let mut quoted = false;
     let mut base = 0;
     let mut padded;
     while base < bytes.len() {
@@ -124,127 +124,141 @@ where
         }
         let s = structure(&m, mode, n as u32 - 1, window, delimiter);
         mode = s.mode;
-        let crlf = m.lf & ((m.cr << 1) | u64::from(prev_cr));
-        parsed.lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
-        prev_cr = (m.cr >> (n - 1)) & 1 == 1;
-        let mut separators = s.separators;
-        let mut ends = s.line_ends;
+        if m.cr == 0 && !prev_cr {
+            lines += u64::from(m.lf.count_ones());
+        } else {
+            let crlf = m.lf & ((m.cr << 1) | u64::from(prev_cr));
+            lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
+            prev_cr = (m.cr >> (n - 1)) & 1 == 1;
+        }
+        let mut structural = s.separators | s.line_ends;
         let mut quotes = m.quote;
-        while ends != 0 {
-            let bit = ends.trailing_zeros();
-            let below = (1u64 << bit) - 1;
-            take(&mut row, &mut scratch.ends, separators & below, base);
-            separators &= !below;
-            row.quoted |= quotes & below != 0;
-            quotes &= !below;
-            ends &= ends - 1;
-            if let Err(stop) =
-                end_row(&mut row, base + bit as usize, bytes, shape, scratch, &mut parsed, &mut each)
-            {
-                parsed.stop = Some(stop);
-                parsed.lines = line_ends(&bytes[..parsed_offset(&parsed)], part.after_cr);
-                return parsed;
+        while structural != 0 {
+            let bit = structural.trailing_zeros() as usize;
+            structural &= structural - 1;
+            let at = base + bit;
+            if (s.line_ends >> bit) & 1 == 0 {
+                if let Some(end) = ends.get_mut(separators) {
+                    *end = at;
+                }
+                separators += 1;
+                continue;
+            }
+            let fields = separators + 1;
+            let record = start;
+            let quote_in = quotes & ((1u64 << bit) - 1) != 0;
+            quotes &= !((1u64 << bit) - 1);
+            (start, separators) = (at + 1, 0);
+            if at == record {
+                continue;
+            }
+            rows += 1;
+            let row = Record { start: record, end: at, fields, quoted: quoted || quote_in };
+            quoted = false;
+            if let Err(problem) = one(row, bytes, shape, ends, &mut rest, &mut each) {
+                let lines = line_ends(&bytes[..record], part.after_cr);
+                return Parsed {
+                    rows,
+                    lines,
+                    unfinished: None,
+                    stop: Some(Stop { problem, row: rows, offset: record }),
+                };
             }
         }
-        take(&mut row, &mut scratch.ends, separators, base);
-        row.quoted |= quotes != 0;
+        quoted |= quotes != 0;
         base += WINDOW;
     }
-    if row.start < bytes.len() {
+    let mut parsed = Parsed { rows, lines, unfinished: None, stop: None };
+    if start < bytes.len() {
         if part.last {
-            if let Err(stop) = end_row(&mut row, bytes.len(), bytes, shape, scratch, &mut parsed, &mut each) {
-                parsed.stop = Some(stop);
-                parsed.lines = line_ends(&bytes[..parsed_offset(&parsed)], part.after_cr);
+            parsed.rows += 1;
+            let row = Record { start, end: bytes.len(), fields: separators + 1, quoted };
+            if let Err(problem) = one(row, bytes, shape, ends, &mut rest, &mut each) {
+                parsed.stop = Some(Stop { problem, row: parsed.rows, offset: start });
+                parsed.lines = line_ends(&bytes[..start], part.after_cr);
             }
         } else {
-            parsed.unfinished = Some(row.start);
-            parsed.lines = line_ends(&bytes[..row.start], part.after_cr);
+            parsed.unfinished = Some(start);
+            parsed.lines = line_ends(&bytes[..start], part.after_cr);
         }
     }
     parsed
 }
 
-fn parsed_offset(parsed: &Parsed) -> usize {
-    parsed.stop.as_ref().map_or(0, |s| s.offset)
+/// A complete record: `bytes[start..end]`, with `fields` fields.
+#[derive(Clone, Copy)]
+struct Record {
+    start: usize,
+    end: usize,
+    fields: usize,
+    quoted: bool,
 }
 
-/// Takes the delimiters marked in `bits` (bit i: byte `base + i`), all in the current record.
-#[inline(always)]
-fn take(row: &mut Current, ends: &mut [usize], mut bits: u64, base: usize) {
-    while bits != 0 {
-        let Some(end) = ends.get_mut(row.separators) else { break };
-        *end = base + bits.trailing_zeros() as usize;
-        row.separators += 1;
-        bits &= bits - 1;
-    }
-    row.separators += bits.count_ones() as usize;
+/// The scratch buffers besides the field ends.
+struct Rest<'s> {
+    spans: &'s mut Vec<Span>,
+    rewritten: &'s mut Vec<u8>,
+    memo: &'s mut Vec<Memo>,
+    stamp: &'s mut u64,
 }
 
-/// The current record ends at `bytes[at]` (a line end, or the end of the input): check it and
-/// hand it to `each`.
+/// Checks a record and hands it to `each`.
 #[inline(always)]
-fn end_row<C>(
-    row: &mut Current,
-    at: usize,
+fn one<C>(
+    record: Record,
     bytes: &[u8],
     shape: &Shape,
-    scratch: &mut Scratch,
-    parsed: &mut Parsed,
+    ends: &mut [usize],
+    scratch: &mut Rest,
     each: &mut C,
-) -> Result<(), Stop>
+) -> Result<(), Problem>
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
-    let start = row.start;
-    let fields = row.separators + 1;
-    let quoted = row.quoted;
-    *row = Current { start: at + 1, separators: 0, quoted: false };
-    if at == start {
-        return Ok(());
-    }
-    parsed.rows += 1;
-    let stop = |problem| Stop { problem, row: parsed.rows, offset: start };
+    let Record { start, end: at, fields, quoted } = record;
     if let Some(width) = shape.width {
         if fields != width {
-            return Err(stop(Problem::Ragged { fields }));
+            return Err(Problem::Ragged { fields });
         }
         if shape.missing {
-            return Err(stop(Problem::Missing { fields }));
+            return Err(Problem::Missing { fields });
         }
     }
     let located = fields.min(shape.read);
-    if let Some(last) = scratch.ends.get_mut(fields - 1) {
+    if let Some(last) = ends.get_mut(fields - 1) {
         *last = at;
     }
+    *scratch.stamp += 1;
+    if !quoted {
+        let view = Row::line(bytes, start, &ends[..located], fields, scratch.memo, *scratch.stamp);
+        return each(&view).map_err(Problem::Cell);
+    }
     let mut from = start;
-    for (span, &end) in scratch.spans.iter_mut().zip(&scratch.ends[..located]) {
+    for (span, &end) in scratch.spans.iter_mut().zip(&ends[..located]) {
         *span = Span { start: from, end };
         from = end + 1;
     }
-    if quoted {
-        scratch.rewritten.clear();
-        for span in &mut scratch.spans[..located] {
-            let raw = &bytes[span.start..span.end];
-            match unquoted(raw) {
-                None => {}
-                Some(Unquoted::Inner) => *span = Span { start: span.start + 1, end: span.end - 1 },
-                Some(Unquoted::Rewritten) => {
-                    let from = scratch.rewritten.len();
-                    unescape(raw, &mut scratch.rewritten);
-                    *span = Span { start: from | Span::REWRITTEN, end: scratch.rewritten.len() };
-                }
+    scratch.rewritten.clear();
+    for span in &mut scratch.spans[..located] {
+        let raw = &bytes[span.start..span.end];
+        match unquoted(raw) {
+            None => {}
+            Some(Unquoted::Inner) => *span = Span { start: span.start + 1, end: span.end - 1 },
+            Some(Unquoted::Rewritten) => {
+                let from = scratch.rewritten.len();
+                unescape(raw, scratch.rewritten);
+                *span = Span { start: from | Span::REWRITTEN, end: scratch.rewritten.len() };
             }
         }
     }
-    scratch.stamp += 1;
     let view = Row::spans(
         bytes,
         start,
-        &scratch.rewritten,
+        scratch.rewritten,
         &scratch.spans[..located],
         fields,
-        &scratch.memo,
-        scratch.stamp,
+        scratch.memo,
+        *scratch.stamp,
     );
-    each(&view).map_err(|bad| stop(Problem::Cell(bad)))
+    each(&view).map_err(Problem::Cell)
 }

@@ -28,6 +28,15 @@ pub struct Row<'a>(Fields<'a>);
 #[derive(Clone, Copy)]
 enum Fields<'a> {
     Record(&'a ByteRecord),
+    /// A record without quotes: field i ends at `ends[i]` and starts after the one before it.
+    Line {
+        bytes: &'a [u8],
+        start: usize,
+        ends: &'a [usize],
+        width: usize,
+        memo: &'a [Memo],
+        stamp: u64,
+    },
     Spans {
         bytes: &'a [u8],
         /// Values rewritten without their quotes (`""` made one quote), for spans marked
@@ -80,12 +89,24 @@ impl<'a> Row<'a> {
         Row(Fields::Spans { bytes, rewritten, spans, width, memo, stamp, start })
     }
 
+    /// A record without quotes that starts at `bytes[start]`, whose field i ends at `ends[i]`.
+    pub fn line(
+        bytes: &'a [u8],
+        start: usize,
+        ends: &'a [usize],
+        width: usize,
+        memo: &'a [Memo],
+        stamp: u64,
+    ) -> Row<'a> {
+        Row(Fields::Line { bytes, start, ends, width, memo, stamp })
+    }
+
     /// The offset of the record's first byte in the bytes the scan read it from (0 for a
     /// `ByteRecord`).
     pub fn offset(&self) -> usize {
         match self.0 {
             Fields::Record(_) => 0,
-            Fields::Spans { start, .. } => start,
+            Fields::Line { start, .. } | Fields::Spans { start, .. } => start,
         }
     }
 
@@ -94,6 +115,11 @@ impl<'a> Row<'a> {
     pub fn get(&self, index: usize) -> Option<&'a [u8]> {
         match self.0 {
             Fields::Record(record) => record.get(index),
+            Fields::Line { bytes, start, ends, .. } => {
+                let end = *ends.get(index)?;
+                let from = if index == 0 { start } else { ends[index - 1] + 1 };
+                bytes.get(from..end)
+            }
             Fields::Spans { bytes, rewritten, spans, .. } => {
                 let span = spans.get(index)?;
                 if span.start & Span::REWRITTEN == 0 {
@@ -109,7 +135,7 @@ impl<'a> Row<'a> {
     pub fn width(&self) -> usize {
         match self.0 {
             Fields::Record(record) => record.len(),
-            Fields::Spans { width, .. } => width,
+            Fields::Line { width, .. } | Fields::Spans { width, .. } => width,
         }
     }
 
@@ -119,7 +145,9 @@ impl<'a> Row<'a> {
     pub fn memo(&self, index: usize) -> Option<(&'a Memo, u64)> {
         match self.0 {
             Fields::Record(_) => None,
-            Fields::Spans { memo, stamp, .. } => memo.get(index).map(|slot| (slot, stamp)),
+            Fields::Line { memo, stamp, .. } | Fields::Spans { memo, stamp, .. } => {
+                memo.get(index).map(|slot| (slot, stamp))
+            }
         }
     }
 }
