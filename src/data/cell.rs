@@ -43,7 +43,7 @@ pub struct NumberCell {
 impl NumberCell {
     /// The cell's finite number, the imputed value, or None for a skipped row. A missing or
     /// non-finite cell ("NaN", "inf", "1e400") is refused under `--invalid error`.
-    #[inline]
+    #[inline(always)]
     pub fn read(&self, row: &Row) -> Result<Option<f64>, BadCell> {
         let parsed = match row.memo(self.index) {
             Some((slot, stamp)) => match slot.get() {
@@ -77,7 +77,7 @@ impl NumberCell {
 /// exactly, 10^k is exact too, and one IEEE division m / 10^k rounds the exact quotient
 /// correctly — the value std returns (Clinger 1990, the fast path of every correct parser).
 /// Anything else (exponents, long digit strings, text) goes to std unchanged.
-#[inline]
+#[inline(always)]
 pub fn parse_number(cell: &[u8]) -> Option<f64> {
     match parse_plain_decimal(cell) {
         Some(x) => Some(x),
@@ -94,7 +94,7 @@ const EXACT_POWERS: [f64; 23] = [
 /// A plain decimal of at most 16 characters after its sign, 8 bytes at once: the digits and at
 /// most one point are checked together, the point is taken out, and the digits (zeros in front)
 /// become an integer in a few multiplications. Longer ones go digit by digit.
-#[inline]
+#[inline(always)]
 fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
     let (negative, rest) = match cell.split_first() {
         Some((b'-', rest)) => (true, rest),

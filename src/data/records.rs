@@ -229,8 +229,24 @@ where
         *last = at;
     }
     *scratch.stamp += 1;
-    if !quoted {
-        let view = Row::line(bytes, start, &ends[..located], fields, scratch.memo, *scratch.stamp);
+    // Only a field that starts with a quote has a value other than its bytes; most are just
+    // quoted, and read between their quotes (`Row::line` with `quoted`).
+    let mut rewrite = false;
+    let mut any = false;
+    if quoted {
+        for (i, &end) in ends[..located].iter().enumerate() {
+            let from = if i == 0 { start } else { ends[i - 1] + 1 };
+            if from < end && bytes[from] == b'"' {
+                any = true;
+                if unquoted(&bytes[from..end]) != Some(Unquoted::Inner) {
+                    rewrite = true;
+                    break;
+                }
+            }
+        }
+    }
+    if !rewrite {
+        let view = Row::line(bytes, start, &ends[..located], any, fields, scratch.memo, *scratch.stamp);
         return each(&view).map_err(Problem::Cell);
     }
     let mut from = start;

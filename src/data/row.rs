@@ -28,11 +28,13 @@ pub struct Row<'a>(Fields<'a>);
 #[derive(Clone, Copy)]
 enum Fields<'a> {
     Record(&'a ByteRecord),
-    /// A record without quotes: field i ends at `ends[i]` and starts after the one before it.
+    /// A record whose field i ends at `ends[i]` and starts after the one before it; with
+    /// `quoted`, a field that starts with a quote is read between its first and last bytes.
     Line {
         bytes: &'a [u8],
         start: usize,
         ends: &'a [usize],
+        quoted: bool,
         width: usize,
         memo: &'a [Memo],
         stamp: u64,
@@ -89,16 +91,20 @@ impl<'a> Row<'a> {
         Row(Fields::Spans { bytes, rewritten, spans, width, memo, stamp, start })
     }
 
-    /// A record without quotes that starts at `bytes[start]`, whose field i ends at `ends[i]`.
+    /// A record that starts at `bytes[start]`, whose field i ends at `ends[i]`; with `quoted`,
+    /// a field that starts with a quote has its value between its first and last bytes (the
+    /// caller checked that it ends with its only other quote).
+    #[allow(clippy::too_many_arguments)]
     pub fn line(
         bytes: &'a [u8],
         start: usize,
         ends: &'a [usize],
+        quoted: bool,
         width: usize,
         memo: &'a [Memo],
         stamp: u64,
     ) -> Row<'a> {
-        Row(Fields::Line { bytes, start, ends, width, memo, stamp })
+        Row(Fields::Line { bytes, start, ends, quoted, width, memo, stamp })
     }
 
     /// The offset of the record's first byte in the bytes the scan read it from (0 for a
@@ -115,10 +121,14 @@ impl<'a> Row<'a> {
     pub fn get(&self, index: usize) -> Option<&'a [u8]> {
         match self.0 {
             Fields::Record(record) => record.get(index),
-            Fields::Line { bytes, start, ends, .. } => {
+            Fields::Line { bytes, start, ends, quoted, .. } => {
                 let end = *ends.get(index)?;
                 let from = if index == 0 { start } else { ends[index - 1] + 1 };
-                bytes.get(from..end)
+                let field = bytes.get(from..end)?;
+                match field {
+                    [b'"', inner @ .., _] if quoted => Some(inner),
+                    _ => Some(field),
+                }
             }
             Fields::Spans { bytes, rewritten, spans, .. } => {
                 let span = spans.get(index)?;
