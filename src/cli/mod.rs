@@ -172,11 +172,12 @@ pub struct InputArgs {
     /// The input has no header row; columns are 1-based indices.
     #[arg(long)]
     pub no_header: bool,
-    /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
+    /// Number of threads that read the rows (of a file, standard input or compressed input);
+    /// default all cores. Reading the bytes takes one more thread.
     /// Standard input and gzip files are always read by one thread.
     #[arg(long, value_name = "N")]
     pub threads: Option<Threads>,
-    /// CSV file; - or absent reads standard input.
+    /// CSV file (plain, gzip or zstd); - or absent reads standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 }
