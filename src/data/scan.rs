@@ -446,7 +446,7 @@ mod parallel_tests {
             via in via(),
             has_header in any::<bool>(),
             threads in 1usize..5,
-            block in 8usize..80,
+            block in 8usize..200,
             tolerant in any::<bool>(),
         ) {
             let options = CsvOptions { delimiter, has_header };
