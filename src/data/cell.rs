@@ -120,7 +120,8 @@ fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
         return None;
     }
     // An integer needs no division (m / 1 is m): it would only wait on the divider.
-    let magnitude = if after_point == 0 { mantissa as f64 } else { mantissa as f64 / EXACT_POWERS[after_point] };
+    let magnitude =
+        if after_point == 0 { mantissa as f64 } else { mantissa as f64 / EXACT_POWERS[after_point] };
     Some(if negative { -magnitude } else { magnitude })
 }
 

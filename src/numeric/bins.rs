@@ -75,7 +75,11 @@ fn word(bytes: &[u8]) -> u64 {
     debug_assert!(n <= 8);
     match n {
         0 => 0,
-        1..=3 => u64::from(bytes[0]) | u64::from(bytes[n / 2]) << (8 * (n / 2)) | u64::from(bytes[n - 1]) << (8 * (n - 1)),
+        1..=3 => {
+            u64::from(bytes[0])
+                | u64::from(bytes[n / 2]) << (8 * (n / 2))
+                | u64::from(bytes[n - 1]) << (8 * (n - 1))
+        }
         _ => {
             let first = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
             let last = u32::from_le_bytes([bytes[n - 4], bytes[n - 3], bytes[n - 2], bytes[n - 1]]);
@@ -98,9 +102,15 @@ impl Categories {
     pub fn index(&self, cell: &[u8]) -> usize {
         if self.names.len() <= 16 {
             if cell.len() <= 8 {
-                // One word compare per name instead of a call to memcmp.
+                // One word compare per name instead of a call to memcmp, and all of them: which
+                // name a row holds is random, so stopping at the first match mispredicts.
                 let key = (cell.len(), word(cell));
-                return self.words.iter().position(|&w| w == key).unwrap_or(self.names.len());
+                let found = self
+                    .words
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |found, (i, &w)| found | u32::from(w == key) << i);
+                return if found == 0 { self.names.len() } else { found.trailing_zeros() as usize };
             }
             return self.names.iter().position(|n| n.as_bytes() == cell).unwrap_or(self.names.len());
         }
@@ -136,7 +146,8 @@ impl Categories {
         if names.len() >= MAX_BINS {
             return Err(format!("at most {} {noun} values", MAX_BINS - 1));
         }
-        let words = names.iter().map(|n| (n.len(), if n.len() <= 8 { word(n.as_bytes()) } else { 0 })).collect();
+        let words =
+            names.iter().map(|n| (n.len(), if n.len() <= 8 { word(n.as_bytes()) } else { 0 })).collect();
         Ok(Categories { names, index, words })
     }
 }
@@ -225,7 +236,10 @@ mod tests {
                 let want = names.iter().position(|n| n.as_bytes() == cell.as_bytes()).unwrap_or(names.len());
                 prop_assert_eq!(categories.index(cell.as_bytes()), want);
                 for name in &names {
-                    prop_assert_eq!(categories.names()[categories.index(name.as_bytes())].as_str(), name.as_str());
+                    prop_assert_eq!(
+                        categories.names()[categories.index(name.as_bytes())].as_str(),
+                        name.as_str()
+                    );
                 }
                 Ok(())
             })
