@@ -1,6 +1,8 @@
-//! Deterministic benchmark data: `gen ROWS > people.csv`.
+//! Deterministic benchmark data: `gen ROWS [quoted] > people.csv`.
 //!
 //! Columns id, age, income, region, urban_rural, score, about 34 bytes a row (10M rows ≈ 340 MB).
+//! With `quoted`, the header and the text field (region) are in double quotes, as spreadsheets,
+//! R's write.csv and pandas with quoting write them.
 //! Every value is a hash of the row number (splitmix64), so the same ROWS always gives the same
 //! bytes, on any machine. Built by bench/compare.sh with plain `rustc -O`; no dependencies.
 
@@ -20,16 +22,28 @@ fn main() -> io::Result<()> {
     let rows: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
         Some(Ok(n)) => n,
         _ => {
-            eprintln!("usage: gen ROWS > file.csv");
+            eprintln!("usage: gen ROWS [quoted] > file.csv");
             std::process::exit(2);
         }
     };
-    write_rows(BufWriter::with_capacity(1 << 20, io::stdout().lock()), rows)
+    let quoted = std::env::args().nth(2).as_deref() == Some("quoted");
+    write_quoted(BufWriter::with_capacity(1 << 20, io::stdout().lock()), rows, quoted)
 }
 
 /// The header and `rows` rows; the same bytes for the same `rows`, on any machine.
-pub fn write_rows(mut out: impl Write, rows: u64) -> io::Result<()> {
-    out.write_all(b"id,age,income,region,urban_rural,score\n")?;
+#[allow(dead_code)] // the generator itself writes through `write_quoted`
+pub fn write_rows(out: impl Write, rows: u64) -> io::Result<()> {
+    write_quoted(out, rows, false)
+}
+
+/// The same rows, with the header and the text field quoted if `quoted`.
+pub fn write_quoted(mut out: impl Write, rows: u64, quoted: bool) -> io::Result<()> {
+    let q = if quoted { "\"" } else { "" };
+    let header: Vec<String> = ["id", "age", "income", "region", "urban_rural", "score"]
+        .iter()
+        .map(|h| format!("{q}{h}{q}"))
+        .collect();
+    writeln!(out, "{}", header.join(","))?;
     for id in 1..=rows {
         let a = splitmix(id);
         let b = splitmix(a);
@@ -42,7 +56,7 @@ pub fn write_rows(mut out: impl Write, rows: u64) -> io::Result<()> {
         let score = (b >> 40) % 1001;
         writeln!(
             out,
-            "{id},{age},{}.{:02},{region},{urban},{}.{}",
+            "{id},{age},{}.{:02},{q}{region}{q},{urban},{}.{}",
             cents / 100,
             cents % 100,
             score / 10,

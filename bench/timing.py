@@ -3,8 +3,9 @@
     python3 timing.py RUNS ROWS NAME COMMAND [NAME COMMAND ...]
 
 Runs every command once as a warm-up, then RUNS rounds in which every command runs once, in
-turn; reports the median (and fastest) whole-process wall time of each, its ratio to polars
-on the same query and to `cat`, and its peak RSS from `/usr/bin/time -v` (one more run).
+turn; reports the median (and fastest) whole-process wall time of each, its ratio to dpstat's
+same query on the plain file ("dpstat QUERY"; `dpstat run` to `dpstat mean`), its ratio to
+`cat` (to `zcat` for gzip input), and its peak RSS from `/usr/bin/time -v` (one more run).
 Rounds, rather than all runs of one command in a row, spread a burst of load from other
 processes over all commands instead of one, which keeps the ratios fair on a shared machine.
 A command that fails stops the benchmark.
@@ -45,14 +46,15 @@ def main():
     median = {name: statistics.median(t) for name, t in times.items()}
     for name, argv in zip(names, commands):
         words = name.split()
-        query = words[1] if words[0] in ("dpstat", "polars", "duckdb") else None
-        polars = median.get(f"polars {query}")
-        vs_polars = f"{median[name] / polars:.2f}" if polars else "-"
-        vs_cat = f"{median[name] / median['cat']:.1f}" if "cat" in median else "-"
+        query = "mean" if words[:2] == ["dpstat", "run"] else (words[1] if len(words) > 1 else None)
+        base = median.get(f"dpstat {query}")
+        vs_file = f"{median[name] / base:.2f}" if base and name != f"dpstat {query}" else "-"
+        reference = "zcat" if "gzip" in name or "zcat file" in name else "cat"
+        vs_cat = f"{median[name] / median[reference]:.1f}" if reference in median else "-"
         rss = peak_rss_kib(argv) / 1024
         print(
             f"| {rows:>10,} | {name:<36} | {median[name]:>7.3f} | {min(times[name]):>7.3f} "
-            f"| {vs_polars:>9} | {vs_cat:>6} | {rss:>8.1f} |",
+            f"| {vs_file:>7} | {vs_cat:>6} | {rss:>7.1f} |",
             flush=True,
         )
 

@@ -1,6 +1,5 @@
 //! Throughput of the one hot loop (`data::scan::scan`) on a generated CSV, for the folds of the
-//! benchmark queries, through the csv reader alone and through the parallel scan with 1 and
-//! all threads. A plain harness: `cargo bench --bench column` (rows: DPSTAT_BENCH_ROWS,
+//! benchmark queries, read from a pipe-like stream and from the file, with 1 and all threads. A plain harness: `cargo bench --bench column` (rows: DPSTAT_BENCH_ROWS,
 //! default 2,000,000, about 66 MB in a temporary file). Prints the median of 5 runs.
 //! Whole-process comparisons with other engines are in bench/compare.sh.
 
@@ -14,6 +13,7 @@ use dpstat::cli::values::Threads;
 use dpstat::data::cell::{InvalidPolicy, NumberCell};
 use dpstat::data::filter::{Filter, Test};
 use dpstat::data::input::Input;
+use dpstat::data::route::Routed;
 use dpstat::data::row::Fold;
 use dpstat::data::scan::scan;
 use dpstat::data::source::{ColumnRef, CsvOptions, Source};
@@ -35,18 +35,18 @@ fn generate(path: &Path, rows: u64) -> std::io::Result<u64> {
     Ok(std::fs::metadata(path)?.len())
 }
 
-/// How the file is read: by the csv reader alone (as standard input is), or by the scan
-/// of a file with this many threads.
+/// How the file is read: as a stream (as standard input is, one thread), or as a file with
+/// this many threads.
 #[derive(Clone, Copy)]
 enum Reader {
-    Csv,
+    Stream,
     Threads(usize),
 }
 
 fn open(path: &Path, reader: Reader) -> Input {
     let options = CsvOptions { delimiter: b',', has_header: true };
     match reader {
-        Reader::Csv => {
+        Reader::Stream => {
             let file = File::open(path).expect("the generated file opens");
             Input::from_reader("bench.csv".into(), Box::new(file), &options).expect("header")
         }
@@ -72,8 +72,8 @@ fn median_time<F: Fold>(
                     (input.resolve(&ColumnRef::Name(f.column), "--where").unwrap(), f.test)
                 })
                 .collect();
-            let mut fold = make(&input);
-            let kept = scan(&mut input, &filters, &mut fold).expect("the generated file scans");
+            let mut fold = Routed::new(make(&input), filters, None);
+            let kept = scan(&mut input, &mut fold).expect("the generated file scans");
             std::hint::black_box((kept, fold));
             start.elapsed()
         })
@@ -95,8 +95,8 @@ fn main() {
     let column = |input: &Input, name: &str| input.resolve(&ColumnRef::Name(name.into()), "--col").unwrap();
 
     println!("{rows} rows, {:.1} MB, {all} cores; median of {RUNS} runs", bytes as f64 / 1e6);
-    println!("{:<34} {:>10} {:>10} {:>10}", "fold", "csv", "1 thread", format!("{all} threads"));
-    let readers = [Reader::Csv, Reader::Threads(1), Reader::Threads(all)];
+    println!("{:<34} {:>10} {:>10} {:>10}", "fold", "stream", "1 thread", format!("{all} threads"));
+    let readers = [Reader::Stream, Reader::Threads(1), Reader::Threads(all)];
     let report = |name: &str, times: Vec<Duration>| {
         let cells: Vec<String> =
             times.iter().map(|t| format!("{:>5.0} MB/s", bytes as f64 / 1e6 / t.as_secs_f64())).collect();

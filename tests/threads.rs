@@ -1,6 +1,7 @@
-//! Parallel scanning (issue 6): the release does not depend on `--threads`. With the same
-//! insecure seed, the same aggregate gives the same noise, so the whole JSON output must be
-//! identical for 1 thread, N threads and standard input (which the csv reader reads alone).
+//! One scan for every input (issues 6 and 12): the release does not depend on `--threads` nor
+//! on how the bytes arrive. With the same insecure seed, the same aggregate gives the same
+//! noise, so the whole JSON output must be identical for 1 thread, N threads, standard input,
+//! gzip and zstd, and for the same data with every field quoted.
 
 mod common;
 
@@ -27,7 +28,12 @@ fn release(query: &[&str], threads: &str, file: &Path) -> serde_json::Value {
     json_of(seeded(42).args(query).args(["--eps", "0.5", "--threads", threads]).arg(file))
 }
 
-/// The same JSON for 1, 2, 3, 4 and 7 threads, and from standard input.
+fn zstd(bytes: &[u8]) -> Vec<u8> {
+    zstd::stream::encode_all(bytes, 3).unwrap()
+}
+
+/// The same JSON for 1, 2, 3, 4 and 7 threads, from standard input, and from the file
+/// compressed with gzip and zstd.
 fn same_for_any_thread_count(query: &[&str], file: &Path) {
     let one = release(query, "1", file);
     for threads in ["2", "3", "4", "7"] {
@@ -39,8 +45,85 @@ fn same_for_any_thread_count(query: &[&str], file: &Path) {
         );
     }
     let bytes = fs::read(file).unwrap();
-    let piped = json_of(seeded(42).args(query).args(["--eps", "0.5"]).write_stdin(bytes));
+    let piped = json_of(seeded(42).args(query).args(["--eps", "0.5"]).write_stdin(bytes.clone()));
     assert_eq!(piped, one, "{query:?} on {} from stdin", file.display());
+    let dir = TempDir::new().unwrap();
+    for (name, packed) in [("data.gz", gzip(&bytes)), ("data.zst", zstd(&bytes))] {
+        let path = dir.path().join(name);
+        fs::write(&path, packed).unwrap();
+        assert_eq!(release(query, "3", &path), one, "{query:?} on {} as {name}", file.display());
+    }
+}
+
+/// Every field in double quotes, the way spreadsheets and R's write.csv write them.
+fn quote_every_field(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix("\r\n") {
+            Some(body) => (body, "\r\n"),
+            None => line.strip_suffix('\n').map_or((line, ""), |body| (body, "\n")),
+        };
+        let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+        let fields: Vec<String> =
+            body.split(',').map(|f| format!("\"{}\"", f.replace('"', "\"\""))).collect();
+        out.push_str(&fields.join(","));
+        out.push_str(end);
+    }
+    out
+}
+
+/// Quoting every field (the header too) changes no release, for any thread count or source.
+#[test]
+fn every_field_quoted_gives_the_same_release() {
+    let dir = TempDir::new().unwrap();
+    let plain = fixture("people.csv");
+    let quoted = dir.path().join("quoted.csv");
+    fs::write(&quoted, quote_every_field(&fs::read_to_string(&plain).unwrap())).unwrap();
+    for query in QUERIES {
+        let want = release(query, "1", &plain);
+        assert_eq!(release(query, "1", &quoted), want, "{query:?}");
+        same_for_any_thread_count(query, &quoted);
+    }
+}
+
+/// Messages name the physical line on standard input and in gzip too, with CR or CRLF line ends.
+#[test]
+fn a_bad_cell_is_named_by_its_line_from_any_source() {
+    let dir = TempDir::new().unwrap();
+    let lf = fs::read_to_string(fixture("threads_bad_cell.csv")).unwrap();
+    for end in ["\r", "\r\n"] {
+        let text = lf.replace('\n', end);
+        let gz = dir.path().join("bad.csv.gz");
+        fs::write(&gz, gzip(text.as_bytes())).unwrap();
+        let args = ["mean", "--col", "income", "--lower", "0", "--upper", "1", "--eps", "1"];
+        let want = "row 150 (line 151), column 'income': '12k' is not a finite number";
+        fails_with(seeded(1).args(args).write_stdin(text.clone()), &[want]);
+        fails_with(seeded(1).args(args).arg(&gz), &[want]);
+    }
+}
+
+/// Compressed formats dpstat does not read are named, with the command that decompresses them.
+#[test]
+fn other_compressed_formats_are_refused_with_a_hint() {
+    let dir = TempDir::new().unwrap();
+    for (magic, format, command) in [
+        (&b"\xfd7zXZ\x00\x00\x04\xe6\xd6"[..], "xz", "xz -dc"),
+        (b"BZh91AY&SY\x01\x02", "bzip2", "bzip2 -dc"),
+        (b"\x04\x22\x4d\x18\x64\x40\xa7", "lz4", "lz4 -dc"),
+        (b"PK\x03\x04\x14\x00\x00\x00", "zip", "unzip -p"),
+    ] {
+        let path = dir.path().join(format!("data.{format}"));
+        fs::write(&path, magic).unwrap();
+        let shown = path.display().to_string();
+        fails_with(
+            seeded(1).args(["count", "--eps", "1"]).arg(&path),
+            &[&format!("{shown} is compressed with {format}, which dpstat does not read; decompress it first (e.g. {command} {shown} | dpstat …)")],
+        );
+        fails_with(
+            seeded(1).args(["count", "--eps", "1"]).write_stdin(magic.to_vec()),
+            &[&format!("<stdin> is compressed with {format}")],
+        );
+    }
 }
 
 #[test]
@@ -126,8 +209,8 @@ fn gzip_input_is_read_by_name_or_by_magic_bytes() {
     }
 }
 
-/// The fingerprint a ledger records is that of the records, computed alongside the parallel
-/// scan, by the csv reader's rescan of a quoted file, from gzip and from a pipe alike.
+/// The fingerprint a ledger records is that of the records, computed as the scan reads the
+/// bytes, whatever the thread count, for a quoted file, from gzip and from a pipe alike.
 #[test]
 fn the_fingerprint_is_of_every_record_whatever_the_thread_count() {
     let dir = TempDir::new().unwrap();
@@ -165,7 +248,6 @@ fn the_fingerprint_is_of_every_record_whatever_the_thread_count() {
     piped.args(["count", "--eps", "0.01", "--budget", "1", "--ledger"]).arg(&ledger).write_stdin(bytes);
     json_of(&mut piped);
     assert_eq!(last_fingerprint(), want);
-    // A file with a quote is rescanned (and fingerprinted again) by the csv reader.
     let quoted = fixture("threads_quoted.csv");
     let want = fingerprint_of(&fs::read(&quoted).unwrap()[..], b',').unwrap();
     assert_eq!(charge("4", &quoted), want);

@@ -248,12 +248,13 @@ pub struct InputArgs {
     /// The input has no header row; columns are 1-based numbers.
     #[arg(short = 'n', long = "no-headers", visible_alias = "no-header")]
     pub no_header: bool,
-    /// Number of threads that scan a file; default all cores. 1 disables parallel scanning.
+    /// Number of threads that read the rows (of a file, standard input or compressed input);
+    /// default all cores. Reading the bytes takes one more thread.
     /// Standard input and gzip files are always read by one thread.
     #[arg(short = 'j', long, visible_alias = "jobs", value_name = "N")]
     pub threads: Option<Threads>,
-    /// CSV file (TSV for a .tsv or .tab name, gzip by its magic bytes); - or absent reads
-    /// standard input.
+    /// CSV file (TSV for a .tsv or .tab name; gzip or zstd by their magic bytes); - or absent
+    /// reads standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 }

@@ -217,7 +217,7 @@ mod tests {
         let line = message(&error, &command, &args);
         assert_eq!(
             line,
-            "dpstat plan needs a subcommand: count, sum, mean, variance, histogram, quantile, median (see dpstat plan --help)"
+            "dpstat plan needs a subcommand: count, sum, mean, variance, histogram, quantile, median, covariance, regress (see dpstat plan --help)"
         );
     }
 }

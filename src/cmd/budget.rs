@@ -127,13 +127,13 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
 fn file_fingerprint(path: &PathBuf, delimiter: u8) -> Result<(String, String)> {
     if path.as_os_str() == "-" {
         let reading = |e: io::Error| bad_input(format!("reading <stdin>: {e}"));
-        let raw = decompressed(Box::new(io::stdin().lock()), None).map_err(reading)?;
+        let raw = decompressed("<stdin>", Box::new(io::stdin()), None)?;
         return Ok(("<stdin>".into(), fingerprint_of(raw, delimiter).map_err(reading)?));
     }
     let name = path.display().to_string();
     let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
     let reading = |e: io::Error| bad_input(format!("reading {name}: {e}"));
-    let raw = decompressed(Box::new(file), Some(path)).map_err(reading)?;
+    let raw = decompressed(&name, Box::new(file), Some(path))?;
     let fingerprint = fingerprint_of(raw, delimiter).map_err(reading)?;
     Ok((name, fingerprint))
 }

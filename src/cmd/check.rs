@@ -12,12 +12,12 @@
 use std::io::Write;
 
 use anyhow::Result;
-use csv::ByteRecord;
 
 use crate::cmd::release::InputFlags;
 use crate::data::cell::parse_number;
 use crate::data::input::Input;
-use crate::error::{bad_input, shown, Error};
+use crate::data::scan::each_record;
+use crate::error::{shown, Error};
 
 /// Examples kept per column and per kind of problem.
 pub const EXAMPLES: usize = 5;
@@ -39,43 +39,30 @@ struct Column {
 pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
     let mut file = Input::open(&input.source, &input.csv, false, 1)?;
     let name = file.name().to_string();
-    let width = file.header_len();
+    let width = file.width();
     let mut columns: Vec<Column> = vec![Column::default(); width.unwrap_or(0)];
-    let (mut rows, mut ragged, mut quoted_breaks) = (0u64, 0u64, 0u64);
+    let (mut ragged, mut quoted_breaks) = (0u64, 0u64);
     let mut ragged_examples: Vec<String> = vec![];
-    let mut record = ByteRecord::new();
-    let mut expected = width;
-    loop {
-        match file.reader().read_byte_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(bad_input(format!("{name}: row {}: {e}", rows + 1))),
-        }
-        rows += 1;
-        // Every row is measured against the header's width, else the first row's.
-        let expected_len = *expected.get_or_insert(record.len());
-        if record.len() != expected_len {
+    // Every row is measured against the header's width, else the first row's.
+    let expected_len = width.unwrap_or(0);
+    let rows = each_record(&mut file, |record, row, line| {
+        if record.width() != expected_len {
             ragged += 1;
             if ragged_examples.len() < EXAMPLES {
-                let line = record.position().map_or(rows, |p| file.line_of(p.byte(), p.line()));
                 ragged_examples
-                    .push(format!("row {rows} (line {line}): {} fields, not {expected_len}", record.len()));
+                    .push(format!("row {row} (line {line}): {} fields, not {expected_len}", record.width()));
             }
-            continue;
+            return;
         }
-        let line = record.position().map_or(rows, |p| file.line_of(p.byte(), p.line()));
-        if columns.len() < record.len() {
-            columns.resize(record.len(), Column::default());
-        }
-        for (i, cell) in record.iter().enumerate() {
-            let column = &mut columns[i];
+        for (i, column) in columns.iter_mut().enumerate() {
+            let cell = record.get(i).unwrap_or_default();
             if cell.contains(&b'\n') || cell.contains(&b'\r') {
                 quoted_breaks += 1;
             }
             let Ok(text) = std::str::from_utf8(cell) else {
                 column.not_utf8 += 1;
                 if column.not_utf8_rows.len() < EXAMPLES {
-                    column.not_utf8_rows.push(rows);
+                    column.not_utf8_rows.push(row);
                 }
                 continue;
             };
@@ -90,10 +77,10 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
                 column.text += 1;
             }
             if column.examples.len() < EXAMPLES {
-                column.examples.push((rows, line, text.to_string()));
+                column.examples.push((row, line, text.to_string()));
             }
         }
-    }
+    })?;
     let mut report = Vec::new();
     let mut problems = 0u64;
     writeln!(report, "{name}: {rows} rows, {} columns", columns.len())?;

@@ -311,7 +311,7 @@ impl Visitor for Scan<'_, '_> {
             let mut routed = Routed::new(empty_fold(&statistic, input)?, filters, by);
             scan::check_memory(input, &routed)?;
             meter.before_rows(input)?;
-            scan::scan(input, &[], &mut routed)?;
+            scan::scan(input, &mut routed)?;
             let cx = context(job, input, &job.eps);
             match publish(&statistic, routed.groups, job.group.as_ref(), &cx, rng)? {
                 Outcome::Published(published) => return Ok(published),

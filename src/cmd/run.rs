@@ -154,7 +154,7 @@ fn measure_all(
     input: &mut Input,
     rng: &mut dyn rand::RngCore,
 ) -> Result<Vec<table::Query>> {
-    scan::scan(input, &[], &mut fold)?;
+    scan::scan(input, &mut fold)?;
     let mut queries = Vec::with_capacity(workload.queries.len());
     for (query, routed) in workload.queries.iter().zip(fold.0) {
         let job = &query.job;

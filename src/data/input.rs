@@ -1,49 +1,40 @@
-//! Opening the CSV (a file or standard input, plain or gzip) and resolving column flags to
+//! Opening the CSV (a file or standard input; plain, gzip or zstd) and resolving column flags to
 //! indices, once, against the header — before any data row is read.
 
-use std::cell::RefCell;
 use std::fs::File;
-use std::io::{self, IsTerminal, Read, Seek, SeekFrom};
+use std::io::{self, IsTerminal, Read};
 use std::path::Path;
-use std::rc::Rc;
 
 use crate::data::fingerprint::Fingerprinter;
-use crate::data::parallel::read_at;
+use crate::data::parallel::{Stream, BLOCK};
 use crate::data::source::{ColumnRef, CsvOptions, Source};
+use crate::data::structure::{first_record, line_ends};
 use crate::error::{bad_input, shown, shown_list};
 use anyhow::Result;
-use csv::ByteRecord;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// Large reads keep system calls off the per-row path.
-const READ_BUFFER: usize = 256 * 1024;
 /// Files at least this large show a progress bar (when stderr is a terminal).
 const PROGRESS_FROM: u64 = 64 << 20;
 
 /// A message lists at most this many of the header's column names.
 const MESSAGE_COLUMNS: usize = 30;
 
-/// A csv reader over any byte stream.
-type CsvReader = csv::Reader<Box<dyn Read>>;
+/// A UTF-8 byte-order mark, which the csv crate drops at the start of the input.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// An open CSV positioned after its header.
 pub struct Input {
     name: String,
     options: CsvOptions,
-    reader: CsvReader,
-    header: Option<ByteRecord>,
-    /// Fingerprints the records as the csv reader reads their bytes (after gzip decompression).
-    digest: Option<Rc<RefCell<Fingerprinter>>>,
+    /// The rest of the input, until a scan takes it.
+    stream: Option<Stream>,
+    header: Option<Vec<Vec<u8>>>,
+    /// The number of fields of the first record (the header, or the first data row).
+    first_width: Option<usize>,
     /// Whether the input is to be fingerprinted at all.
     fingerprinted: bool,
-    /// A fingerprint computed apart from the csv reader, by a parallel scan.
     fingerprint: Option<String>,
-    /// A plain regular file, which can be read again by position (parallel scan, rescan).
-    plain: Option<PlainFile>,
-    /// The same regular file (not gzip), read by position to name the physical line of a record
-    /// in a message; kept when the scan falls back to the csv reader.
-    lines: Option<File>,
     threads: usize,
     progress: Option<ProgressBar>,
     /// Rows of another width than the first are read as they are (missing cells are empty)
@@ -51,47 +42,88 @@ pub struct Input {
     tolerant: bool,
 }
 
-struct PlainFile {
-    file: File,
-    len: u64,
-}
-
 impl Input {
     /// Opens the source; with `fingerprint`, the records are also fingerprinted (SHA-256 of their
-    /// canonical CSV, [`Fingerprinter`]) in the same pass, standard input included. Gzip input
-    /// (recognised by its magic bytes or a `.gz` name) is decompressed as it streams, and the
-    /// fingerprint is of the decompressed CSV: the same data is the same dataset either way.
-    /// A plain file may be scanned by up to `threads` threads.
+    /// canonical CSV, [`Fingerprinter`]) in the same pass, standard input included. Compressed
+    /// input is recognised by its first bytes (or a `.gz` name): gzip and zstd are decompressed
+    /// as they stream, and the fingerprint is of the decompressed CSV (the same data is the same
+    /// dataset either way); bzip2, xz, lz4 and zip are refused with a message that says how to
+    /// decompress them. The rows are scanned by `threads` threads.
     pub fn open(source: &Source, options: &CsvOptions, fingerprint: bool, threads: usize) -> Result<Input> {
         let name = source.display_name();
-        let (raw, named_gz, plain, progress): (Box<dyn Read>, bool, Option<PlainFile>, _) = match source {
-            Source::Stdin => (Box::new(io::stdin().lock()), false, None, None),
+        let (raw, path, progress): (Box<dyn Read + Send>, Option<&Path>, _) = match source {
+            Source::Stdin => {
+                widen_pipe();
+                (Box::new(io::stdin()), None, None)
+            }
             Source::Path(path) => {
                 let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
                 let meta = file.metadata().map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
-                let len = meta.is_file().then_some(meta.len());
-                let progress = len.and_then(progress_bar);
-                let reader = file.try_clone().map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
-                let raw = Box::new(Counting { inner: reader, progress: progress.clone() });
-                let plain = len.map(|len| PlainFile { file, len });
-                (raw, has_gz_extension(path), plain, progress)
+                let progress = meta.is_file().then_some(meta.len()).and_then(progress_bar);
+                (
+                    Box::new(Counting { inner: file, progress: progress.clone() }),
+                    Some(path.as_path()),
+                    progress,
+                )
             }
         };
-        let (gzip, raw) = sniff_gzip(raw).map_err(|e| bad_input(format!("{name}: reading: {e}")))?;
-        let gzip = gzip || named_gz;
-        let mut raw: Box<dyn Read> = if gzip { Box::new(MultiGzDecoder::new(raw)) } else { raw };
-        let digest = fingerprint.then(|| Rc::new(RefCell::new(Fingerprinter::new(options.delimiter))));
-        if let Some(digest) = &digest {
-            raw = Box::new(Hashing { inner: raw, digest: Rc::clone(digest) });
-        }
-        let mut input = Input::from_reader(name, raw, options)?;
-        input.digest = digest;
-        input.fingerprinted = fingerprint;
-        input.plain = plain.filter(|_| !gzip);
-        input.lines = input.plain.as_ref().and_then(|p| p.file.try_clone().ok());
+        let raw = decompressed(&name, raw, path)?;
+        let mut input = Input::start(name, raw, options, fingerprint)?;
         input.threads = threads.max(1);
         input.progress = progress;
         Ok(input)
+    }
+
+    /// An input read from any byte stream, by one thread (tests, and `Input::open`).
+    pub fn from_reader(name: String, raw: Box<dyn Read + Send>, options: &CsvOptions) -> Result<Input> {
+        Input::start(name, raw, options, false)
+    }
+
+    /// Reads up to the end of the first record, and the header from it.
+    fn start(
+        name: String,
+        mut raw: Box<dyn Read + Send>,
+        options: &CsvOptions,
+        fingerprint: bool,
+    ) -> Result<Input> {
+        let mut digest = fingerprint.then(|| Fingerprinter::new(options.delimiter));
+        let reading = |e: io::Error| bad_input(format!("{name}: reading: {e}"));
+        let mut head = Vec::new();
+        let mut eof = false;
+        let (fields, used, bom) = loop {
+            if !eof {
+                let want = head.len().clamp(64 << 10, BLOCK);
+                let got = (&mut raw).take(want as u64).read_to_end(&mut head).map_err(reading)?;
+                eof = got < want;
+            }
+            let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
+            if head.len() < BOM.len() && BOM.starts_with(&head) && !eof {
+                continue;
+            }
+            if let Some((fields, used)) = first_record(&head[bom..], options.delimiter, eof) {
+                break (fields, used, bom);
+            }
+        };
+        if let Some(digest) = &mut digest {
+            digest.update(&head);
+        }
+        let width = (!fields.is_empty()).then_some(fields.len());
+        let (header, skip) = if options.has_header { (Some(fields), bom + used) } else { (None, bom) };
+        let after_cr = skip > 0 && head[skip - 1] == b'\r';
+        let lines = line_ends(&head[..skip], false);
+        head.drain(..skip);
+        Ok(Input {
+            name,
+            options: options.clone(),
+            stream: Some(Stream { reader: raw, head, after_cr, lines, digest }),
+            header,
+            first_width: width,
+            fingerprinted: fingerprint,
+            fingerprint: None,
+            threads: 1,
+            progress: None,
+            tolerant: false,
+        })
     }
 
     /// Opens the source again for a second pass, keeping the fingerprint of the first (which
@@ -107,12 +139,10 @@ impl Input {
 
     /// The fingerprint of the whole input's records: after a complete scan, of every record.
     pub fn fingerprint(&mut self) -> Option<String> {
-        if let Some(fingerprint) = &self.fingerprint {
-            return Some(fingerprint.clone());
+        if self.fingerprint.is_none() {
+            let digest = self.stream.as_mut().and_then(|s| s.digest.take())?;
+            self.fingerprint = Some(digest.finish());
         }
-        let digest = self.digest.take()?;
-        let fingerprinter = digest.replace(Fingerprinter::new(self.options.delimiter));
-        self.fingerprint = Some(fingerprinter.finish());
         self.fingerprint.clone()
     }
 
@@ -131,24 +161,6 @@ impl Input {
         self.tolerant
     }
 
-    pub fn from_reader(name: String, raw: Box<dyn Read>, options: &CsvOptions) -> Result<Input> {
-        let (reader, header) = csv_reader(&name, raw, options)?;
-        Ok(Input {
-            name,
-            options: options.clone(),
-            reader,
-            header,
-            digest: None,
-            fingerprinted: false,
-            fingerprint: None,
-            plain: None,
-            lines: None,
-            threads: 1,
-            progress: None,
-            tolerant: false,
-        })
-    }
-
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -157,22 +169,26 @@ impl Input {
         self.options.delimiter
     }
 
-    /// The file and its length, when it can be scanned in parallel.
-    pub fn splittable(&self) -> Option<(&File, u64)> {
-        self.plain.as_ref().map(|p| (&p.file, p.len))
-    }
-
     pub fn threads(&self) -> usize {
         self.threads
     }
 
-    pub fn progress(&self) -> Option<&ProgressBar> {
-        self.progress.as_ref()
+    /// Whether the input is fingerprinted as it is read.
+    pub fn fingerprinted(&self) -> bool {
+        self.fingerprinted
     }
 
-    /// Whether a parallel scan must hash the file itself (the csv reader sees only its start).
-    pub fn hashes_itself(&self) -> bool {
-        self.fingerprinted
+    /// Takes the rest of the input for a scan; None if a scan already took it.
+    pub fn take_stream(&mut self) -> Option<Stream> {
+        self.stream.take()
+    }
+
+    /// Gives back what a scan leaves of the input: the fingerprint of every byte it read, when
+    /// it was fingerprinted (a second pass keeps the first one's).
+    pub fn scanned(&mut self, digest: Option<Fingerprinter>) {
+        if let Some(digest) = digest {
+            self.fingerprint = Some(digest.finish());
+        }
     }
 
     /// Takes the progress bar off the terminal, if there is one: the scan is over.
@@ -182,68 +198,15 @@ impl Input {
         }
     }
 
-    /// Records the fingerprint of the whole file, computed by a parallel scan.
-    pub fn set_fingerprint(&mut self, fingerprint: String) {
-        self.fingerprint = Some(fingerprint);
-    }
-
-    /// Starts a plain file again from its first byte, hashing it anew if fingerprinted; the
-    /// reader is left after the header, and the file is read by the csv reader alone from now on.
-    pub fn rewind(&mut self) -> Result<()> {
-        let Some(plain) = self.plain.take() else {
-            return Err(bad_input(format!("{}: cannot read the input a second time", self.name)));
-        };
-        let reopen = |e: io::Error| bad_input(format!("{}: reading: {e}", self.name));
-        let mut file = plain.file.try_clone().map_err(reopen)?;
-        file.seek(SeekFrom::Start(0)).map_err(reopen)?;
-        if let Some(bar) = &self.progress {
-            bar.set_position(0);
-        }
-        let mut raw: Box<dyn Read> = Box::new(Counting { inner: file, progress: self.progress.clone() });
-        if self.fingerprinted {
-            let digest = Rc::new(RefCell::new(Fingerprinter::new(self.options.delimiter)));
-            self.digest = Some(Rc::clone(&digest));
-            raw = Box::new(Hashing { inner: raw, digest });
-        }
-        let (reader, header) = csv_reader(&self.name, raw, &self.options)?;
-        self.reader = reader;
-        self.header = header;
-        self.fingerprint = None;
-        Ok(())
-    }
-
-    /// The physical line of the record that starts at `byte` (as the csv reader reports it): CRLF,
-    /// CR and LF each end a line, counted by reading the file again up to the record, on the
-    /// error path only. Where the input cannot be read again (standard input, gzip) it is
-    /// `fallback`, the csv reader's own count of LF bytes, which is right for LF files.
-    pub fn line_of(&self, byte: u64, fallback: u64) -> u64 {
-        let Some(file) = &self.lines else { return fallback };
-        let mut buf = vec![0u8; 64 << 10];
-        let (mut offset, mut line, mut after_cr) = (0u64, 1u64, false);
-        // The csv reader reports a record after CRLF at the LF, and a record after empty lines
-        // at the first of them: count every line end up to `byte`, and then those right after
-        // it, up to the record's first byte.
-        loop {
-            let read = match read_at(file, &mut buf, offset) {
-                Ok(0) | Err(_) => return line,
-                Ok(n) => n,
-            };
-            for (i, &b) in buf[..read].iter().enumerate() {
-                let at = offset + i as u64;
-                let ends = b == b'\r' || b == b'\n';
-                if at >= byte && !ends {
-                    return line;
-                }
-                line += u64::from(b == b'\r' || (b == b'\n' && !after_cr));
-                after_cr = b == b'\r';
-            }
-            offset += read as u64;
-        }
-    }
-
     /// The number of fields in the header (None without one).
     pub fn header_len(&self) -> Option<usize> {
-        self.header.as_ref().map(ByteRecord::len)
+        self.header.as_ref().map(Vec::len)
+    }
+
+    /// The number of fields every row must have: the header's, else the first row's (None for
+    /// an input without any record).
+    pub fn width(&self) -> Option<usize> {
+        self.header_len().or(self.first_width)
     }
 
     /// How messages name a column: its header name, or its 1-based number.
@@ -252,10 +215,6 @@ impl Input {
             Some(name) => shown(&header_name(name), 40),
             None => (index + 1).to_string(),
         }
-    }
-
-    pub fn reader(&mut self) -> &mut CsvReader {
-        &mut self.reader
     }
 
     /// The 0-based index of a column, named by `flag` in messages. Without a header an index
@@ -288,7 +247,7 @@ impl Input {
         let Some(header) = &self.header else {
             unreachable!("a column name is only planned when the input has a header")
         };
-        let names: Vec<String> = header.iter().map(header_name).collect();
+        let names: Vec<String> = header.iter().map(|h| header_name(h)).collect();
         let matches: Vec<usize> = (0..names.len()).filter(|&i| names[i] == *name).collect();
         let source = &self.name;
         match (matches.as_slice(), number) {
@@ -350,20 +309,6 @@ fn nearest<'a>(name: &str, names: &'a [String]) -> Option<&'a str> {
         .map(|(_, n)| n.as_str())
 }
 
-/// Passes bytes through while fingerprinting them.
-struct Hashing {
-    inner: Box<dyn Read>,
-    digest: Rc<RefCell<Fingerprinter>>,
-}
-
-impl Read for Hashing {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.digest.borrow_mut().update(&buf[..n]);
-        Ok(n)
-    }
-}
-
 /// Passes bytes through while advancing the progress bar, if there is one.
 struct Counting<R> {
     inner: R,
@@ -388,85 +333,87 @@ impl Drop for Input {
     }
 }
 
-/// The csv reader every path uses (the parallel scan relies on these settings: quoting on,
-/// no escape or comment byte, any of CR, LF, CRLF ends a row), and the header it has read.
-/// Rows of unequal width are the scan's to refuse (or, under a ledger, to tolerate).
-fn csv_reader(
+/// How a compressed input is recognised by its first bytes, and what to do with it.
+struct Compression {
+    magic: &'static [u8],
+    name: &'static str,
+    /// The command that decompresses it to standard output, for a refused format.
+    command: Option<&'static str>,
+}
+
+const COMPRESSIONS: &[Compression] = &[
+    Compression { magic: b"\x1f\x8b", name: "gzip", command: None },
+    Compression { magic: b"\x28\xb5\x2f\xfd", name: "zstd", command: None },
+    Compression { magic: b"\xfd7zXZ\x00", name: "xz", command: Some("xz -dc") },
+    Compression { magic: b"\x04\x22\x4d\x18", name: "lz4", command: Some("lz4 -dc") },
+    Compression { magic: b"PK\x03\x04", name: "zip", command: Some("unzip -p") },
+    Compression { magic: b"7z\xbc\xaf\x27\x1c", name: "7z", command: Some("7z x -so") },
+];
+
+/// The compression of a stream that starts with `head`, if any: bzip2 by its signature and the
+/// magic of its first block (or of its end, when empty), the others by their magic bytes.
+fn compression(head: &[u8]) -> Option<&'static Compression> {
+    const BZIP2: Compression = Compression { magic: b"BZh", name: "bzip2", command: Some("bzip2 -dc") };
+    let bzip2 = head.len() >= 10
+        && head.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&head[3])
+        && (head[4..10] == *b"\x31\x41\x59\x26\x53\x59" || head[4..10] == *b"\x17\x72\x45\x38\x50\x90");
+    if bzip2 {
+        return Some(&BZIP2);
+    }
+    COMPRESSIONS.iter().find(|c| head.starts_with(c.magic))
+}
+
+/// The bytes of a CSV source as dpstat reads them: gzip (by magic bytes or a `.gz` name) and
+/// zstd (by magic bytes) are decompressed; other compressed formats are refused with a message
+/// that says how to decompress them. `dpstat budget` fingerprints these bytes, as a release does.
+pub fn decompressed(
     name: &str,
-    raw: Box<dyn Read>,
-    options: &CsvOptions,
-) -> Result<(CsvReader, Option<ByteRecord>)> {
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(options.delimiter)
-        .has_headers(options.has_header)
-        .flexible(true)
-        .buffer_capacity(READ_BUFFER)
-        .from_reader(raw);
-    let header = if options.has_header {
-        let header =
-            reader.byte_headers().map_err(|e| bad_input(format!("{name}: reading the header: {e}")))?;
-        Some(header.clone())
-    } else {
-        None
-    };
-    Ok((reader, header))
-}
-
-/// Reads the first two bytes to recognise gzip; returns the stream with them put back.
-/// (They come back in front of the next read, not alone: csv-core strips a byte-order mark only
-/// when its first read holds all three bytes of it.)
-fn sniff_gzip(mut raw: Box<dyn Read>) -> io::Result<(bool, Box<dyn Read>)> {
-    let mut magic = [0u8; 2];
-    let mut got = 0;
-    while got < magic.len() {
-        match raw.read(&mut magic[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+    mut raw: Box<dyn Read + Send>,
+    path: Option<&Path>,
+) -> Result<Box<dyn Read + Send>> {
+    let mut head = Vec::with_capacity(16);
+    (&mut raw).take(10).read_to_end(&mut head).map_err(|e| bad_input(format!("{name}: reading: {e}")))?;
+    let found = compression(&head);
+    let named_gz = path.is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")));
+    let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(raw));
+    match found {
+        Some(c) if c.name == "zstd" => {
+            let decoder =
+                zstd::stream::read::Decoder::new(raw).map_err(|e| bad_input(format!("{name}: zstd: {e}")))?;
+            Ok(Box::new(decoder))
         }
-    }
-    let gzip = magic[..got] == [0x1f, 0x8b];
-    Ok((gzip, Box::new(PutBack { front: magic, len: got, inner: raw })))
-}
-
-/// A stream with up to two bytes put back in front.
-struct PutBack {
-    front: [u8; 2],
-    len: usize,
-    inner: Box<dyn Read>,
-}
-
-impl Read for PutBack {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.len == 0 || buf.is_empty() {
-            return self.inner.read(buf);
-        }
-        let n = self.len.min(buf.len());
-        buf[..n].copy_from_slice(&self.front[..n]);
-        self.front.copy_within(n..self.len, 0);
-        self.len -= n;
-        if self.len > 0 {
-            return Ok(n);
-        }
-        // Fill the rest of this read too; an error shows again on the next read.
-        match self.inner.read(&mut buf[n..]) {
-            Ok(more) => Ok(n + more),
-            Err(_) => Ok(n),
+        Some(c) if c.name == "gzip" => Ok(Box::new(MultiGzDecoder::new(raw))),
+        None if named_gz => Ok(Box::new(MultiGzDecoder::new(raw))),
+        None => Ok(raw),
+        Some(c) => {
+            let file = if path.is_some() { name } else { "FILE" };
+            Err(bad_input(format!(
+                "{name} is compressed with {}, which dpstat does not read; decompress it first \
+                 (e.g. {} {file} | dpstat …)",
+                c.name,
+                c.command.unwrap_or("")
+            )))
         }
     }
 }
 
-fn has_gz_extension(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+/// When standard input is a pipe, asks for a 1 MiB pipe buffer instead of the usual 64 KiB:
+/// the writer (`cat`, `zcat`) and the reader then switch in and out far less often per byte. A
+/// refusal (a lower system limit) leaves the pipe as it is.
+#[cfg(target_os = "linux")]
+fn widen_pipe() {
+    use std::os::fd::AsRawFd;
+    let fd = io::stdin().as_raw_fd();
+    // SAFETY: fcntl on our own standard input descriptor, with an integer argument; it changes
+    // nothing but the pipe's buffer size, and fails harmlessly on anything that is not a pipe.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
+    }
 }
 
-/// The bytes of a CSV source as dpstat reads them: gzip (by magic bytes or a `.gz` name) is
-/// decompressed. `dpstat budget` fingerprints these, as a release does.
-pub fn decompressed(raw: Box<dyn Read>, path: Option<&Path>) -> io::Result<Box<dyn Read>> {
-    let (gzip, raw) = sniff_gzip(raw)?;
-    Ok(if gzip || path.is_some_and(has_gz_extension) { Box::new(MultiGzDecoder::new(raw)) } else { raw })
-}
+#[cfg(not(target_os = "linux"))]
+fn widen_pipe() {}
 
 /// A progress bar for reading `len` bytes, only where a person watches: stderr is a terminal,
 /// not in CI, and the file is large enough to take a while.
@@ -510,20 +457,48 @@ mod tests {
         assert!(!shows_progress(PROGRESS_FROM - 1, true, false));
     }
 
+    fn read_all(bytes: Vec<u8>, path: Option<&Path>) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        decompressed("t", Box::new(io::Cursor::new(bytes)), path)?.read_to_end(&mut out)?;
+        Ok(out)
+    }
+
     #[test]
-    fn gzip_is_recognised_by_magic_bytes_or_name() {
+    fn compression_is_recognised_by_magic_bytes_or_name() {
         use std::io::Write;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(b"a,b\n1,2\n").unwrap();
         let gz = gz.finish().unwrap();
-        let mut text = String::new();
-        decompressed(Box::new(io::Cursor::new(gz)), None).unwrap().read_to_string(&mut text).unwrap();
-        assert_eq!(text, "a,b\n1,2\n");
-        let mut plain = String::new();
-        decompressed(Box::new(&b"x"[..]), None).unwrap().read_to_string(&mut plain).unwrap();
-        assert_eq!(plain, "x");
-        let named = decompressed(Box::new(&b"a,b\n"[..]), Some(Path::new("t.csv.gz"))).unwrap();
-        assert!(io::read_to_string(named).is_err(), "a .gz name means gzip");
+        assert_eq!(read_all(gz.clone(), None).unwrap(), b"a,b\n1,2\n");
+        // Concatenated members and frames are one stream.
+        assert_eq!(read_all([gz.clone(), gz].concat(), None).unwrap(), b"a,b\n1,2\na,b\n1,2\n");
+        let zst = zstd::stream::encode_all(&b"a,b\n"[..], 3).unwrap();
+        assert_eq!(read_all([zst.clone(), zst].concat(), None).unwrap(), b"a,b\na,b\n");
+        assert_eq!(read_all(b"x".to_vec(), None).unwrap(), b"x");
+        assert_eq!(read_all(b"BZh9 is a header".to_vec(), None).unwrap(), b"BZh9 is a header");
+        assert!(read_all(b"a,b\n".to_vec(), Some(Path::new("t.csv.gz"))).is_err(), "a .gz name means gzip");
+    }
+
+    /// Formats dpstat does not decompress are named, with the command that does.
+    #[test]
+    fn other_compressions_are_refused_by_name() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"BZh91AY&SY\x00\x00", "bzip2 -dc"),
+            (b"\xfd7zXZ\x00\x00\x04", "xz -dc"),
+            (b"\x04\x22\x4d\x18\x64\x40", "lz4 -dc"),
+            (b"PK\x03\x04\x14\x00", "unzip -p"),
+            (b"7z\xbc\xaf\x27\x1c\x00", "7z x -so"),
+        ];
+        for (bytes, command) in cases {
+            let err = read_all(bytes.to_vec(), Some(Path::new("d.csv"))).unwrap_err().to_string();
+            let name = command.split(' ').next().unwrap().replace("unzip", "zip");
+            assert_eq!(
+                err,
+                format!(
+                    "t is compressed with {name}, which dpstat does not read; decompress it first (e.g. {command} t | dpstat …)"
+                )
+            );
+        }
     }
 
     #[test]
@@ -608,16 +583,17 @@ mod tests {
     }
 
     /// Physical line numbers of records, whatever ends the lines (LF, CRLF, CR, mixed), with a
-    /// byte-order mark, empty lines and a quoted line break: each data row's first field holds
-    /// the line it is on.
+    /// byte-order mark, empty lines and a quoted line break, from a file, a pipe and gzip: each
+    /// data row's first field holds the line it is on.
     #[test]
     fn records_are_named_by_their_physical_line() {
+        use crate::data::scan::each_record;
         use proptest::prelude::*;
         use proptest::test_runner::TestRunner;
         let mut runner = TestRunner::default();
         let row = (prop_oneof![Just("\n"), Just("\r\n"), Just("\r")], 0usize..3, any::<bool>());
         runner
-            .run(&(proptest::collection::vec(row, 1..12), any::<bool>()), |(rows, bom)| {
+            .run(&(proptest::collection::vec(row, 1..12), any::<bool>(), 0..3), |(rows, bom, via)| {
                 let mut text = String::from(if bom { "\u{feff}h,q\n" } else { "h,q\n" });
                 let (mut line, mut after_cr) = (2, false);
                 for (end, empty, quoted) in &rows {
@@ -632,16 +608,31 @@ mod tests {
                     text.push_str(&format!("{line},{second}{end}"));
                     line += 1 + usize::from(*quoted);
                 }
-                let mut file = tempfile::NamedTempFile::new().unwrap();
-                std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
                 let options = CsvOptions { delimiter: b',', has_header: true };
-                let mut input =
-                    Input::open(&Source::Path(file.path().to_path_buf()), &options, false, 1).unwrap();
-                let mut record = ByteRecord::new();
-                while input.reader().read_byte_record(&mut record).unwrap() {
-                    let want: u64 = std::str::from_utf8(&record[0]).unwrap().parse().unwrap();
-                    let pos = record.position().unwrap();
-                    prop_assert_eq!(input.line_of(pos.byte(), pos.line()), want, "{:?}", text);
+                let file = tempfile::NamedTempFile::new().unwrap();
+                let mut input = match via {
+                    0 => {
+                        std::fs::write(file.path(), text.as_bytes()).unwrap();
+                        Input::open(&Source::Path(file.path().to_path_buf()), &options, false, 1).unwrap()
+                    }
+                    1 => Input::from_reader("-".into(), Box::new(io::Cursor::new(text.clone())), &options)
+                        .unwrap(),
+                    _ => {
+                        use std::io::Write;
+                        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                        gz.write_all(text.as_bytes()).unwrap();
+                        std::fs::write(file.path(), gz.finish().unwrap()).unwrap();
+                        Input::open(&Source::Path(file.path().to_path_buf()), &options, false, 1).unwrap()
+                    }
+                };
+                let mut seen = Vec::new();
+                each_record(&mut input, |record, _, line| {
+                    let want: u64 = std::str::from_utf8(record.get(0).unwrap()).unwrap().parse().unwrap();
+                    seen.push((want, line));
+                })
+                .unwrap();
+                for (want, got) in seen {
+                    prop_assert_eq!(got, want, "{:?}", text);
                 }
                 Ok(())
             })

@@ -1,403 +1,433 @@
-//! The parallel scan of a plain file: the bytes after the first row are cut into a few chunks
-//! per thread, which the threads claim in order as they become free (so a thread slowed down by
-//! another process does not hold up the rest), read with positioned reads into a buffer per
-//! thread, split by a word-at-a-time search for delimiters and line ends, and folded into one
-//! [`Fold`] per chunk; the chunks' folds are merged in file order.
+//! The scan of any input, file or pipe, plain or decompressed: one thread reads blocks and cuts
+//! them into parts that end where a record ends; `threads` workers read the parts'
+//! records ([`parse`]) into one fold each; the calling thread merges the folds in input
+//! order.
 //!
-//! # Why a split is never wrong
-//! The scan only ever *decides* a file whose bytes after the first row contain no quote byte
-//! (`"`). Each thread checks every byte it reads for one before using it, and any quote aborts
-//! the whole parallel scan: the caller then rescans the file with the csv reader. Without
-//! quotes, the csv crate (quoting on, no escape, no comments, CRLF terminator, as
-//! [`Input`](crate::data::input::Input) builds it) reads a row as a maximal run of bytes that are
-//! neither `\n` nor `\r`, split at the delimiter, and skips empty lines. Such runs can be found
-//! from any offset: a row starts at offset p exactly when byte p is not a line end and byte p − 1
-//! is one (or p is where the scan starts, right after the csv reader's first row). So chunk i
-//! takes the rows that *start* in its range [b_i, b_{i+1}): its scan looks at byte b_i − 1, skips
-//! to the first line end at or after it (the row in progress there is chunk i − 1's), and reads
-//! on past b_{i+1} only to finish its last row.
-//!
-//! The same goes for anything else the csv reader would treat differently: a row whose number
-//! of fields differs from the first row's, a cell a fold refuses, a read error. The thread stops,
-//! the scan returns [`Fallback`], and the caller's csv rescan produces the exact result or the
-//! exact message (`row N (line M)`). Partial results are never merged.
+//! # Why a cut is never wrong
+//! The reader cuts a block after its last line end that an even number of quotes precede
+//! (counted from the start of the block, which is itself a cut): for well-formed quoting that
+//! is a line end outside quotes, so quoted line breaks and delimiters stay inside their part.
+//! That is only the guess that makes cuts good; correctness does not rest on it. Every part is
+//! read exactly (csv-core's transitions, [`structure`](mod@crate::data::structure)) from the
+//! start of a record, and says whether it ended where a record ends. The merger knows, part
+//! by part in order, that a part starts at a record (the first does; the next does when this
+//! one ended cleanly). When a part ended inside a record (a stray quote broke the guess), its
+//! unfinished record is joined to the next part's bytes and read again from there, by the
+//! merger, before that part's own result could be used. So every record is read from its true
+//! start, whatever the cuts.
 //!
 //! # Why the aggregate does not depend on the thread count
-//! The folds are exact (integers) and their `merge` is associative; chunks are merged in file
-//! order. Folding rows 1..n in one pass or in k consecutive parts gives the same state.
+//! The folds are exact (integers) and their `merge` is associative; the parts are merged in
+//! input order, so folding rows 1..n in one pass or in k consecutive parts gives the same state.
+//! The first problem in input order (a ragged row, a refused cell) stops the scan with its row
+//! and line numbers counted across parts.
+//!
+//! Memory: `threads` + 2 read buffers of [`BLOCK`] bytes (a record longer than a block grows
+//! its buffer), and one fold per part in flight.
 
-use std::fs::File;
-use std::io;
-use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Mutex;
 
-use indicatif::ProgressBar;
-use memchr::{memchr, memchr2};
+use memchr::{memchr, memrchr2};
 
-use crate::data::filter::{passes, Filters};
 use crate::data::fingerprint::Fingerprinter;
-use crate::data::row::{Fold, Row};
+use crate::data::records::{parse, Parsed, Part, Problem, Scratch, Shape};
+use crate::data::row::{BadCell, Fold, Row};
+use crate::data::structure::count_quotes;
 
-/// Per-thread read buffers share this much memory (so peak RSS does not grow with threads) ...
-const BUFFER_BUDGET: usize = 8 << 20;
-/// ... within these bounds per thread.
-const MIN_BLOCK: usize = 64 << 10;
-const MAX_BLOCK: usize = 1 << 20;
+/// The size of a part: large enough that handing it over costs nothing next to reading it,
+/// small enough that the buffers in flight stay a few MiB.
+pub const BLOCK: usize = 512 << 10;
 
-/// Chunks per thread: enough for a free thread to take over from a slow one, few enough that
-/// the folds waiting to be merged stay small.
-const CHUNKS_PER_THREAD: u64 = 4;
+/// Read buffers in flight besides one per worker.
+const SPARE_BUFFERS: usize = 2;
 
-/// How many copies of a fold a scan with `threads` threads holds at most: one per chunk, one
-/// template per thread, and the caller's two.
+/// How many copies of a fold a scan with `threads` threads holds at most: one per buffer in
+/// flight, one per worker, the merger's and the caller's.
 pub fn copies(threads: usize) -> usize {
-    threads.max(1) * (CHUNKS_PER_THREAD as usize + 1) + 2
+    2 * threads.max(1) + SPARE_BUFFERS + 2
 }
 
-/// The read size of each thread when `threads` threads scan at once.
-pub fn block_size(threads: usize) -> usize {
-    (BUFFER_BUDGET / threads.max(1)).clamp(MIN_BLOCK, MAX_BLOCK)
+/// The input after its header: the bytes already read and the rest of the stream.
+pub struct Stream {
+    pub reader: Box<dyn Read + Send>,
+    /// Bytes read but not scanned yet; they start where a record starts.
+    pub head: Vec<u8>,
+    /// Whether the byte before `head` was a CR.
+    pub after_cr: bool,
+    /// Physical line ends before `head`.
+    pub lines: u64,
+    /// Fingerprints every byte of the stream, in order (the bytes before `head` are in).
+    pub digest: Option<Fingerprinter>,
 }
 
-/// What the scan needs to know about the rows.
-pub struct Layout<'a> {
-    pub delimiter: u8,
-    /// Fields every row must have: the first row's count (the scan refuses any other) ...
-    pub fields: usize,
-    /// ... unless rows of other widths are tolerated (under a ledger): then a short row's
-    /// missing cells read as empty, like the csv reader's.
-    pub tolerant: bool,
-    /// How many leading fields to locate in each row: one past the widest column read (at most
-    /// `fields`, which the csv reader checked on the first row).
-    pub read_fields: usize,
-    pub filters: &'a Filters,
+/// How the scan stopped early.
+#[derive(Debug)]
+pub enum Failure {
+    Read(io::Error),
+    /// `row` counts data rows from 1; `line` is the physical line where the record starts.
+    Stop {
+        problem: Problem,
+        row: u64,
+        line: u64,
+    },
+}
+
+/// Everything one scan needs.
+pub struct Setup {
+    pub shape: Shape,
     pub threads: usize,
-    /// Read size per thread; a row longer than this grows that thread's buffer.
     pub block: usize,
 }
 
-/// The folds of a completed scan's chunks, in file order.
-pub struct Done<F> {
-    pub folds: Vec<F>,
+/// The end of a successful scan.
+pub struct Done {
     pub kept: u64,
-    /// The fingerprint of the file's records from offset 0, when asked for.
-    pub digest: Option<String>,
+    pub digest: Option<Fingerprinter>,
 }
 
-/// The parallel scan cannot decide this file (a quote, a ragged row, a refused cell, a read
-/// error); the caller rescans it with the csv reader.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Fallback;
+/// A part on its way to a worker.
+struct Job {
+    id: u64,
+    buf: Block,
+    last: bool,
+    after_cr: bool,
+}
 
-/// Folds every row that starts in `data` (which begins at a row boundary and ends at the end of
-/// the file) into `layout.threads` copies of `empty`. With `hash`, another thread computes the
-/// fingerprint of the whole file's records, bytes 0 to `data.end`, in order.
-pub fn scan<F: Fold>(
-    file: &File,
-    data: Range<u64>,
-    layout: &Layout,
-    empty: &F,
-    progress: Option<&ProgressBar>,
-    hash: bool,
-) -> Result<Done<F>, Fallback> {
-    let threads = layout.threads.max(1);
-    let chunks = threads as u64 * CHUNKS_PER_THREAD;
-    let width = data.end.saturating_sub(data.start);
-    let bound = move |i: u64| data.start + (u128::from(width) * u128::from(i) / u128::from(chunks)) as u64;
-    let next = AtomicU64::new(0);
-    let abort = AtomicBool::new(false);
+/// A part read by a worker.
+struct Read_<F> {
+    job: Job,
+    parsed: Parsed,
+    fold: F,
+    kept: u64,
+}
+
+/// Reads every record of `stream` and folds those that pass `filters` into `fold`.
+pub fn scan<F: Fold>(stream: Stream, setup: &Setup, fold: &mut F) -> Result<Done, Failure> {
+    let threads = setup.threads.max(1);
+    let buffers = threads + SPARE_BUFFERS;
+    let (free_tx, free_rx) = mpsc::sync_channel::<Block>(buffers);
+    for _ in 0..buffers {
+        let _ = free_tx.send(Block::default());
+    }
+    let (work_tx, work_rx) = mpsc::sync_channel::<Job>(buffers);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<Read_<F>>();
+    let stop = AtomicBool::new(false);
+    let empty = fold.clone();
     std::thread::scope(|scope| {
-        let (next, abort) = (&next, &abort);
-        let hasher = hash.then(|| scope.spawn(move || hash_file(file, data.end, layout, abort)));
-        // Each thread claims the next chunk until none is left; its folds come back tagged.
-        let thread = |template: F| {
-            move || -> Result<Vec<(u64, F, u64)>, Fallback> {
-                let mut buf = Vec::new();
-                let mut parts = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= chunks || abort.load(Ordering::Relaxed) {
-                        return if abort.load(Ordering::Relaxed) { Err(Fallback) } else { Ok(parts) };
-                    }
-                    let chunk = Worker::new(layout, template.clone(), bound(i)..bound(i + 1), i == 0);
-                    match chunk.run(file, data.end, &mut buf, progress, abort) {
-                        Ok((fold, kept)) => parts.push((i, fold, kept)),
-                        Err(e) => {
-                            abort.store(true, Ordering::Relaxed);
-                            return Err(e);
-                        }
-                    }
-                }
-            }
-        };
-        let others: Vec<_> = (1..threads).map(|_| scope.spawn(thread(empty.clone()))).collect();
-        let mut results = vec![thread(empty.clone())()];
-        results.extend(others.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))));
-        if results.iter().any(Result::is_err) {
-            abort.store(true, Ordering::Relaxed);
+        let (stop, work_rx, empty) = (&stop, &work_rx, &empty);
+        let Stream { reader, head, after_cr, lines, digest } = stream;
+        let block = setup.block;
+        let reader =
+            scope.spawn(move || read_parts(reader, head, after_cr, digest, block, free_rx, work_tx, stop));
+        for _ in 0..threads {
+            let done_tx = done_tx.clone();
+            let empty = empty.clone();
+            scope.spawn(move || work(setup, &empty, work_rx, done_tx, stop));
         }
-        let digest = match hasher {
-            Some(h) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?),
-            None => None,
-        };
-        let mut parts = Vec::with_capacity(chunks as usize);
-        for result in results {
-            parts.extend(result?);
+        drop(done_tx);
+        let merged = merge(setup, fold, lines, done_rx, free_tx, stop);
+        if merged.is_err() {
+            stop.store(true, Ordering::Relaxed);
         }
-        parts.sort_by_key(|(i, _, _)| *i);
-        let mut done = Done { folds: Vec::with_capacity(parts.len()), kept: 0, digest };
-        for (_, fold, kept) in parts {
-            done.folds.push(fold);
-            done.kept += kept;
-        }
-        Ok(done)
+        let read = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let kept = merged?;
+        let digest = read.map_err(Failure::Read)?;
+        Ok(Done { kept, digest })
     })
 }
 
-/// The scan of one chunk: the rows starting in `own`.
-struct Worker<'p, F> {
-    layout: &'p Layout<'p>,
-    fold: F,
-    kept: u64,
-    own: Range<u64>,
-    /// Whether `own.start` is known to start a row (chunk 0); otherwise the scan backs up one
-    /// byte and skips the row in progress.
-    aligned: bool,
-    /// Offset in the buffer of the current row's first byte.
-    line: usize,
-    /// Delimiters seen so far in the current row.
-    field: usize,
-    /// Offsets (from `line`) of the bytes that end each of the first `read_fields` fields.
-    ends: Vec<usize>,
-    /// The current row began before `own`: it is the previous chunk's.
-    skip: bool,
+/// The reader: fills free buffers, cuts each after a record's end, hands it on.
+#[allow(clippy::too_many_arguments)]
+fn read_parts(
+    mut reader: Box<dyn Read + Send>,
+    mut carry: Vec<u8>,
+    mut after_cr: bool,
+    mut digest: Option<Fingerprinter>,
+    block: usize,
+    free: Receiver<Block>,
+    work: SyncSender<Job>,
+    stop: &AtomicBool,
+) -> io::Result<Option<Fingerprinter>> {
+    let mut eof = false;
+    for id in 0.. {
+        let Ok(mut buf) = free.recv() else { break };
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        buf.len = 0;
+        buf.append(&carry);
+        carry.clear();
+        let cut = next_cut(&mut reader, &mut buf, block, &mut eof, &mut digest)?;
+        carry.extend_from_slice(&buf.data()[cut..]);
+        buf.len = cut;
+        let next_after_cr = buf.data().last().map_or(after_cr, |&b| b == b'\r');
+        if work.send(Job { id, buf, last: eof, after_cr }).is_err() || eof {
+            break;
+        }
+        after_cr = next_after_cr;
+    }
+    Ok(digest)
 }
 
-impl<'p, F: Fold> Worker<'p, F> {
-    fn new(layout: &'p Layout<'p>, fold: F, own: Range<u64>, aligned: bool) -> Self {
-        let ends = vec![0; layout.read_fields];
-        Worker { layout, fold, kept: 0, own, aligned, line: 0, field: 0, ends, skip: !aligned }
+/// Reads more into `buf` (which starts where a record starts) and says where to cut it: after
+/// a record's end, or at its end once the input ended (`eof` is set then).
+pub fn next_cut(
+    reader: &mut Box<dyn Read + Send>,
+    buf: &mut Block,
+    block: usize,
+    eof: &mut bool,
+    digest: &mut Option<Fingerprinter>,
+) -> io::Result<usize> {
+    let mut target = block.max(buf.len + block / 2);
+    loop {
+        if !*eof {
+            *eof = fill(reader, buf, target, digest)?;
+        }
+        if *eof {
+            return Ok(buf.len);
+        }
+        if let Some(cut) = cut_after_record(buf.data()) {
+            return Ok(cut);
+        }
+        // No line end at all: one record longer than the buffer.
+        target = buf.len * 2;
+    }
+}
+
+/// A read buffer: `bytes[..len]` holds the data; the rest is memory already initialised, kept
+/// for the next fill (so reading never clears memory again).
+#[derive(Default)]
+pub struct Block {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Block {
+    fn data(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 
-    /// Scans the chunk with `buf` as its read buffer (reused from chunk to chunk).
-    fn run(
-        mut self,
-        file: &File,
-        eof: u64,
-        buf: &mut Vec<u8>,
-        progress: Option<&ProgressBar>,
-        abort: &AtomicBool,
-    ) -> Result<(F, u64), Fallback> {
-        if self.own.start >= self.own.end {
-            return Ok((self.fold, 0));
+    fn append(&mut self, more: &[u8]) {
+        let end = self.len + more.len();
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
         }
-        // File offset of buf[0].
-        let mut pos = if self.aligned { self.own.start } else { self.own.start - 1 };
-        let wanted = (self.own.end - pos).saturating_add(256);
-        buf.clear();
-        buf.resize(usize::try_from(wanted).unwrap_or(usize::MAX).clamp(16, self.layout.block.max(16)), 0);
-        let mut filled = 0;
-        // Bytes before this offset in buf have been classified.
-        let mut scanned = 0;
-        // Whether a `\r` has been seen: until then, only delimiters and `\n` are searched for.
-        let mut cr = false;
-        loop {
-            if abort.load(Ordering::Relaxed) {
-                return Err(Fallback);
-            }
-            let before = filled;
-            let want = usize::try_from(eof - pos).map_or(buf.len(), |left| left.min(buf.len()));
-            filled = read_full(file, &mut buf[..want], filled, pos)?;
-            if let Some(bar) = progress {
-                bar.inc((filled - before) as u64);
-            }
-            let new = &buf[before..filled];
-            if memchr2(b'"', b'\r', new).is_some() {
-                if memchr(b'"', new).is_some() {
-                    return Err(Fallback);
-                }
-                cr = true;
-            }
-            let at_eof = pos + filled as u64 == eof;
-            let to = if at_eof { filled } else { scanned + (filled - scanned) / 8 * 8 };
-            let finished = if cr {
-                self.split::<true>(buf, scanned..to, pos)?
-            } else {
-                self.split::<false>(buf, scanned..to, pos)?
-            };
-            scanned = to;
-            if finished {
+        self.bytes[self.len..end].copy_from_slice(more);
+        self.len = end;
+    }
+
+    /// Drops the first `n` bytes.
+    fn consume(&mut self, n: usize) {
+        self.bytes.copy_within(n..self.len, 0);
+        self.len -= n;
+    }
+}
+
+/// Where a record read by [`alone`] lies: in `bytes`, a part that starts after `rows` rows and
+/// `lines` physical line ends of the input (and after a CR if `after_cr`).
+pub struct At<'a> {
+    /// The part's number, from 0.
+    pub part: u64,
+    pub bytes: &'a [u8],
+    pub after_cr: bool,
+    pub lines: u64,
+    pub rows: u64,
+}
+
+/// The same scan by the calling thread alone, with no copy of anything `each` holds: for folds
+/// too large to copy, and for `dpstat check`, which needs each record's place.
+pub fn alone<C>(stream: Stream, shape: &Shape, block: usize, mut each: C) -> Result<Done, Failure>
+where
+    C: FnMut(&Row, &At) -> Result<(), BadCell>,
+{
+    let Stream { mut reader, head, mut after_cr, mut lines, mut digest } = stream;
+    let mut buf = Block { len: head.len(), bytes: head };
+    let mut scratch = Scratch::default();
+    let (mut rows, mut kept) = (0u64, 0u64);
+    let mut eof = false;
+    for number in 0.. {
+        let cut = next_cut(&mut reader, &mut buf, block, &mut eof, &mut digest).map_err(Failure::Read)?;
+        let at = At { part: number, bytes: &buf.data()[..cut], after_cr, lines, rows };
+        let part = Part { bytes: &buf.data()[..cut], last: eof, after_cr };
+        let parsed = parse(part, shape, &mut scratch, |row| {
+            each(row, &at)?;
+            kept += 1;
+            Ok(())
+        });
+        if let Some(stop) = parsed.stop {
+            return Err(Failure::Stop {
+                problem: stop.problem,
+                row: rows + stop.row,
+                line: lines + parsed.lines + 1,
+            });
+        }
+        rows += parsed.rows;
+        lines += parsed.lines;
+        let used = parsed.unfinished.unwrap_or(cut);
+        if eof && parsed.unfinished.is_none() {
+            return Ok(Done { kept, digest });
+        }
+        if used > 0 {
+            after_cr = buf.data()[used - 1] == b'\r';
+        }
+        buf.consume(used);
+    }
+    unreachable!("the input ends")
+}
+
+/// Reads into `buf` until it holds `target` bytes or the input ends (true then), fingerprinting
+/// what it reads.
+fn fill(
+    reader: &mut Box<dyn Read + Send>,
+    buf: &mut Block,
+    target: usize,
+    digest: &mut Option<Fingerprinter>,
+) -> io::Result<bool> {
+    if buf.bytes.len() < target {
+        buf.bytes.resize(target, 0);
+    }
+    let before = buf.len;
+    let mut eof = false;
+    while buf.len < target {
+        match reader.read(&mut buf.bytes[buf.len..target]) {
+            Ok(0) => {
+                eof = true;
                 break;
             }
-            if at_eof {
-                // A last row without a line end.
-                if !self.skip && self.line < filled {
-                    self.end_row(buf, filled, pos)?;
-                }
-                break;
-            }
-            if self.line == 0 && filled == buf.len() {
-                // One row fills the whole buffer: make room for the rest of it.
-                buf.resize(buf.len() * 2, 0);
-            } else {
-                let keep = self.line;
-                buf.copy_within(keep..filled, 0);
-                filled -= keep;
-                scanned -= keep;
-                pos += keep as u64;
-                self.line = 0;
-            }
-        }
-        Ok((self.fold, self.kept))
-    }
-
-    /// Handles every delimiter and line end in `buf[range]`, a whole number of 8-byte words
-    /// unless it ends at the end of the file. True once a row at or past `own.end` is reached.
-    #[inline(always)]
-    fn split<const CR: bool>(&mut self, buf: &[u8], range: Range<usize>, pos: u64) -> Result<bool, Fallback> {
-        let delimiter = self.layout.delimiter;
-        let mut base = range.start;
-        while base < range.end {
-            let (word, valid) = match buf.get(base..base + 8) {
-                Some(bytes) if base + 8 <= range.end => (u64::from_le_bytes(word_of(bytes)), u64::MAX),
-                _ => {
-                    let tail = &buf[base..range.end];
-                    let mut bytes = [0u8; 8];
-                    bytes[..tail.len()].copy_from_slice(tail);
-                    (u64::from_le_bytes(bytes), (1u64 << (8 * tail.len())) - 1)
-                }
-            };
-            let mut delimiters = bytes_equal(word, delimiter) & valid;
-            let mut line_ends = bytes_equal(word, b'\n');
-            if CR {
-                line_ends |= bytes_equal(word, b'\r');
-            }
-            line_ends &= valid;
-            // Line ends one by one; of the delimiters, only those before each line end.
-            while line_ends != 0 {
-                let first = line_ends & line_ends.wrapping_neg();
-                self.delimiters(base, delimiters & (first - 1));
-                delimiters &= !(first | (first - 1));
-                line_ends &= line_ends - 1;
-                let at = base + (first.trailing_zeros() / 8) as usize;
-                if self.end_row(buf, at, pos)? {
-                    return Ok(true);
-                }
-            }
-            self.delimiters(base, delimiters);
-            base += 8;
-        }
-        Ok(false)
-    }
-
-    /// Takes the delimiters marked in `hits` (0x80 in each byte of the word at `base` that is
-    /// one), all in the current row: records where the first `read_fields` fields end, and only
-    /// counts the others.
-    #[inline(always)]
-    fn delimiters(&mut self, base: usize, mut hits: u64) {
-        while hits != 0 {
-            let Some(end) = self.ends.get_mut(self.field) else { break };
-            *end = base + (hits.trailing_zeros() / 8) as usize - self.line;
-            self.field += 1;
-            hits &= hits - 1;
-        }
-        // The number of marked bytes (at most 8): the top bits gathered into the top byte.
-        self.field += ((hits >> 7).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize;
-    }
-
-    /// The current row ends at `buf[at]` (a line end, or the end of the file): fold it if it is
-    /// this thread's. True once the next row would start at or past `own.end`.
-    #[inline(always)]
-    fn end_row(&mut self, buf: &[u8], at: usize, pos: u64) -> Result<bool, Fallback> {
-        let start = self.line;
-        let fields = self.field + 1;
-        self.line = at + 1;
-        self.field = 0;
-        let past_end = pos + self.line as u64 >= self.own.end;
-        if self.skip {
-            self.skip = false;
-            return Ok(past_end);
-        }
-        if at == start {
-            // An empty line: the csv reader skips it.
-            return Ok(past_end);
-        }
-        if fields != self.layout.fields && !self.layout.tolerant {
-            return Err(Fallback);
-        }
-        if let Some(end) = self.ends.get_mut(fields - 1) {
-            *end = at - start;
-        }
-        // A short row (tolerated) has only its own fields: the ends after them are stale.
-        let row = Row::line(&buf[start..at], &self.ends[..fields.min(self.ends.len())]);
-        if passes(&row, self.layout.filters) {
-            self.fold.row(&row).map_err(|_| Fallback)?;
-            self.kept += 1;
-        }
-        Ok(past_end)
-    }
-}
-
-fn word_of(bytes: &[u8]) -> [u8; 8] {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(bytes);
-    word
-}
-
-/// 0x80 in each byte of `word` that equals `byte`, 0 in the others. Exact: `(v & 0x7f) + 0x7f`
-/// cannot carry into the next byte, and its top bit is set exactly when v & 0x7f ≠ 0.
-#[inline(always)]
-fn bytes_equal(word: u64, byte: u8) -> u64 {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let v = word ^ (0x0101_0101_0101_0101 * u64::from(byte));
-    !(((v & LOW7) + LOW7) | v | LOW7)
-}
-
-/// Fills `buf[filled..]` from file offset `pos + filled`; a short file is a [`Fallback`].
-fn read_full(file: &File, buf: &mut [u8], mut filled: usize, pos: u64) -> Result<usize, Fallback> {
-    while filled < buf.len() {
-        match read_at(file, &mut buf[filled..], pos + filled as u64) {
-            Ok(0) => return Err(Fallback),
-            Ok(n) => filled += n,
+            Ok(n) => buf.len += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return Err(Fallback),
+            Err(e) => return Err(e),
         }
     }
-    Ok(filled)
-}
-
-/// The fingerprint of the records in the file's first `len` bytes, read in order.
-fn hash_file(file: &File, len: u64, layout: &Layout, abort: &AtomicBool) -> Result<String, Fallback> {
-    let block = layout.block;
-    let mut hasher = Fingerprinter::new(layout.delimiter);
-    let mut buf = vec![0u8; block];
-    let mut pos = 0;
-    while pos < len {
-        if abort.load(Ordering::Relaxed) {
-            return Err(Fallback);
-        }
-        let want = usize::try_from(len - pos).map_or(block, |left| left.min(block));
-        read_full(file, &mut buf[..want], 0, pos)?;
-        hasher.update(&buf[..want]);
-        pos += want as u64;
+    if let Some(digest) = digest {
+        digest.update(&buf.bytes[before..buf.len]);
     }
-    Ok(hasher.finish())
+    Ok(eof)
 }
 
-/// A read at a position, which leaves the file's own offset (shared by its clones) alone.
-#[cfg(unix)]
-pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+/// Where to cut `buf` (which starts where a record starts): after the last line end preceded by
+/// an even number of quotes, else after the last line end; None without a line end.
+pub fn cut_after_record(buf: &[u8]) -> Option<usize> {
+    let Some(first_quote) = memchr(b'"', buf) else {
+        return memrchr2(b'\n', b'\r', buf).map(|i| i + 1);
+    };
+    let mut odd = count_quotes(&buf[first_quote..]) % 2 == 1;
+    for i in memchr::memrchr3_iter(b'"', b'\n', b'\r', buf) {
+        if buf[i] == b'"' {
+            odd = !odd;
+        } else if !odd {
+            return Some(i + 1);
+        }
+    }
+    memrchr2(b'\n', b'\r', buf).map(|i| i + 1)
 }
 
-/// A read at a position, which leaves the file's own offset (shared by its clones) alone.
-#[cfg(windows)]
-pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+/// A worker: reads the records of each part it takes into a fold of its own.
+fn work<F: Fold>(
+    setup: &Setup,
+    empty: &F,
+    jobs: &Mutex<Receiver<Job>>,
+    done: mpsc::Sender<Read_<F>>,
+    stop: &AtomicBool,
+) {
+    let mut scratch = Scratch::default();
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        if stop.load(Ordering::Relaxed) {
+            continue;
+        }
+        let (fold, kept, parsed) =
+            read_part(setup, empty, &mut scratch, job.buf.data(), job.last, job.after_cr);
+        if done.send(Read_ { job, parsed, fold, kept }).is_err() {
+            return;
+        }
+    }
 }
 
-/// A read at a position, which leaves the file's own offset (shared by its clones) alone.
-#[cfg(not(any(unix, windows)))]
-pub fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
-    Err(io::ErrorKind::Unsupported.into())
+/// The records of one part, folded.
+fn read_part<F: Fold>(
+    setup: &Setup,
+    empty: &F,
+    scratch: &mut Scratch,
+    bytes: &[u8],
+    last: bool,
+    after_cr: bool,
+) -> (F, u64, Parsed) {
+    let mut fold = empty.clone();
+    let mut kept = 0u64;
+    let part = Part { bytes, last, after_cr };
+    let parsed = parse(part, &setup.shape, scratch, |row| {
+        fold.row(row)?;
+        kept += 1;
+        Ok(())
+    });
+    (fold, kept, parsed)
+}
+
+/// The merger: takes the parts in input order, joins an unfinished record to the next part,
+/// merges the folds, and returns each buffer to the reader.
+fn merge<F: Fold>(
+    setup: &Setup,
+    fold: &mut F,
+    mut lines: u64,
+    done: Receiver<Read_<F>>,
+    free: SyncSender<Block>,
+    stop: &AtomicBool,
+) -> Result<u64, Failure> {
+    let mut waiting: BTreeMap<u64, Read_<F>> = BTreeMap::new();
+    let mut next = 0u64;
+    let (mut rows, mut kept) = (0u64, 0u64);
+    // An unfinished record's bytes, and whether a CR came before them.
+    let mut unfinished: Option<(Vec<u8>, bool)> = None;
+    let mut scratch = Scratch::default();
+    let empty = fold.clone();
+    for part in done.iter() {
+        waiting.insert(part.job.id, part);
+        while let Some(mut part) = waiting.remove(&next) {
+            next += 1;
+            let mut joined = None;
+            if let Some((mut bytes, after_cr)) = unfinished.take() {
+                bytes.extend_from_slice(part.job.buf.data());
+                let (f, k, p) = read_part(setup, &empty, &mut scratch, &bytes, part.job.last, after_cr);
+                (part.fold, part.kept, part.parsed) = (f, k, p);
+                joined = Some((bytes, after_cr));
+            }
+            if let Some(stop_at) = part.parsed.stop.take() {
+                stop.store(true, Ordering::Relaxed);
+                return Err(Failure::Stop {
+                    problem: stop_at.problem,
+                    row: rows + stop_at.row,
+                    line: lines + part.parsed.lines + 1,
+                });
+            }
+            let parsed = &part.parsed;
+            rows += parsed.rows;
+            lines += parsed.lines;
+            kept += part.kept;
+            if let Some(offset) = parsed.unfinished {
+                let (bytes, after_cr) = match &joined {
+                    Some((bytes, after_cr)) => (bytes.as_slice(), *after_cr),
+                    None => (part.job.buf.data(), part.job.after_cr),
+                };
+                let before_cr = if offset == 0 { after_cr } else { bytes[offset - 1] == b'\r' };
+                unfinished = Some((bytes[offset..].to_vec(), before_cr));
+            }
+            fold.merge(part.fold);
+            let _ = free.send(part.job.buf);
+        }
+    }
+    if unfinished.is_some() || !waiting.is_empty() {
+        // The reader stopped early: its error says why.
+        stop.store(true, Ordering::Relaxed);
+    }
+    Ok(kept)
 }

@@ -19,29 +19,101 @@ pub trait Fold: Clone + Send {
     }
 }
 
-/// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord`, or a line
-/// of a quote-free file with the end offsets of its first fields (those the scan reads).
+/// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord` (tests), or a
+/// record found by the scan ([`records`](crate::data::records)) with the spans of its first
+/// fields (those the scan reads), their quotes already taken off.
 #[derive(Clone, Copy)]
 pub struct Row<'a>(Fields<'a>);
 
 #[derive(Clone, Copy)]
 enum Fields<'a> {
     Record(&'a ByteRecord),
-    /// `ends[i]` is the offset in `line` of the byte that ends field i (delimiter or line end).
+    /// A record whose field i ends at `ends[i]` and starts after the one before it; with
+    /// `quoted`, a field that starts with a quote is read between its first and last bytes.
     Line {
-        line: &'a [u8],
+        bytes: &'a [u8],
+        start: usize,
         ends: &'a [usize],
+        quoted: bool,
+        width: usize,
+        memo: &'a [Memo],
+        stamp: u64,
+    },
+    Spans {
+        bytes: &'a [u8],
+        /// Values rewritten without their quotes (`""` made one quote), for spans marked
+        /// [`Span::REWRITTEN`].
+        rewritten: &'a [u8],
+        spans: &'a [Span],
+        /// Fields in the row (also those past `spans`).
+        width: usize,
+        /// Numbers already parsed in this row, by column: see [`Row::memo`].
+        memo: &'a [Memo],
+        stamp: u64,
+        /// The offset in `bytes` of the record's first byte.
+        start: usize,
     },
 }
+
+/// Where a field's value lies: `bytes[start..end]`, or `rewritten[..]` with
+/// [`Span::REWRITTEN`] set in `start`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub const REWRITTEN: usize = 1 << (usize::BITS - 1);
+}
+
+/// A number parsed from a cell, marked with the row it was parsed in (`stamp`), so that every
+/// query reading the same column of a row parses it once.
+pub type Memo = std::cell::Cell<(u64, Option<f64>)>;
 
 impl<'a> Row<'a> {
     pub fn record(record: &'a ByteRecord) -> Row<'a> {
         Row(Fields::Record(record))
     }
 
-    /// A line split by [`parallel`](crate::data::parallel): `ends` as in the field ends of a csv record.
-    pub fn line(line: &'a [u8], ends: &'a [usize]) -> Row<'a> {
-        Row(Fields::Line { line, ends })
+    /// A record of `width` fields that starts at `bytes[start]` and whose first fields lie at
+    /// `spans`; `memo` holds numbers parsed in earlier rows under other stamps.
+    #[allow(clippy::too_many_arguments)]
+    pub fn spans(
+        bytes: &'a [u8],
+        start: usize,
+        rewritten: &'a [u8],
+        spans: &'a [Span],
+        width: usize,
+        memo: &'a [Memo],
+        stamp: u64,
+    ) -> Row<'a> {
+        Row(Fields::Spans { bytes, rewritten, spans, width, memo, stamp, start })
+    }
+
+    /// A record that starts at `bytes[start]`, whose field i ends at `ends[i]`; with `quoted`,
+    /// a field that starts with a quote has its value between its first and last bytes (the
+    /// caller checked that it ends with its only other quote).
+    #[allow(clippy::too_many_arguments)]
+    pub fn line(
+        bytes: &'a [u8],
+        start: usize,
+        ends: &'a [usize],
+        quoted: bool,
+        width: usize,
+        memo: &'a [Memo],
+        stamp: u64,
+    ) -> Row<'a> {
+        Row(Fields::Line { bytes, start, ends, quoted, width, memo, stamp })
+    }
+
+    /// The offset of the record's first byte in the bytes the scan read it from (0 for a
+    /// `ByteRecord`).
+    pub fn offset(&self) -> usize {
+        match self.0 {
+            Fields::Record(_) => 0,
+            Fields::Line { start, .. } | Fields::Spans { start, .. } => start,
+        }
     }
 
     /// Field `index`, untrimmed; None past the fields this row holds.
@@ -49,13 +121,42 @@ impl<'a> Row<'a> {
     pub fn get(&self, index: usize) -> Option<&'a [u8]> {
         match self.0 {
             Fields::Record(record) => record.get(index),
-            Fields::Line { line, ends } => {
+            Fields::Line { bytes, start, ends, quoted, .. } => {
                 let end = *ends.get(index)?;
-                let start = match index {
-                    0 => 0,
-                    _ => ends[index - 1] + 1,
-                };
-                line.get(start..end)
+                let from = if index == 0 { start } else { ends[index - 1] + 1 };
+                let field = bytes.get(from..end)?;
+                match field {
+                    [b'"', inner @ .., _] if quoted => Some(inner),
+                    _ => Some(field),
+                }
+            }
+            Fields::Spans { bytes, rewritten, spans, .. } => {
+                let span = spans.get(index)?;
+                if span.start & Span::REWRITTEN == 0 {
+                    bytes.get(span.start..span.end)
+                } else {
+                    rewritten.get(span.start & !Span::REWRITTEN..span.end)
+                }
+            }
+        }
+    }
+
+    /// The number of fields in the row.
+    pub fn width(&self) -> usize {
+        match self.0 {
+            Fields::Record(record) => record.len(),
+            Fields::Line { width, .. } | Fields::Spans { width, .. } => width,
+        }
+    }
+
+    /// The memo slot of column `index` and this row's stamp: a slot holding this stamp holds
+    /// the column's number in this row.
+    #[inline]
+    pub fn memo(&self, index: usize) -> Option<(&'a Memo, u64)> {
+        match self.0 {
+            Fields::Record(_) => None,
+            Fields::Line { memo, stamp, .. } | Fields::Spans { memo, stamp, .. } => {
+                memo.get(index).map(|slot| (slot, stamp))
             }
         }
     }

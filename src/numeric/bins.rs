@@ -63,6 +63,29 @@ impl Bins {
 pub struct Categories {
     names: Vec<String>,
     index: HashMap<Vec<u8>, usize>,
+    /// Each name's length and, for names of at most 8 bytes, its bytes as one word ([`word`]).
+    words: Vec<(usize, u64)>,
+}
+
+/// At most 8 bytes as one word: the bytes, lowest first, then zeros (so two such words are
+/// equal exactly when the bytes are, given the same length). Read with overlapping loads.
+#[inline(always)]
+fn word(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    debug_assert!(n <= 8);
+    match n {
+        0 => 0,
+        1..=3 => {
+            u64::from(bytes[0])
+                | u64::from(bytes[n / 2]) << (8 * (n / 2))
+                | u64::from(bytes[n - 1]) << (8 * (n - 1))
+        }
+        _ => {
+            let first = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            let last = u32::from_le_bytes([bytes[n - 4], bytes[n - 3], bytes[n - 2], bytes[n - 1]]);
+            u64::from(first) | u64::from(last) << (8 * (n - 4))
+        }
+    }
 }
 
 /// Name of the bin that collects values not in the public list.
@@ -78,6 +101,17 @@ impl Categories {
     #[inline]
     pub fn index(&self, cell: &[u8]) -> usize {
         if self.names.len() <= 16 {
+            if cell.len() <= 8 {
+                // One word compare per name instead of a call to memcmp, and all of them: which
+                // name a row holds is random, so stopping at the first match mispredicts.
+                let key = (cell.len(), word(cell));
+                let found = self
+                    .words
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |found, (i, &w)| found | u32::from(w == key) << i);
+                return if found == 0 { self.names.len() } else { found.trailing_zeros() as usize };
+            }
             return self.names.iter().position(|n| n.as_bytes() == cell).unwrap_or(self.names.len());
         }
         self.index.get(cell).copied().unwrap_or(self.names.len())
@@ -112,7 +146,9 @@ impl Categories {
         if names.len() >= MAX_BINS {
             return Err(format!("at most {} {noun} values", MAX_BINS - 1));
         }
-        Ok(Categories { names, index })
+        let words =
+            names.iter().map(|n| (n.len(), if n.len() <= 8 { word(n.as_bytes()) } else { 0 })).collect();
+        Ok(Categories { names, index, words })
     }
 }
 
@@ -183,6 +219,31 @@ mod tests {
         let tenths = Bins::new(bounds(-1.0, 1.0), 10);
         assert_eq!(tenths.index(-0.8), 1);
         assert_eq!(tenths.label(1), "-0.8..-0.6");
+    }
+
+    /// The word compare finds the same category as comparing bytes, for names and cells of
+    /// any length around 8 and bytes that differ anywhere.
+    #[test]
+    fn categories_are_found_by_their_bytes() {
+        use proptest::prelude::*;
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let names = proptest::collection::hash_set("[ab\\x00é]{1,10}", 1..8);
+        runner
+            .run(&(names, "[ab\\x00é]{0,10}"), |(names, cell)| {
+                let names: Vec<String> = names.into_iter().collect();
+                let categories: Categories = names.join(",").parse().unwrap();
+                let names = categories.names().to_vec();
+                let want = names.iter().position(|n| n.as_bytes() == cell.as_bytes()).unwrap_or(names.len());
+                prop_assert_eq!(categories.index(cell.as_bytes()), want);
+                for name in &names {
+                    prop_assert_eq!(
+                        categories.names()[categories.index(name.as_bytes())].as_str(),
+                        name.as_str()
+                    );
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]
