@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use dpstat::cli::{request, usage, Cli, Query};
 use dpstat::cmd;
-use dpstat::error::{exit_code, EXIT_USAGE};
+use dpstat::error::{exit_code, EXIT_INTERNAL, EXIT_USAGE};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -59,9 +59,11 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
 fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        // The reader of stdout may have gone away (`dpstat count --help | head -1`): not an error.
         return match e.print() {
             Ok(()) => ExitCode::SUCCESS,
-            Err(_) => ExitCode::from(EXIT_USAGE),
+            Err(io) if io.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(EXIT_INTERNAL),
         };
     }
     let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();

@@ -540,10 +540,16 @@ fn stdin_and_file_give_the_same_release_for_every_query() {
 /// Runs dpstat with stdout on a pipe whose reader reads `keep` bytes and then goes away, like
 /// `dpstat … | head -c 1`. dpstat must exit 0 quietly: no panic, no error line.
 fn reader_goes_away(args: &[&str], keep: usize) {
+    let mut full = args.to_vec();
+    let income = fixture("income.csv");
+    full.extend(["--eps", "1", income.to_str().expect("a UTF-8 path")]);
+    reader_of_goes_away(&full, keep);
+}
+
+/// As [`reader_goes_away`], with exactly these arguments.
+fn reader_of_goes_away(args: &[&str], keep: usize) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dpstat"))
         .args(args)
-        .args(["--eps", "1"])
-        .arg(fixture("income.csv"))
         .env("DPSTAT_INSECURE_SEED", "1")
         .env_remove("DPSTAT_LEDGER")
         .stdin(Stdio::null())
@@ -571,6 +577,10 @@ fn broken_pipe_exits_zero_without_a_panic() {
     for args in [&big_categorical[..], &big_numeric[..]] {
         reader_goes_away(args, 0);
         reader_goes_away(args, 1);
+    }
+    // Help, man pages and completions are written to a closing pipe too (`dpstat … | head`).
+    for args in [&["count", "--help"][..], &["--help"], &["man"], &["completions", "bash"]] {
+        reader_of_goes_away(args, 1);
     }
 }
 
