@@ -115,14 +115,14 @@ pub struct Batch<'a> {
 /// One charge of the batch's total before any data row is read (with a ledger), one pass over
 /// the data for every query, all the noise, one check that the queries' accounting adds up
 /// exactly to the total, and the release recorded in the ledger. Nothing is printed; the
-/// releases come back in the batch's order.
+/// releases come back in the batch's order. Callers refuse the test seed with a ledger
+/// (`rng::refuse_with_ledger`) before they validate the batch, so that comes first.
 pub fn release_all(
     batch: &Batch,
     flags: &InputFlags,
     ledger: Option<&LedgerSpec>,
 ) -> Result<Vec<table::Query>> {
     let workload = batch.workload;
-    rng::refuse_with_ledger(ledger.is_some())?;
     warn_if_large(&workload.total);
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
