@@ -105,7 +105,7 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
     let report = Report {
         ledger: args.ledger.display().to_string(),
         records: ledger.records,
-        head: ledger.head.iter().map(|b| format!("{b:02x}")).collect(),
+        head: ledger.head_hex(),
         datasets,
         file,
     };

@@ -20,6 +20,8 @@ use std::io::Read;
 use memchr::{memchr, memchr2, memrchr};
 use sha2::{Digest, Sha256};
 
+use crate::numeric::format::hex;
+
 /// How a fingerprint is written: the prefix names what was hashed.
 const PREFIX: &str = "csv-sha256:";
 
@@ -86,8 +88,7 @@ impl Fingerprinter {
                 }
             }
         }
-        let hex: String = self.hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        format!("{PREFIX}{hex}")
+        format!("{PREFIX}{}", hex(&self.hasher.finalize()))
     }
 
     /// The head is complete (or the input ended): drop a byte-order mark and go on.
@@ -250,16 +251,12 @@ mod tests {
         let mut slow = Slow::new(delimiter);
         slow.feed(bytes, &mut hasher);
         slow.feed(&[], &mut hasher);
-        let hex: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        format!("{PREFIX}{hex}")
+        format!("{PREFIX}{}", hex(&hasher.finalize()))
     }
 
     #[test]
     fn the_canonical_form_is_plain_csv() {
-        let digest = |s: &str| {
-            let hex: String = Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-            format!("{PREFIX}{hex}")
-        };
+        let digest = |s: &str| format!("{PREFIX}{}", hex(&Sha256::digest(s.as_bytes())));
         assert_eq!(of(b"a,b\n1,2\n", b','), digest("a,b\n1,2\n"));
         assert_eq!(of(b"a;b\r\n\"1,5\";\"x\"\r\n", b';'), digest("a,b\n\"1,5\",x\n"));
         assert_eq!(of(b"a\n\"\"\n", b','), digest("a\n\"\"\n"));

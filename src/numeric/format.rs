@@ -59,6 +59,11 @@ fn decimal_at(m: i128, k: i32) -> String {
     format!("{}{whole}.{fraction}", if m < 0 { "-" } else { "" })
 }
 
+/// Bytes as lowercase hex, two digits each (digests in ledgers and fingerprints).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

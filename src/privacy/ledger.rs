@@ -40,6 +40,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{bad_input, Error};
 use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up};
+use crate::numeric::format::hex;
 use crate::privacy::epsilon::Epsilon;
 
 /// `--budget`: a positive exact decimal.
@@ -249,10 +250,10 @@ impl Ledger {
         self.accounts.get(dataset).cloned().unwrap_or_default()
     }
 
-    /// The header line as it stands after the last record: worth keeping elsewhere, since it
-    /// alone shows that the whole file was not replaced by an older copy.
-    pub fn head_line(&self) -> String {
-        format!("records {} head {}", self.records, hex(&self.head))
+    /// The SHA-256 of the last record, as the header states it: worth keeping elsewhere, since
+    /// it alone shows that the whole file was not replaced by an older copy.
+    pub fn head_hex(&self) -> String {
+        hex(&self.head)
     }
 }
 
@@ -429,10 +430,6 @@ fn not_regular(path: &Path) -> anyhow::Error {
 /// The chain's start: what record 1's `prev` names.
 fn genesis() -> [u8; 32] {
     Sha256::digest(b"dpstat ledger, format 2").into()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Validates every line: the header, the chain, the sequence numbers, the running totals.
