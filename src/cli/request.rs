@@ -13,10 +13,10 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
     Some(cmd::release::Request {
         kind,
         options,
-        eps: common.eps.clone(),
+        privacy: common.privacy(),
         neighbours: common.neighbours.into(),
         filters: common.filters.clone(),
-        by: common.by.clone().zip(common.keys.clone()),
+        by: common.by.clone().map(|by| (by, common.keys.clone())),
         format: common.output.format.into(),
         style: common.output.style(),
         confidence: common.output.confidence,

@@ -26,6 +26,7 @@ use crate::error::Error;
 use crate::numeric::format::real as show;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
+use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
 use crate::query::options::{Options, Setup};
 use crate::query::statistic::{PlanContext, Planned, Statistic};
@@ -111,8 +112,9 @@ impl Request {
     /// The bound a release at `eps` would state, computed by the release's own code: the
     /// statistic is validated at `eps` as a release would be (its grid depends on ε).
     pub fn evaluate(&self, eps: &Epsilon) -> Result<Evaluation, Error> {
+        let mechanism = Mechanism::Laplace(eps.clone());
         let setup = Setup {
-            eps,
+            mechanism: &mechanism,
             neighbours: self.neighbours,
             has_header: true,
             groups: 1,
@@ -121,8 +123,12 @@ impl Request {
             ledger: false,
         };
         let statistic = AnyStatistic::new(self.kind, self.options.clone(), &setup)?;
-        let cx =
-            PlanContext { eps, neighbours: self.neighbours, confidence: self.confidence, rows: self.rows };
+        let cx = PlanContext {
+            mechanism: &mechanism,
+            neighbours: self.neighbours,
+            confidence: self.confidence,
+            rows: self.rows,
+        };
         Ok(Evaluation { eps: eps.clone(), planned: statistic.plan(&cx)? })
     }
 
@@ -280,7 +286,7 @@ mod tests {
         let err = request("sum --lower 0 --eps 1").solve().unwrap_err();
         assert!(err.message().contains("--upper U is missing"), "{err}");
         let large = request("count --error 0.5").solve().unwrap();
-        assert!(large.noise.epsilon > 3.0 && large.warnings.is_empty(), "{large:?}");
+        assert!(large.noise.guarantee.epsilon > 3.0 && large.warnings.is_empty(), "{large:?}");
         let large = request("count --eps 11").solve().unwrap();
         assert!(large.warnings[0].contains("protects little"), "{:?}", large.warnings);
         let report = request("mean --lower 0 --upper 1 --rows 10 --error 1").solve().unwrap();

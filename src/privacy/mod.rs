@@ -15,6 +15,7 @@ pub mod epsilon;
 pub mod gaussian;
 pub mod laplace;
 pub mod ledger;
+pub mod noise;
 pub mod permute_and_flip;
 pub mod rng;
 pub mod sampler;

@@ -50,7 +50,7 @@ use crate::numeric::exact::rational_to_f64_up;
 use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Noisy};
+use crate::privacy::noise::{self, Drawn, Mechanism};
 use crate::privacy::permute_and_flip::permute_and_flip;
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
@@ -101,6 +101,7 @@ impl Statistic for Quantile {
         if unique.len() != levels.len() {
             return Err(Error::usage("--q lists the same level twice"));
         }
+        setup.epsilon(kind)?;
         let spec =
             QuantileSpec { candidates: Arc::new(candidates), levels, neighbours: setup.neighbours, method };
         let column = setup.column(&options)?;
@@ -144,7 +145,7 @@ impl Statistic for Quantile {
         let spec = &self.spec;
         match spec.method {
             Method::Exponential => {
-                let eps = spec.epsilon_per_level(cx.eps);
+                let eps = spec.epsilon_per_level(cx.epsilon()?);
                 let chosen: Vec<f64> = spec
                     .levels
                     .iter()
@@ -157,8 +158,11 @@ impl Statistic for Quantile {
                 self.exponential_release(cx, &eps, &chosen).map(Measured::Release)
             }
             Method::AboveThreshold { n_public, filtered } => {
-                let split = Split::new(cx.eps, spec.levels.len(), n_public);
-                let count = split.count.as_ref().map(|e| laplace::laplace(&count::aggregate(fold.rows()), e, rng));
+                let split = Split::new(cx.epsilon()?, spec.levels.len(), n_public);
+                let count = split
+                    .count
+                    .as_ref()
+                    .map(|e| noise::draw(&count::aggregate(fold.rows()), &Mechanism::Laplace(e.clone()), rng));
                 let chosen: Vec<f64> = spec
                     .levels
                     .iter()
@@ -191,7 +195,7 @@ enum Rows<'a> {
     /// n itself, public under replace without filters.
     Public(u64),
     /// The noisy count, when n is private.
-    Noisy(&'a Noisy<BigInt>),
+    Noisy(&'a Drawn<BigInt>),
 }
 
 impl Quantile {
@@ -289,7 +293,7 @@ impl Quantile {
         let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
         let accuracy =
             Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: "rank (rows), per quantile" };
-        let noise = Noise { mechanism, parts, ..Noise::multi(cx.eps, cx.neighbours, accuracy) };
+        let noise = Noise { mechanism, parts, ..Noise::multi(cx.mechanism, cx.neighbours, accuracy) };
         let release = cx.release(self, noise, cost)?;
         let candidates = &self.spec.candidates;
         Ok(Release {

@@ -139,7 +139,7 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
     }
 }
 
-/// The chart of a workload's `(name, release)` queries, at `total` ε (as printed) and
+/// The chart of a workload's `(name, release)` queries, at `total` (as printed: `eps 1`) and
 /// `confidence`: one panel per query (per group for a grouped histogram), each on its own scale,
 /// since the queries measure different things.
 pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64, style: Style) -> Chart {
@@ -196,7 +196,7 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
     let n = queries.len();
     Chart {
         title: format!(
-            "workload: {n} quer{}, eps {total} in all, {neighbours}",
+            "workload: {n} quer{}, {total} in all, {neighbours}",
             if n == 1 { "y" } else { "ies" }
         ),
         confidence,
@@ -222,7 +222,12 @@ fn measure(r: &Release) -> String {
 }
 
 fn release_title(r: &Release, by: Option<&str>) -> String {
-    let unit = format!("eps {}, {}", number(r.noise.epsilon), r.noise.neighbours);
+    let g = &r.noise.guarantee;
+    let unit = match (g.rho, g.delta) {
+        (Some(rho), _) => format!("rho {} (eps {}), {}", number(rho), number(g.epsilon), r.noise.neighbours),
+        (None, Some(delta)) => format!("eps {}, delta {delta:e}, {}", number(g.epsilon), r.noise.neighbours),
+        (None, None) => format!("eps {}, {}", number(g.epsilon), r.noise.neighbours),
+    };
     let column = r.column.as_deref().unwrap_or(r.query);
     match (by, r.bins.is_some(), r.quantiles.is_some() && r.value.is_none()) {
         (None, true, _) => format!("{column}: noisy counts, {unit}"),

@@ -73,15 +73,31 @@ pub fn render_text(r: &Report) -> String {
         let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
         lines.push(("noise scale", format!("{} = sensitivity / epsilon, discrete Laplace{grid}", show(s))));
     }
+    if let (Some(s), Some(sigma)) = (r.noise.l2_sensitivity, r.noise.sigma) {
+        lines.push(("sensitivity", format!("{} (L2)", show(s))));
+        let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
+        lines.push((
+            "noise sigma",
+            format!("{} = L2 sensitivity / sqrt(2 rho), discrete Gaussian{grid}", show(sigma)),
+        ));
+    }
     for p in &r.noise.parts {
+        let spend = match (p.epsilon, p.rho) {
+            (Some(e), _) => format!("epsilon {}", show(e)),
+            (None, Some(rho)) => format!("rho {}", show(rho)),
+            (None, None) => String::new(),
+        };
+        let width = match (p.scale, p.sigma) {
+            (Some(s), _) => format!("scale {}", show(s)),
+            (None, Some(s)) => format!("sigma {}", show(s)),
+            (None, None) => String::new(),
+        };
         lines.push((
             "part",
             format!(
-                "{}: epsilon {}, sensitivity {}, scale {}, bound ±{} at β/2",
+                "{}: {spend}, sensitivity {}, {width}, bound ±{} at β/2",
                 p.name,
-                show(p.epsilon),
-                show(p.sensitivity),
-                show(p.scale),
+                show(p.sensitivity_read()),
                 show(p.error_bound.unwrap_or(f64::NAN))
             ),
         ));
