@@ -2,10 +2,13 @@
 
 use clap::{Args, Subcommand};
 
-use crate::cli::values::{Format, Neighbours};
+use std::path::PathBuf;
+
+use crate::cli::values::{Format, Neighbours, Noise};
 use crate::numeric::bins::Categories;
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 
 /// `dpstat plan QUERY`: the query's own flags, less the ones about data.
@@ -31,6 +34,30 @@ pub enum PlanQuery {
     /// Plan a histogram: the bound is per bin, L1 Δ = 1 (add-remove), 2 (replace).
     #[command(after_help = "Example:\n  dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5")]
     Histogram(PlanHistogramArgs),
+    /// Compare Laplace and Gaussian noise for every query of a workload file at the same
+    /// (ε, δ): the workload's total ε, and --delta (or the file's delta).
+    #[command(after_help = "Example:\n  dpstat plan run fixtures/compose_shares.toml --delta 1e-6")]
+    Run(PlanRunArgs),
+}
+
+/// `dpstat plan run WORKLOAD`: the workload, the δ to compare at, and how to print.
+#[derive(Args, Debug)]
+pub struct PlanRunArgs {
+    /// Workload file (TOML), as `dpstat run` takes it.
+    #[arg(value_name = "WORKLOAD")]
+    pub workload: PathBuf,
+    /// δ of the comparison (default: the workload's own delta, if it has noise = "gaussian").
+    #[arg(long, value_name = "D")]
+    pub delta: Option<Delta>,
+    /// Assumed row count for the workload's means (as `dpstat plan mean --rows`).
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+    /// Level of the accuracy bounds, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95")]
+    pub confidence: Confidence,
+    /// Output format (text or json).
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// What to solve for, and how to state it.
@@ -46,6 +73,13 @@ pub struct PlanTarget {
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
     pub neighbours: Neighbours,
+    /// Noise to plan: laplace (pure ε-DP) or gaussian (ρ from --eps and --delta, rounded down).
+    #[arg(long, value_enum, value_name = "NOISE", default_value_t)]
+    pub noise: Noise,
+    /// δ: with it, the plan also compares Laplace at ε with Gaussian at the same (ε, δ) and says
+    /// which gives less error; --noise gaussian needs it.
+    #[arg(long, value_name = "D")]
+    pub delta: Option<Delta>,
     /// Level of the accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95")]
     pub confidence: Confidence,

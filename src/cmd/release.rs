@@ -212,14 +212,11 @@ impl Job {
             }
             (None, None) => {}
         }
-        if discover_by.is_some()
-            && request.neighbours == Neighbours::Replace
-            && !matches!(request.kind, "count" | "histogram")
-        {
+        if discover_by.is_some() && request.neighbours == Neighbours::Replace && request.kind != "count" {
             return Err(Error::usage(format!(
-                "--by with --discover under --neighbours replace covers count and histogram only: for {} a \
-                 changed row could create a key and move a released group at once, which the threshold does \
-                 not pay for; use --neighbours add-remove",
+                "--by with --discover under --neighbours replace covers count only: for {} a changed row \
+                 could create a key and move a released group at once, which the threshold does not pay \
+                 for; use --neighbours add-remove",
                 request.kind
             )));
         }

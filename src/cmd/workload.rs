@@ -47,6 +47,8 @@ pub struct Workload {
     path: String,
     /// The total: the mechanism every query draws with, at the whole ε or ρ.
     pub mechanism: Mechanism,
+    /// The total ε as the file writes it (None when it gives rho).
+    pub epsilon: Option<Epsilon>,
     pub neighbours: Neighbours,
     pub queries: Vec<WorkloadQuery>,
 }
@@ -115,12 +117,31 @@ impl Workload {
         (confidence, format): (Confidence, Format),
         ledger: bool,
     ) -> Result<Workload, Error> {
+        Workload::parse_as(path, text, input, (confidence, format), ledger, None)
+    }
+
+    /// As [`Workload::parse`], with the file's total replaced by `total` when given (its
+    /// shares still split it in the same proportions): how `dpstat plan run` compares noises.
+    pub fn parse_as(
+        path: &str,
+        text: &str,
+        input: &InputFlags,
+        (confidence, format): (Confidence, Format),
+        ledger: bool,
+        total: Option<&Mechanism>,
+    ) -> Result<Workload, Error> {
         let file = SourceText { path, text };
         let raw: RawWorkload = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| file.line(s.start));
             file.error_at(line, e.message().trim())
         })?;
         let (mechanism, written, total_line) = file.total(&raw)?;
+        let stated = match &mechanism {
+            Mechanism::Laplace(eps) => Some(eps.clone()),
+            Mechanism::Gaussian { .. } if raw.rho.is_none() => Epsilon::from_rational(written.clone()).ok(),
+            Mechanism::Gaussian { .. } => None,
+        };
+        let mechanism = total.cloned().unwrap_or(mechanism);
         let neighbours = match &raw.neighbours {
             None => Neighbours::AddRemove,
             Some(n) => Neighbours::from_name(n.get_ref()).ok_or_else(|| {
@@ -194,7 +215,7 @@ impl Workload {
                 .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
             queries.push(WorkloadQuery { name, line, job });
         }
-        Ok(Workload { path: path.to_string(), mechanism, neighbours, queries })
+        Ok(Workload { path: path.to_string(), mechanism, epsilon: stated, neighbours, queries })
     }
 
     /// What the whole workload spends: ε, or ρ with Gaussian noise.

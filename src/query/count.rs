@@ -102,7 +102,7 @@ impl Statistic for Count {
     }
 
     fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
-        let noise = Calibrated::of(&aggregate(0), cx.mechanism);
+        let noise = Calibrated::of(&Count::aggregate(0, cx.neighbours, cx.grouped), cx.mechanism);
         let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence));
         Ok(Planned { noise: Noise::single(&noise, cx.neighbours, accuracy), bins: None, assumptions: vec![] })
     }

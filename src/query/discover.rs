@@ -25,8 +25,9 @@
 //! groups is post-processing of both noisy vectors: ε/2 + ε/2. If its key is new, the output
 //! differs only when that key is selected (probability <= δ). So the whole is (ε, δ)-DP. Under
 //! replace a changed row could move a shared group's statistic while creating a key, which the
-//! threshold would have to pay for with e^ε instead of e^(ε/2): refused (count and histogram,
-//! whose released values are the selection's own counts, work under both units).
+//! threshold would have to pay for with more than e^(ε/2): refused (a count by discovered
+//! groups, and `histogram --discover`, release the selection's own counts and work under both
+//! units).
 //!
 //! **Memory.** One entry per distinct key: at most `--max-keys` keys (default 100000) of at
 //! most [`MAX_KEY_BYTES`] bytes each; the worst case is checked against the fold cap before

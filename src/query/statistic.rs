@@ -117,6 +117,9 @@ pub struct PlanContext<'a> {
     pub confidence: Confidence,
     /// The assumed row count (`--rows`).
     pub rows: Option<u64>,
+    /// One release per `--by` group (a workload's grouped query): a count's sensitivity under
+    /// replace is then the vector's.
+    pub grouped: bool,
 }
 
 /// A statistic's plan: the noise block its release would state, and its number of bins.
