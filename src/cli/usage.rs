@@ -217,7 +217,7 @@ mod tests {
         let line = message(&error, &command, &args);
         assert_eq!(
             line,
-            "dpstat plan needs a subcommand: count, sum, mean, histogram (see dpstat plan --help)"
+            "dpstat plan needs a subcommand: count, sum, mean, histogram, run (see dpstat plan --help)"
         );
     }
 }

@@ -122,7 +122,9 @@ impl PrivacyFlags {
                 })?;
                 let rho = match (&self.rho, &self.eps) {
                     (Some(rho), _) => rho.clone(),
-                    (None, Some(eps)) => Rho::largest_for(eps, &delta).map_err(Error::usage)?,
+                    (None, Some(eps)) => Rho::largest_for(eps, &delta).map_err(|e| {
+                        Error::usage(format!("--eps {eps} at --delta {delta}: {e}; raise --eps or --delta"))
+                    })?,
                     (None, None) => {
                         return Err(Error::usage("--noise gaussian needs --rho R, or --eps E with --delta D"))
                     }

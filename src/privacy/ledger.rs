@@ -526,8 +526,8 @@ pub fn admits(
                 "budget exhausted for dataset {dataset}: with {spend} the history is rho {}-zCDP, which \
                  is ({}, {delta})-DP, above the total epsilon {}; {nothing} (lower --rho or --eps, or raise \
                  the total with --budget TOTAL --change-budget)",
-                decimal(&rho),
-                decimal(&eps),
+                rational_to_f64_up(&rho),
+                rational_to_f64_up(&eps),
                 decimal(total)
             ));
         }
@@ -903,6 +903,7 @@ fn corrupt(path: &Path, line: usize, what: &str) -> anyhow::Error {
 }
 
 /// A record before it has its place in the chain.
+#[allow(clippy::large_enum_variant)] // a handful per run
 enum Draft {
     Budget {
         dataset: String,
@@ -1173,5 +1174,125 @@ mod tests {
         let err = reserve(&s, &release("0.1")).unwrap_err().to_string();
         assert!(err.contains("earlier dpstat (format 1") && err.contains("new ledger file"), "{err}");
         assert_eq!(std::fs::read_to_string(&s.path).unwrap(), old);
+    }
+
+    fn with_delta(dir: &tempfile::TempDir, budget: &str, delta: &str) -> LedgerSpec {
+        LedgerSpec { budget_delta: Some(delta.parse().unwrap()), ..spec(dir, Some(budget)) }
+    }
+
+    fn zcdp(rho: &str) -> Charge {
+        spending(Spend::Zcdp(rho.parse().unwrap()))
+    }
+
+    fn approx(eps: &str, delta: &str) -> Charge {
+        spending(Spend::Approx { eps: eps.parse().unwrap(), delta: delta.parse().unwrap() })
+    }
+
+    fn refusal(spec: &LedgerSpec, charge: &Charge) -> String {
+        let before = std::fs::read(&spec.path).unwrap_or_default();
+        let err = reserve(spec, charge).unwrap_err();
+        assert!(matches!(err.downcast_ref::<Error>(), Some(Error::Budget(_))), "exit 3: {err}");
+        assert_eq!(std::fs::read(&spec.path).unwrap_or_default(), before, "a refusal writes nothing");
+        err.to_string()
+    }
+
+    /// ρ charges compose in ρ with the pure ones (ε²/2), converted at the budget's δ: charges
+    /// are admitted while ε(Σρ + Σε²/2, δ) <= ε_total, and the next that would pass it is refused.
+    #[test]
+    fn rho_charges_compose_with_pure_ones_and_convert_at_the_budget_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = with_delta(&dir, "1", "1e-6");
+        let d: Delta = "1e-6".parse().unwrap();
+        reserve(&s, &release("0.2")).unwrap(); // ρ 0.02
+        reserve(&s, &zcdp("0.001")).unwrap();
+        let account = read(&s.path).unwrap().account(DEFAULT_DATASET);
+        let rho = BigRational::new(21.into(), 1000.into());
+        assert_eq!(account.spent_rho_total(), Some(rho.clone()));
+        assert_eq!(account.spent_epsilon(), Some(epsilon_for(&rho, &d)));
+        assert_eq!(account.spent, BigRational::new(1.into(), 5.into()), "Σε keeps the pure part");
+        assert_eq!(account.spent_rho, BigRational::new(1.into(), 1000.into()));
+        // The largest ρ that still fits: rho_for(1, δ) − 0.021, rounded down; one more is refused.
+        let most = crate::privacy::zcdp::rho_for(&BigRational::from_integer(1.into()), &d).unwrap();
+        let asked =
+            Rho::from_rational(&most - &rho - BigRational::new(1.into(), 1_000_000_000.into())).unwrap();
+        let over =
+            Rho::from_rational(&most - &rho + BigRational::new(1.into(), 1_000_000_000.into())).unwrap();
+        let message = refusal(&s, &spending(Spend::Zcdp(over)));
+        assert!(message.contains("budget exhausted") && message.contains("-zCDP"), "{message}");
+        reserve(&s, &spending(Spend::Zcdp(asked))).unwrap();
+        // Then a pure charge, too, is counted in ρ and refused.
+        assert!(refusal(&s, &release("0.01")).contains("budget exhausted"));
+        let summary = BudgetSummary::new(DEFAULT_DATASET, &read(&s.path).unwrap().account(DEFAULT_DATASET));
+        assert!(
+            summary.spent <= 1.0 && summary.spent_rho.is_some() && summary.total_delta == Some(d.to_f64_up())
+        );
+    }
+
+    #[test]
+    fn rho_needs_a_budget_delta_and_never_mixes_with_epsilon_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        let pure = spec(&dir, Some("1"));
+        let message = refusal(&pure, &zcdp("0.01"));
+        assert!(message.contains("delta 0") && message.contains("--budget-delta"), "{message}");
+        // Recording a δ needs --change-budget once a budget exists.
+        reserve(&pure, &release("0.1")).unwrap();
+        let err = reserve(&with_delta(&dir, "1", "1e-6"), &zcdp("0.01")).unwrap_err();
+        assert!(err.to_string().contains("--change-budget"), "{err}");
+        let change = LedgerSpec { change_budget: true, ..with_delta(&dir, "1", "1e-6") };
+        reserve(&change, &zcdp("0.01")).unwrap();
+        // The δ stays when later runs give --budget alone.
+        reserve(&spec(&dir, Some("1")), &zcdp("0.001")).unwrap();
+        let message = refusal(&spec(&dir, None), &approx("0.1", "1e-9"));
+        assert!(message.contains("cannot share a budget"), "{message}");
+        let ledger = read(&pure.path).unwrap();
+        assert_eq!(ledger.account(DEFAULT_DATASET).delta, Some("1e-6".parse().unwrap()));
+    }
+
+    /// (ε, δ) charges compose basically with pure ones: Σε <= ε_total and Σδ <= δ_total.
+    #[test]
+    fn epsilon_delta_charges_add_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = with_delta(&dir, "1", "2e-7");
+        reserve(&s, &approx("0.5", "1e-7")).unwrap();
+        reserve(&s, &release("0.25")).unwrap();
+        assert!(refusal(&s, &approx("0.5", "1e-7")).contains("spent 0.75 of 1"));
+        assert!(refusal(&s, &approx("0.1", "2e-7")).contains("deltas add up to"));
+        reserve(&s, &approx("0.25", "1e-7")).unwrap();
+        let account = read(&s.path).unwrap().account(DEFAULT_DATASET);
+        assert_eq!(account.remaining(), Some(BigRational::zero()));
+        assert_eq!(account.spent_delta, BigRational::new(1.into(), 5_000_000.into()));
+        let summary = BudgetSummary::new(DEFAULT_DATASET, &account);
+        assert_eq!(summary.spent_delta_exact.as_deref(), Some("1/5000000"));
+        // Without a δ in the budget, no (ε, δ) charge fits.
+        let other = named(&dir, Some("1"), "other");
+        assert!(refusal(&other, &approx("0.1", "1e-9")).contains("budget's delta 0"));
+    }
+
+    /// Running totals per currency are checked like Σε: an edited ρ or δ is refused, and a
+    /// format-2 ledger written before the new fields reads as pure ε.
+    #[test]
+    fn running_totals_per_currency_are_checked_and_old_records_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = with_delta(&dir, "1", "1e-6");
+        reserve(&s, &zcdp("0.001")).unwrap();
+        reserve(&s, &zcdp("0.002")).unwrap();
+        let good = std::fs::read_to_string(&s.path).unwrap();
+        assert!(good.contains("\"spent_rho\":\"3/1000\"") && good.contains("\"rho\":\"1/500\""), "{good}");
+        for bad in [
+            good.replacen("\"spent_rho\":\"3/1000\"", "\"spent_rho\":\"1/500\"", 1),
+            good.replacen("\"rho\":\"1/500\"", "\"rho\":\"1/1000\"", 1),
+        ] {
+            std::fs::write(&s.path, &bad).unwrap();
+            let err = read(&s.path).unwrap_err().to_string();
+            assert!(err.contains("running total") || err.contains("prev hash"), "{err}");
+        }
+        // A record as an earlier format-2 dpstat wrote it (no delta, rho or spent_rho fields).
+        let old = "{\"type\":\"charge\",\"seq\":2,\"time\":\"2026-01-01T00:00:00Z\",\"dataset\":\"default\",\"query\":\"count\",\"neighbours\":\"add-remove\",\"epsilon\":\"1/10\",\"epsilon_decimal\":0.1,\"spent\":\"1/10\",\"prev\":\"x\"}";
+        let record: Record = serde_json::from_str(old).unwrap();
+        let Record::Charge { epsilon, rho, spent_rho, .. } = record else { panic!("a charge") };
+        assert_eq!((epsilon.as_deref(), rho, spent_rho), (Some("1/10"), None, None));
+        assert_eq!(charged(Some("1/10"), None, None), Some(Spend::Pure("0.1".parse().unwrap())));
+        assert_eq!(charged(Some("1/10"), Some("1/10"), None), None);
+        assert_eq!(charged(None, None, Some("1/10")), None);
     }
 }

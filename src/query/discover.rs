@@ -66,13 +66,16 @@ pub const MAX_KEY_BYTES: usize = 256;
 /// What one entry of the key map costs besides its key and fold (tree node share, box, count).
 const ENTRY_BYTES: usize = 64;
 
+/// Every observed key (its bytes) with its row count and its own fold, in byte order.
+pub type Keys<F> = BTreeMap<Box<[u8]>, (u64, F)>;
+
 /// Per observed key (the trimmed cell of column `index`): its row count and its own fold.
 #[derive(Clone, Debug)]
 pub struct Keyed<F> {
     index: usize,
     max_keys: usize,
     empty: F,
-    keys: BTreeMap<Box<[u8]>, (u64, F)>,
+    keys: Keys<F>,
     /// Two parts of a parallel scan merged into more keys than allowed.
     overflow: bool,
 }
@@ -84,7 +87,7 @@ impl<F: Fold> Keyed<F> {
 
     /// The keys observed, each with its row count and fold, in byte order; an error if more
     /// than the cap were observed.
-    pub fn into_keys(self) -> Result<BTreeMap<Box<[u8]>, (u64, F)>, Error> {
+    pub fn into_keys(self) -> Result<Keys<F>, Error> {
         if self.overflow || self.keys.len() > self.max_keys {
             return Err(too_many(self.max_keys));
         }
@@ -167,15 +170,20 @@ pub struct Selection<F> {
 
 /// Draws every observed key's noisy count at `eps` and keeps those at or above τ (module doc).
 pub fn select<F>(
-    keys: BTreeMap<Box<[u8]>, (u64, F)>,
+    keys: Keys<F>,
     eps: &Epsilon,
     delta: &Delta,
     unit: Neighbours,
     rng: &mut dyn RngCore,
 ) -> Result<Selection<F>, Error> {
     let threshold = threshold(eps, delta, unit);
-    let (names, entries): (Vec<Box<[u8]>>, Vec<(u64, F)>) = keys.into_iter().unzip();
-    let (counts, folds): (Vec<u64>, Vec<F>) = entries.into_iter().unzip();
+    let mut names = Vec::with_capacity(keys.len());
+    let (mut counts, mut folds) = (Vec::with_capacity(keys.len()), Vec::with_capacity(keys.len()));
+    for (name, (count, fold)) in keys {
+        names.push(name);
+        counts.push(count);
+        folds.push(fold);
+    }
     // Each row counts towards one key: Δ₁ = 1 (add-remove) or 2 (replace: one key −1, another
     // +1), so the scale is 1/ε or 2/ε, the threshold's.
     let sensitivity = match unit {
