@@ -42,7 +42,8 @@ use crate::report::text::Style;
         Reads a CSV (FILE, or standard input when FILE is - or absent) in one streaming pass, \
         computes the statistic exactly on clamped values, adds discrete Laplace noise scaled to \
         its sensitivity, and prints the noisy release. Every release is pure ε-DP for the \
-        privacy unit given by --neighbours.",
+        privacy unit given by --neighbours, unless it opts in to approximate DP: --noise \
+        gaussian (ρ-zCDP, stated as (ε, δ)) or --discover (keys found in the data, (ε, δ)-DP).",
     after_help = "Start with `dpstat plan …` to see what error an ε buys (no data read), then run the query.\n\
         `dpstat QUERY --help` shows each query's sensitivity and a worked example.",
     propagate_version = true

@@ -43,13 +43,13 @@ pub enum PlanQuery {
 /// `dpstat plan run WORKLOAD`: the workload, the δ to compare at, and how to print.
 #[derive(Args, Debug)]
 pub struct PlanRunArgs {
-    /// Workload file (TOML), as `dpstat run` takes it.
+    /// Workload file (TOML), the same as a workload run takes.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
     /// δ of the comparison (default: the workload's own delta, if it has noise = "gaussian").
     #[arg(long, value_name = "D")]
     pub delta: Option<Delta>,
-    /// Assumed row count for the workload's means (as `dpstat plan mean --rows`).
+    /// Assumed row count for the workload's means (as for a mean's plan, --rows).
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
     /// Level of the accuracy bounds, in (0, 1).

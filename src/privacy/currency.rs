@@ -1,5 +1,5 @@
 //! What a ledger needs to account in more than one currency: pure ε, zCDP's ρ, and the (ε, δ)
-//! of thresholded key discovery. Library only, not yet used by the accountant or the ledger
+//! of thresholded key discovery. Used by the accountant and the ledger
 //! (docs/DESIGN.md §9.7); it states which histories compose into which guarantee, and refuses
 //! the one mix it cannot account for soundly.
 //!

@@ -83,7 +83,7 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
                 format!("error({}%)", (confidence * 1e6).round() / 1e4),
             ]];
             for query in &workload.queries {
-                let eps = exact_decimal(amount(&query.share));
+                let eps = shown(&query.share);
                 match &query.release {
                     Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps, style),
                     Published::Grouped(g) => {
@@ -101,7 +101,7 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
                 dash(),
                 dash(),
                 dash(),
-                exact_decimal(amount(&workload.total)),
+                shown(&workload.total),
                 dash(),
                 dash(),
             ]);
@@ -123,7 +123,7 @@ pub fn chart(workload: &Workload, style: Style) -> chart::Chart {
     let queries: Vec<(&str, &Published)> =
         workload.queries.iter().map(|q| (q.name.as_str(), &q.release)).collect();
     let total = match &workload.total {
-        Spend::Zcdp(rho) => format!("rho {}", exact_decimal(rho.as_rational())),
+        Spend::Zcdp(rho) => format!("rho {}", decimal(rho.as_rational())),
         other => format!("eps {}", exact_decimal(amount(other))),
     };
     chart::of_workload(&queries, &total, workload.confidence.level(), style)
@@ -172,6 +172,16 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
 
 fn format_float(x: f64) -> String {
     format_number(Number::Real(x))
+}
+
+/// The ε of a spend as [`exact_decimal`] writes it; a ρ (usually a long binary fraction, as
+/// derived from ε and δ) as its decimal to 15 significant digits, marked `~`, when it does not
+/// terminate soon.
+fn shown(spend: &Spend) -> String {
+    match spend {
+        Spend::Zcdp(rho) => decimal(rho.as_rational()),
+        other => exact_decimal(amount(other)),
+    }
 }
 
 /// The ε or ρ of a spend.
