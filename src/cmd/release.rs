@@ -251,7 +251,7 @@ impl Job {
                  proportions: use --format text or --format json",
             ));
         }
-        if charted && group.is_none() && !statistic.draws_bars() {
+        if charted && group.is_none() && discover_by.is_none() && !statistic.draws_bars() {
             return Err(Error::usage(format!(
                 "{} ({} releases one number)",
                 chart::ONE_NUMBER,

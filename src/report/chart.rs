@@ -103,10 +103,20 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
     match published {
         Published::One(release) => {
             let panel = release_panel(release, None, style)?;
-            (panel.bars.len() > 1).then(|| Chart {
+            // Keys found in the data: as many bars as keys were released, none or one included
+            // (whether a chart is drawn must not depend on the data).
+            (panel.bars.len() > 1 || release.discovery.is_some()).then(|| Chart {
                 title: release_title(release, None),
                 confidence: release.noise.accuracy.confidence,
                 panels: vec![panel],
+                shared_scale: true,
+            })
+        }
+        Published::Grouped(grouped) if grouped.groups.is_empty() && grouped.discovery.is_some() => {
+            Some(Chart {
+                title: format!("{} by {}: no key reached the threshold", grouped.query, grouped.by),
+                confidence: 0.0,
+                panels: vec![],
                 shared_scale: true,
             })
         }
