@@ -88,7 +88,7 @@ fn main() {
     let path = dir.path().join("bench.csv");
     let bytes = generate(&path, rows).expect("the benchmark file is written");
     let all = Threads::all_cores().get();
-    let eps = "1".parse().expect("epsilon");
+    let eps = dpstat::privacy::noise::Mechanism::Laplace("1".parse().expect("epsilon"));
     let bounds = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(250_000.0).unwrap()).unwrap();
     let spec = MeanSpec::new(bounds, Neighbours::AddRemove, &eps).expect("mean spec");
     let categories: Arc<Categories> = Arc::new(gen::REGIONS.join(",").parse().expect("categories"));

@@ -30,7 +30,12 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
     match &query {
         Query::Budget(args) => cmd::budget::report(&args.request(), out),
         Query::Check(args) => cmd::check::run(&args.input.flags(), out),
-        Query::Plan(args) => cmd::plan::run(&request::plan_request(args)?, out),
+        Query::Plan(args) => match &args.query {
+            dpstat::cli::plan::PlanQuery::Run(run) => {
+                cmd::plan::compare_workload(&request::plan_run_request(run)?, out)
+            }
+            _ => cmd::plan::run(&request::plan_request(args)?, out),
+        },
         Query::Completions(args) => cmd::generate::completions(args.shell, Cli::command(), out),
         Query::Man(args) => match &args.out {
             Some(dir) => {

@@ -1,14 +1,16 @@
-//! One ε accountant: for every statistic × privacy unit × way of running it (plain, `--by`
+//! One accountant: for every statistic × privacy unit × way of running it (plain, `--by`
 //! groups, inside a workload, with bounds found privately), the parts a release prints under
 //! `accounting` compose exactly (sequential parts add up, parallel groups take the largest) to
 //! the ε the release prints, and that is exactly what the ledger is charged (before the data are
-//! read; numeric queries say how to treat bad cells, as a ledger requires).
+//! read; numeric queries say how to treat bad cells, as a ledger requires). The same holds in
+//! ρ for Gaussian releases (plain, grouped, in workloads) and in (ε, δ) for keys found in the
+//! data.
 
 mod common;
 
 use std::fs;
 
-use common::{fixture, stdout_of, unseeded, UNITS};
+use common::{fails_with, fixture, stdout_of, unseeded, UNITS};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use serde_json::Value;
@@ -19,19 +21,79 @@ fn exact(text: &str) -> BigRational {
     BigRational::new(n.parse::<BigInt>().unwrap(), d.parse::<BigInt>().unwrap())
 }
 
+/// A node's total in its currency.
+#[derive(Clone, Debug, PartialEq)]
+enum Total {
+    Pure(BigRational),
+    Rho(BigRational),
+    Approx(BigRational, BigRational),
+}
+
+impl Total {
+    fn of(node: &Value) -> Total {
+        let field = |k: &str| node.get(k).and_then(Value::as_str).map(exact);
+        match (field("epsilon_exact"), field("rho_exact"), field("delta_exact")) {
+            (_, Some(rho), _) => Total::Rho(rho),
+            (Some(e), None, Some(d)) => Total::Approx(e, d),
+            (Some(e), None, None) => Total::Pure(e),
+            _ => panic!("no total in {node}"),
+        }
+    }
+
+    /// The composition rules, written out independently of dpstat's: ε or ρ add (a pure part
+    /// next to ρ counts as ε²/2), (ε, δ) add both; parallel takes the largest.
+    fn compose(parts: &[Total], sequential: bool) -> Total {
+        let zero = BigRational::from_integer(0.into());
+        let pick = |a: BigRational, b: BigRational| if sequential { a + b } else { a.max(b) };
+        let rho = |t: &Total| match t {
+            Total::Pure(e) => e * e / BigInt::from(2),
+            Total::Rho(r) => r.clone(),
+            Total::Approx(..) => panic!("rho with (epsilon, delta)"),
+        };
+        if parts.iter().any(|t| matches!(t, Total::Rho(_))) {
+            return Total::Rho(parts.iter().map(rho).fold(zero, pick));
+        }
+        if parts.iter().any(|t| matches!(t, Total::Approx(..))) {
+            let (mut e, mut d) = (zero.clone(), zero);
+            for t in parts {
+                let (te, td) = match t {
+                    Total::Pure(x) => (x.clone(), BigRational::from_integer(0.into())),
+                    Total::Approx(x, y) => (x.clone(), y.clone()),
+                    Total::Rho(_) => unreachable!(),
+                };
+                (e, d) = (pick(e, te), pick(d, td));
+            }
+            return Total::Approx(e, d);
+        }
+        let eps = |t: &Total| match t {
+            Total::Pure(e) => e.clone(),
+            _ => unreachable!(),
+        };
+        Total::Pure(parts.iter().map(eps).fold(zero, pick))
+    }
+}
+
 /// Checks one node of an accounting tree and returns its exact total.
-fn check_tree(node: &Value) -> BigRational {
-    let total = exact(node["epsilon_exact"].as_str().unwrap_or_else(|| panic!("no epsilon_exact: {node}")));
+fn check_total(node: &Value) -> Total {
+    let total = Total::of(node);
     if let Some(parts) = node.get("parts").and_then(Value::as_array) {
-        let totals: Vec<BigRational> = parts.iter().map(check_tree).collect();
+        let totals: Vec<Total> = parts.iter().map(check_total).collect();
         let composed = match node["composition"].as_str() {
-            Some("sequential") => totals.iter().fold(BigRational::from_integer(0.into()), |a, t| a + t),
-            Some("parallel") => totals.iter().max().cloned().expect("parallel parts"),
+            Some("sequential") => Total::compose(&totals, true),
+            Some("parallel") => Total::compose(&totals, false),
             other => panic!("composition {other:?} in {node}"),
         };
-        assert_eq!(composed, total, "parts do not compose to the node's epsilon: {node}");
+        assert_eq!(composed, total, "parts do not compose to the node's total: {node}");
     }
     total
+}
+
+/// The ε of a pure tree.
+fn check_tree(node: &Value) -> BigRational {
+    match check_total(node) {
+        Total::Pure(e) => e,
+        other => panic!("not pure: {other:?} in {node}"),
+    }
 }
 
 /// The release's printed ε, checked against its own accounting tree.
@@ -39,6 +101,32 @@ fn printed(release: &Value) -> BigRational {
     let total = check_tree(&release["accounting"]);
     assert_eq!(exact(release["epsilon_exact"].as_str().unwrap()), total, "{release}");
     total
+}
+
+/// The release's printed total in any currency, checked against its tree.
+fn printed_total(release: &Value) -> Total {
+    let total = check_total(&release["accounting"]);
+    assert_eq!(Total::of(release), total, "{release}");
+    total
+}
+
+/// The last charge of a ledger in its currency.
+fn last_spend(ledger: &std::path::Path) -> Total {
+    let text = fs::read_to_string(ledger).unwrap();
+    let records: Vec<Value> = text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let [.., charge, released] = records.as_slice() else { panic!("no charge in {text}") };
+    assert_eq!(
+        (charge["type"].as_str(), released["type"].as_str()),
+        (Some("charge"), Some("released")),
+        "{text}"
+    );
+    let field = |k: &str| charge.get(k).and_then(Value::as_str).map(exact);
+    match (field("epsilon"), field("rho"), field("delta")) {
+        (None, Some(rho), None) => Total::Rho(rho),
+        (Some(e), None, Some(d)) => Total::Approx(e, d),
+        (Some(e), None, None) => Total::Pure(e),
+        _ => panic!("not one spend: {charge}"),
+    }
 }
 
 /// The ε of the ledger's last charge, which the record after it says was released.
@@ -149,6 +237,167 @@ const KINDS: &[Kind] = &[
         grouped_under_replace: true,
     },
 ];
+
+/// Runs a release with a fresh ledger whose budget has a δ; returns its JSON and the charge.
+fn charged_in(args: &[&str], unit: &str) -> (Value, Total) {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let out = stdout_of(
+        unseeded()
+            .args(args)
+            .args([
+                "--neighbours",
+                unit,
+                "--budget",
+                "100",
+                "--budget-delta",
+                "1e-3",
+                "--format",
+                "json",
+                "--ledger",
+            ])
+            .arg(&ledger)
+            .arg(fixture("people.csv")),
+    );
+    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    (json, last_spend(&ledger))
+}
+
+const GAUSSIAN: [&str; 6] = ["--noise", "gaussian", "--rho", "0.07", "--delta", "1e-6"];
+
+/// Quantiles and medians are pure ε-DP only (permute-and-flip, AboveThreshold): no Gaussian form.
+fn has_gaussian_form(kind: &Kind) -> bool {
+    !matches!(kind.args[0], "quantile" | "median")
+}
+
+/// Gaussian releases charge exactly the ρ their tree composes to: plain (an odd ρ split in
+/// thirds, fifths), grouped (parallel), and ρ derived from --eps at --delta.
+#[test]
+fn gaussian_releases_print_and_charge_rho() {
+    let rho = Total::Rho(exact("7/100"));
+    for kind in KINDS.iter().filter(|k| k.workload.is_some()) {
+        for unit in UNITS {
+            let args: Vec<&str> = kind.args.iter().chain(&GAUSSIAN).copied().collect();
+            if !has_gaussian_form(kind) {
+                let dir = TempDir::new().unwrap();
+                fails_with(
+                    unseeded()
+                        .args(&args)
+                        .args(["--neighbours", unit, "--budget", "1", "--budget-delta", "1e-3", "--ledger"])
+                        .arg(dir.path().join("ledger.jsonl"))
+                        .arg(fixture("people.csv")),
+                    &["has no Gaussian form", "--noise laplace"],
+                );
+                assert!(!dir.path().join("ledger.jsonl").exists(), "{args:?}: nothing charged");
+                continue;
+            }
+            let (json, charge) = charged_in(&args, unit);
+            assert_eq!(printed_total(&json), charge, "{args:?} {unit}");
+            assert_eq!(charge, rho, "{args:?}");
+            assert_eq!(json["mechanism"], "discrete-gaussian", "{json}");
+            if kind.grouped && (unit == "add-remove" || kind.grouped_under_replace) {
+                let mut args = args.clone();
+                args.extend(["--by", "region", "--keys", "north,south,east"]);
+                let (json, charge) = charged_in(&args, unit);
+                assert_eq!(json["accounting"]["composition"], "parallel", "{json}");
+                for group in json["groups"].as_array().unwrap() {
+                    assert_eq!(printed_total(group), rho, "{group}");
+                }
+                assert_eq!(printed_total(&json), charge, "{args:?} {unit}");
+            }
+        }
+    }
+    let (json, charge) =
+        charged_in(&["count", "--noise", "gaussian", "--eps", "1", "--delta", "1e-6"], "add-remove");
+    let Total::Rho(derived) = &charge else { panic!("{charge:?}") };
+    let delta = "1e-6".parse().unwrap();
+    let one = BigRational::from_integer(1.into());
+    assert_eq!(Some(derived.clone()), dpstat::privacy::zcdp::rho_for(&one, &delta));
+    assert!(dpstat::privacy::zcdp::epsilon_for(derived, &delta) <= one);
+    assert_eq!(printed_total(&json), charge);
+}
+
+/// A Gaussian workload: every query's ρ share composes in sequence to the total charged.
+#[test]
+fn gaussian_workloads_compose_rho_to_the_total_charged() {
+    for kind in KINDS.iter().filter(|k| k.workload.is_some() && has_gaussian_form(k)) {
+        let dir = TempDir::new().unwrap();
+        let (workload, ledger) = (dir.path().join("w.toml"), dir.path().join("ledger.jsonl"));
+        let body = kind.workload.unwrap();
+        fs::write(
+            &workload,
+            format!(
+                "noise = \"gaussian\"\nrho = \"0.09\"\ndelta = \"1e-6\"\n\n[[query]]\nname = \"a\"\n{body}\n\
+                 share = \"0.03\"\n\n[[query]]\nname = \"b\"\nkind = \"count\"\nby = \"region\"\n\
+                 keys = [\"north\"]\n\n[[query]]\nname = \"c\"\n{body}\n"
+            ),
+        )
+        .unwrap();
+        let out = stdout_of(
+            unseeded()
+                .arg("run")
+                .arg(&workload)
+                .args(["--format", "json", "--budget", "5", "--budget-delta", "1e-6", "--ledger"])
+                .arg(&ledger)
+                .arg(fixture("people.csv")),
+        );
+        let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let shares: Vec<Total> = lines.iter().map(printed_total).collect();
+        assert_eq!(
+            shares,
+            vec![Total::Rho(exact("3/100")), Total::Rho(exact("3/100")), Total::Rho(exact("3/100"))]
+        );
+        assert_eq!(Total::compose(&shares, true), last_spend(&ledger), "{body}");
+        assert_eq!(lines[0]["total_rho_exact"], "9/100");
+    }
+}
+
+/// Keys found in the data charge (ε, δ): the histogram's selection alone; a count by keys found
+/// at the whole ε; another statistic by keys found in two halves, the selection and the groups.
+#[test]
+fn discovered_keys_charge_epsilon_and_delta() {
+    let eps_delta = Total::Approx(exact("7/10"), exact("1/1000000000"));
+    let discover = ["--discover", "--eps", "0.7", "--delta", "1e-9"];
+    let cases: [&[&str]; 4] = [
+        &["histogram", "--col", "region"],
+        &["count", "--by", "region"],
+        &[
+            "sum",
+            "--col",
+            "income",
+            "--lower",
+            "0",
+            "--upper",
+            "200000",
+            "--invalid",
+            "impute=0",
+            "--by",
+            "region",
+        ],
+        &[
+            "mean",
+            "--col",
+            "age",
+            "--lower",
+            "0",
+            "--upper",
+            "100",
+            "--invalid",
+            "impute=0",
+            "--by",
+            "urban_rural",
+        ],
+    ];
+    for args in cases {
+        for unit in UNITS.iter().filter(|u| **u == "add-remove" || matches!(args[0], "histogram" | "count")) {
+            let args: Vec<&str> = args.iter().chain(&discover).copied().collect();
+            let (json, charge) = charged_in(&args, unit);
+            assert_eq!(printed_total(&json), charge, "{args:?} {unit}");
+            assert_eq!(charge, eps_delta, "{args:?} {unit}");
+            assert!(json["discovery"]["threshold"].as_i64().unwrap() > 1, "{json}");
+        }
+    }
+}
 
 /// Runs a release with a fresh ledger; returns its JSON and the ledger's charge.
 fn charged(args: &[&str], unit: &str, eps: &str) -> (Value, BigRational) {

@@ -1129,3 +1129,261 @@ fn bounds_free_quantiles_follow_above_threshold() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 9. Gaussian noise (--noise gaussian, docs/DESIGN.md §9.2): the discrete Gaussian of variance
+//    Δ₂²/(2ρ) on the statistic's grid, and keys found in the data (--discover, §9.5).
+
+/// count, ρ = 1/8: Δ₂ = 1, σ² = 1/(2ρ) = 4.
+const GAUSS_COUNT: Config = Config {
+    fixture: "dist_count.csv",
+    args: &["count", "--noise", "gaussian", "--rho", "0.125", "--delta", "1e-6"],
+    seed_base: 1_200_000,
+    runs: 600,
+};
+
+/// categorical histogram of group over [a, b] (c falls in `other`) under replace, ρ = 1/4:
+/// Δ₂² = 2, σ² = 2/(2ρ) = 4 in every bin.
+const GAUSS_HISTOGRAM: Config = Config {
+    fixture: "dist_count.csv",
+    args: &[
+        "histogram",
+        "--col",
+        "group",
+        "--categories",
+        "a,b",
+        "--neighbours",
+        "replace",
+        "--noise",
+        "gaussian",
+        "--rho",
+        "0.25",
+        "--delta",
+        "1e-6",
+    ],
+    seed_base: 1_300_000,
+    runs: 250,
+};
+
+/// sum add-remove over [−20, 10], ρ = 1/2: Δ₂ = 20, σ = 20; grid 2^(⌊⌊log2 400⌋/2⌋ − 40) = 2^−36.
+const GAUSS_SUM: Config = Config {
+    fixture: "dist_mean.csv",
+    args: &[
+        "sum", "--col", "x", "--lower", "-20", "--upper", "10", "--noise", "gaussian", "--rho", "0.5",
+        "--delta", "1e-6",
+    ],
+    seed_base: 1_400_000,
+    runs: 600,
+};
+
+/// count by group under replace with --keys a: the vector (a, other) moves by −1 and +1, so
+/// Δ₂² = 2; ρ = 1/4 gives σ² = 4 in each group.
+const GAUSS_BY_REPLACE: Config = Config {
+    fixture: "dist_count.csv",
+    args: &[
+        "count",
+        "--by",
+        "group",
+        "--keys",
+        "a",
+        "--neighbours",
+        "replace",
+        "--noise",
+        "gaussian",
+        "--rho",
+        "0.25",
+        "--delta",
+        "1e-6",
+    ],
+    seed_base: 1_500_000,
+    runs: 250,
+};
+
+/// Keys of group found in the data at ε = 1/2, δ = 1/10, add-remove: scale 2, τ = 5 (a = 8,
+/// b = 11, c = 4 rows).
+const DISCOVER: Config = Config {
+    fixture: "dist_count.csv",
+    args: &["histogram", "--col", "group", "--discover", "--eps", "0.5", "--delta", "0.1"],
+    seed_base: 1_600_000,
+    runs: 1200,
+};
+
+runs_of!(gauss_count_runs, GAUSS_COUNT);
+runs_of!(gauss_histogram_runs, GAUSS_HISTOGRAM);
+runs_of!(gauss_sum_runs, GAUSS_SUM);
+runs_of!(gauss_by_replace_runs, GAUSS_BY_REPLACE);
+runs_of!(discover_runs, DISCOVER);
+
+/// Pearson χ² test at `ALPHA` of integer `noise` against the discrete Gaussian pmf of variance
+/// parameter `sigma2`, tails pooled as for the discrete Laplace; plus a z-test of the sample
+/// variance against the exact E Z² (from the pmf), which a wrong σ fails first.
+fn assert_discrete_gaussian(name: &str, noise: &[i64], sigma2: f64) {
+    use dpstat::privacy::sampler::discrete_gaussian_pmf;
+    let n = noise.len() as f64;
+    let pmf = |z: i64| discrete_gaussian_pmf(sigma2, z);
+    let reach = (40.0 * sigma2.sqrt()) as i64 + 40;
+    let tail = |k: i64| (k + 1..=reach).map(pmf).sum::<f64>();
+    let mut k = 0;
+    while n * pmf(k + 1) >= 5.0 && n * tail(k + 1) >= 5.0 {
+        k += 1;
+    }
+    let mut probs = vec![tail(k)];
+    probs.extend((-k..=k).map(pmf));
+    probs.push(tail(k));
+    let total: f64 = probs.iter().sum();
+    assert!((total - 1.0).abs() < 1e-9, "{name}: probabilities sum to {total}");
+    let mut observed = vec![0u64; probs.len()];
+    for &z in noise {
+        observed[(z.clamp(-k - 1, k + 1) + k + 1) as usize] += 1;
+    }
+    let stat: f64 = observed.iter().zip(&probs).map(|(&o, &q)| (o as f64 - n * q).powi(2) / (n * q)).sum();
+    let df = probs.len() - 1;
+    let critical = ChiSquared::new(df as f64).expect("df > 0").inverse_cdf(1.0 - ALPHA);
+    let second = |p: u32| (-reach..=reach).map(|z| (z as f64).powi(p as i32) * pmf(z)).sum::<f64>();
+    let (var_true, fourth) = (second(2), second(4));
+    let var = noise.iter().map(|&z| (z * z) as f64).sum::<f64>() / n;
+    let z = (var - var_true) / ((fourth - var_true * var_true) / n).sqrt();
+    let z_critical = Normal::standard().inverse_cdf(1.0 - ALPHA / 2.0);
+    eprintln!(
+        "{name}: N = {n}, chi2 = {stat:.2} (critical {critical:.2}, df {df}), variance {var:.3} vs \
+         {var_true:.3}: z = {z:.2}"
+    );
+    assert!(
+        stat < critical,
+        "{name}: chi2 = {stat:.2} >= critical {critical:.2} (df {df}) against the discrete Gaussian \
+         (sigma² {sigma2}); observed {observed:?}, expected {:?}",
+        probs.iter().map(|q| (n * q).round()).collect::<Vec<_>>()
+    );
+    assert!(z.abs() < z_critical, "{name}: variance {var:.4} vs {var_true:.4}: z = {z:.2}");
+}
+
+/// The fields every Gaussian release states: the mechanism, ρ exactly, δ, the ε its ρ converts
+/// to (`zcdp::epsilon_for`, as the library computes it), σ and Δ₂.
+fn check_gaussian_fields(run: &Run, pointer: &str, rho: (i64, i64), sigma: f64, l2_squared: i64) {
+    use dpstat::privacy::zcdp::epsilon_for;
+    let at = |field: &str| format!("{pointer}/{field}");
+    assert_eq!(run.str(&at("mechanism")), "discrete-gaussian");
+    assert_eq!(exact_fraction(run.str(&at("rho_exact"))), rational(rho.0, rho.1));
+    assert_eq!(run.str(&at("delta_exact")), "1/1000000");
+    let delta = "1e-6".parse().unwrap();
+    assert_eq!(exact_fraction(run.str(&at("epsilon_exact"))), epsilon_for(&rational(rho.0, rho.1), &delta));
+    let up = |x: f64| BigRational::from_float(x).unwrap();
+    assert_eq!(run.f64(&at("sigma")), sigma, "σ = Δ₂/√(2ρ)");
+    // Δ₂ is printed rounded up: never below the exact √(Δ₂²), and the next double down is.
+    let printed = run.f64(&at("l2_sensitivity"));
+    let below = printed.next_down();
+    assert!(up(printed) * up(printed) >= int(l2_squared), "{printed}² < {l2_squared}");
+    assert!(up(below) * up(below) < int(l2_squared), "{printed} is not the least double above");
+}
+
+#[test]
+fn gaussian_count_noise_fits_the_discrete_gaussian() {
+    let runs = gauss_count_runs();
+    for run in runs {
+        check_gaussian_fields(run, "", (1, 8), 2.0, 1);
+        assert_eq!(run.str("/accounting/rho_exact"), "1/8");
+    }
+    let noise: Vec<i64> = runs.iter().map(|r| r.int("/value") - COUNT_ROWS).collect();
+    assert_discrete_gaussian("count --noise gaussian --rho 0.125", &noise, 4.0);
+    // The printed bound (the discrete Gaussian's certified tail) covers the noise.
+    let within = |r: &&Run| ((r.int("/value") - COUNT_ROWS) as f64).abs() <= r.f64("/accuracy/error_bound");
+    let covered = runs.iter().filter(within).count();
+    assert_coverage("gaussian count", covered, runs.len(), confidence_of(runs));
+}
+
+#[test]
+fn gaussian_histogram_under_replace_uses_the_l2_sensitivity() {
+    let runs = gauss_histogram_runs();
+    let truth = [COUNT_GROUP_A, 11, 4];
+    let mut noise = vec![];
+    for run in runs {
+        check_gaussian_fields(run, "", (1, 4), 2.0, 2);
+        assert_eq!(run.str("/accuracy/scope"), "per bin");
+        for (i, t) in truth.iter().enumerate() {
+            noise.push(run.int(&format!("/bins/{i}/count")) - t);
+        }
+    }
+    // Δ₂² = 2 (not Δ₁² = 4): σ² = 2/(2·1/4) = 4.
+    assert_discrete_gaussian("histogram replace --noise gaussian --rho 0.25", &noise, 4.0);
+}
+
+#[test]
+fn gaussian_sum_noise_is_normal_on_its_grid() {
+    let runs = gauss_sum_runs();
+    for run in runs {
+        check_gaussian_fields(run, "", (1, 2), 20.0, 400);
+        assert_eq!(run.int("/grid/exponent"), -36);
+        assert_eq!(BigRational::from_integer(run.units("/value_units")) * pow2(-36), run.exact("/value"));
+    }
+    let noise = real_noise(runs, &int(SUM_M20_10));
+    let normal = Normal::new(0.0, 20.0).unwrap();
+    let d = ks_statistic(&noise, |x| normal.cdf(x));
+    let critical = ks_critical(noise.len());
+    eprintln!("gaussian sum: KS D = {d:.4} (critical {critical:.4})");
+    assert!(d < critical, "gaussian sum: KS D = {d:.4} >= {critical:.4} against N(0, 20²)");
+    let var = noise.iter().map(|x| x * x).sum::<f64>() / noise.len() as f64;
+    // Var of the sample variance of a normal: 2σ⁴/N.
+    let z = (var - 400.0) / (2.0 * 400.0f64.powi(2) / noise.len() as f64).sqrt();
+    assert!(z.abs() < Normal::standard().inverse_cdf(1.0 - ALPHA / 2.0), "variance {var} vs 400: z = {z:.2}");
+}
+
+#[test]
+fn gaussian_groups_under_replace_use_the_vector_l2_sensitivity() {
+    let runs = gauss_by_replace_runs();
+    let mut noise = vec![];
+    for run in runs {
+        assert_eq!(run.str("/accounting/composition"), "parallel");
+        assert_eq!(run.str("/rho_exact"), "1/4");
+        for (g, truth) in [(0, COUNT_GROUP_A), (1, COUNT_ROWS - COUNT_GROUP_A)] {
+            check_gaussian_fields(run, &format!("/groups/{g}"), (1, 4), 2.0, 2);
+            noise.push(run.int(&format!("/groups/{g}/value")) - truth);
+        }
+    }
+    assert_discrete_gaussian("count by group replace --noise gaussian --rho 0.25", &noise, 4.0);
+}
+
+/// Keys found in the data: key c (4 rows) is released exactly when 4 + Z >= τ, Z discrete
+/// Laplace of scale 2, and then with the count 4 + Z. The joint law of (released, count) is
+/// tested cell by cell against those exact probabilities; keys come sorted; τ is the library's.
+#[test]
+fn discovered_keys_follow_the_thresholded_laplace_law() {
+    use dpstat::privacy::threshold::threshold;
+    use dpstat::privacy::unit::Neighbours;
+    let runs = discover_runs();
+    let t = threshold(&"0.5".parse().unwrap(), &"0.1".parse().unwrap(), Neighbours::AddRemove);
+    let tau = t.tau.to_i64().unwrap();
+    assert_eq!(tau, 5, "(ln 10 − ln(1 + e^−1/2))·2 = 3.66, so m = 4");
+    let (c_rows, scale) = (4i64, 2.0);
+    // Cells: not released, then released with count tau, tau + 1, …, the last pooled.
+    let pmf = |z: i64| discrete_laplace_pmf(scale, z);
+    let released_at = |v: i64| pmf(v - c_rows);
+    let n = runs.len() as f64;
+    let mut last = tau;
+    while n * released_at(last + 1) >= 5.0 {
+        last += 1;
+    }
+    let released: f64 = (tau..tau + 400).map(released_at).sum();
+    let mut probs = vec![1.0 - released];
+    probs.extend((tau..last).map(released_at));
+    probs.push(released - (tau..last).map(released_at).sum::<f64>());
+    let mut observed = vec![0u64; probs.len()];
+    for run in runs {
+        assert_eq!(run.int("/discovery/threshold"), tau);
+        assert_eq!(run.str("/accounting/delta_exact"), "1/10");
+        let bins = run.json["bins"].as_array().unwrap();
+        let keys: Vec<&str> = bins.iter().map(|b| b["bin"].as_str().unwrap()).collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted, "released keys are sorted");
+        assert!(bins.iter().all(|b| b["count"].as_i64().unwrap() >= tau), "{}", run.json);
+        let cell = match bins.iter().find(|b| b["bin"] == "c") {
+            None => 0,
+            Some(b) => (b["count"].as_i64().unwrap().min(last) - tau + 1) as usize,
+        };
+        observed[cell] += 1;
+    }
+    let stat: f64 = observed.iter().zip(&probs).map(|(&o, &q)| (o as f64 - n * q).powi(2) / (n * q)).sum();
+    let critical = ChiSquared::new((probs.len() - 1) as f64).unwrap().inverse_cdf(1.0 - ALPHA);
+    eprintln!("discover key c: chi2 {stat:.2} (critical {critical:.2}); observed {observed:?}");
+    assert!(stat < critical, "chi2 {stat:.2} >= {critical:.2}; observed {observed:?}, probs {probs:?}");
+}

@@ -6,8 +6,10 @@ pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     "\nrandomness: ChaCha20 seeded from the operating system's CSPRNG, once per run; \
      no entropy is an error, never a fallback",
-    "\nnoise:      exact discrete Laplace sampler (Canonne, Kamath, Steinke 2020), integer and \
-     rational arithmetic only, no floating point",
+    "\nnoise:      exact discrete Laplace and (--noise gaussian) discrete Gaussian samplers \
+     (Canonne, Kamath, Steinke 2020), integer and rational arithmetic only, no floating point",
+    "\napprox DP:  --noise gaussian is rho-zCDP, stated as (epsilon, delta) by CKS 2020 Cor. 13 \
+     rounded up; --discover is (epsilon, delta)-DP by thresholding; both opt-in",
     "\nsums:       exact fixed-point on a power-of-two grid chosen from the flags, never from the data",
     "\ntest hook:  DPSTAT_INSECURE_SEED=<u64> makes the noise reproducible and NOT private; \
      every run with it warns on stderr, is marked in its JSON and is refused with --ledger"
@@ -18,10 +20,19 @@ Sensitivity (noise: discrete Laplace on the integers, scale Δ/ε):
   add-remove  Δ = 1   one row more or less moves the count by 1
   replace     Δ = 1   a changed row can start or stop matching --where
 
-Worked example:
+With --noise gaussian: discrete Gaussian noise of variance Δ₂²/(2ρ), Δ₂ = 1 (by groups under
+replace, Δ₂ = √2): ρ-zCDP, stated as the (ε, δ) it converts to at --delta.
+
+Worked examples:
   dpstat count --where urban_rural=2 --eps 0.1 fixtures/people.csv
     Δ = 1, scale = 1/0.1 = 10: the printed count is within ±30 of the true count
-    with probability 0.95 (`dpstat plan count --eps 0.1` says the same without data).";
+    with probability 0.95 (`dpstat plan count --eps 0.1` says the same without data).
+  dpstat count --by region --discover --eps 1 --delta 1e-7 fixtures/people.csv
+    one count per region found in the data; a region is shown only if its noisy count
+    reaches the threshold that ε and δ set (17 here): (ε, δ)-DP.
+  dpstat count --noise gaussian --eps 1 --delta 1e-6 fixtures/people.csv
+    Gaussian noise at the largest ρ that is (1, 1e-6)-DP; pays off in large workloads
+    (`dpstat plan count --eps 1 --delta 1e-6` compares the two).";
 
 pub const SUM_HELP: &str = "\
 Sensitivity (values clamped to [L, U]; noise: discrete Laplace of scale Δ/ε on a 2^k grid):
@@ -62,7 +73,12 @@ Worked examples:
   dpstat histogram --col region --categories north,south,east,west --eps 0.5 --format chart fixtures/people.csv
     draws the noisy counts as bars with their ± accuracy band (width from COLUMNS or the terminal).
   dpstat histogram --col region --categories north,south,east,west --eps 0.5 --plot region.svg fixtures/people.csv
-    also writes an SVG bar chart with error bars, after the release (and any ledger charge).";
+    also writes an SVG bar chart with error bars, after the release (and any ledger charge).
+  dpstat histogram --col region --discover --eps 1 --delta 1e-7 fixtures/people.csv
+    categories found in the data: only those whose noisy count reaches the threshold set by
+    ε and δ are released, sorted; (ε, δ)-DP. At most --max-keys distinct keys are held.
+  dpstat histogram --col age --bins 8 --lower 0 --upper 80 --noise gaussian --eps 1 --delta 1e-6 fixtures/people.csv
+    discrete Gaussian noise with the L2 sensitivity (1 add-remove, √2 replace).";
 
 pub const PLAN_HELP: &str = "\
 Planning never reads data, never draws noise and never charges a ledger. It calls the same
@@ -72,4 +88,8 @@ Examples:
   dpstat plan sum --lower 0 --upper 200000 --eps 0.5
   dpstat plan histogram --bins 8 --lower 0 --upper 80 --error 5
   dpstat plan median --lower 0 --upper 120 --error 20   # a rank bound, in rows
-  dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --error 1 --format json";
+  dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --error 1 --format json
+  dpstat plan count --eps 1 --delta 1e-6
+    also compares Laplace at ε with Gaussian noise at the same (ε, δ)
+  dpstat plan run fixtures/compose_shares.toml --delta 1e-6
+    the same comparison for every query of a workload";

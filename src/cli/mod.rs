@@ -16,17 +16,21 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
-use crate::cli::values::{BoundPair, ColumnPair, Delimiter, Format, Neighbours, Threads};
+use crate::cli::values::{BoundPair, ColumnPair, Delimiter, Format, MaxKeys, Neighbours, Noise, Threads};
 use crate::cmd::describe::DescribeColumn;
 use crate::cmd::release::InputFlags;
+use crate::cmd::release::PrivacyFlags;
 use crate::data::cell::InvalidPolicy;
 use crate::data::filter::Filter;
 use crate::data::source::{CsvOptions, Source};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger::{Budget, LedgerFlags};
+use crate::privacy::zcdp::Rho;
+use crate::query::discover::DEFAULT_MAX_KEYS;
 use crate::query::options::{Level, Options};
 use crate::report::text::Style;
 
@@ -40,7 +44,8 @@ use crate::report::text::Style;
         Reads a CSV (FILE, or standard input when FILE is - or absent) in one streaming pass, \
         computes the statistic exactly on clamped values, adds discrete Laplace noise scaled to \
         its sensitivity, and prints the noisy release. Every release is pure ε-DP for the \
-        privacy unit given by --neighbours.",
+        privacy unit given by --neighbours, unless it opts in to approximate DP: --noise \
+        gaussian (ρ-zCDP, stated as (ε, δ)) or --discover (keys found in the data, (ε, δ)-DP).",
     after_help = "Start with `dpstat plan …` to see what error an ε buys (no data read), then run the query.\n\
         `dpstat QUERY --help` shows each query's sensitivity and a worked example.",
     propagate_version = true
@@ -181,9 +186,34 @@ pub struct CompletionsArgs {
 /// Flags every query takes.
 #[derive(Args, Debug)]
 pub struct Common {
-    /// Privacy budget ε of this release, read as an exact decimal (>= 1e-9; > 10 warns).
-    #[arg(short = 'e', long, visible_alias = "epsilon", value_name = "E", allow_negative_numbers = true)]
-    pub eps: Epsilon,
+    /// Privacy budget ε of this release, read as an exact decimal (>= 1e-9; > 10 warns). With
+    /// --noise gaussian, the ε of the (ε, --delta) guarantee: ρ is the largest that meets it.
+    #[arg(
+        short = 'e',
+        long,
+        visible_alias = "epsilon",
+        value_name = "E",
+        allow_negative_numbers = true,
+        required_unless_present = "rho"
+    )]
+    pub eps: Option<Epsilon>,
+    /// Noise: laplace (pure ε-DP) or gaussian (ρ-zCDP, stated as (ε, δ); needs --delta).
+    #[arg(long, value_enum, value_name = "NOISE", default_value_t)]
+    pub noise: Noise,
+    /// zCDP budget ρ of a --noise gaussian release, instead of --eps (exact decimal).
+    #[arg(long, value_name = "R", conflicts_with = "eps", allow_negative_numbers = true)]
+    pub rho: Option<Rho>,
+    /// δ: with --noise gaussian, the δ the release states its (ε, δ) at; with --discover, the
+    /// probability allowed for a key held by one person to show. Keep it well below 1/rows.
+    #[arg(long, value_name = "D", allow_negative_numbers = true)]
+    pub delta: Option<Delta>,
+    /// Find the keys of --by COL (or a histogram's categories) in the data: only keys whose
+    /// noisy count clears a threshold set by ε and --delta are released; (ε, δ)-DP.
+    #[arg(long)]
+    pub discover: bool,
+    /// The most distinct keys --discover holds in memory; more stop the run.
+    #[arg(long, value_name = "N", default_value_t = MaxKeys(DEFAULT_MAX_KEYS))]
+    pub max_keys: MaxKeys,
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
     pub neighbours: Neighbours,
@@ -192,9 +222,9 @@ pub struct Common {
     /// hold; quote a column holding an operator: '"a<b"=1').
     #[arg(short = 'w', long = "where", value_name = "FILTER")]
     pub filters: Vec<Filter>,
-    /// One release per public key of column COL (with --keys), each with the full ε: the groups
-    /// are disjoint (parallel composition), so ε is charged once.
-    #[arg(short = 'b', long, value_name = "COL", requires = "keys")]
+    /// One release per public key of column COL (with --keys, or keys found with --discover),
+    /// each with the full ε: the groups are disjoint (parallel composition), so ε is charged once.
+    #[arg(short = 'b', long, value_name = "COL")]
     pub by: Option<String>,
     /// The public keys of --by, comma-separated; rows with any other key form the group `other`.
     #[arg(short = 'k', long, value_name = "K1,K2,...", requires = "by")]
@@ -294,6 +324,10 @@ pub struct LedgerArgs {
     /// Total ε for this dataset; the first release with --budget records it.
     #[arg(long, value_name = "TOTAL", allow_negative_numbers = true)]
     pub budget: Option<Budget>,
+    /// δ of this dataset's budget, recorded with --budget (default 0: pure ε-DP only). Needed
+    /// before --noise gaussian or --discover releases can be charged.
+    #[arg(long, value_name = "D", allow_negative_numbers = true)]
+    pub budget_delta: Option<Delta>,
     /// Allow --budget to change a total already recorded in the ledger.
     #[arg(long)]
     pub change_budget: bool,
@@ -308,6 +342,7 @@ impl LedgerArgs {
         LedgerFlags {
             path: self.ledger.clone(),
             budget: self.budget.clone(),
+            budget_delta: self.budget_delta.clone(),
             change_budget: self.change_budget,
             dataset: self.dataset.clone(),
         }
@@ -332,6 +367,20 @@ pub struct BudgetArgs {
     /// standard input. Without it no data is read.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+}
+
+impl Common {
+    /// The privacy flags as the release's request takes them.
+    pub fn privacy(&self) -> PrivacyFlags {
+        PrivacyFlags {
+            noise: self.noise.into(),
+            eps: self.eps.clone(),
+            rho: self.rho.clone(),
+            delta: self.delta.clone(),
+            discover: self.discover,
+            max_keys: self.max_keys.0,
+        }
+    }
 }
 
 /// A release subcommand: the statistic's kind, its own options, and the flags every release

@@ -2,10 +2,13 @@
 
 use clap::{Args, Subcommand};
 
-use crate::cli::values::{Format, Neighbours};
+use std::path::PathBuf;
+
+use crate::cli::values::{Format, Neighbours, Noise};
 use crate::numeric::bins::Categories;
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::query::options::Level;
 
@@ -52,6 +55,30 @@ pub enum PlanQuery {
     /// Not planned: a slope's error bound depends on the data (the noisy variance of x divides
     /// it). Says so, and what to plan.
     Regress(PlanTarget),
+    /// Compare Laplace and Gaussian noise for every query of a workload file at the same
+    /// (ε, δ): the workload's total ε, and --delta (or the file's delta).
+    #[command(after_help = "Example:\n  dpstat plan run fixtures/compose_shares.toml --delta 1e-6")]
+    Run(PlanRunArgs),
+}
+
+/// `dpstat plan run WORKLOAD`: the workload, the δ to compare at, and how to print.
+#[derive(Args, Debug)]
+pub struct PlanRunArgs {
+    /// Workload file (TOML), the same as a workload run takes.
+    #[arg(value_name = "WORKLOAD")]
+    pub workload: PathBuf,
+    /// δ of the comparison (default: the workload's own delta, if it has noise = "gaussian").
+    #[arg(long, value_name = "D")]
+    pub delta: Option<Delta>,
+    /// Assumed row count for the workload's means (as for a mean's plan, --rows).
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+    /// Level of the accuracy bounds, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95")]
+    pub confidence: Confidence,
+    /// Output format (text or json).
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// What to solve for, and how to state it.
@@ -67,6 +94,13 @@ pub struct PlanTarget {
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).
     #[arg(long, value_enum, value_name = "UNIT", default_value_t)]
     pub neighbours: Neighbours,
+    /// Noise to plan: laplace (pure ε-DP) or gaussian (ρ from --eps and --delta, rounded down).
+    #[arg(long, value_enum, value_name = "NOISE", default_value_t)]
+    pub noise: Noise,
+    /// δ: with it, the plan also compares Laplace at ε with Gaussian at the same (ε, δ) and says
+    /// which gives less error; --noise gaussian needs it.
+    #[arg(long, value_name = "D")]
+    pub delta: Option<Delta>,
     /// Level of the accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95")]
     pub confidence: Confidence,

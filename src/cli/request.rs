@@ -1,6 +1,6 @@
 //! Each subcommand's flags turned into the request its `cmd` module validates across flags.
 
-use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanTarget};
+use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanRunArgs, PlanTarget};
 use crate::cli::{BudgetArgs, DescribeArgs, Query, ReleaseFlags, RunArgs};
 use crate::cmd;
 use crate::error::Error;
@@ -13,16 +13,31 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
     Some(cmd::release::Request {
         kind,
         options,
-        eps: common.eps.clone(),
+        privacy: common.privacy(),
         neighbours: common.neighbours.into(),
         filters: common.filters.clone(),
-        by: common.by.clone().zip(common.keys.clone()),
+        by: common.by.clone().map(|by| (by, common.keys.clone())),
         format: common.output.format.into(),
         style: common.output.style(),
         confidence: common.output.confidence,
         ledger: common.ledger.flags(),
         input: common.input.flags(),
         plot: common.output.plot.clone(),
+    })
+}
+
+/// `dpstat plan run WORKLOAD` as the request `cmd::plan` compares.
+pub fn plan_run_request(args: &PlanRunArgs) -> Result<cmd::plan::RunRequest, Error> {
+    let format: text::Format = args.format.into();
+    if format == text::Format::Chart {
+        return Err(Error::usage("--format chart draws a release; dpstat plan prints --format text or json"));
+    }
+    Ok(cmd::plan::RunRequest {
+        workload: args.workload.clone(),
+        delta: args.delta.clone(),
+        rows: args.rows,
+        confidence: args.confidence,
+        format,
     })
 }
 
@@ -69,8 +84,9 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
             };
             ("histogram", options, None, &a.target)
         }
+        PlanQuery::Run(_) => return Err(Error::internal("a workload plan is not a query's")),
     };
-    let PlanTarget { eps, error, neighbours, confidence, format } = target;
+    let PlanTarget { eps, error, neighbours, noise, delta, confidence, format } = target;
     let format: text::Format = (*format).into();
     if format == text::Format::Chart {
         return Err(Error::usage("--format chart draws a release; dpstat plan prints --format text or json"));
@@ -94,6 +110,8 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
     let request = cmd::plan::Request {
         kind,
         options,
+        noise: (*noise).into(),
+        delta: delta.clone(),
         neighbours: (*neighbours).into(),
         confidence: *confidence,
         rows,

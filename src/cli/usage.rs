@@ -176,7 +176,7 @@ mod tests {
             "dpstat cont",
             "dpstat plan frob",
             "dpstat quantile --col x --eps 1",
-            "dpstat count --by region --eps 1",
+            "dpstat count --eps 1 --rho 0.1",
             "dpstat count --threads 0 --eps 1",
             "dpstat count --eps 1 a.csv b.csv",
             "dpstat count --delimiter ;; --eps 1",
@@ -217,7 +217,7 @@ mod tests {
         let line = message(&error, &command, &args);
         assert_eq!(
             line,
-            "dpstat plan needs a subcommand: count, sum, mean, variance, histogram, quantile, median, covariance, regress (see dpstat plan --help)"
+            "dpstat plan needs a subcommand: count, sum, mean, variance, histogram, quantile, median, covariance, regress, run (see dpstat plan --help)"
         );
     }
 }

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use clap::ValueEnum;
 
+use crate::cmd::release::NoiseKind;
 use crate::numeric::bounds::Finite;
 use crate::privacy::unit;
 use crate::report::text;
@@ -25,6 +26,51 @@ impl From<Neighbours> for unit::Neighbours {
         match n {
             Neighbours::AddRemove => unit::Neighbours::AddRemove,
             Neighbours::Replace => unit::Neighbours::Replace,
+        }
+    }
+}
+
+/// `--noise` (`cmd::release::NoiseKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Noise {
+    /// Discrete Laplace noise: pure ε-DP (δ = 0).
+    #[default]
+    Laplace,
+    /// Discrete Gaussian noise: ρ-zCDP, stated as (ε, δ) at --delta; less error than Laplace
+    /// for large workloads and vectors (histograms, --by) at the same (ε, δ).
+    Gaussian,
+}
+
+impl From<Noise> for NoiseKind {
+    fn from(n: Noise) -> NoiseKind {
+        match n {
+            Noise::Laplace => NoiseKind::Laplace,
+            Noise::Gaussian => NoiseKind::Gaussian,
+        }
+    }
+}
+
+/// `--max-keys`: how many distinct keys `--discover` may hold, 1 to [`MaxKeys::MAX`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxKeys(pub usize);
+
+impl MaxKeys {
+    /// Beyond this even the smallest fold's worst case passes the memory cap.
+    pub const MAX: usize = 10_000_000;
+}
+
+impl std::fmt::Display for MaxKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for MaxKeys {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MaxKeys, String> {
+        match s.trim().parse::<usize>() {
+            Ok(n) if (1..=MaxKeys::MAX).contains(&n) => Ok(MaxKeys(n)),
+            _ => Err(format!("--max-keys must be a whole number from 1 to {}", MaxKeys::MAX)),
         }
     }
 }

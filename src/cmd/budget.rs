@@ -162,8 +162,21 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
     }
     for dataset in &report.datasets {
         let a = ledger.account(&dataset.summary.dataset);
-        let total = a.total.as_ref().map_or_else(|| "none recorded".to_string(), decimal);
-        let spent = rounded(&a.spent, Round::Up);
+        let mut total = a.total.as_ref().map_or_else(|| "none recorded".to_string(), decimal);
+        if let Some(delta) = &a.delta {
+            total.push_str(&format!(" with delta {delta}"));
+        }
+        let mut spent = a.spent_epsilon().map_or_else(|| "unknown".to_string(), |s| rounded(&s, Round::Up));
+        match (a.spent_rho_total(), &a.delta) {
+            (Some(rho), Some(delta)) => spent.push_str(&format!(
+                " as (epsilon, delta) = ({spent}, {delta}): every release together is rho {}-zCDP",
+                rounded(&rho, Round::Up)
+            )),
+            _ if a.history.has_approx() => {
+                spent.push_str(&format!(" with delta {}", decimal(a.history.delta_sum())))
+            }
+            _ => {}
+        }
         let remaining =
             a.remaining().map_or_else(|| "none recorded".to_string(), |r| rounded(&r, Round::Down));
         writeln!(out)?;
@@ -175,7 +188,13 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
         for release in &dataset.releases {
             let e = &release.entry;
             let column = e.column.as_deref().unwrap_or("-");
-            let eps = ledger::parse_exact(&e.epsilon).map_or_else(|| e.epsilon.clone(), |r| decimal(&r));
+            let exact = |t: &String| ledger::parse_exact(t).map_or_else(|| t.clone(), |r| decimal(&r));
+            let spend = match (&e.epsilon, &e.rho, &e.delta) {
+                (Some(eps), _, None) => format!("eps {:<8}", exact(eps)),
+                (Some(eps), _, Some(delta)) => format!("eps {} delta {}", exact(eps), exact(delta)),
+                (None, Some(rho), _) => format!("rho {:<8}", exact(rho)),
+                (None, None, _) => "-".to_string(),
+            };
             let data = match (&e.fingerprint, release.data_changed) {
                 (None, _) => "charged, not released (the run stopped after its charge)".to_string(),
                 (Some(f), changed) => {
@@ -190,13 +209,12 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
             };
             writeln!(
                 out,
-                "  #{:<4} {}  {:<9} {:<16} {:<10} eps {:<8} {data}",
+                "  #{:<4} {}  {:<9} {:<16} {:<10} {spend} {data}",
                 e.seq,
                 e.time,
                 shown(&e.query, 30),
                 shown(column, 40),
                 e.neighbours,
-                eps
             )?;
         }
     }

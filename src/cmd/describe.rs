@@ -33,10 +33,12 @@ use crate::data::filter::{Filter, FilterSpec};
 use crate::error::Error;
 use crate::numeric::bounds::Finite;
 use crate::numeric::exact::decimal;
+use crate::privacy::accountant::Total;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::laplace::Calibration;
 use crate::privacy::ledger::{LedgerFlags, LedgerSpec};
+use crate::privacy::noise::Mechanism;
 use crate::privacy::rng;
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
@@ -128,9 +130,10 @@ impl Request {
         let filters = filter_specs(&self.filters, has_header, "--where")?;
         let mut queries = Vec::with_capacity(2 * self.columns.len());
         for (column, share) in self.columns.iter().zip(shares) {
-            let half = share.split(2);
+            // describe is pure ε-DP (its quantiles have no Gaussian form).
+            let half = Mechanism::Laplace(share.split(2));
             let setup = Setup {
-                eps: &half,
+                mechanism: &half,
                 neighbours: self.neighbours,
                 has_header,
                 groups: 1,
@@ -157,7 +160,9 @@ impl Request {
                     filters: filters.clone(),
                     group: None,
                     statistic,
-                    eps: half.clone(),
+                    discover_by: None,
+                    mechanism: half.clone(),
+                    spend: half.spend(),
                     neighbours: self.neighbours,
                     format: self.format,
                     confidence: self.confidence,
@@ -168,7 +173,8 @@ impl Request {
                 queries.push(WorkloadQuery { name: format!("{}.{kind}", column.name), origin, job });
             }
         }
-        Ok(Workload { total: self.eps.clone(), neighbours: self.neighbours, queries })
+        let mechanism = Mechanism::Laplace(self.eps.clone());
+        Ok(Workload { mechanism, epsilon: Some(self.eps.clone()), neighbours: self.neighbours, queries })
     }
 
     /// Each column's ε: `--shares` (exact, adding up to `--eps` exactly) or an even split.
@@ -202,12 +208,16 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
     let workload = request.workload()?;
     let names = request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(",");
     let batch = Batch { workload: &workload, ledger_query: "describe", ledger_column: names };
-    let queries = release_all(&batch, &request.input, ledger.as_ref())?;
+    let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
     let bytes = match request.format {
-        Format::Text => describe::render_text(&summary(request, &workload, &queries)?),
+        Format::Text => describe::render_text(&summary(request, &queries)?),
         _ => {
-            let printed =
-                table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
+            let printed = table::Workload {
+                total: workload.spend(),
+                guarantee,
+                confidence: request.confidence,
+                queries,
+            };
             return write_then_notes(
                 table::render(&printed, request.format, Style::default())?,
                 &printed.queries,
@@ -234,7 +244,7 @@ fn write_then_notes(bytes: Vec<u8>, queries: &[table::Query], out: &mut dyn Writ
 
 /// The table's rows: each column's mean, count and quantiles, from the releases in the order
 /// [`Request::workload`] made them (mean, then quantiles, per column).
-fn summary(request: &Request, workload: &Workload, queries: &[table::Query]) -> Result<Described, Error> {
+fn summary(request: &Request, queries: &[table::Query]) -> Result<Described, Error> {
     let one = |q: &table::Query| match &q.release {
         Published::One(r) => Ok(r.clone()),
         Published::Grouped(_) => Err(Error::internal("describe makes no groups")),
@@ -246,8 +256,10 @@ fn summary(request: &Request, workload: &Workload, queries: &[table::Query]) -> 
         };
         let mean = one(mean)?;
         let count = count_of(&mean, request.confidence)?;
-        let eps =
-            Epsilon::from_rational(mean.accounting.total() * BigInt::from(2)).map_err(Error::internal)?;
+        let Total::Pure(half) = mean.accounting.total()? else {
+            return Err(Error::internal("describe's means spend a pure epsilon"));
+        };
+        let eps = Epsilon::from_rational(half * BigInt::from(2)).map_err(Error::internal)?;
         columns.push(describe::Column {
             name: column.name.clone(),
             eps,
@@ -256,7 +268,7 @@ fn summary(request: &Request, workload: &Workload, queries: &[table::Query]) -> 
             quantiles: one(quantiles)?,
         });
     }
-    Ok(Described { total: workload.total.clone(), confidence: request.confidence, columns })
+    Ok(Described { total: request.eps.clone(), confidence: request.confidence, columns })
 }
 
 /// The column's count: the mean's noisy count part (add-remove) with the bound of its own
@@ -271,8 +283,11 @@ fn count_of(mean: &Release, confidence: Confidence) -> Result<Count, Error> {
         .iter()
         .find(|p| p.name == "count")
         .ok_or_else(|| Error::internal("an add-remove mean has a count part"))?;
-    let (n, d) =
-        part.epsilon_exact.split_once('/').ok_or_else(|| Error::internal("a part's epsilon is n/d"))?;
+    let (n, d) = part
+        .epsilon_exact
+        .as_deref()
+        .and_then(|e| e.split_once('/'))
+        .ok_or_else(|| Error::internal("a part's epsilon is n/d"))?;
     let parse = |t: &str| t.parse::<BigInt>().map_err(|e| Error::internal(e.to_string()));
     let eps = Epsilon::from_rational(BigRational::new(parse(n)?, parse(d)?)).map_err(Error::internal)?;
     let bound = Calibration::of(&count::aggregate(0), &eps).error_bound(confidence.beta());

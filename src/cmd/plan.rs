@@ -20,6 +20,13 @@
 //! with three significant digits (1.00e-9, 1.01e-9, …, 9.99e5, 1.00e6), keeping the invariant
 //! that the upper end meets the target. The printed ε is the smallest such decimal whose bound,
 //! computed exactly as a release would, is at most the target.
+//!
+//! Laplace or Gaussian: with `--delta D` a plan also states the bound of the other mechanism at
+//! the same (ε, D): Laplace at ε (pure, so (ε, D)-DP too) against Gaussian at the largest ρ whose
+//! conversion at D is at most ε (`zcdp::rho_for`), each from the release's own code, and says
+//! which is smaller. `dpstat plan run WORKLOAD` does that for every query of a workload at its
+//! share of the total ([`compare_workload`]): Gaussian noise wins once the workload is large,
+//! since ρ of k equal shares is ρ/k and σ grows like √k, where Laplace's scale grows like k.
 
 use std::io::Write;
 
@@ -28,12 +35,23 @@ use anyhow::Result;
 use crate::error::Error;
 use crate::numeric::format::real as show;
 use crate::privacy::accuracy::Confidence;
+use std::path::PathBuf;
+
+use crate::cmd::release::{InputFlags, NoiseKind};
+use crate::cmd::workload::Workload;
+use crate::data::source::{CsvOptions, Source};
+use crate::error::bad_input;
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
+use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
+use crate::privacy::zcdp::{epsilon_for, Rho};
 use crate::query::options::{Options, Setup};
 use crate::query::statistic::{PlanContext, Planned, Statistic};
 use crate::query::AnyStatistic;
-use crate::report::plan::{render_text, Report};
+use crate::report::plan::{
+    render_text, render_workload, Comparison, QueryComparison, Report, WorkloadReport,
+};
 use crate::report::text::Format;
 
 /// Three significant digits: mantissas 100..=999.
@@ -49,6 +67,10 @@ pub struct Request {
     /// The statistic's kind and its flags, as a release would take them.
     pub kind: &'static str,
     pub options: Options,
+    /// `--noise`: the mechanism planned.
+    pub noise: NoiseKind,
+    /// `--delta`: the δ of a Gaussian plan and of the comparison.
+    pub delta: Option<Delta>,
     pub neighbours: Neighbours,
     pub confidence: Confidence,
     /// The assumed row count (`--rows`).
@@ -108,14 +130,43 @@ impl Request {
         if self.rows == Some(0) {
             return Err(Error::usage("--rows must be at least 1: a mean over 0 rows has no value"));
         }
+        if self.noise == NoiseKind::Gaussian && self.delta.is_none() {
+            return Err(Error::usage(
+                "--noise gaussian needs --delta D: the plan takes rho as the largest whose (epsilon, D) \
+                 conversion is at most --eps",
+            ));
+        }
+        if self.delta.is_some() && matches!(self.kind, "quantile" | "median") {
+            return Err(Error::usage(format!(
+                "--delta compares Laplace with Gaussian noise, and a {} has no Gaussian form (it is \
+                 released by permute-and-flip, pure epsilon-DP); plan it without --delta",
+                self.kind
+            )));
+        }
         Ok(())
+    }
+
+    /// The planned mechanism at `eps`: Laplace, or Gaussian at the largest ρ that is
+    /// (ε, δ)-DP.
+    fn mechanism(&self, eps: &Epsilon) -> Result<Mechanism, Error> {
+        match (self.noise, &self.delta) {
+            (NoiseKind::Laplace, _) => Ok(Mechanism::Laplace(eps.clone())),
+            (NoiseKind::Gaussian, Some(delta)) => gaussian_at(eps, delta),
+            (NoiseKind::Gaussian, None) => Err(Error::usage("--noise gaussian needs --delta D")),
+        }
     }
 
     /// The bound a release at `eps` would state, computed by the release's own code: the
     /// statistic is validated at `eps` as a release would be (its grid depends on ε).
     pub fn evaluate(&self, eps: &Epsilon) -> Result<Evaluation, Error> {
+        self.evaluate_with(eps, &self.mechanism(eps)?)
+    }
+
+    /// As [`Request::evaluate`], with the given mechanism.
+    fn evaluate_with(&self, eps: &Epsilon, mechanism: &Mechanism) -> Result<Evaluation, Error> {
+        let mechanism = mechanism.clone();
         let setup = Setup {
-            eps,
+            mechanism: &mechanism,
             neighbours: self.neighbours,
             has_header: true,
             groups: 1,
@@ -124,19 +175,26 @@ impl Request {
             ledger: false,
         };
         let statistic = AnyStatistic::new(self.kind, self.options.clone(), &setup)?;
-        let cx =
-            PlanContext { eps, neighbours: self.neighbours, confidence: self.confidence, rows: self.rows };
+        let cx = PlanContext {
+            mechanism: &mechanism,
+            neighbours: self.neighbours,
+            confidence: self.confidence,
+            rows: self.rows,
+            grouped: false,
+        };
         Ok(Evaluation { eps: eps.clone(), planned: statistic.plan(&cx)? })
     }
 
     /// Plans at the given ε, or finds the smallest 3-digit decimal ε that meets the target.
     pub fn solve(&self) -> Result<Report, Error> {
         match &self.target {
-            Target::Epsilon(eps) => Ok(self.report(self.evaluate(eps)?, None, None)),
+            Target::Epsilon(eps) => self.report(self.evaluate(eps)?, None, None),
             Target::Error(target) => {
                 let target = *target;
                 let meets = |i: u64| -> Result<Option<Evaluation>, Error> {
-                    let e = self.evaluate(&candidate(i))?;
+                    // An ε too small for any ρ at δ meets nothing.
+                    let Ok(mechanism) = self.mechanism(&candidate(i)) else { return Ok(None) };
+                    let e = self.evaluate_with(&candidate(i), &mechanism)?;
                     Ok((e.error_bound() <= target).then_some(e))
                 };
                 if let Some(e) = meets(0)? {
@@ -144,7 +202,7 @@ impl Request {
                         "the smallest ε dpstat accepts (1e-9) already gives a bound of at most {}",
                         show(target)
                     );
-                    return Ok(self.report(e, Some(target), Some(method)));
+                    return self.report(e, Some(target), Some(method));
                 }
                 let Some(mut best) = meets(HIGHEST_CANDIDATE)? else {
                     let at_most = self.evaluate(&candidate(HIGHEST_CANDIDATE))?.error_bound();
@@ -170,15 +228,27 @@ impl Request {
                      exact decimals, each bound computed as the release computes it",
                     show(target)
                 );
-                Ok(self.report(best, Some(target), Some(method)))
+                self.report(best, Some(target), Some(method))
             }
         }
     }
 
-    fn report(&self, e: Evaluation, target: Option<f64>, method: Option<String>) -> Report {
+    /// Laplace at ε against Gaussian at the same (ε, δ), when `--delta` is given.
+    fn comparison(&self, eps: &Epsilon) -> Result<Option<Comparison>, Error> {
+        let Some(delta) = &self.delta else { return Ok(None) };
+        let laplace = self.evaluate_with(eps, &Mechanism::Laplace(eps.clone()))?.error_bound();
+        let gaussian = match gaussian_at(eps, delta) {
+            Ok(m) => Some((self.evaluate_with(eps, &m)?.error_bound(), m)),
+            Err(_) => None,
+        };
+        Ok(Some(Comparison::new(eps, delta, laplace, gaussian)))
+    }
+
+    fn report(&self, e: Evaluation, target: Option<f64>, method: Option<String>) -> Result<Report, Error> {
         let warnings = if e.eps.is_large() { vec![large_epsilon_warning(&e.eps)] } else { vec![] };
+        let comparison = self.comparison(&e.eps)?;
         let Planned { noise, bins, assumptions } = e.planned;
-        Report {
+        Ok(Report {
             plan: self.kind,
             column: self.options.column.clone().filter(|c| !c.is_empty()),
             solved_for: if target.is_some() { "epsilon" } else { "error_bound" },
@@ -189,11 +259,99 @@ impl Request {
             method,
             assumptions,
             warnings,
+            comparison,
             reads_data: false,
             draws_noise: false,
             charges_ledger: false,
-        }
+        })
     }
+}
+
+/// Gaussian noise at the largest ρ whose conversion at δ is at most ε (rounded down).
+fn gaussian_at(eps: &Epsilon, delta: &Delta) -> Result<Mechanism, Error> {
+    let rho = Rho::largest_for(eps, delta).map_err(Error::usage)?;
+    Ok(Mechanism::Gaussian { rho, delta: delta.clone() })
+}
+
+/// `dpstat plan run WORKLOAD`: what it compares at.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    pub workload: PathBuf,
+    /// `--delta`: else the workload's own.
+    pub delta: Option<Delta>,
+    /// `--rows`, for the workload's means.
+    pub rows: Option<u64>,
+    pub confidence: Confidence,
+    pub format: Format,
+}
+
+/// Plans every query of a workload twice, with Laplace noise at the workload's ε and with
+/// Gaussian noise at the same (ε, δ), each query at its share (the same proportion of ε or of
+/// ρ), and says which gives less error, query by query. Reads no data.
+pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
+    let path = request.workload.display().to_string();
+    let text = std::fs::read_to_string(&request.workload)
+        .map_err(|e| bad_input(format!("cannot read workload {path}: {e}")))?;
+    // No data is read: the header is assumed, as for a file with one.
+    let input = InputFlags {
+        source: Source::Stdin,
+        csv: CsvOptions { delimiter: b',', has_header: true },
+        threads: 1,
+    };
+    let settings = (request.confidence, Format::Text);
+    let file = Workload::parse(&path, &text, &input, settings, false)?;
+    let delta = match (&request.delta, file.mechanism.delta()) {
+        (Some(d), _) | (None, Some(d)) => d.clone(),
+        (None, None) => {
+            return Err(Error::usage(
+                "dpstat plan run needs --delta D: the delta at which Gaussian noise is compared with \
+                 the workload's Laplace noise (e.g. --delta 1e-6)",
+            )
+            .into())
+        }
+    };
+    let eps = match (&file.epsilon, &file.mechanism) {
+        (Some(eps), _) => eps.clone(),
+        (None, Mechanism::Gaussian { rho, .. }) => {
+            Epsilon::from_rational(epsilon_for(rho.as_rational(), &delta))
+                .map_err(|e| Error::usage(format!("the workload's rho converts to no valid epsilon: {e}")))?
+        }
+        (None, Mechanism::Laplace(eps)) => eps.clone(),
+    };
+    let gaussian = gaussian_at(&eps, &delta)?;
+    let laplace =
+        Workload::parse_as(&path, &text, &input, settings, false, Some(&Mechanism::Laplace(eps.clone())))?;
+    let gauss = Workload::parse_as(&path, &text, &input, settings, false, Some(&gaussian))?;
+    let mut queries = vec![];
+    for (l, g) in laplace.queries.iter().zip(&gauss.queries) {
+        let plan = |q: &crate::cmd::workload::WorkloadQuery| -> Result<f64, String> {
+            let cx = PlanContext {
+                mechanism: &q.job.mechanism,
+                neighbours: q.job.neighbours,
+                confidence: request.confidence,
+                rows: request.rows,
+                grouped: q.job.group.is_some(),
+            };
+            q.job
+                .statistic
+                .plan(&cx)
+                .map(|p| p.noise.accuracy.error_bound)
+                .map_err(|e| e.message().to_string())
+        };
+        queries.push(QueryComparison::new(&l.name, l.job.statistic.name(), plan(l), plan(g)));
+    }
+    let report = WorkloadReport::new(path, laplace.neighbours, request.confidence, &eps, &gaussian, queries);
+    let bytes = match request.format {
+        Format::Json => {
+            let mut bytes = serde_json::to_vec(&report)?;
+            bytes.push(b'\n');
+            bytes
+        }
+        _ => render_workload(&report).into_bytes(),
+    };
+    out.write_all(&bytes)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The i-th candidate ε: (100 + i mod 900) · 10^(i div 900 − 11), exactly.
@@ -286,10 +444,76 @@ mod tests {
         let err = request("sum --lower 0 --eps 1").solve().unwrap_err();
         assert!(err.message().contains("--upper U is missing"), "{err}");
         let large = request("count --error 0.5").solve().unwrap();
-        assert!(large.noise.epsilon > 3.0 && large.warnings.is_empty(), "{large:?}");
+        assert!(large.noise.guarantee.epsilon > 3.0 && large.warnings.is_empty(), "{large:?}");
         let large = request("count --eps 11").solve().unwrap();
         assert!(large.warnings[0].contains("protects little"), "{:?}", large.warnings);
         let report = request("mean --lower 0 --upper 1 --rows 10 --error 1").solve().unwrap();
         assert_eq!(report.epsilon_decimal, "0.000000001", "the width caps the mean's bound");
+        let cli = Cli::try_parse_from(
+            "dpstat plan median --lower 0 --upper 100 --eps 1 --delta 1e-6".split_whitespace(),
+        );
+        let crate::cli::Query::Plan(plan) = cli.unwrap().query else { panic!("a plan") };
+        let err = crate::cli::request::plan_request(&plan).unwrap_err();
+        assert!(
+            err.to_string().contains("no Gaussian form") && err.to_string().contains("without --delta"),
+            "{err}"
+        );
+    }
+
+    /// One count at (1, 1e-6): Laplace's ±3 beats the Gaussian's ±9. Twenty counts sharing
+    /// ε = 1: Laplace's scale is 20, the Gaussian's σ only √20 times larger than one count's,
+    /// so the Gaussian wins every query; the plan says so from the release's own bounds.
+    #[test]
+    fn the_comparison_names_the_mechanism_with_the_smaller_bound() {
+        let one = request("count --eps 1 --delta 1e-6").solve().unwrap();
+        let c = one.comparison.unwrap();
+        assert_eq!((c.laplace_error_bound, c.less_error), (3.0, "laplace"));
+        assert!(c.gaussian_error_bound.unwrap() > 3.0);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.toml");
+        let queries: String =
+            (0..20).map(|i| format!("[[query]]\nname = \"c{i}\"\nkind = \"count\"\n")).collect();
+        std::fs::write(&path, format!("epsilon = 1\n{queries}")).unwrap();
+        let run = |delta: Option<&str>| {
+            let request = RunRequest {
+                workload: path.clone(),
+                delta: delta.map(|d| d.parse().unwrap()),
+                rows: None,
+                confidence: "0.95".parse().unwrap(),
+                format: Format::Json,
+            };
+            let mut out = vec![];
+            compare_workload(&request, &mut out)
+                .map(|()| serde_json::from_slice::<serde_json::Value>(&out).unwrap())
+        };
+        let json = run(Some("1e-6")).unwrap();
+        assert_eq!(
+            (json["less_error"].as_str(), json["gaussian_wins"].as_u64()),
+            (Some("gaussian"), Some(20))
+        );
+        let q = &json["queries"][0];
+        assert!(q["gaussian_error_bound"].as_f64() < q["laplace_error_bound"].as_f64(), "{q}");
+        // Laplace at ε/20 = 1/20 has scale 20: its bound is the single count's at that ε.
+        let single = request("count --eps 0.05").solve().unwrap();
+        assert_eq!(q["laplace_error_bound"].as_f64(), Some(single.noise.accuracy.error_bound));
+        let err = run(None).unwrap_err();
+        assert!(err.to_string().contains("--delta"), "{err}");
+        // Means without --rows cannot be planned: the verdict says nothing was compared.
+        std::fs::write(
+            &path,
+            "epsilon = 1\n[[query]]\nname = \"m\"\nkind = \"mean\"\ncolumn = \"x\"\nlower = 0\nupper = 1\n",
+        )
+        .unwrap();
+        let request = RunRequest {
+            workload: path.clone(),
+            delta: Some("1e-6".parse().unwrap()),
+            rows: None,
+            confidence: "0.95".parse().unwrap(),
+            format: Format::Text,
+        };
+        let mut out = vec![];
+        compare_workload(&request, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("not planned") && text.contains("no query could be planned"), "{text}");
     }
 }

@@ -28,10 +28,15 @@ use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
 use crate::error::{bad_input, Error};
 use crate::numeric::bins::Keys;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::currency::Spend;
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
 use crate::privacy::ledger::{self, BudgetSummary, LedgerFlags, LedgerSpec, Reservation};
+use crate::privacy::noise::Mechanism;
 use crate::privacy::rng;
 use crate::privacy::unit::Neighbours;
+use crate::privacy::zcdp::{epsilon_for, Rho};
+use crate::query::discover::{self, Discovery};
 use crate::query::group;
 use crate::query::options::{Options, Setup};
 use crate::query::statistic::{Context, Measured, Statistic, Visitor};
@@ -49,17 +54,99 @@ pub struct InputFlags {
     pub threads: usize,
 }
 
+/// Which noise the flags ask for (`--noise`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NoiseKind {
+    /// Discrete Laplace: pure ε-DP.
+    #[default]
+    Laplace,
+    /// Discrete Gaussian: ρ-zCDP, stated as (ε, δ).
+    Gaussian,
+}
+
+/// The privacy flags as given: `--eps`, `--noise`, `--rho`, `--delta`, `--discover`,
+/// `--max-keys`.
+#[derive(Clone, Debug, Default)]
+pub struct PrivacyFlags {
+    pub noise: NoiseKind,
+    pub eps: Option<Epsilon>,
+    pub rho: Option<Rho>,
+    pub delta: Option<Delta>,
+    pub discover: bool,
+    pub max_keys: usize,
+}
+
+impl PrivacyFlags {
+    /// The mechanism these flags ask for, and the discovery (`--discover`), refusing every
+    /// combination that does not name one guarantee:
+    /// - Laplace: `--eps E`; no `--rho`, and `--delta` only with `--discover`;
+    /// - Gaussian: `--delta D` and either `--rho R` or `--eps E` (then ρ is the largest whose
+    ///   conversion at D is at most E: `zcdp::rho_for`, rounded down);
+    /// - `--discover`: Laplace at `--eps E` with `--delta D`.
+    pub fn resolve(&self) -> Result<(Mechanism, Option<Discovery>), Error> {
+        match (self.noise, self.discover) {
+            (NoiseKind::Gaussian, true) => Err(Error::usage(
+                "--discover is (epsilon, delta)-DP with Laplace noise on the key counts, not zCDP: \
+                 leave out --noise gaussian",
+            )),
+            (NoiseKind::Laplace, discover) => {
+                if self.rho.is_some() {
+                    return Err(Error::usage(
+                        "--rho is the budget of --noise gaussian (zCDP); with Laplace noise give --eps",
+                    ));
+                }
+                let eps = self.eps.clone().ok_or_else(|| Error::usage("give the privacy budget --eps E"))?;
+                let discovery = match (discover, &self.delta) {
+                    (true, Some(delta)) => Some(Discovery { delta: delta.clone(), max_keys: self.max_keys }),
+                    (true, None) => {
+                        return Err(Error::usage(
+                            "--discover needs --delta D: the probability that a key held by one person \
+                             shows, which the threshold is set from (e.g. --delta 1e-7, well below 1/rows)",
+                        ))
+                    }
+                    (false, Some(_)) => {
+                        return Err(Error::usage(
+                            "--delta is for --noise gaussian or --discover; a Laplace release is pure \
+                             epsilon-DP (delta = 0): leave it out",
+                        ))
+                    }
+                    (false, None) => None,
+                };
+                Ok((Mechanism::Laplace(eps), discovery))
+            }
+            (NoiseKind::Gaussian, false) => {
+                let delta = self.delta.clone().ok_or_else(|| {
+                    Error::usage(
+                        "--noise gaussian needs --delta D: the release is rho-zCDP and states the \
+                         (epsilon, delta) it converts to (e.g. --delta 1e-6, well below 1/rows)",
+                    )
+                })?;
+                let rho = match (&self.rho, &self.eps) {
+                    (Some(rho), _) => rho.clone(),
+                    (None, Some(eps)) => Rho::largest_for(eps, &delta).map_err(|e| {
+                        Error::usage(format!("--eps {eps} at --delta {delta}: {e}; raise --eps or --delta"))
+                    })?,
+                    (None, None) => {
+                        return Err(Error::usage("--noise gaussian needs --rho R, or --eps E with --delta D"))
+                    }
+                };
+                Ok((Mechanism::Gaussian { rho, delta }, None))
+            }
+        }
+    }
+}
+
 /// A release as the command line asks for it, before validation.
 #[derive(Clone, Debug)]
 pub struct Request {
     /// The statistic's kind (`count`, `median`, …).
     pub kind: &'static str,
     pub options: Options,
-    pub eps: Epsilon,
+    pub privacy: PrivacyFlags,
     pub neighbours: Neighbours,
     pub filters: Vec<Filter>,
-    /// `--by COL` with its `--keys`.
-    pub by: Option<(String, Keys)>,
+    /// `--by COL` with its `--keys` (None with `--discover`).
+    pub by: Option<(String, Option<Keys>)>,
     pub format: Format,
     /// `--with-error`, `--round`.
     pub style: Style,
@@ -80,8 +167,13 @@ pub struct Job {
     pub filter_labels: Vec<String>,
     /// `--by`: one release per public key, each with the full ε.
     pub group: Option<GroupSpec>,
+    /// `--by COL --discover`: one release per key found in COL.
+    pub discover_by: Option<(ColumnRef, Discovery)>,
     pub statistic: AnyStatistic,
-    pub eps: Epsilon,
+    /// The noise and its ε or ρ.
+    pub mechanism: Mechanism,
+    /// What the release spends: ε, ρ, or (ε, δ) with `--discover`.
+    pub spend: Spend,
     pub neighbours: Neighbours,
     pub format: Format,
     pub style: Style,
@@ -94,22 +186,63 @@ pub struct Job {
 impl Job {
     pub fn new(request: Request) -> Result<Job, Error> {
         let has_header = request.input.csv.has_header;
-        let group = match &request.by {
-            Some((by, keys)) => {
-                Some(GroupSpec { column: ColumnRef::parse(by, has_header, "--by")?, keys: keys.clone() })
+        let (mechanism, discovery) = request.privacy.resolve()?;
+        let (mut group, mut discover_by, mut options) = (None, None, request.options.clone());
+        match (&request.by, discovery) {
+            (Some((by, Some(keys))), None) => {
+                group =
+                    Some(GroupSpec { column: ColumnRef::parse(by, has_header, "--by")?, keys: keys.clone() })
             }
-            None => None,
+            (Some((_, None)), None) => {
+                return Err(Error::usage(
+                    "--by COL needs its public keys: --keys K1,K2,... (or --discover --delta D to find \
+                     them in the data)",
+                ))
+            }
+            (Some((_, Some(_))), Some(_)) => {
+                return Err(Error::usage(
+                    "--keys lists the groups and --discover finds them: give one of them",
+                ))
+            }
+            (Some((by, None)), Some(discovery)) => {
+                discover_by = Some((ColumnRef::parse(by, has_header, "--by")?, discovery))
+            }
+            (None, Some(discovery)) if request.kind == "histogram" => options.discover = Some(discovery),
+            (None, Some(_)) => {
+                return Err(Error::usage(
+                    "--discover finds the groups of --by COL (or a histogram's categories): add --by COL",
+                ))
+            }
+            (None, None) => {}
+        }
+        if discover_by.is_some() && request.neighbours == Neighbours::Replace && request.kind != "count" {
+            return Err(Error::usage(format!(
+                "--by with --discover under --neighbours replace covers count only: for {} a changed row \
+                 could create a key and move a released group at once, which the threshold does not pay \
+                 for; use --neighbours add-remove",
+                request.kind
+            )));
+        }
+        let spend = match (&mechanism, discover_by.as_ref().map(|d| &d.1).or(options.discover.as_ref())) {
+            (Mechanism::Laplace(eps), Some(d)) => Spend::Approx { eps: eps.clone(), delta: d.delta.clone() },
+            (m, _) => m.spend(),
+        };
+        let groups = match (&group, &discover_by) {
+            (Some(g), _) => g.keys.groups(),
+            // Every key found may be a group: the memory checks count them all.
+            (None, Some((_, d))) => d.max_keys.max(2),
+            (None, None) => 1,
         };
         let setup = Setup {
-            eps: &request.eps,
+            mechanism: &mechanism,
             neighbours: request.neighbours,
             has_header,
-            groups: group.as_ref().map_or(1, |g| g.keys.groups()),
+            groups,
             filtered: !request.filters.is_empty(),
             private_bounds: true,
             ledger: request.ledger.path.is_some(),
         };
-        let statistic = AnyStatistic::new(request.kind, request.options.clone(), &setup)?;
+        let statistic = AnyStatistic::new(request.kind, options, &setup)?;
         let filters = filter_specs(&request.filters, has_header, "--where")?;
         // A chart needs several numbers: bins, groups or quantile levels, known from the flags.
         let charted = request.format == Format::Chart || request.plot.is_some();
@@ -119,7 +252,7 @@ impl Job {
                  proportions: use --format text or --format json",
             ));
         }
-        if charted && group.is_none() && !statistic.draws_bars() {
+        if charted && group.is_none() && discover_by.is_none() && !statistic.draws_bars() {
             return Err(Error::usage(format!(
                 "{} ({} releases one number)",
                 chart::ONE_NUMBER,
@@ -139,8 +272,10 @@ impl Job {
             filter_labels: filters.iter().map(FilterSpec::label).collect(),
             filters,
             group,
+            discover_by,
             statistic,
-            eps: request.eps,
+            mechanism,
+            spend,
             neighbours: request.neighbours,
             format: request.format,
             style: request.style,
@@ -175,24 +310,25 @@ pub fn filter_specs(filters: &[Filter], has_header: bool, flag: &str) -> Result<
 /// then writes it to `out`.
 pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     rng::refuse_with_ledger(job.ledger.is_some())?;
-    warn_if_large(&job.eps);
+    warn_if_large(&job.spend, job.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&job.input.source, &job.input.csv, job.ledger.is_some(), job.input.threads)?;
-    let query = match &job.group {
-        None => job.statistic.name().to_string(),
-        Some(g) => format!("{} by {}", job.statistic.name(), g.column.label()),
+    let query = match (&job.group, &job.discover_by) {
+        (Some(g), _) => format!("{} by {}", job.statistic.name(), g.column.label()),
+        (None, Some((by, _))) => format!("{} by {} (keys found)", job.statistic.name(), by.label()),
+        (None, None) => job.statistic.name().to_string(),
     };
     let charge = ledger::Charge {
         query,
         column: job.statistic.column().map(ColumnRef::label),
         neighbours: job.neighbours.name().to_string(),
-        eps: job.eps.clone(),
+        spend: job.spend.clone(),
     };
     let mut meter = Meter::new(job.ledger.as_ref(), charge);
     let scanned =
         job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng, meter: &mut meter });
     let mut published = meter.after_rows(scanned.and_then(|published| {
-        published.accounting().spends_exactly(&job.eps)?;
+        published.accounting().spends_exactly(&job.spend)?;
         Ok(published)
     }))?;
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
@@ -261,11 +397,11 @@ impl<'a> Meter<'a> {
     pub fn after_rows<T>(&self, result: Result<T>) -> Result<T> {
         match (result, &self.reservation) {
             (Err(_), Some(reservation)) => Err(Error::internal(format!(
-                "the release failed after epsilon {} was charged to dataset {} in ledger {}; nothing \
+                "the release failed after {} was charged to dataset {} in ledger {}; nothing \
                  was released, and the reason is not shown because under a ledger it could reveal \
                  the data: the custodian can see it with `dpstat check FILE` or by running the \
                  same release without --ledger",
-                self.charge.eps,
+                self.charge.spend,
                 reservation.summary.dataset,
                 reservation.path.display()
             ))
@@ -306,13 +442,16 @@ impl Visitor for Scan<'_, '_> {
     fn visit<S: Statistic>(self, statistic: &S) -> Result<Published> {
         let Scan { job, input, rng, meter } = self;
         let mut statistic = statistic.clone();
+        if let Some((by, discovery)) = &job.discover_by {
+            return discovered(job, &statistic, by, discovery, input, rng, meter);
+        }
         loop {
             let (filters, by) = routing(&job.filters, job.group.as_ref(), input)?;
             let mut routed = Routed::new(empty_fold(&statistic, input)?, filters, by);
             scan::check_memory(input, &routed)?;
             meter.before_rows(input)?;
             scan::scan(input, &mut routed)?;
-            let cx = context(job, input, &job.eps);
+            let cx = context(job, input, &job.mechanism);
             match publish(&statistic, routed.groups, job.group.as_ref(), &cx, rng)? {
                 Outcome::Published(published) => return Ok(published),
                 Outcome::Again(next) => {
@@ -325,13 +464,45 @@ impl Visitor for Scan<'_, '_> {
     }
 }
 
-/// What every measurement of `job` needs, at `eps`.
-pub fn context<'a>(job: &'a Job, input: &'a Input, eps: &'a Epsilon) -> Context<'a> {
+/// `--by COL --discover`: one pass counting every key of COL (and folding the statistic per
+/// key), then the selection and the statistic in every key kept (`query::discover`).
+fn discovered<S: Statistic>(
+    job: &Job,
+    statistic: &S,
+    by: &ColumnRef,
+    discovery: &Discovery,
+    input: &mut Input,
+    rng: &mut dyn RngCore,
+    meter: &mut Meter,
+) -> Result<Published> {
+    let (filters, _) = routing(&job.filters, None, input)?;
+    let indices = statistic
+        .columns()
+        .into_iter()
+        .map(|(c, flag)| input.resolve(c, flag))
+        .collect::<Result<Vec<_>>>()?;
+    let keyed = discover::keyed_fold(statistic, &indices, input.resolve(by, "--by")?, discovery);
+    let mut routed = Routed::new(keyed, filters, None);
+    scan::check_memory(input, &routed)?;
+    meter.before_rows(input)?;
+    scan::scan(input, &mut routed)?;
+    let cx = context(job, input, &job.mechanism);
+    let keyed = routed.groups.pop().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?;
+    let mut published =
+        Published::Grouped(discover::publish(statistic, keyed, by.label(), discovery, &cx, rng)?);
+    if rng::is_seeded() {
+        published.mark_insecure_seed();
+    }
+    Ok(published)
+}
+
+/// What every measurement of `job` needs, with `mechanism`.
+pub fn context<'a>(job: &'a Job, input: &'a Input, mechanism: &'a Mechanism) -> Context<'a> {
     Context {
-        eps,
+        mechanism,
         neighbours: job.neighbours,
         confidence: job.confidence,
-        grouped: job.group.is_some(),
+        grouped: job.group.is_some() || job.discover_by.is_some(),
         filters: &job.filter_labels,
         source: input.name(),
     }
@@ -415,10 +586,16 @@ pub fn publish<S: Statistic>(
     Ok(Outcome::Published(published))
 }
 
-/// A warning for ε above 10. A warning, never a refusal: scripts rely on it.
-pub fn warn_if_large(eps: &Epsilon) {
-    if eps.is_large() {
-        warn(&large_epsilon_warning(eps));
+/// A warning for ε above 10 (the ε a Gaussian release converts to at its δ). A warning, never
+/// a refusal: scripts rely on it.
+pub fn warn_if_large(spend: &Spend, conversion: Option<&Delta>) {
+    let eps = match (spend, conversion) {
+        (Spend::Pure(eps) | Spend::Approx { eps, .. }, _) => Some(eps.clone()),
+        (Spend::Zcdp(rho), Some(delta)) => Epsilon::from_rational(epsilon_for(rho.as_rational(), delta)).ok(),
+        (Spend::Zcdp(_), None) => None,
+    };
+    if let Some(eps) = eps.filter(Epsilon::is_large) {
+        warn(&large_epsilon_warning(&eps));
     }
 }
 

@@ -16,6 +16,8 @@
 //! ```toml
 //! epsilon = "1"              # total; a number or a string, read as an exact decimal
 //! neighbours = "add-remove"  # or "replace"; default add-remove
+//! # noise = "gaussian"       # discrete Gaussian, rho-zCDP: with delta = "1e-6", and epsilon
+//! #                          # (rho derived) or rho = "0.02"; shares split rho in proportion
 //!
 //! [[query]]
 //! name = "income_mean"
@@ -49,6 +51,7 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::rng;
 use crate::query::AnyFold;
+use crate::report::release::Guarantee;
 use crate::report::text::{self, Format, Style};
 use crate::report::{svg, table};
 
@@ -83,8 +86,9 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     )?;
     let names = workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",");
     let batch = Batch { workload: &workload, ledger_query: "workload", ledger_column: names };
-    let queries = release_all(&batch, &request.input, ledger.as_ref())?;
-    let printed = table::Workload { total: workload.total.clone(), confidence: request.confidence, queries };
+    let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
+    let printed =
+        table::Workload { total: workload.spend(), guarantee, confidence: request.confidence, queries };
     // Drawn from the releases alone (post-processing); written only after the output is rendered.
     let plot = match &request.plot {
         Some(path) => Some((path, svg::render(&table::chart(&printed, request.style))?)),
@@ -121,9 +125,9 @@ pub fn release_all(
     batch: &Batch,
     flags: &InputFlags,
     ledger: Option<&LedgerSpec>,
-) -> Result<Vec<table::Query>> {
+) -> Result<(Vec<table::Query>, Guarantee)> {
     let workload = batch.workload;
-    warn_if_large(&workload.total);
+    warn_if_large(&workload.spend(), workload.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
     let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
@@ -137,39 +141,41 @@ pub fn release_all(
         query: batch.ledger_query.to_string(),
         column: Some(batch.ledger_column.clone()),
         neighbours: workload.neighbours.name().to_string(),
-        eps: workload.total.clone(),
+        spend: workload.spend(),
     };
     let mut meter = Meter::new(ledger, charge);
     scan::check_memory(&input, &fold)?;
     meter.before_rows(&mut input)?;
-    let queries = meter.after_rows(measure_all(workload, fold, &mut input, &mut rng))?;
+    let released = meter.after_rows(measure_all(workload, fold, &mut input, &mut rng))?;
     meter.complete(&mut input)?;
-    Ok(queries)
+    Ok(released)
 }
 
 /// The one pass and every query's noise; the accountant's total must be exactly the batch's.
+/// Returns the queries and the guarantee of their total.
 fn measure_all(
     workload: &Workload,
     mut fold: WorkloadFold,
     input: &mut Input,
     rng: &mut dyn rand::RngCore,
-) -> Result<Vec<table::Query>> {
+) -> Result<(Vec<table::Query>, Guarantee)> {
     scan::scan(input, &mut fold)?;
     let mut queries = Vec::with_capacity(workload.queries.len());
     for (query, routed) in workload.queries.iter().zip(fold.0) {
         let job = &query.job;
-        let cx = context(job, input, &job.eps);
+        let cx = context(job, input, &job.mechanism);
         let Outcome::Published(release) =
             publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, rng)?
         else {
             return Err(Error::internal("a workload query asked for a second pass").into());
         };
-        queries.push(table::Query { name: query.name.clone(), eps: job.eps.clone(), release });
+        queries.push(table::Query { name: query.name.clone(), share: job.spend.clone(), release });
     }
     let accounting =
         Cost::sequential(queries.iter().map(|q| q.release.accounting().clone().named(&q.name)).collect());
-    accounting.spends_exactly(&workload.total)?;
-    Ok(queries)
+    accounting.spends_exactly(&workload.spend())?;
+    let guarantee = Guarantee::of(&accounting.total()?, workload.mechanism.delta())?;
+    Ok((queries, guarantee))
 }
 
 /// Every query's fold, fed the same rows in one pass.
@@ -212,7 +218,8 @@ mod tests {
         use crate::query::count::CountFold;
         use crate::query::variance::{VarianceFold, VarianceSpec};
         let bounds = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(10.0).unwrap()).unwrap();
-        let spec = VarianceSpec::new(bounds, Neighbours::AddRemove, &"1".parse().unwrap()).unwrap();
+        let one = crate::privacy::noise::Mechanism::Laplace("1".parse().unwrap());
+        let spec = VarianceSpec::new(bounds, Neighbours::AddRemove, &one).unwrap();
         let cell = NumberCell { index: 1, invalid: InvalidPolicy::Skip };
         let empty = WorkloadFold(vec![
             Routed::new(

@@ -6,6 +6,11 @@
 //! column and bounds, and an optional `share` of ε. Shares are exact decimals and must add up to
 //! the total exactly; the queries without a share split what is left evenly (all of it when
 //! none has one).
+//!
+//! `noise = "gaussian"` with `delta` makes every query a discrete Gaussian release: the total is
+//! then ρ, given as `rho` or derived from `epsilon` and `delta` (`zcdp::rho_for`, rounded down),
+//! and each query gets ρ·share/total (shares written in the total's own unit), so the parts add
+//! up to ρ exactly; the whole is ρ-zCDP and is stated as (ε, δ) at `delta`.
 
 use std::ops::Range;
 use std::path::Path;
@@ -26,8 +31,12 @@ use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
 use crate::numeric::exact::{decimal, parse_decimal};
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::currency::Spend;
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
+use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
+use crate::privacy::zcdp::Rho;
 use crate::query::options::{Level, Options, Setup};
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
@@ -36,7 +45,10 @@ use crate::report::text::{Format, Style};
 /// A validated workload: the total, the unit and each query's plan at its share.
 #[derive(Debug)]
 pub struct Workload {
-    pub total: Epsilon,
+    /// The total: the mechanism every query draws with, at the whole ε or ρ.
+    pub mechanism: Mechanism,
+    /// The total ε as the file writes it (None when it gives rho).
+    pub epsilon: Option<Epsilon>,
     pub neighbours: Neighbours,
     pub queries: Vec<WorkloadQuery>,
 }
@@ -55,6 +67,9 @@ pub struct WorkloadQuery {
 #[serde(deny_unknown_fields)]
 struct RawWorkload {
     epsilon: Option<Spanned<Value>>,
+    rho: Option<Spanned<Value>>,
+    delta: Option<Spanned<Value>>,
+    noise: Option<Spanned<String>>,
     neighbours: Option<Spanned<String>>,
     #[serde(default)]
     query: Vec<Spanned<RawQuery>>,
@@ -105,19 +120,31 @@ impl Workload {
         (confidence, format): (Confidence, Format),
         ledger: bool,
     ) -> Result<Workload, Error> {
+        Workload::parse_as(path, text, input, (confidence, format), ledger, None)
+    }
+
+    /// As [`Workload::parse`], with the file's total replaced by `total` when given (its
+    /// shares still split it in the same proportions): how `dpstat plan run` compares noises.
+    pub fn parse_as(
+        path: &str,
+        text: &str,
+        input: &InputFlags,
+        (confidence, format): (Confidence, Format),
+        ledger: bool,
+        total: Option<&Mechanism>,
+    ) -> Result<Workload, Error> {
         let file = SourceText { path, text };
         let raw: RawWorkload = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| file.line(s.start));
             file.error_at(line, e.message().trim())
         })?;
-        let Some(total) = &raw.epsilon else {
-            return Err(file.error_at(None, "the workload needs a total: add a line like epsilon = \"1\""));
+        let (mechanism, written, total_line) = file.total(&raw)?;
+        let stated = match &mechanism {
+            Mechanism::Laplace(eps) => Some(eps.clone()),
+            Mechanism::Gaussian { .. } if raw.rho.is_none() => Epsilon::from_rational(written.clone()).ok(),
+            Mechanism::Gaussian { .. } => None,
         };
-        let total_line = file.line(total.span().start);
-        let total = file
-            .exact(total)
-            .and_then(Epsilon::from_rational)
-            .map_err(|e| file.error_at(Some(total_line), &format!("epsilon: {e}")))?;
+        let mechanism = total.cloned().unwrap_or(mechanism);
         let neighbours = match &raw.neighbours {
             None => Neighbours::AddRemove,
             Some(n) => Neighbours::from_name(n.get_ref()).ok_or_else(|| {
@@ -161,37 +188,67 @@ impl Workload {
                     let share_line = file.line(share.span().start);
                     let r = file
                         .exact(share)
-                        .and_then(|r| Epsilon::from_rational(r.clone()).map(|_| r))
+                        .and_then(|r| {
+                            if r.is_positive() {
+                                Ok(r)
+                            } else {
+                                Err("a share must be greater than 0".into())
+                            }
+                        })
                         .map_err(|e| file.error_at(Some(share_line), &format!("share: {e}")))?;
                     Some((r, share_line))
                 }
             });
         }
-        let eps = split_shares(&total, &shares).map_err(|e| file.error_at(Some(total_line), &e))?;
+        let unit = if matches!(mechanism, Mechanism::Gaussian { .. }) && raw.rho.is_some() {
+            "rho"
+        } else {
+            "epsilon"
+        };
+        let parts = split_shares(&written, unit, &shares).map_err(|e| file.error_at(Some(total_line), &e))?;
 
         let mut queries = Vec::with_capacity(raw.query.len());
-        for ((q, (name, line)), eps) in raw.query.iter().zip(names).zip(eps) {
+        for ((q, (name, line)), part) in raw.query.iter().zip(names).zip(parts) {
+            let at = shares_line(&shares, queries.len()).unwrap_or(total_line);
+            let share = mechanism
+                .scaled(&(part / &written))
+                .map_err(|e| file.error_at(Some(at), &format!("query '{name}': its share: {e}")))?;
             let job = file
-                .query_job(q.get_ref(), line, eps, neighbours, input, (confidence, format), ledger)
+                .query_job(q.get_ref(), line, share, neighbours, input, (confidence, format), ledger)
                 .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
             let origin = format!("{path} line {line}: query '{name}'");
             queries.push(WorkloadQuery { name, origin, job });
         }
-        Ok(Workload { total, neighbours, queries })
+        Ok(Workload { mechanism, epsilon: stated, neighbours, queries })
+    }
+
+    /// What the whole workload spends: ε, or ρ with Gaussian noise.
+    pub fn spend(&self) -> Spend {
+        self.mechanism.spend()
     }
 }
 
-/// Every query's ε: its share, or an even part of what the shares leave. With a share on every
-/// query, they must add up to the total exactly.
-fn split_shares(total: &Epsilon, shares: &[Option<(BigRational, usize)>]) -> Result<Vec<Epsilon>, String> {
+/// The line of the i-th query's share, if it has one.
+fn shares_line(shares: &[Option<(BigRational, usize)>], i: usize) -> Option<usize> {
+    shares.get(i).and_then(|s| s.as_ref()).map(|(_, l)| *l)
+}
+
+/// Every query's part of the total (ε or ρ, as written; `unit` names it): its share, or an even
+/// part of what the shares leave. With a share on every query, they must add up to the total
+/// exactly.
+fn split_shares(
+    total_r: &BigRational,
+    unit: &str,
+    shares: &[Option<(BigRational, usize)>],
+) -> Result<Vec<BigRational>, String> {
     let given: BigRational = shares.iter().flatten().fold(BigRational::zero(), |acc, (r, _)| acc + r);
     let lines: Vec<String> = shares.iter().flatten().map(|(_, l)| l.to_string()).collect();
     let missing = shares.iter().filter(|s| s.is_none()).count();
-    let total_r = total.as_rational();
+    let total = decimal(total_r);
     let rest = total_r - &given;
     if missing == 0 && rest != BigRational::zero() {
         return Err(format!(
-            "the shares ({}) add up to {}, not to the total epsilon {}; shares are exact, \
+            "the shares ({}) add up to {}, not to the total {unit} {}; shares are exact, \
              so write them to add up exactly (or leave some out to split the rest evenly)",
             lines_text(&lines),
             decimal(&given),
@@ -200,29 +257,22 @@ fn split_shares(total: &Epsilon, shares: &[Option<(BigRational, usize)>]) -> Res
     }
     if missing > 0 && !rest.is_positive() {
         return Err(format!(
-            "the shares ({}) add up to {}, which leaves nothing of the total epsilon {} for \
+            "the shares ({}) add up to {}, which leaves nothing of the total {unit} {} for \
              the {missing} queries without a share",
             lines_text(&lines),
             decimal(&given),
             total
         ));
     }
-    let even = if missing > 0 {
-        Some(
-            Epsilon::from_rational(rest / BigInt::from(missing))
-                .map_err(|e| format!("the even split: {e}"))?,
-        )
-    } else {
-        None
-    };
-    shares
+    let even = (missing > 0).then(|| rest / BigInt::from(missing));
+    Ok(shares
         .iter()
         .map(|s| match (s, &even) {
-            (Some((r, _)), _) => Epsilon::from_rational(r.clone()),
-            (None, Some(e)) => Ok(e.clone()),
+            (Some((r, _)), _) => r.clone(),
+            (None, Some(e)) => e.clone(),
             (None, None) => unreachable!("even is set whenever a share is missing"),
         })
-        .collect::<Result<_, _>>()
+        .collect())
 }
 
 fn lines_text(lines: &[String]) -> String {
@@ -239,6 +289,80 @@ struct SourceText<'a> {
 }
 
 impl SourceText<'_> {
+    /// The workload's total: its mechanism, the total as written (ε, or ρ when `rho` is given)
+    /// that shares are parts of, and the line that sets it.
+    fn total(&self, raw: &RawWorkload) -> Result<(Mechanism, BigRational, usize), Error> {
+        let number = |v: &Spanned<Value>, key: &str| -> Result<(BigRational, usize), Error> {
+            let line = self.line(v.span().start);
+            self.exact(v).map(|r| (r, line)).map_err(|e| self.error_at(Some(line), &format!("{key}: {e}")))
+        };
+        let gaussian = match &raw.noise {
+            None => false,
+            Some(n) if n.get_ref() == "laplace" => false,
+            Some(n) if n.get_ref() == "gaussian" => true,
+            Some(n) => {
+                return Err(self.error(
+                    n.span(),
+                    &format!("noise '{}' is not a mechanism: use \"laplace\" or \"gaussian\"", n.get_ref()),
+                ))
+            }
+        };
+        let delta = match &raw.delta {
+            None => None,
+            Some(d) => {
+                let (r, line) = number(d, "delta")?;
+                Some((
+                    Delta::from_rational(r).map_err(|e| self.error_at(Some(line), &format!("delta: {e}")))?,
+                    line,
+                ))
+            }
+        };
+        if !gaussian {
+            if let Some(v) = raw.rho.as_ref().or(raw.delta.as_ref()) {
+                return Err(self.error(
+                    v.span(),
+                    "rho and delta belong to noise = \"gaussian\"; a Laplace workload is pure epsilon-DP",
+                ));
+            }
+            let Some(total) = &raw.epsilon else {
+                return Err(
+                    self.error_at(None, "the workload needs a total: add a line like epsilon = \"1\"")
+                );
+            };
+            let (r, line) = number(total, "epsilon")?;
+            let eps = Epsilon::from_rational(r.clone())
+                .map_err(|e| self.error_at(Some(line), &format!("epsilon: {e}")))?;
+            return Ok((Mechanism::Laplace(eps), r, line));
+        }
+        let Some((delta, delta_line)) = delta else {
+            return Err(self.error_at(
+                None,
+                "noise = \"gaussian\" needs delta = \"D\": the workload is rho-zCDP and states the (epsilon, \
+                 delta) it converts to",
+            ));
+        };
+        match (&raw.rho, &raw.epsilon) {
+            (Some(_), Some(e)) => Err(self.error(e.span(), "give the total as rho or as epsilon, not both")),
+            (Some(rho), None) => {
+                let (r, line) = number(rho, "rho")?;
+                let rho = Rho::from_rational(r.clone())
+                    .map_err(|e| self.error_at(Some(line), &format!("rho: {e}")))?;
+                Ok((Mechanism::Gaussian { rho, delta }, r, line))
+            }
+            (None, Some(total)) => {
+                let (r, line) = number(total, "epsilon")?;
+                let eps = Epsilon::from_rational(r.clone())
+                    .map_err(|e| self.error_at(Some(line), &format!("epsilon: {e}")))?;
+                let rho = Rho::largest_for(&eps, &delta).map_err(|e| self.error_at(Some(line), &e))?;
+                Ok((Mechanism::Gaussian { rho, delta }, r, line))
+            }
+            (None, None) => Err(self.error_at(
+                Some(delta_line),
+                "the workload needs a total: epsilon = \"E\" (rho derived at delta) or rho = \"R\"",
+            )),
+        }
+    }
+
     /// 1-based line of a byte offset.
     fn line(&self, offset: usize) -> usize {
         let end = offset.min(self.text.len());
@@ -375,7 +499,7 @@ impl SourceText<'_> {
         &self,
         q: &RawQuery,
         name_line: usize,
-        eps: Epsilon,
+        mechanism: Mechanism,
         neighbours: Neighbours,
         input: &InputFlags,
         (confidence, format): (Confidence, Format),
@@ -499,7 +623,7 @@ impl SourceText<'_> {
             }
         };
         let setup = Setup {
-            eps: &eps,
+            mechanism: &mechanism,
             neighbours,
             has_header,
             groups: group.as_ref().map_or(1, |g| g.keys.groups()),
@@ -514,8 +638,10 @@ impl SourceText<'_> {
             filter_labels: filters.iter().map(FilterSpec::label).collect(),
             filters,
             group,
+            discover_by: None,
             statistic,
-            eps,
+            spend: mechanism.spend(),
+            mechanism,
             neighbours,
             format,
             style: Style::default(),
@@ -577,24 +703,57 @@ mod tests {
     }
 
     fn shares(w: &Workload) -> Vec<String> {
-        w.queries.iter().map(|q| q.job.eps.exact_string()).collect()
+        w.queries.iter().map(|q| q.job.spend.to_string()).collect()
     }
 
     #[test]
     fn numbers_are_read_as_written() {
         let w = parse("epsilon = 1_0e-1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = 0.1\n[[query]]\nname = \"b\"\nkind = \"count\"\n")
             .unwrap();
-        assert_eq!(w.total.exact_string(), "1/1");
-        assert_eq!(shares(&w), ["1/10", "9/10"]);
+        assert_eq!(w.spend().to_string(), "epsilon 1");
+        assert_eq!(shares(&w), ["epsilon 0.1", "epsilon 0.9"]);
         let w = parse("epsilon = \"0.7\"\n[[query]]\nname = \"a\"\nkind = \"count\"\n").unwrap();
-        assert_eq!(shares(&w), ["7/10"]);
+        assert_eq!(shares(&w), ["epsilon 0.7"]);
     }
 
     #[test]
     fn missing_shares_split_the_rest_evenly() {
         let text = "epsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\nshare = \"0.5\"\n\
                     [[query]]\nname = \"b\"\nkind = \"count\"\n[[query]]\nname = \"c\"\nkind = \"count\"\n";
-        assert_eq!(shares(&parse(text).unwrap()), ["1/2", "1/4", "1/4"]);
+        assert_eq!(shares(&parse(text).unwrap()), ["epsilon 0.5", "epsilon 0.25", "epsilon 0.25"]);
+    }
+
+    /// A Gaussian workload splits ρ in the shares' proportions, exactly, whether the total is
+    /// written as rho or derived from epsilon at delta.
+    #[test]
+    fn gaussian_workloads_split_rho_in_proportion() {
+        let text = "noise = \"gaussian\"\nrho = \"0.04\"\ndelta = \"1e-6\"\n[[query]]\nname = \"a\"\nkind = \"count\"\n\
+                    share = \"0.01\"\n[[query]]\nname = \"b\"\nkind = \"count\"\n";
+        let w = parse(text).unwrap();
+        assert_eq!(shares(&w), ["rho 0.01", "rho 0.03"]);
+        let text = "noise = \"gaussian\"\nepsilon = 1\ndelta = \"1e-6\"\n[[query]]\nname = \"a\"\nkind = \"count\"\n\
+                    share = \"0.25\"\n[[query]]\nname = \"b\"\nkind = \"count\"\n";
+        let w = parse(text).unwrap();
+        let Spend::Zcdp(total) = w.spend() else { panic!("zCDP") };
+        let parts: Vec<BigRational> = w
+            .queries
+            .iter()
+            .map(|q| match &q.job.spend {
+                Spend::Zcdp(r) => r.as_rational().clone(),
+                other => panic!("{other}"),
+            })
+            .collect();
+        assert_eq!(&parts[0] * BigInt::from(3), parts[1]);
+        assert_eq!(&parts[0] + &parts[1], *total.as_rational());
+        for (bad, needle) in [
+            ("noise = \"gaussian\"\nepsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\n", "needs delta"),
+            ("epsilon = 1\ndelta = \"1e-6\"\n[[query]]\nname = \"a\"\nkind = \"count\"\n", "belong to noise"),
+            ("noise = \"gaussian\"\nrho = 1\nepsilon = 1\ndelta = 0.1\n[[query]]\nname = \"a\"\nkind = \"count\"\n", "not both"),
+            ("noise = \"cauchy\"\nepsilon = 1\n[[query]]\nname = \"a\"\nkind = \"count\"\n", "not a mechanism"),
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.message().contains(needle), "{bad}: {err}");
+        }
     }
 
     /// Splitting the rows between two folds and merging gives exactly the one-fold result.

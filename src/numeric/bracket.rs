@@ -104,12 +104,29 @@ fn ln_mantissa(m_scaled: &BigInt, w: u32, upper: bool) -> BigInt {
     sum * 2
 }
 
+/// Bounds on ln 2 · 2^w, (lower, upper), computed once per w: every ln needs them, and a table
+/// of a few hundred logarithms (the zCDP orders) would otherwise redo the same two series each
+/// time. The same integers as computing them afresh.
+fn ln2_scaled(w: u32) -> (BigInt, BigInt) {
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<u32, (BigInt, BigInt)>>> =
+        std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&w).cloned()) {
+        return hit;
+    }
+    let two = BigInt::from(2) << w as usize;
+    let bounds = (ln_mantissa(&two, w, false), ln_mantissa(&two, w, true));
+    if let Ok(mut c) = cache.lock() {
+        c.insert(w, bounds.clone());
+    }
+    bounds
+}
+
 /// Bounds on ln(x) · 2^w, x > 0, as (lower, upper) integers.
 fn ln_scaled(x: &BigRational, w: u32) -> (BigInt, BigInt) {
     let k = floor_log2(x);
     let m = x / pow2(k); // in [1, 2)
-    let two = BigInt::from(2) << w as usize;
-    let (ln2_lo, ln2_hi) = (ln_mantissa(&two, w, false), ln_mantissa(&two, w, true));
+    let (ln2_lo, ln2_hi) = ln2_scaled(w);
     let lm_lo = ln_mantissa(&scaled_floor(&m, w), w, false);
     let lm_hi = ln_mantissa(&scaled_ceil(&m, w), w, true);
     let k = BigInt::from(k);

@@ -1,5 +1,5 @@
 //! Accuracy statements: the confidence level a release states its bound at, and the bound of
-//! one discrete-Laplace (or, not yet exposed, discrete-Gaussian) release. A statistic's own combination of bounds (the mean's corners,
+//! one discrete-Laplace or discrete-Gaussian release. A statistic's own combination of bounds (the mean's corners,
 //! the variance's intervals, the quantile's rank bound) lives beside that statistic; `dpstat
 //! plan` calls the same functions with no data, so a plan states what a release would.
 
@@ -8,8 +8,7 @@ use std::str::FromStr;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 
-use super::gaussian::GaussianCalibration;
-use super::laplace::Calibration;
+use super::noise::Calibrated;
 use crate::numeric::exact::rational_to_f64_up;
 
 /// `--confidence`: a level strictly between 0 and 1.
@@ -36,15 +35,10 @@ impl FromStr for Confidence {
     }
 }
 
-/// Bound of one discrete-Laplace release (a count, a sum, each bin of a histogram) in the
-/// statistic's units: |release − true value| <= bound with probability >= confidence.
-pub fn single(noise: &Calibration, confidence: Confidence) -> f64 {
-    noise.error_bound(confidence.beta())
-}
-
-/// Bound of one discrete-Gaussian release (library only, not yet exposed: docs/DESIGN.md §9.3),
-/// in the statistic's units: |release − true value| <= bound with probability >= confidence.
-pub fn single_gaussian(noise: &GaussianCalibration, confidence: Confidence) -> f64 {
+/// Bound of one noisy release (a count, a sum, each bin of a histogram) in the statistic's
+/// units: |release − true value| <= bound with probability >= confidence. From the discrete
+/// Laplace tail (docs/DESIGN.md §4) or the discrete Gaussian's (§9.3).
+pub fn single(noise: &Calibrated, confidence: Confidence) -> f64 {
     noise.error_bound(confidence.beta())
 }
 

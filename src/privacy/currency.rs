@@ -1,5 +1,5 @@
 //! What a ledger needs to account in more than one currency: pure ε, zCDP's ρ, and the (ε, δ)
-//! of thresholded key discovery. Library only, not yet used by the accountant or the ledger
+//! of thresholded key discovery. Used by the accountant and the ledger
 //! (docs/DESIGN.md §9.7); it states which histories compose into which guarantee, and refuses
 //! the one mix it cannot account for soundly.
 //!
@@ -34,6 +34,17 @@ pub enum Spend {
     Zcdp(Rho),
     /// (ε, δ)-DP (thresholded key discovery).
     Approx { eps: Epsilon, delta: Delta },
+}
+
+impl std::fmt::Display for Spend {
+    /// `epsilon 0.5`, `rho 0.01`, `epsilon 1, delta 0.0000001`: exact decimals, as typed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Spend::Pure(eps) => write!(f, "epsilon {eps}"),
+            Spend::Zcdp(rho) => write!(f, "rho {rho}"),
+            Spend::Approx { eps, delta } => write!(f, "epsilon {eps}, delta {delta}"),
+        }
+    }
 }
 
 /// A guarantee stated as (ε, δ)-DP, both exact; ε rounded up where a conversion was needed.
@@ -119,6 +130,31 @@ impl History {
             });
         }
         Ok(ApproxDp { eps: &self.pure_eps + &self.approx_eps, delta: self.approx_delta.clone() })
+    }
+
+    /// Whether some spend is in ρ (a Gaussian release).
+    pub fn has_zcdp(&self) -> bool {
+        self.zcdp_spends > 0
+    }
+
+    /// Whether some spend is in (ε, δ) (keys found in the data).
+    pub fn has_approx(&self) -> bool {
+        self.approx_spends > 0
+    }
+
+    /// Σε over the pure and the approximate spends: the ε of basic composition.
+    pub fn epsilon_sum(&self) -> BigRational {
+        &self.pure_eps + &self.approx_eps
+    }
+
+    /// Σδ over the approximate spends.
+    pub fn delta_sum(&self) -> &BigRational {
+        &self.approx_delta
+    }
+
+    /// Σρ over the zCDP spends alone (without the pure spends' ε²/2).
+    pub fn rho_sum(&self) -> &BigRational {
+        &self.rho
     }
 
     /// Whether nothing has been spent.

@@ -1,5 +1,5 @@
 //! δ, the probability with which an approximate-DP guarantee may fail, as an exact rational.
-//! Library only, not yet exposed (docs/DESIGN.md §9).
+//! `--delta`, `--budget-delta` and a workload's `delta` (docs/DESIGN.md §9).
 //!
 //! `--delta 1e-7` is exactly 1/10^7, so that thresholds and conversions computed from it are
 //! functions of the number the user wrote, rounded only where the arithmetic leaves no choice

@@ -1,6 +1,6 @@
 //! The Gaussian mechanism, exactly: an integer aggregate with squared L2 sensitivity Δ₂² (in grid
 //! units²) plus discrete Gaussian noise of variance parameter σ² = Δ₂²/(2ρ) on each coordinate.
-//! Library only, not yet exposed (docs/DESIGN.md §9.1–§9.3).
+//! `--noise gaussian` draws with it through `privacy::noise` (docs/DESIGN.md §9.1–§9.3).
 //!
 //! **Guarantee.** If no two neighbouring datasets' aggregates differ by more than Δ₂ in L2 norm,
 //! releasing aggregate + Z, with Z's coordinates independent and P(Zᵢ = z) ∝ exp(−z²/(2σ²)),

@@ -21,13 +21,25 @@ use crate::numeric::grid::Grid;
 
 /// An exact aggregate in units of `grid` and its sensitivity in the same units: what every
 /// statistic hands the mechanism, so the mechanism is never told a scale by hand. For a vector
-/// (histogram) the sensitivity is the L1 sensitivity.
+/// (histogram) the sensitivity is the L1 sensitivity; the squared L2 sensitivity beside it is
+/// what the Gaussian mechanism reads (`privacy::noise`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Aggregate<T> {
     pub value: T,
-    /// Δ in grid units, >= 1: the largest change of `value` between neighbouring datasets.
+    /// Δ₁ in grid units, >= 1: the largest L1 change of `value` between neighbouring datasets.
     pub sensitivity: i128,
+    /// Δ₂² in grid units², >= 1: the largest squared L2 change. For a scalar, Δ₁²; for a
+    /// vector that changes in k coordinates by at most d each, k·d² (while Δ₁ = k·d).
+    pub l2_squared: i128,
     pub grid: Grid,
+}
+
+impl<T> Aggregate<T> {
+    /// A scalar aggregate: its L2 sensitivity is its L1 sensitivity. Δ <= 2^63 units (bounds
+    /// are at most 2^62 units), so Δ² fits an i128.
+    pub fn scalar(value: T, sensitivity: i128, grid: Grid) -> Aggregate<T> {
+        Aggregate { value, sensitivity, l2_squared: sensitivity.saturating_mul(sensitivity), grid }
+    }
 }
 
 /// The noise of one release, fixed before any data is read: Δ and the grid come from the
@@ -120,7 +132,7 @@ mod tests {
     fn scale_is_sensitivity_over_epsilon() {
         let eps: Epsilon = "0.25".parse().unwrap();
         assert_eq!(noise_scale(3, &eps), BigRational::from_integer(BigInt::from(12)));
-        let agg = Aggregate { value: 10, sensitivity: 2, grid: Grid::UNIT };
+        let agg = Aggregate::scalar(10, 2, Grid::UNIT);
         let mut rng = ChaCha20Rng::seed_from_u64(1); // INSECURE: test-only seed
         let noisy = laplace(&agg, &eps, &mut rng);
         assert_eq!(noisy.noise.scale, BigRational::from_integer(BigInt::from(8)));
@@ -133,7 +145,7 @@ mod tests {
     #[test]
     fn vector_noise_is_independent_per_bin() {
         let eps: Epsilon = "0.5".parse().unwrap();
-        let agg = Aggregate { value: vec![0; 2000], sensitivity: 1, grid: Grid::UNIT };
+        let agg = Aggregate { value: vec![0; 2000], sensitivity: 1, l2_squared: 1, grid: Grid::UNIT };
         let mut rng = ChaCha20Rng::seed_from_u64(7); // INSECURE: test-only seed
         let noisy = laplace_each(&agg, &eps, &mut rng);
         // Lag-1 products of independent zero-mean draws average near 0.

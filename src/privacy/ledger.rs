@@ -21,6 +21,20 @@
 //! whole file taken earlier and put back is consistent in itself; only a copy of the header
 //! kept elsewhere can show that, so `dpstat budget` prints it.)
 //!
+//! **Currencies.** A dataset's budget is (ε_total, δ_total), δ_total = 0 unless `--budget-delta`
+//! recorded one. A charge states its spend in the currency of its release's guarantee: pure ε
+//! (Laplace), ρ (Gaussian, zCDP) or (ε, δ) (keys found in the data); the running totals are kept
+//! exactly per currency (`spent` is Σε, `spent_rho` Σρ, `spent_delta` Σδ). A charge is admitted
+//! only if the dataset's whole history with it composes within the budget
+//! ([`super::currency::History`], docs/DESIGN.md §9.7):
+//! - pure only: Σε <= ε_total;
+//! - with ρ: the history is (Σρ + Σε²/2)-zCDP, converted at δ_total (CKS 2020, Cor. 13, rounded
+//!   up) to at most ε_total; refused while δ_total = 0;
+//! - with (ε, δ): Σε <= ε_total and Σδ <= δ_total (basic composition);
+//! - ρ together with (ε, δ) in one dataset: refused (no sound composition is implemented).
+//!
+//! Ledgers written before these fields existed read unchanged: their charges are pure ε.
+//!
 //! Every change happens under an exclusive lock on the file (`flock`), readers take a shared
 //! one; the file must be a regular file and a line may hold at most 64 KiB.
 
@@ -41,7 +55,10 @@ use sha2::{Digest, Sha256};
 use crate::error::{bad_input, Error};
 use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up};
 use crate::numeric::format::hex;
+use crate::privacy::currency::{History, Spend};
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
+use crate::privacy::zcdp::{epsilon_for, Rho};
 
 /// `--budget`: a positive exact decimal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,6 +90,9 @@ const FORMAT: u32 = 2;
 pub struct LedgerSpec {
     pub path: PathBuf,
     pub budget: Option<Budget>,
+    /// `--budget-delta`: δ_total recorded with the budget (None: keep the recorded one, 0 for a
+    /// new budget).
+    pub budget_delta: Option<Delta>,
     pub change_budget: bool,
     /// `--dataset NAME`, else [`DEFAULT_DATASET`].
     pub dataset: String,
@@ -83,6 +103,7 @@ pub struct LedgerSpec {
 pub struct LedgerFlags {
     pub path: Option<PathBuf>,
     pub budget: Option<Budget>,
+    pub budget_delta: Option<Delta>,
     pub change_budget: bool,
     pub dataset: Option<String>,
 }
@@ -94,6 +115,7 @@ impl LedgerSpec {
         let Some(path) = &args.path else {
             let stray = [
                 (args.budget.is_some(), "--budget"),
+                (args.budget_delta.is_some(), "--budget-delta"),
                 (args.change_budget, "--change-budget"),
                 (args.dataset.is_some(), "--dataset"),
             ];
@@ -107,6 +129,12 @@ impl LedgerSpec {
         if args.change_budget && args.budget.is_none() {
             return Err(Error::usage("--change-budget needs the new total: add --budget TOTAL"));
         }
+        if args.budget_delta.is_some() && args.budget.is_none() {
+            return Err(Error::usage(
+                "--budget-delta is the delta of a budget: give it with --budget TOTAL (and --change-budget \
+                 to change a recorded one)",
+            ));
+        }
         let dataset = match &args.dataset {
             Some(name) => check_dataset_name(name)?,
             None => DEFAULT_DATASET.to_string(),
@@ -114,6 +142,7 @@ impl LedgerSpec {
         Ok(Some(LedgerSpec {
             path: path.clone(),
             budget: args.budget.clone(),
+            budget_delta: args.budget_delta.clone(),
             change_budget: args.change_budget,
             dataset,
         }))
@@ -157,9 +186,21 @@ impl Header {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Record {
-    /// Sets a dataset's total budget (the latest one counts).
-    Budget { seq: u64, time: String, dataset: String, total: String, total_decimal: f64, prev: String },
-    /// Charges one release, before its data are read.
+    /// Sets a dataset's total budget (the latest one counts): ε_total and, if recorded, δ_total.
+    Budget {
+        seq: u64,
+        time: String,
+        dataset: String,
+        total: String,
+        total_decimal: f64,
+        /// δ_total exactly (absent: 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta_decimal: Option<f64>,
+        prev: String,
+    },
+    /// Charges one release, before its data are read: ε (pure), ρ (zCDP) or ε and δ.
     Charge {
         seq: u64,
         time: String,
@@ -168,12 +209,30 @@ pub enum Record {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         column: Option<String>,
         neighbours: String,
-        /// Exact ε as numerator/denominator.
-        epsilon: String,
+        /// Exact ε as numerator/denominator (pure and (ε, δ) charges).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epsilon: Option<String>,
         /// ε rounded up, for reading.
-        epsilon_decimal: f64,
-        /// The dataset's total spent, this charge included (exact).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epsilon_decimal: Option<f64>,
+        /// Exact ρ (zCDP charges).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rho: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rho_decimal: Option<f64>,
+        /// Exact δ ((ε, δ) charges).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta_decimal: Option<f64>,
+        /// The dataset's Σε, this charge included (exact).
         spent: String,
+        /// The dataset's Σρ with this charge, once it is above 0 (exact).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spent_rho: Option<String>,
+        /// The dataset's Σδ with this charge, once it is above 0 (exact).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spent_delta: Option<String>,
         prev: String,
     },
     /// The release charged by record `charge` was completed, from data with this fingerprint.
@@ -200,7 +259,7 @@ pub struct Charge {
     pub query: String,
     pub column: Option<String>,
     pub neighbours: String,
-    pub eps: Epsilon,
+    pub spend: Spend,
 }
 
 /// One charge as `dpstat budget` lists it.
@@ -211,8 +270,18 @@ pub struct Entry {
     pub query: String,
     pub column: Option<String>,
     pub neighbours: String,
-    pub epsilon: String,
-    pub epsilon_decimal: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon_decimal: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho_decimal: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_decimal: Option<f64>,
     /// The fingerprint of the data read, once the release was completed; None when the run
     /// stopped after its charge (the ε is spent all the same).
     pub fingerprint: Option<String>,
@@ -222,13 +291,41 @@ pub struct Entry {
 #[derive(Clone, Debug, Default)]
 pub struct Account {
     pub total: Option<BigRational>,
+    /// δ_total (None: 0).
+    pub delta: Option<Delta>,
+    /// Σε over the pure and (ε, δ) charges: the records' running `spent`.
     pub spent: BigRational,
+    /// Σρ over the zCDP charges.
+    pub spent_rho: BigRational,
+    /// Σδ over the (ε, δ) charges.
+    pub spent_delta: BigRational,
+    /// Every charge by currency, for the composition rules.
+    pub history: History,
     pub releases: Vec<Entry>,
 }
 
 impl Account {
+    /// What the history has spent, as the ε of one (ε, δ) guarantee: Σε without ρ; with ρ, the
+    /// total ρ (pure charges at ε²/2) converted at δ_total, rounded up. None when a ρ history
+    /// has no δ_total to convert at (a ledger never records one: such a charge is refused).
+    pub fn spent_epsilon(&self) -> Option<BigRational> {
+        if !self.history.has_zcdp() {
+            return Some(self.history.epsilon_sum());
+        }
+        let (rho, delta) = (self.history.zcdp()?, self.delta.as_ref()?);
+        Some(epsilon_for(&rho, delta))
+    }
+
+    /// ρ of the whole history (pure charges at ε²/2), when it has zCDP charges.
+    pub fn spent_rho_total(&self) -> Option<BigRational> {
+        self.history.has_zcdp().then(|| self.history.zcdp()).flatten()
+    }
+
+    /// ε_total minus what was spent (can be negative after a budget was lowered; 0 when a ρ
+    /// history cannot be converted).
     pub fn remaining(&self) -> Option<BigRational> {
-        self.total.as_ref().map(|t| t - &self.spent)
+        let total = self.total.as_ref()?;
+        Some(self.spent_epsilon().map_or_else(BigRational::zero, |spent| total - spent))
     }
 }
 
@@ -257,26 +354,56 @@ impl Ledger {
     }
 }
 
-/// Summary printed with a release and by `dpstat budget`.
+/// Summary printed with a release and by `dpstat budget`. `spent` is ε of the whole history as
+/// one (ε, δ) guarantee (Σε for pure charges; with ρ charges their conversion at δ_total);
+/// `spent_rho` and `spent_delta` appear when the history has such charges.
 #[derive(Clone, Debug, Serialize)]
 pub struct BudgetSummary {
     pub dataset: String,
     pub total: Option<f64>,
     pub total_exact: Option<String>,
+    /// δ_total, when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_delta: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_delta_exact: Option<String>,
     pub spent: f64,
     pub spent_exact: String,
+    /// ρ of the whole history (Σρ + Σε²/2 over pure charges), when it has zCDP charges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_rho: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_rho_exact: Option<String>,
+    /// The δ the spend is stated at: δ_total with ρ charges, Σδ with (ε, δ) ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_delta: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_delta_exact: Option<String>,
     pub remaining: Option<f64>,
     pub remaining_exact: Option<String>,
 }
 
 impl BudgetSummary {
     pub fn new(dataset: &str, account: &Account) -> BudgetSummary {
+        let spent = account.spent_epsilon().unwrap_or_else(|| account.total.clone().unwrap_or_default());
+        let rho = account.spent_rho_total();
+        let delta = match (&rho, account.history.has_approx()) {
+            (Some(_), _) => account.delta.as_ref().map(|d| d.as_rational().clone()),
+            (None, true) => Some(account.history.delta_sum().clone()),
+            (None, false) => None,
+        };
         BudgetSummary {
             dataset: dataset.to_string(),
             total: account.total.as_ref().map(rational_to_f64_down),
             total_exact: account.total.as_ref().map(exact_string),
-            spent: rational_to_f64_up(&account.spent),
-            spent_exact: exact_string(&account.spent),
+            total_delta: account.delta.as_ref().map(Delta::to_f64_up),
+            total_delta_exact: account.delta.as_ref().map(Delta::exact_string),
+            spent: rational_to_f64_up(&spent),
+            spent_exact: exact_string(&spent),
+            spent_rho: rho.as_ref().map(rational_to_f64_up),
+            spent_rho_exact: rho.as_ref().map(exact_string),
+            spent_delta: delta.as_ref().map(rational_to_f64_up),
+            spent_delta_exact: delta.as_ref().map(exact_string),
             // Rounded down: what is left is never overstated.
             remaining: account.remaining().as_ref().map(rational_to_f64_down),
             remaining_exact: account.remaining().as_ref().map(exact_string),
@@ -311,53 +438,139 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
-    let total = match (&account.total, &spec.budget) {
+    let (total, delta) = match (&account.total, &spec.budget) {
         (None, None) => {
             return Err(bad_input(format!(
                 "{}: no budget is recorded for dataset {dataset}; set one with --budget TOTAL",
                 spec.path.display()
             )))
         }
-        (Some(total), None) => total.clone(),
-        (Some(total), Some(Budget(asked))) if total == asked => total.clone(),
+        (Some(total), None) => (total.clone(), account.delta.clone()),
+        (Some(total), Some(Budget(asked)))
+            if total == asked
+                && spec.budget_delta.as_ref().is_none_or(|d| Some(d) == account.delta.as_ref()) =>
+        {
+            (total.clone(), account.delta.clone())
+        }
         (Some(total), Some(Budget(asked))) if !spec.change_budget => {
+            let recorded = |t: &BigRational, d: Option<&Delta>| match d {
+                Some(d) => format!("{} with delta {d}", decimal(t)),
+                None => decimal(t),
+            };
             return Err(bad_input(format!(
                 "{}: dataset {dataset} has budget {} recorded, not {}; add --change-budget to change it",
                 spec.path.display(),
-                decimal(total),
-                decimal(asked)
-            )))
+                recorded(total, account.delta.as_ref()),
+                recorded(asked, spec.budget_delta.as_ref().or(account.delta.as_ref()))
+            )));
         }
         (_, Some(Budget(asked))) => {
-            records.push(Draft::Budget { dataset: dataset.clone(), total: asked.clone() });
-            asked.clone()
+            let delta = spec.budget_delta.clone().or(account.delta.clone());
+            records.push(Draft::Budget {
+                dataset: dataset.clone(),
+                total: asked.clone(),
+                delta: delta.clone(),
+            });
+            (asked.clone(), delta)
         }
     };
-    let asked = charge.eps.as_rational();
-    if &account.spent + asked > total {
-        let remaining = &total - &account.spent;
-        return Err(Error::Budget(format!(
-            "budget exhausted for dataset {dataset}: spent {} of {}, asked {}, remaining {}; \
-             nothing was read, released or charged (ask for at most the remaining --eps, or raise \
-             the total with --budget TOTAL --change-budget)",
-            decimal(&account.spent),
-            decimal(&total),
-            charge.eps,
-            decimal(&remaining.max(BigRational::zero()))
-        ))
-        .into());
-    }
+    admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset)
+        .map_err(|why| anyhow::Error::from(Error::Budget(why)))?;
     account.total = Some(total);
-    account.spent += asked;
+    account.delta = delta;
+    add_spend(&mut account, &charge.spend);
+    account.history.add(&charge.spend);
     records.push(Draft::Charge {
         dataset: dataset.clone(),
         charge: charge.clone(),
         spent: account.spent.clone(),
+        spent_rho: account.spent_rho.clone(),
+        spent_delta: account.spent_delta.clone(),
     });
     let seqs = append(&file, &spec.path, &mut ledger, &records)?;
     let seq = *seqs.last().context("internal error: a charge wrote no record")?;
     Ok(Reservation { path: spec.path.clone(), seq, summary: BudgetSummary::new(dataset, &account) })
     // The lock is released when `file` is dropped here.
+}
+
+/// Whether a dataset's history `before` plus `spend` fits its budget (ε_total, δ_total), by the
+/// composition rules of the module comment; the refusal for `dataset` when it does not.
+pub fn admits(
+    before: &History,
+    spend: &Spend,
+    total: &BigRational,
+    delta: Option<&Delta>,
+    dataset: &str,
+) -> Result<(), String> {
+    let mut history = before.clone();
+    history.add(spend);
+    let nothing = "nothing was read, released or charged";
+    if history.has_zcdp() && history.has_approx() {
+        return Err(format!(
+            "dataset {dataset} cannot pay {spend}: zCDP releases (--noise gaussian) and releases of keys \
+             found in the data (--discover) cannot share a budget, since dpstat cannot yet compose them \
+             soundly; charge them to separate datasets (--dataset NAME); {nothing}"
+        ));
+    }
+    if history.has_zcdp() {
+        let Some(delta) = delta else {
+            return Err(format!(
+                "dataset {dataset} cannot pay {spend}: its budget has delta 0 (pure epsilon-DP), which a \
+                 zCDP release (--noise gaussian) cannot fit; record a delta with --budget TOTAL \
+                 --budget-delta D --change-budget; {nothing}"
+            ));
+        };
+        let rho = history.zcdp().unwrap_or_default();
+        let eps = epsilon_for(&rho, delta);
+        if &eps > total {
+            return Err(format!(
+                "budget exhausted for dataset {dataset}: with {spend} the history is rho {}-zCDP, which \
+                 is ({}, {delta})-DP, above the total epsilon {}; {nothing} (lower --rho or --eps, or raise \
+                 the total with --budget TOTAL --change-budget)",
+                rational_to_f64_up(&rho),
+                rational_to_f64_up(&eps),
+                decimal(total)
+            ));
+        }
+        return Ok(());
+    }
+    let (spent, eps) = (before.epsilon_sum(), history.epsilon_sum());
+    if &eps > total {
+        let asked = match spend {
+            Spend::Pure(e) | Spend::Approx { eps: e, .. } => e.to_string(),
+            Spend::Zcdp(_) => unreachable!("handled above"),
+        };
+        return Err(format!(
+            "budget exhausted for dataset {dataset}: spent {} of {}, asked {asked}, remaining {}; {nothing} \
+             (ask for at most the remaining --eps, or raise the total with --budget TOTAL --change-budget)",
+            decimal(&spent),
+            decimal(total),
+            decimal(&(total - &spent).max(BigRational::zero()))
+        ));
+    }
+    let allowed = delta.map_or_else(BigRational::zero, |d| d.as_rational().clone());
+    if history.delta_sum() > &allowed {
+        return Err(format!(
+            "budget exhausted for dataset {dataset}: with {spend} the deltas add up to {}, above the \
+             budget's delta {}; {nothing} (record a larger one with --budget TOTAL --budget-delta D \
+             --change-budget)",
+            decimal(history.delta_sum()),
+            decimal(&allowed)
+        ));
+    }
+    Ok(())
+}
+
+/// Adds a spend to an account's running totals.
+fn add_spend(account: &mut Account, spend: &Spend) {
+    match spend {
+        Spend::Pure(eps) => account.spent += eps.as_rational(),
+        Spend::Zcdp(rho) => account.spent_rho += rho.as_rational(),
+        Spend::Approx { eps, delta } => {
+            account.spent += eps.as_rational();
+            account.spent_delta += delta.as_rational();
+        }
+    }
 }
 
 /// Records that the release charged by `reservation` is complete, read from data with this
@@ -572,11 +785,21 @@ fn apply(
     listed: &mut HashMap<u64, (String, usize)>,
 ) -> Result<()> {
     match record {
-        Record::Budget { dataset, total, .. } => {
+        Record::Budget { dataset, total, delta, .. } => {
             let total = parse_exact(total)
                 .filter(|t| t.is_positive())
                 .ok_or_else(|| corrupt(path, number, "has a budget that is not a positive n/d"))?;
-            ledger.accounts.entry(dataset.clone()).or_default().total = Some(total);
+            let delta = match delta {
+                None => None,
+                Some(d) => {
+                    Some(parse_exact(d).and_then(|d| Delta::from_rational(d).ok()).ok_or_else(|| {
+                        corrupt(path, number, "has a budget delta that is not an n/d in (0, 1)")
+                    })?)
+                }
+            };
+            let account = ledger.accounts.entry(dataset.clone()).or_default();
+            account.total = Some(total);
+            account.delta = delta;
         }
         Record::Charge {
             seq,
@@ -587,18 +810,36 @@ fn apply(
             neighbours,
             epsilon,
             epsilon_decimal,
+            rho,
+            rho_decimal,
+            delta,
+            delta_decimal,
             spent,
+            spent_rho,
+            spent_delta,
             ..
         } => {
-            let eps = parse_exact(epsilon)
-                .filter(|e| e.is_positive())
-                .ok_or_else(|| corrupt(path, number, "has an epsilon that is not a positive n/d"))?;
+            let spend = charged(epsilon.as_deref(), rho.as_deref(), delta.as_deref())
+                .ok_or_else(|| corrupt(
+                    path,
+                    number,
+                    "has an epsilon, rho or delta that is not a valid n/d, or not one of: epsilon; rho; epsilon and delta",
+                ))?;
             let account = ledger.accounts.entry(dataset.clone()).or_default();
             if account.total.is_none() {
                 return Err(corrupt(path, number, "charges a dataset with no budget recorded before it"));
             }
-            account.spent += eps;
-            if parse_exact(spent).as_ref() != Some(&account.spent) {
+            add_spend(account, &spend);
+            account.history.add(&spend);
+            // A running total that is 0 so far is left out of the record.
+            let follows = |written: Option<&String>, running: &BigRational| match written {
+                Some(w) => parse_exact(w).as_ref() == Some(running),
+                None => running.is_zero(),
+            };
+            if !follows(Some(spent), &account.spent)
+                || !follows(spent_rho.as_ref(), &account.spent_rho)
+                || !follows(spent_delta.as_ref(), &account.spent_delta)
+            {
                 return Err(corrupt(
                     path,
                     number,
@@ -616,6 +857,10 @@ fn apply(
                     neighbours: neighbours.clone(),
                     epsilon: epsilon.clone(),
                     epsilon_decimal: *epsilon_decimal,
+                    rho: rho.clone(),
+                    rho_decimal: *rho_decimal,
+                    delta: delta.clone(),
+                    delta_decimal: *delta_decimal,
                     fingerprint: None,
                 });
             }
@@ -634,6 +879,19 @@ fn apply(
     Ok(())
 }
 
+/// The spend a charge record states: ε alone, ρ alone, or ε and δ, each a valid exact n/d.
+fn charged(epsilon: Option<&str>, rho: Option<&str>, delta: Option<&str>) -> Option<Spend> {
+    let eps = |e: &str| Epsilon::from_rational(parse_exact(e)?).ok();
+    Some(match (epsilon, rho, delta) {
+        (Some(e), None, None) => Spend::Pure(eps(e)?),
+        (None, Some(r), None) => Spend::Zcdp(Rho::from_rational(parse_exact(r)?).ok()?),
+        (Some(e), None, Some(d)) => {
+            Spend::Approx { eps: eps(e)?, delta: Delta::from_rational(parse_exact(d)?).ok()? }
+        }
+        _ => return None,
+    })
+}
+
 fn corrupt(path: &Path, line: usize, what: &str) -> anyhow::Error {
     bad_input(format!(
         "ledger {} is corrupt: line {line} {what}; fix or restore the file (it is never reset)",
@@ -642,10 +900,25 @@ fn corrupt(path: &Path, line: usize, what: &str) -> anyhow::Error {
 }
 
 /// A record before it has its place in the chain.
+#[allow(clippy::large_enum_variant)] // a handful per run
 enum Draft {
-    Budget { dataset: String, total: BigRational },
-    Charge { dataset: String, charge: Charge, spent: BigRational },
-    Released { charge: u64, fingerprint: String },
+    Budget {
+        dataset: String,
+        total: BigRational,
+        delta: Option<Delta>,
+    },
+    /// A charge with the dataset's running totals after it.
+    Charge {
+        dataset: String,
+        charge: Charge,
+        spent: BigRational,
+        spent_rho: BigRational,
+        spent_delta: BigRational,
+    },
+    Released {
+        charge: u64,
+        fingerprint: String,
+    },
 }
 
 /// Appends the records in one write and fsyncs, then brings the header up to date and fsyncs
@@ -663,26 +936,42 @@ fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Re
         let prev = hex(&ledger.head);
         let time = now();
         let record = match draft {
-            Draft::Budget { dataset, total } => Record::Budget {
+            Draft::Budget { dataset, total, delta } => Record::Budget {
                 seq,
                 time,
                 dataset: dataset.clone(),
                 total: exact_string(total),
                 total_decimal: rational_to_f64_down(total),
+                delta: delta.as_ref().map(Delta::exact_string),
+                delta_decimal: delta.as_ref().map(Delta::to_f64_up),
                 prev,
             },
-            Draft::Charge { dataset, charge, spent } => Record::Charge {
-                seq,
-                time,
-                dataset: dataset.clone(),
-                query: charge.query.clone(),
-                column: charge.column.clone(),
-                neighbours: charge.neighbours.clone(),
-                epsilon: charge.eps.exact_string(),
-                epsilon_decimal: charge.eps.to_f64_up(),
-                spent: exact_string(spent),
-                prev,
-            },
+            Draft::Charge { dataset, charge, spent, spent_rho, spent_delta } => {
+                let (eps, rho, delta) = match &charge.spend {
+                    Spend::Pure(e) => (Some(e), None, None),
+                    Spend::Zcdp(r) => (None, Some(r), None),
+                    Spend::Approx { eps, delta } => (Some(eps), None, Some(delta)),
+                };
+                let running = |r: &BigRational| (!r.is_zero()).then(|| exact_string(r));
+                Record::Charge {
+                    seq,
+                    time,
+                    dataset: dataset.clone(),
+                    query: charge.query.clone(),
+                    column: charge.column.clone(),
+                    neighbours: charge.neighbours.clone(),
+                    epsilon: eps.map(Epsilon::exact_string),
+                    epsilon_decimal: eps.map(Epsilon::to_f64_up),
+                    rho: rho.map(Rho::exact_string),
+                    rho_decimal: rho.map(Rho::to_f64_up),
+                    delta: delta.map(Delta::exact_string),
+                    delta_decimal: delta.map(Delta::to_f64_up),
+                    spent: exact_string(spent),
+                    spent_rho: running(spent_rho),
+                    spent_delta: running(spent_delta),
+                    prev,
+                }
+            }
             Draft::Released { charge, fingerprint } => {
                 Record::Released { seq, time, charge: *charge, fingerprint: fingerprint.clone(), prev }
             }
@@ -729,6 +1018,7 @@ mod tests {
         LedgerSpec {
             path: dir.path().join("ledger.jsonl"),
             budget: budget.map(|b| b.parse().unwrap()),
+            budget_delta: None,
             change_budget: false,
             dataset: DEFAULT_DATASET.into(),
         }
@@ -739,12 +1029,11 @@ mod tests {
     }
 
     fn release(eps: &str) -> Charge {
-        Charge {
-            query: "count".into(),
-            column: None,
-            neighbours: "add-remove".into(),
-            eps: eps.parse().unwrap(),
-        }
+        spending(Spend::Pure(eps.parse().unwrap()))
+    }
+
+    fn spending(spend: Spend) -> Charge {
+        Charge { query: "count".into(), column: None, neighbours: "add-remove".into(), spend }
     }
 
     fn remaining(path: &Path, dataset: &str) -> Option<BigRational> {
@@ -882,5 +1171,125 @@ mod tests {
         let err = reserve(&s, &release("0.1")).unwrap_err().to_string();
         assert!(err.contains("earlier dpstat (format 1") && err.contains("new ledger file"), "{err}");
         assert_eq!(std::fs::read_to_string(&s.path).unwrap(), old);
+    }
+
+    fn with_delta(dir: &tempfile::TempDir, budget: &str, delta: &str) -> LedgerSpec {
+        LedgerSpec { budget_delta: Some(delta.parse().unwrap()), ..spec(dir, Some(budget)) }
+    }
+
+    fn zcdp(rho: &str) -> Charge {
+        spending(Spend::Zcdp(rho.parse().unwrap()))
+    }
+
+    fn approx(eps: &str, delta: &str) -> Charge {
+        spending(Spend::Approx { eps: eps.parse().unwrap(), delta: delta.parse().unwrap() })
+    }
+
+    fn refusal(spec: &LedgerSpec, charge: &Charge) -> String {
+        let before = std::fs::read(&spec.path).unwrap_or_default();
+        let err = reserve(spec, charge).unwrap_err();
+        assert!(matches!(err.downcast_ref::<Error>(), Some(Error::Budget(_))), "exit 3: {err}");
+        assert_eq!(std::fs::read(&spec.path).unwrap_or_default(), before, "a refusal writes nothing");
+        err.to_string()
+    }
+
+    /// ρ charges compose in ρ with the pure ones (ε²/2), converted at the budget's δ: charges
+    /// are admitted while ε(Σρ + Σε²/2, δ) <= ε_total, and the next that would pass it is refused.
+    #[test]
+    fn rho_charges_compose_with_pure_ones_and_convert_at_the_budget_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = with_delta(&dir, "1", "1e-6");
+        let d: Delta = "1e-6".parse().unwrap();
+        reserve(&s, &release("0.2")).unwrap(); // ρ 0.02
+        reserve(&s, &zcdp("0.001")).unwrap();
+        let account = read(&s.path).unwrap().account(DEFAULT_DATASET);
+        let rho = BigRational::new(21.into(), 1000.into());
+        assert_eq!(account.spent_rho_total(), Some(rho.clone()));
+        assert_eq!(account.spent_epsilon(), Some(epsilon_for(&rho, &d)));
+        assert_eq!(account.spent, BigRational::new(1.into(), 5.into()), "Σε keeps the pure part");
+        assert_eq!(account.spent_rho, BigRational::new(1.into(), 1000.into()));
+        // The largest ρ that still fits: rho_for(1, δ) − 0.021, rounded down; one more is refused.
+        let most = crate::privacy::zcdp::rho_for(&BigRational::from_integer(1.into()), &d).unwrap();
+        let asked =
+            Rho::from_rational(&most - &rho - BigRational::new(1.into(), 1_000_000_000.into())).unwrap();
+        let over =
+            Rho::from_rational(&most - &rho + BigRational::new(1.into(), 1_000_000_000.into())).unwrap();
+        let message = refusal(&s, &spending(Spend::Zcdp(over)));
+        assert!(message.contains("budget exhausted") && message.contains("-zCDP"), "{message}");
+        reserve(&s, &spending(Spend::Zcdp(asked))).unwrap();
+        // Then a pure charge, too, is counted in ρ and refused.
+        assert!(refusal(&s, &release("0.01")).contains("budget exhausted"));
+        let summary = BudgetSummary::new(DEFAULT_DATASET, &read(&s.path).unwrap().account(DEFAULT_DATASET));
+        assert!(
+            summary.spent <= 1.0 && summary.spent_rho.is_some() && summary.total_delta == Some(d.to_f64_up())
+        );
+    }
+
+    #[test]
+    fn rho_needs_a_budget_delta_and_never_mixes_with_epsilon_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        let pure = spec(&dir, Some("1"));
+        let message = refusal(&pure, &zcdp("0.01"));
+        assert!(message.contains("delta 0") && message.contains("--budget-delta"), "{message}");
+        // Recording a δ needs --change-budget once a budget exists.
+        reserve(&pure, &release("0.1")).unwrap();
+        let err = reserve(&with_delta(&dir, "1", "1e-6"), &zcdp("0.01")).unwrap_err();
+        assert!(err.to_string().contains("--change-budget"), "{err}");
+        let change = LedgerSpec { change_budget: true, ..with_delta(&dir, "1", "1e-6") };
+        reserve(&change, &zcdp("0.01")).unwrap();
+        // The δ stays when later runs give --budget alone.
+        reserve(&spec(&dir, Some("1")), &zcdp("0.001")).unwrap();
+        let message = refusal(&spec(&dir, None), &approx("0.1", "1e-9"));
+        assert!(message.contains("cannot share a budget"), "{message}");
+        let ledger = read(&pure.path).unwrap();
+        assert_eq!(ledger.account(DEFAULT_DATASET).delta, Some("1e-6".parse().unwrap()));
+    }
+
+    /// (ε, δ) charges compose basically with pure ones: Σε <= ε_total and Σδ <= δ_total.
+    #[test]
+    fn epsilon_delta_charges_add_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = with_delta(&dir, "1", "2e-7");
+        reserve(&s, &approx("0.5", "1e-7")).unwrap();
+        reserve(&s, &release("0.25")).unwrap();
+        assert!(refusal(&s, &approx("0.5", "1e-7")).contains("spent 0.75 of 1"));
+        assert!(refusal(&s, &approx("0.1", "2e-7")).contains("deltas add up to"));
+        reserve(&s, &approx("0.25", "1e-7")).unwrap();
+        let account = read(&s.path).unwrap().account(DEFAULT_DATASET);
+        assert_eq!(account.remaining(), Some(BigRational::zero()));
+        assert_eq!(account.spent_delta, BigRational::new(1.into(), 5_000_000.into()));
+        let summary = BudgetSummary::new(DEFAULT_DATASET, &account);
+        assert_eq!(summary.spent_delta_exact.as_deref(), Some("1/5000000"));
+        // Without a δ in the budget, no (ε, δ) charge fits.
+        let other = named(&dir, Some("1"), "other");
+        assert!(refusal(&other, &approx("0.1", "1e-9")).contains("budget's delta 0"));
+    }
+
+    /// Running totals per currency are checked like Σε: an edited ρ or δ is refused, and a
+    /// format-2 ledger written before the new fields reads as pure ε.
+    #[test]
+    fn running_totals_per_currency_are_checked_and_old_records_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = with_delta(&dir, "1", "1e-6");
+        reserve(&s, &zcdp("0.001")).unwrap();
+        reserve(&s, &zcdp("0.002")).unwrap();
+        let good = std::fs::read_to_string(&s.path).unwrap();
+        assert!(good.contains("\"spent_rho\":\"3/1000\"") && good.contains("\"rho\":\"1/500\""), "{good}");
+        for bad in [
+            good.replacen("\"spent_rho\":\"3/1000\"", "\"spent_rho\":\"1/500\"", 1),
+            good.replacen("\"rho\":\"1/500\"", "\"rho\":\"1/1000\"", 1),
+        ] {
+            std::fs::write(&s.path, &bad).unwrap();
+            let err = read(&s.path).unwrap_err().to_string();
+            assert!(err.contains("running total") || err.contains("prev hash"), "{err}");
+        }
+        // A record as an earlier format-2 dpstat wrote it (no delta, rho or spent_rho fields).
+        let old = "{\"type\":\"charge\",\"seq\":2,\"time\":\"2026-01-01T00:00:00Z\",\"dataset\":\"default\",\"query\":\"count\",\"neighbours\":\"add-remove\",\"epsilon\":\"1/10\",\"epsilon_decimal\":0.1,\"spent\":\"1/10\",\"prev\":\"x\"}";
+        let record: Record = serde_json::from_str(old).unwrap();
+        let Record::Charge { epsilon, rho, spent_rho, .. } = record else { panic!("a charge") };
+        assert_eq!((epsilon.as_deref(), rho, spent_rho), (Some("1/10"), None, None));
+        assert_eq!(charged(Some("1/10"), None, None), Some(Spend::Pure("0.1".parse().unwrap())));
+        assert_eq!(charged(Some("1/10"), Some("1/10"), None), None);
+        assert_eq!(charged(None, None, Some("1/10")), None);
     }
 }

@@ -1,5 +1,5 @@
 //! Partition selection: the threshold that lets a release name only keys found in the data
-//! (issue 15, item 1). Library only, not yet exposed (docs/DESIGN.md §9.5).
+//! (issue 15, item 1): `--discover` (`query::discover`, docs/DESIGN.md §9.5).
 //!
 //! **Mechanism.** For every key observed in the data (count c_k >= 1), draw c̃_k = c_k + Z_k with
 //! Z_k independent discrete Laplace noise of scale s, P(Z = z) ∝ exp(−|z|/s); release the pairs

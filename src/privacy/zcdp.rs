@@ -1,7 +1,7 @@
 //! Zero-concentrated differential privacy (zCDP) arithmetic: ρ as an exact rational, its
 //! composition, the cost of a pure ε-DP release in ρ, and the conversion between ρ and (ε, δ)
-//! in both directions, each rounded the safe way. Library only, not yet exposed
-//! (docs/DESIGN.md §9.4).
+//! in both directions, each rounded the safe way (docs/DESIGN.md §9.4): what `--noise
+//! gaussian` releases, the accountant and the ledger compose and convert with.
 //!
 //! - **Definition** (Bun & Steinke 2016, Def. 1.1): M is ρ-zCDP if for all neighbouring x, x'
 //!   and all Rényi orders α > 1, D_α(M(x) ‖ M(x')) <= ρα.

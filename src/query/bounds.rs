@@ -34,7 +34,7 @@ use crate::privacy::epsilon::Epsilon;
 use crate::privacy::laplace::{self, Aggregate, Noisy};
 use crate::privacy::sampler::discrete_laplace_error_bound;
 use crate::privacy::unit::Neighbours;
-use crate::report::release::{BoundsInfo, Release};
+use crate::report::release::{BoundsInfo, Guarantee, Release};
 
 /// Smallest and largest magnitude exponents of the public bins.
 pub const MIN_EXP: i32 = -32;
@@ -230,9 +230,12 @@ fn bin_edges(i: usize) -> (f64, f64) {
 
 /// Spends `eps` on a noisy histogram of the public bins and picks the bounds.
 pub fn choose(fold: &LogFold, neighbours: Neighbours, eps: &Epsilon, rng: &mut dyn RngCore) -> PrivateBounds {
+    let sensitivity = bins_sensitivity(neighbours);
     let aggregate = Aggregate {
         value: fold.public_bins().into_iter().map(i128::from).collect(),
-        sensitivity: bins_sensitivity(neighbours),
+        sensitivity,
+        // Unused (Laplace only), but true: one or two bins move by 1.
+        l2_squared: sensitivity,
         grid: Grid::UNIT,
     };
     let noisy: Noisy<Vec<BigInt>> = laplace::laplace_each(&aggregate, eps, rng);
@@ -308,8 +311,7 @@ fn bins_sensitivity(neighbours: Neighbours) -> i128 {
 pub fn annotate(mut release: Release, found: &PrivateBounds) -> Result<Release, crate::error::Error> {
     let accounting = Cost::sequential(vec![Cost::part("bounds", &found.eps), release.accounting.clone()]);
     let total = accounting.epsilon()?;
-    release.noise.epsilon = total.to_f64_up();
-    release.noise.epsilon_exact = total.exact_string();
+    release.noise.guarantee = Guarantee::of(&accounting.total()?, None)?;
     release.accounting = accounting;
     let (lower, upper) = (found.bounds.lower(), found.bounds.upper());
     let (lo, hi) = (real(lower), real(upper));
@@ -396,6 +398,7 @@ pub fn split(eps: &Epsilon, bounds_eps: Option<&Epsilon>) -> Result<(Epsilon, Ep
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::privacy::noise::Mechanism;
 
     /// The shortcut of [`check_every_outcome`] is sound: at [`OUTCOMES_SAFE_UP_TO`] every outcome
     /// builds a sum and a mean under both units (the search is forced by calling it just above).
@@ -412,13 +415,15 @@ mod tests {
             })
             .unwrap();
             let forced: Epsilon = "65536.000001".parse().unwrap();
+            let at = Mechanism::Laplace(at.clone());
             check_every_outcome("sum", &forced, |b| SumSpec::new(b, unit, &at).map(drop)).unwrap();
             check_every_outcome("mean", &forced, |b| MeanSpec::new(b, unit, &at).map(drop)).unwrap();
         }
         assert!(tried > 18_000, "every pair of edges is tried: {tried}");
         let huge: Epsilon = "1e7".parse().unwrap();
-        let err =
-            check_every_outcome("sum", &huge, |b| SumSpec::new(b, Neighbours::AddRemove, &huge).map(drop));
+        let err = check_every_outcome("sum", &huge, |b| {
+            SumSpec::new(b, Neighbours::AddRemove, &Mechanism::Laplace(huge.clone())).map(drop)
+        });
         assert!(err.unwrap_err().message().contains("give --lower/--upper"));
     }
     use crate::data::cell::InvalidPolicy;
@@ -504,7 +509,7 @@ mod tests {
         ) {
             let b = bounds(-(2f64.powi(hi)), 2f64.powi(hi + 1));
             let eps: Epsilon = "0.5".parse().unwrap();
-            let spec = crate::query::sum::SumSpec::new(b, Neighbours::AddRemove, &eps).unwrap();
+            let spec = crate::query::sum::SumSpec::new(b, Neighbours::AddRemove, &Mechanism::Laplace(eps)).unwrap();
             let gb: GridBounds = spec.bounds;
             let sum = |r: &[f64]| fold_of(r).clamped_sum_units(&b, gb.grid);
             let base = sum(&rows);

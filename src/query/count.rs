@@ -7,6 +7,11 @@
 //! count and join another's, so the vector of group counts has L1 sensitivity 2 (see
 //! `query::group`). ε is not split: one part.
 //!
+//! With `--noise gaussian` the count gets discrete Gaussian noise of variance Δ₂²/(2ρ), which is
+//! ρ-zCDP (Canonne, Kamath, Steinke 2020, Thm 14): Δ₂ = 1 for one count under both units; with
+//! `--by` under replace Δ₂² = 2 (one group −1 and another +1: √2 in L2, where L1 says 2), see
+//! `query::group`.
+//!
 //! `--nonnegative` releases a negative noisy count as 0. Post-processing, so free; the true
 //! count is at least 0, so the clamp never moves the release away from it and the accuracy
 //! bound still holds, but it biases counts near 0 upwards (E[max(0, c + Z)] > c).
@@ -17,21 +22,21 @@ use crate::data::row::{BadCell, Fold, Row};
 use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::grid::Grid;
-use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy;
-use crate::privacy::laplace::{self, Aggregate, Calibration};
+use crate::privacy::laplace::Aggregate;
+use crate::privacy::noise::{self, Calibrated};
 use crate::privacy::unit::Neighbours;
 use crate::query::group;
 use crate::query::options::{Options, Setup};
 use crate::query::statistic::{Context, Measured, PlanContext, Planned, Statistic};
 use crate::report::release::{saturating_i128, Accuracy, Noise, Number};
 
-/// Δ of a count under either privacy unit.
+/// Δ of a count under either privacy unit (L1 and L2 alike: one number moves by 1).
 pub const SENSITIVITY: i128 = 1;
 
-/// The count of `rows` matching rows as an aggregate with Δ = 1 on the integers.
+/// The count of `rows` matching rows as an aggregate with Δ₁ = Δ₂ = 1 on the integers.
 pub fn aggregate(rows: u64) -> Aggregate<i128> {
-    Aggregate { value: rows as i128, sensitivity: SENSITIVITY, grid: Grid::UNIT }
+    Aggregate::scalar(rows as i128, SENSITIVITY, Grid::UNIT)
 }
 
 /// `dpstat count`.
@@ -47,6 +52,7 @@ impl Count {
         let mut aggregate = aggregate(rows);
         if grouped {
             aggregate.sensitivity = group::count_sensitivity(neighbours);
+            aggregate.l2_squared = group::count_l2_squared(neighbours);
         }
         aggregate
     }
@@ -78,10 +84,10 @@ impl Statistic for Count {
 
     fn measure(&self, fold: CountFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Count>, Error> {
         let aggregate = Count::aggregate(fold.rows, cx.neighbours, cx.grouped);
-        let noisy = laplace::laplace(&aggregate, cx.eps, rng);
+        let noisy = noise::draw(&aggregate, cx.mechanism, rng);
         let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence));
         let noise = Noise::single(&noisy.noise, cx.neighbours, accuracy);
-        let release = cx.release(self, noise, Cost::part("count", cx.eps))?;
+        let release = cx.release(self, noise, cx.mechanism.cost("count"))?;
         let value = saturating_i128(&noisy.value);
         let (value, post) = match (self.nonnegative, value < 0) {
             (false, _) => (value, vec![]),
@@ -96,7 +102,7 @@ impl Statistic for Count {
     }
 
     fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
-        let noise = Calibration::of(&aggregate(0), cx.eps);
+        let noise = Calibrated::of(&Count::aggregate(0, cx.neighbours, cx.grouped), cx.mechanism);
         let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence));
         Ok(Planned { noise: Noise::single(&noise, cx.neighbours, accuracy), bins: None, assumptions: vec![] })
     }
@@ -142,17 +148,20 @@ mod tests {
         ) {
             let count = |r: &[bool]| aggregate(r.iter().filter(|&&m| m).count() as u64).value;
             let base = count(&rows);
+            let declared = aggregate(0);
+            // Both norms: the Laplace noise reads Δ₁, the Gaussian Δ₂² (a scalar: Δ₁²).
+            let covered = |moved: i128| moved.abs() <= declared.sensitivity && moved * moved <= declared.l2_squared;
             let mut added = rows.clone();
             added.push(extra);
-            prop_assert!((count(&added) - base).abs() <= SENSITIVITY);
+            prop_assert!(covered(count(&added) - base));
             if !rows.is_empty() {
                 let i = at.index(rows.len());
                 let mut removed = rows.clone();
                 removed.remove(i);
-                prop_assert!((count(&removed) - base).abs() <= SENSITIVITY);
+                prop_assert!(covered(count(&removed) - base));
                 let mut changed = rows.clone();
                 changed[i] = extra;
-                prop_assert!((count(&changed) - base).abs() <= SENSITIVITY);
+                prop_assert!(covered(count(&changed) - base));
             }
         }
     }

@@ -31,6 +31,15 @@
 //!     not apply; use `--neighbours add-remove`, where the noisy per-group count is part of the
 //!     release.
 //!
+//! With `--noise gaussian` the same vector of all groups' aggregates gets discrete Gaussian
+//! noise scaled to its **L2** sensitivity Δ₂ (ρ-zCDP, Canonne, Kamath, Steinke 2020, Thm 14;
+//! parallel composition under add-remove holds for ρ too, each neighbour changing one group):
+//! - add-remove: one group's own Δ₂ (count 1; sum max(|L|, |U|); histogram 1; each part of mean,
+//!   variance, covariance and regress its own scalar Δ);
+//! - replace: count Δ₂² = 2 (−1 and +1 in two groups); sum Δ₂² = max(2·max(|L|, |U|)², (U − L)²)
+//!   (a removal and an addition, or a change within one group, which can move its sum by
+//!   U − L > √2·max(|L|, |U|) when L < 0 < U); histogram Δ₂² = 2 (two (group, bin) cells).
+//!
 //! Filters (`--where` and a workload query's `where`) are applied first, by the same fold
 //! (`data::route`). The groups' costs compose in parallel in the accountant
 //! (`privacy::accountant`): the whole costs the largest group's ε, which is ε.
@@ -56,6 +65,15 @@ pub fn score_sensitivity(add_remove: u128, replace: u128, neighbours: Neighbours
     }
 }
 
+/// Δ₂² of one group's count: 1 under add-remove; 2 under replace (the vector of group counts
+/// moves by −1 in one group and +1 in another).
+pub fn count_l2_squared(neighbours: Neighbours) -> i128 {
+    match neighbours {
+        Neighbours::AddRemove => 1,
+        Neighbours::Replace => 2,
+    }
+}
+
 /// The wording of the composition in every grouped release.
 pub fn composition_note(neighbours: Neighbours) -> &'static str {
     match neighbours {
@@ -67,7 +85,9 @@ pub fn composition_note(neighbours: Neighbours) -> &'static str {
             "parallel composition: the groups are disjoint, so every group is released with the full epsilon \
              and the total cost is epsilon, charged once; under replace a changed row can leave one group \
              and enter another, so each group's sensitivity is the L1 sensitivity across all groups \
-             (count 2, sum 2*max(|L|,|U|), histogram 2, quantile scores 2*max(a, b-a) for q = a/b)"
+             (count 2, sum 2*max(|L|,|U|), histogram 2, quantile scores 2*max(a, b-a) for q = a/b), or with \
+             Gaussian noise the L2 sensitivity (count sqrt(2), sum max(sqrt(2)*max(|L|,|U|), U-L), histogram \
+             sqrt(2))"
         }
     }
 }
@@ -82,7 +102,7 @@ mod tests {
     use crate::query::mean::{MeanAggregate, MeanSpec};
     use crate::query::options::Level;
     use crate::query::quantile::{Candidates, QuantileFold};
-    use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use crate::query::sum::tests::{awkward_value, bounds_and_eps, mechanisms};
     use crate::query::sum::SumSpec;
     use crate::query::variance::VarianceSpec;
     use proptest::prelude::*;
@@ -113,6 +133,11 @@ mod tests {
 
     fn l1(a: &[i128], b: &[i128]) -> i128 {
         a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum()
+    }
+
+    /// Squared L2 distance, exact (each difference is at most 2^64 units here).
+    fn l2_squared(a: &[i128], b: &[i128]) -> i128 {
+        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
     }
 
     fn row() -> impl Strategy<Value = Row> {
@@ -148,42 +173,50 @@ mod tests {
             // Counts.
             let counts = |r: &[Row]| by_group(r, |v| v.len() as i128);
             prop_assert!(l1(&counts(&changed), &counts(&rows)) <= count_sensitivity(Neighbours::Replace));
+            prop_assert!(l2_squared(&counts(&changed), &counts(&rows)) <= count_l2_squared(Neighbours::Replace));
             for n in &add_remove {
                 let (a, b) = (counts(n), counts(&rows));
                 prop_assert!(a.iter().zip(&b).filter(|(x, y)| x != y).count() <= 1);
                 prop_assert!(l1(&a, &b) <= count_sensitivity(Neighbours::AddRemove));
+                prop_assert!(l2_squared(&a, &b) <= count_l2_squared(Neighbours::AddRemove));
             }
 
             // Sums.
-            if let Ok(spec) = SumSpec::with_groups(bounds, Neighbours::Replace, &eps, true) {
-                let sums = |r: &[Row]| by_group(r, |v| spec.sum(v.iter().copied()).value);
-                prop_assert!(l1(&sums(&changed), &sums(&rows)) <= spec.sensitivity());
-                prop_assert!(spec.sensitivity() >= spec.bounds.width_units());
-            }
-            if let Ok(spec) = SumSpec::with_groups(bounds, Neighbours::AddRemove, &eps, true) {
-                let sums = |r: &[Row]| by_group(r, |v| spec.sum(v.iter().copied()).value);
-                for n in &add_remove {
-                    let (a, b) = (sums(n), sums(&rows));
-                    prop_assert!(a.iter().zip(&b).filter(|(x, y)| x != y).count() <= 1);
-                    prop_assert!(l1(&a, &b) <= spec.sensitivity());
+            for mechanism in mechanisms(&eps) {
+                if let Ok(spec) = SumSpec::with_groups(bounds, Neighbours::Replace, &mechanism, true) {
+                    let sums = |r: &[Row]| by_group(r, |v| spec.sum(v.iter().copied()).value);
+                    prop_assert!(l1(&sums(&changed), &sums(&rows)) <= spec.sensitivity());
+                    prop_assert!(l2_squared(&sums(&changed), &sums(&rows)) <= spec.l2_squared());
+                    prop_assert!(spec.sensitivity() >= spec.bounds.width_units());
+                }
+                if let Ok(spec) = SumSpec::with_groups(bounds, Neighbours::AddRemove, &mechanism, true) {
+                    let sums = |r: &[Row]| by_group(r, |v| spec.sum(v.iter().copied()).value);
+                    for n in &add_remove {
+                        let (a, b) = (sums(n), sums(&rows));
+                        prop_assert!(a.iter().zip(&b).filter(|(x, y)| x != y).count() <= 1);
+                        prop_assert!(l1(&a, &b) <= spec.sensitivity());
+                        prop_assert!(l2_squared(&a, &b) <= spec.l2_squared());
+                    }
                 }
             }
 
             // Histograms (3 bins) by group: the concatenated vector of all groups' bins.
             let b = Bounds::new(Finite::from_f64(-100.0).unwrap(), Finite::from_f64(1e6).unwrap()).unwrap();
             let bins = crate::numeric::bins::Bins::new(b, 3);
-            let hist = |r: &[Row], n: Neighbours| -> (Vec<i128>, i128) {
+            let hist = |r: &[Row], n: Neighbours| -> (Vec<i128>, i128, i128) {
                 let per_group = by_group(r, |v| {
                     histogram::aggregate(histogram::count_into(3, v.iter().copied(), |x| bins.index(x)), n)
                 });
-                let delta = per_group[0].sensitivity;
-                (per_group.into_iter().flat_map(|a| a.value).collect(), delta)
+                let (delta, delta2) = (per_group[0].sensitivity, per_group[0].l2_squared);
+                (per_group.into_iter().flat_map(|a| a.value).collect(), delta, delta2)
             };
-            let (base, delta) = hist(&rows, Neighbours::Replace);
+            let (base, delta, delta2) = hist(&rows, Neighbours::Replace);
             prop_assert!(l1(&hist(&changed, Neighbours::Replace).0, &base) <= delta);
-            let (base, delta) = hist(&rows, Neighbours::AddRemove);
+            prop_assert!(l2_squared(&hist(&changed, Neighbours::Replace).0, &base) <= delta2);
+            let (base, delta, delta2) = hist(&rows, Neighbours::AddRemove);
             for n in &add_remove {
                 prop_assert!(l1(&hist(n, Neighbours::AddRemove).0, &base) <= delta);
+                prop_assert!(l2_squared(&hist(n, Neighbours::AddRemove).0, &base) <= delta2);
             }
         }
 
@@ -197,19 +230,21 @@ mod tests {
             at in any::<prop::sample::Index>(),
         ) {
             let (add_remove, _) = neighbours_of(&rows, other, at.index(rows.len()));
-            if let Ok(spec) = MeanSpec::new(bounds, Neighbours::AddRemove, &eps) {
+            for mechanism in mechanisms(&eps) {
+            if let Ok(spec) = MeanSpec::new(bounds, Neighbours::AddRemove, &mechanism) {
                 let parts = |r: &[Row]| by_group(r, |v| match spec.mean(v.iter().copied()) {
                     MeanAggregate::AddRemove { shifted_sum, count, .. } => vec![shifted_sum, count],
                     MeanAggregate::Replace { sum, .. } => vec![sum],
                 });
                 check_one_group(&parts(&rows), &add_remove.iter().map(|n| parts(n)).collect::<Vec<_>>())?;
             }
-            if let Ok(spec) = VarianceSpec::new(bounds, Neighbours::AddRemove, &eps) {
+            if let Ok(spec) = VarianceSpec::new(bounds, Neighbours::AddRemove, &mechanism) {
                 let parts = |r: &[Row]| by_group(r, |v| {
                     let a = spec.variance(v.iter().copied());
                     a.count.into_iter().chain([a.shifted_sum, a.squares]).collect::<Vec<_>>()
                 });
                 check_one_group(&parts(&rows), &add_remove.iter().map(|n| parts(n)).collect::<Vec<_>>())?;
+            }
             }
         }
     }
@@ -261,7 +296,9 @@ mod tests {
             for (b, o) in base.iter().zip(other) {
                 let mut changed = false;
                 for (pb, po) in b.iter().zip(o) {
-                    prop_assert!((pb.value - po.value).abs() <= pb.sensitivity);
+                    let moved = pb.value - po.value;
+                    prop_assert!(moved.abs() <= pb.sensitivity);
+                    prop_assert!(moved * moved <= pb.l2_squared);
                     changed |= pb.value != po.value;
                 }
                 changed_groups += changed as usize;

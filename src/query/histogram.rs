@@ -10,6 +10,16 @@
 //! Ghosh, Roughgarden, Sundararajan 2012). Bins and categories come from flags only: bins read
 //! off the data would leak which values occur.
 //!
+//! With `--noise gaussian` every bin gets independent discrete Gaussian noise of variance
+//! Δ₂²/(2ρ), ρ-zCDP for the vector (Canonne, Kamath, Steinke 2020, Thm 14 and its vector form):
+//! the L2 sensitivity is Δ₂² = 1 (add-remove: one bin ±1) and Δ₂² = 2 (replace: one bin −1,
+//! another +1), so Δ₂ = √2 where Δ₁ = 2; the same under `--by`, each row lying in one (group,
+//! bin) cell.
+//!
+//! `--discover` (instead of `--categories`): the categories are the values found in the column,
+//! released only where their noisy count reaches a threshold; that release is (ε, δ)-DP, not
+//! ε-DP, and is built in `query::discover` (docs/DESIGN.md §9.5).
+//!
 //! Post-processing options (free, and never reading the data):
 //! - `--nonnegative`: every noisy bin below 0 is released as 0. True counts are at least 0, so
 //!   no bin moves away from its true count and the per-bin bound still holds; but bins near 0
@@ -36,12 +46,16 @@ use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::bins::{Bins, Categories, MAX_BINS, OTHER};
 use crate::numeric::grid::Grid;
-use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy;
+use crate::privacy::laplace::Aggregate;
+use crate::privacy::noise::{self, Calibrated, Drawn, Mechanism};
 use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
 use crate::privacy::unit::Neighbours;
+use crate::privacy::accountant::Cost;
+use crate::privacy::currency::Spend;
 use crate::query::bounds::{self, Clamped, LogFold, PrivateBounds};
+use crate::query::count::CountFold;
+use crate::query::discover::{self, Discovery, Keyed};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
 use crate::query::statistic::{first, add_counts, Context, Measured, PlanContext, Planned, Statistic};
 use crate::numeric::exact::rational_to_f64_up;
@@ -69,6 +83,8 @@ pub enum BinSpec {
     NumericPrivate { bins: usize, bounds_eps: Epsilon, rest: Epsilon },
     /// The second pass of [`BinSpec::NumericPrivate`]: bins over the bounds found, at `rest`.
     Found { bins: Bins, found: PrivateBounds, rest: Epsilon },
+    /// Categories found in the data (`--discover`), at the whole ε and the discovery's δ.
+    Discovered { discovery: Discovery, eps: Epsilon },
 }
 
 impl BinSpec {
@@ -78,6 +94,7 @@ impl BinSpec {
             BinSpec::Numeric(b) | BinSpec::Found { bins: b, .. } => b.len(),
             BinSpec::Categories(c) => c.names().len() + 1,
             BinSpec::NumericPrivate { bins, .. } => *bins,
+            BinSpec::Discovered { .. } => 0,
         }
     }
 }
@@ -88,6 +105,7 @@ impl Statistic for Histogram {
 
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Histogram, Error> {
         let bins = match (options.bins, &options.categories) {
+            _ if options.discover.is_some() => discovered(&options, setup)?,
             (_, Some(c)) => BinSpec::Categories(Arc::new(c.clone())),
             (Some(k), None) if k == 0 || k >= MAX_BINS => {
                 return Err(Error::usage(format!("--bins must be between 1 and {}", MAX_BINS - 1)));
@@ -165,6 +183,9 @@ impl Statistic for Histogram {
             BinSpec::Numeric(b) | BinSpec::Found { bins: b, .. } => BinOf::Numeric(cell, b.clone()),
             BinSpec::Categories(c) => BinOf::Category(index, Arc::clone(c)),
             BinSpec::NumericPrivate { .. } => return Clamped::Private(LogFold::new(cell)),
+            BinSpec::Discovered { discovery, .. } => {
+                BinOf::Discovered(Keyed::new(index, discovery.max_keys, CountFold::default()))
+            }
         }))
     }
 
@@ -180,11 +201,14 @@ impl Statistic for Histogram {
                 let bins = BinSpec::Found { bins: Bins::new(found.bounds, *bins), found, rest: rest.clone() };
                 Ok(Measured::Again(Histogram { bins, ..self.clone() }))
             }
+            (Clamped::Given(HistogramFold { bin_of: BinOf::Discovered(keyed), .. }), BinSpec::Discovered { discovery, eps }) => {
+                Ok(Measured::Release(self.discovered_release(cx, keyed, discovery, eps, rng)?))
+            }
             (Clamped::Given(fold), BinSpec::Found { found, rest, .. }) => {
-                let release = self.release(cx, fold, rest, rng)?;
+                let release = self.release(cx, fold, &Mechanism::Laplace(rest.clone()), rng)?;
                 Ok(Measured::Release(bounds::annotate(release, found)?))
             }
-            (Clamped::Given(fold), _) => Ok(Measured::Release(self.release(cx, fold, cx.eps, rng)?)),
+            (Clamped::Given(fold), _) => Ok(Measured::Release(self.release(cx, fold, cx.mechanism, rng)?)),
             (Clamped::Private(_), _) => Err(Error::internal("a histogram's fold does not match its bins")),
         }
     }
@@ -193,8 +217,11 @@ impl Statistic for Histogram {
         if matches!(self.bins, BinSpec::NumericPrivate { .. } | BinSpec::Found { .. }) {
             return Err(options::unplannable());
         }
+        if matches!(self.bins, BinSpec::Discovered { .. }) {
+            return Err(Error::usage("dpstat plan does not cover --discover: which keys appear depends on the data"));
+        }
         let k = self.bins.len();
-        let noise = Calibration::of(&aggregate(vec![], cx.neighbours), cx.eps);
+        let noise = Calibrated::of(&aggregate(vec![], cx.neighbours), cx.mechanism);
         let accuracy = Accuracy { scope: PER_BIN, ..Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence)) };
         let assumption = format!(
             "the bound holds for each of the {k} bins on its own; for all of them at once plan with \
@@ -209,11 +236,63 @@ impl Statistic for Histogram {
     }
 }
 
+/// `--discover`: no public bins at all, Laplace noise, and nothing that needs a public total.
+fn discovered(options: &Options, setup: &Setup) -> Result<BinSpec, Error> {
+    if options.bins.is_some() || options.categories.is_some() || options.lower.is_some() || options.upper.is_some() {
+        return Err(Error::usage(
+            "--discover finds the categories in the data: leave out --categories, --bins, --lower and --upper",
+        ));
+    }
+    if options.normalize {
+        return Err(Error::usage(
+            "--normalize divides by the total of every bin, but --discover releases only some keys: \
+             leave out one of them",
+        ));
+    }
+    let eps = setup.epsilon("--discover (keys found in the data are (epsilon, delta)-DP with Laplace noise)")?;
+    let discovery = options.discover.clone().ok_or_else(|| Error::internal("discovered without a discovery"))?;
+    Ok(BinSpec::Discovered { discovery, eps: eps.clone() })
+}
+
 impl Histogram {
-    /// One noisy count per bin, independent noise at `eps` on each.
-    fn release(&self, cx: &Context, fold: HistogramFold, eps: &Epsilon, rng: &mut dyn RngCore) -> Result<Release, Error> {
+    /// The categories found in the data: every observed key's noisy count, kept where it
+    /// reaches the threshold (`query::discover`).
+    fn discovered_release(
+        &self,
+        cx: &Context,
+        keyed: Keyed<CountFold>,
+        discovery: &Discovery,
+        eps: &Epsilon,
+        rng: &mut dyn RngCore,
+    ) -> Result<Release, Error> {
+        let selection = discover::select(keyed.into_keys()?, eps, &discovery.delta, cx.neighbours, rng)?;
+        let bins: Vec<BinCount> = selection
+            .kept
+            .iter()
+            .map(|(key, noisy, _)| BinCount {
+                bin: key.clone(),
+                lower: None,
+                upper: None,
+                count: saturating_i128(noisy),
+                proportion: None,
+            })
+            .collect();
+        let accuracy = discover::per_bin(&selection.noise, cx);
+        let spend = Spend::Approx { eps: eps.clone(), delta: discovery.delta.clone() };
+        let noise = Noise::single(&selection.noise, cx.neighbours, accuracy);
+        let release = cx.release(self, noise, Cost::spent("keys", spend))?;
+        Ok(Release {
+            discovery: Some(discover::info(&selection.threshold, &discovery.delta, discovery, bins.len())),
+            post_processing: vec![discover::selection_note(&selection.threshold.tau)],
+            bins: Some(bins),
+            ..release
+        })
+    }
+
+    /// One noisy count per bin, independent noise of `mechanism` on each.
+    fn release(&self, cx: &Context, fold: HistogramFold, mechanism: &Mechanism, rng: &mut dyn RngCore) -> Result<Release, Error> {
         let aggregate = aggregate(fold.counts, cx.neighbours);
-        let noisy: Noisy<Vec<BigInt>> = laplace::laplace_each(&aggregate, eps, rng);
+        let noisy: Drawn<Vec<BigInt>> = noise::draw_each(&aggregate, mechanism, rng);
         let mut counts: Vec<i128> = noisy.value.iter().map(saturating_i128).collect();
         let mut post = vec![];
         if self.nonnegative {
@@ -242,6 +321,7 @@ impl Histogram {
         }
         let counts = counts.into_iter().zip(proportions);
         let bins: Vec<BinCount> = match &fold.bin_of {
+            BinOf::Discovered(_) => return Err(Error::internal("discovered keys released as public bins")),
             BinOf::Numeric(_, b) => counts
                 .enumerate()
                 .map(|(i, (count, proportion))| {
@@ -264,7 +344,7 @@ impl Histogram {
                 })
                 .collect(),
         };
-        let release = cx.release(self, Noise::single(&noisy.noise, cx.neighbours, accuracy), Cost::part("bins", eps))?;
+        let release = cx.release(self, Noise::single(&noisy.noise, cx.neighbours, accuracy), mechanism.cost("bins"))?;
         Ok(Release { bins: Some(bins), post_processing: post, ..release })
     }
 }
@@ -309,11 +389,20 @@ pub fn sensitivity(neighbours: Neighbours) -> i128 {
     }
 }
 
-/// Per-bin counts with the L1 sensitivity of the privacy unit.
+/// Squared L2 sensitivity of a histogram: 1² (add-remove), 1² + 1² (replace).
+pub fn l2_squared(neighbours: Neighbours) -> i128 {
+    match neighbours {
+        Neighbours::AddRemove => 1,
+        Neighbours::Replace => 2,
+    }
+}
+
+/// Per-bin counts with the L1 and L2 sensitivities of the privacy unit.
 pub fn aggregate(counts: Vec<u64>, neighbours: Neighbours) -> Aggregate<Vec<i128>> {
     Aggregate {
         value: counts.into_iter().map(i128::from).collect(),
         sensitivity: sensitivity(neighbours),
+        l2_squared: l2_squared(neighbours),
         grid: Grid::UNIT,
     }
 }
@@ -323,6 +412,8 @@ pub fn aggregate(counts: Vec<u64>, neighbours: Neighbours) -> Aggregate<Vec<i128
 pub enum BinOf {
     Numeric(NumberCell, Bins),
     Category(usize, Arc<Categories>),
+    /// Every key found in the column, counted (`--discover`; `counts` stays empty).
+    Discovered(Keyed<CountFold>),
 }
 
 /// Per-bin counts of one column.
@@ -337,6 +428,7 @@ impl HistogramFold {
         let bins = match &bin_of {
             BinOf::Numeric(_, bins) => bins.len(),
             BinOf::Category(_, categories) => categories.names().len() + 1,
+            BinOf::Discovered(_) => 0,
         };
         HistogramFold { bin_of, counts: vec![0; bins] }
     }
@@ -345,27 +437,37 @@ impl HistogramFold {
 impl Fold for HistogramFold {
     #[inline]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
-        let bin = match &self.bin_of {
+        let bin = match &mut self.bin_of {
             BinOf::Numeric(cell, bins) => match cell.read(row)? {
                 Some(x) => bins.index(x),
                 None => return Ok(()),
             },
             BinOf::Category(index, categories) => categories.index(text_cell(row, *index)),
+            BinOf::Discovered(keyed) => return keyed.row(row),
         };
         self.counts[bin] += 1;
         Ok(())
     }
     fn merge(&mut self, other: Self) {
+        if let (BinOf::Discovered(mine), BinOf::Discovered(theirs)) = (&mut self.bin_of, other.bin_of) {
+            mine.merge(theirs);
+            return;
+        }
         add_counts(&mut self.counts, &other.counts);
     }
     fn heap_bytes(&self) -> usize {
-        self.counts.len() * std::mem::size_of::<u64>()
+        let keys = match &self.bin_of {
+            BinOf::Discovered(keyed) => keyed.heap_bytes(),
+            _ => 0,
+        };
+        keys + self.counts.len() * std::mem::size_of::<u64>()
     }
     fn widest_column(&self) -> Option<usize> {
-        Some(match &self.bin_of {
-            BinOf::Numeric(cell, _) => cell.index,
-            BinOf::Category(index, _) => *index,
-        })
+        match &self.bin_of {
+            BinOf::Numeric(cell, _) => Some(cell.index),
+            BinOf::Category(index, _) => Some(*index),
+            BinOf::Discovered(keyed) => keyed.widest_column(),
+        }
     }
 }
 
@@ -394,6 +496,10 @@ mod tests {
         a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum()
     }
 
+    fn l2(a: &[i128], b: &[i128]) -> i128 {
+        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+    }
+
     #[test]
     fn normalize_gives_shares_and_the_corner_bound() {
         let (shares, bound) = normalize(&[30, 10, 0], 0);
@@ -407,7 +513,8 @@ mod tests {
     }
 
     proptest! {
-        /// Adding, removing or changing one row moves the histogram by at most Δ in L1.
+        /// Adding, removing or changing one row moves the histogram by at most Δ₁ in L1 and Δ₂
+        /// in L2.
         #[test]
         fn numeric_histogram_l1_sensitivity(
             rows in proptest::collection::vec(awkward_value(), 1..60),
@@ -423,9 +530,11 @@ mod tests {
             let base = hist(&rows, Neighbours::AddRemove);
             for n in [removed, added] {
                 prop_assert!(l1(&hist(&n, Neighbours::AddRemove).value, &base.value) <= base.sensitivity);
+                prop_assert!(l2(&hist(&n, Neighbours::AddRemove).value, &base.value) <= base.l2_squared);
             }
             let base = hist(&rows, Neighbours::Replace);
             prop_assert!(l1(&hist(&changed, Neighbours::Replace).value, &base.value) <= base.sensitivity);
+            prop_assert!(l2(&hist(&changed, Neighbours::Replace).value, &base.value) <= base.l2_squared);
         }
 
         /// Whenever every noisy count is within t of its true count, every released share is
@@ -465,6 +574,8 @@ mod tests {
             added.push(other);
             prop_assert!(l1(&hist(&changed), &hist(&rows)) <= sensitivity(Neighbours::Replace));
             prop_assert!(l1(&hist(&added), &hist(&rows)) <= sensitivity(Neighbours::AddRemove));
+            prop_assert!(l2(&hist(&changed), &hist(&rows)) <= l2_squared(Neighbours::Replace));
+            prop_assert!(l2(&hist(&added), &hist(&rows)) <= l2_squared(Neighbours::AddRemove));
         }
     }
 }

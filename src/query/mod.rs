@@ -8,6 +8,7 @@
 //! variant in `cli.rs`.
 
 pub mod bounds;
+pub mod discover;
 pub mod group;
 pub mod options;
 pub mod statistic;

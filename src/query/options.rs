@@ -13,7 +13,9 @@ use crate::error::Error;
 use crate::numeric::bins::Categories;
 use crate::numeric::bounds::{Bounds, Finite};
 use crate::numeric::exact::parse_decimal;
+use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
+use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped, LogFold};
 
@@ -41,13 +43,23 @@ pub struct Options {
     pub nonnegative: bool,
     /// `--normalize`: a histogram released as proportions of its (nonnegative) total.
     pub normalize: bool,
+    /// `histogram --discover`: categories found in the data (`query::discover`).
+    pub discover: Option<Discovery>,
+}
+
+/// What `--discover` asks for (`query::discover`): the δ of the selection and the cap on
+/// distinct keys.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Discovery {
+    pub delta: Delta,
+    pub max_keys: usize,
 }
 
 /// What every statistic's validation needs besides its options.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup<'a> {
-    /// The statistic's ε (its share in a workload).
-    pub eps: &'a Epsilon,
+    /// The statistic's noise and its ε or ρ (its share in a workload).
+    pub mechanism: &'a Mechanism,
     pub neighbours: Neighbours,
     pub has_header: bool,
     /// How many `--by` groups (the keys and `other`; 1 without `--by`).
@@ -62,6 +74,17 @@ pub struct Setup<'a> {
 }
 
 impl Setup<'_> {
+    /// ε of a statistic that only has a Laplace (pure ε-DP) form; `--noise gaussian` is refused
+    /// for it, naming why.
+    pub fn epsilon(&self, what: &str) -> Result<&Epsilon, Error> {
+        self.mechanism.epsilon().ok_or_else(|| {
+            Error::usage(format!(
+                "{what} has no Gaussian form (--noise gaussian covers count, sum, mean, variance, \
+                 covariance, regress and histogram with public bounds and bins); use --noise laplace"
+            ))
+        })
+    }
+
     /// One release per `--by` group.
     pub fn grouped(&self) -> bool {
         self.groups > 1
@@ -113,7 +136,8 @@ pub fn clamp_bounds(query: &str, options: &Options, setup: &Setup) -> Result<Cla
             Err(Error::usage("--by needs --lower/--upper: bounds found privately are not split by group"))
         }
         (None, None) => {
-            let (bounds_eps, rest) = bounds::split(setup.eps, options.bounds_eps.as_ref())?;
+            let eps = setup.epsilon("finding bounds privately (--lower/--upper left out)")?;
+            let (bounds_eps, rest) = bounds::split(eps, options.bounds_eps.as_ref())?;
             Ok(Clamp::Private { bounds_eps, rest })
         }
         (lower, upper) => match require_bounds(query, lower, upper) {

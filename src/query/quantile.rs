@@ -53,7 +53,7 @@ use crate::numeric::exact::rational_to_f64_up;
 use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Noisy};
+use crate::privacy::noise::{self, Drawn, Mechanism};
 use crate::privacy::permute_and_flip::permute_and_flip;
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
@@ -117,6 +117,7 @@ impl Statistic for Quantile {
         if unique.len() != levels.len() {
             return Err(Error::usage("--q lists the same level twice"));
         }
+        setup.epsilon(kind)?;
         // Without bounds each group would need its own row count, and under replace a group's
         // size is private: --by takes the bounded (exponential) form only.
         if setup.grouped() && method != Method::Exponential {
@@ -168,7 +169,7 @@ impl Statistic for Quantile {
         let spec = &self.spec;
         match spec.method {
             Method::Exponential => {
-                let eps = spec.epsilon_per_level(cx.eps);
+                let eps = spec.epsilon_per_level(cx.epsilon()?);
                 let chosen: Vec<f64> = spec
                     .levels
                     .iter()
@@ -181,8 +182,11 @@ impl Statistic for Quantile {
                 self.exponential_release(cx, &eps, &chosen).map(Measured::Release)
             }
             Method::AboveThreshold { n_public, filtered } => {
-                let split = Split::new(cx.eps, spec.levels.len(), n_public);
-                let count = split.count.as_ref().map(|e| laplace::laplace(&count::aggregate(fold.rows()), e, rng));
+                let split = Split::new(cx.epsilon()?, spec.levels.len(), n_public);
+                let count = split
+                    .count
+                    .as_ref()
+                    .map(|e| noise::draw(&count::aggregate(fold.rows()), &Mechanism::Laplace(e.clone()), rng));
                 let chosen: Vec<f64> = spec
                     .levels
                     .iter()
@@ -215,7 +219,9 @@ impl Statistic for Quantile {
             ));
         }
         let spec = &self.spec;
-        let eps = spec.epsilon_per_level(cx.eps);
+        // Statistic::new refused Gaussian noise: a quantile is pure ε-DP only.
+        let total = cx.mechanism.epsilon().ok_or_else(|| Error::internal("a quantile's plan has an epsilon"))?;
+        let eps = spec.epsilon_per_level(total);
         let k = spec.candidates.len();
         let worst = spec
             .levels
@@ -223,7 +229,7 @@ impl Statistic for Quantile {
             .map(|l| rank_error_bound(l, spec.score_sensitivity(l), &eps, k, cx.confidence.beta()))
             .fold(0.0, f64::max);
         let accuracy = Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: RANK };
-        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(cx.eps, cx.neighbours, accuracy) };
+        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(cx.mechanism, cx.neighbours, accuracy) };
         let assumption = format!(
             "the bound is on rank, over {} {} candidates: the released candidate is within that many \
              rows (in order) of the best candidate; its distance in value from the true quantile \
@@ -240,7 +246,7 @@ enum Rows<'a> {
     /// n itself, public under replace without filters.
     Public(u64),
     /// The noisy count, when n is private.
-    Noisy(&'a Noisy<BigInt>),
+    Noisy(&'a Drawn<BigInt>),
 }
 
 impl Quantile {
@@ -339,7 +345,7 @@ impl Quantile {
         let worst = quantiles.iter().map(|q| q.rank_error_bound).fold(0.0, f64::max);
         let accuracy =
             Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: RANK };
-        let noise = Noise { mechanism, parts, ..Noise::multi(cx.eps, cx.neighbours, accuracy) };
+        let noise = Noise { mechanism, parts, ..Noise::multi(cx.mechanism, cx.neighbours, accuracy) };
         let release = cx.release(self, noise, cost)?;
         let candidates = &self.spec.candidates;
         Ok(Release {

@@ -48,7 +48,7 @@ impl Statistic for Regress {
 
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Regress, Error> {
         let (columns, bounds) = pair_options("regress", &options, setup, ["--x", "--y"])?;
-        let spec = PairSpec::new(&bounds, setup.neighbours, setup.eps, true)?;
+        let spec = PairSpec::new(&bounds, setup.neighbours, setup.mechanism, true)?;
         Ok(Regress { columns, invalid: options.invalid, spec })
     }
 
@@ -136,7 +136,7 @@ mod tests {
     use super::*;
     use num_bigint::BigInt;
     use crate::numeric::bounds::{Bounds, Finite};
-    use crate::privacy::epsilon::Epsilon;
+    use crate::privacy::noise::Mechanism;
     use crate::privacy::unit::Neighbours;
 
     fn bounds(l: f64, u: f64) -> Bounds {
@@ -146,7 +146,7 @@ mod tests {
     /// The exact parts give the least-squares slope: y = 3x + 1 on x = 1..5.
     #[test]
     fn exact_parts_give_the_slope() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = Mechanism::Laplace("1".parse().unwrap());
         let spec = PairSpec::new(&Pair { x: bounds(0.0, 10.0), y: bounds(0.0, 20.0) }, Neighbours::AddRemove, &eps, true)
             .unwrap();
         let parts = spec.aggregate_of((1..=5).map(|x| (x as f64, 3.0 * x as f64 + 1.0)));

@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
+use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
 use crate::query::options::{Options, Setup};
 use crate::report::release::{Noise, Release};
@@ -75,8 +76,8 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
 /// What a measurement needs besides the fold.
 #[derive(Clone, Copy, Debug)]
 pub struct Context<'a> {
-    /// This statistic's ε (its share in a workload).
-    pub eps: &'a Epsilon,
+    /// This statistic's noise and its ε or ρ (its share in a workload).
+    pub mechanism: &'a Mechanism,
     pub neighbours: Neighbours,
     pub confidence: Confidence,
     /// One release per `--by` group.
@@ -87,7 +88,14 @@ pub struct Context<'a> {
     pub source: &'a str,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    /// ε of a Laplace-only statistic (its `new` refused `--noise gaussian`).
+    pub fn epsilon(&self) -> Result<&'a Epsilon, Error> {
+        self.mechanism
+            .epsilon()
+            .ok_or_else(|| Error::internal("a Laplace-only statistic was given Gaussian noise"))
+    }
+
     /// A release of `statistic`, its common fields filled in.
     pub fn release<S: Statistic>(&self, statistic: &S, noise: Noise, cost: Cost) -> Result<Release, Error> {
         let labels: Vec<String> = statistic.columns().into_iter().map(|(c, _)| c.label()).collect();
@@ -108,11 +116,14 @@ pub enum Measured<S> {
 /// What a plan needs besides the statistic.
 #[derive(Clone, Copy, Debug)]
 pub struct PlanContext<'a> {
-    pub eps: &'a Epsilon,
+    pub mechanism: &'a Mechanism,
     pub neighbours: Neighbours,
     pub confidence: Confidence,
     /// The assumed row count (`--rows`).
     pub rows: Option<u64>,
+    /// One release per `--by` group (a workload's grouped query): a count's sensitivity under
+    /// replace is then the vector's.
+    pub grouped: bool,
 }
 
 /// A statistic's plan: the noise block its release would state, and its number of bins.

@@ -13,6 +13,13 @@
 //! sensitivity holds with no floating-point error term (Casacuberta, Shoemate, Vadhan, Wagaman
 //! 2022). Discrete Laplace noise of scale Δ/ε in grid units then gives ε-DP (Dwork, McSherry,
 //! Nissim, Smith 2006; the exact sampler of Canonne, Kamath, Steinke 2020).
+//!
+//! With `--noise gaussian`: discrete Gaussian noise of variance Δ₂²/(2ρ) gives ρ-zCDP (Canonne,
+//! Kamath, Steinke 2020, Thm 14). One sum is a scalar, so Δ₂ = Δ: max(|L|, |U|) (add-remove),
+//! U − L (replace). With `--by` under replace the vector of group sums moves by a removal in one
+//! group and an addition in another (L2 at most √2·max(|L|, |U|)) or by a change within one
+//! group (at most U − L), so Δ₂² = max(2·max(|L|, |U|)², (U − L)²). The grid is chosen from Δ₂²
+//! and ρ ([`Mechanism::grid_l2`]).
 
 use num_bigint::BigInt;
 use rand::RngCore;
@@ -22,11 +29,10 @@ use crate::data::row::{BadCell, Fold, Row};
 use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::bounds::Bounds;
-use crate::numeric::grid::{Grid, GridBounds};
-use crate::privacy::accountant::Cost;
+use crate::numeric::grid::GridBounds;
 use crate::privacy::accuracy;
-use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
+use crate::privacy::laplace::Aggregate;
+use crate::privacy::noise::{self, Calibrated, Drawn, Mechanism};
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
@@ -50,10 +56,11 @@ impl Statistic for Sum {
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("sum", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(
-                SumSpec::with_groups(b, setup.neighbours, setup.eps, setup.grouped())?,
+                SumSpec::with_groups(b, setup.neighbours, setup.mechanism, setup.grouped())?,
             ),
             Clamp::Private { bounds_eps, rest } => {
-                bounds::check_every_outcome("sum", &rest, |b| SumSpec::new(b, setup.neighbours, &rest).map(drop))?;
+                let laplace = Mechanism::Laplace(rest.clone());
+                bounds::check_every_outcome("sum", &rest, |b| SumSpec::new(b, setup.neighbours, &laplace).map(drop))?;
                 Clamp::Private { bounds_eps, rest }
             }
         };
@@ -81,15 +88,15 @@ impl Statistic for Sum {
     fn measure(&self, fold: Clamped<SumFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Sum>, Error> {
         Ok(Measured::Release(match (fold, &self.spec) {
             (Clamped::Given(fold), Clamp::Given(spec)) => {
-                let noisy = laplace::laplace(&fold.aggregate(), cx.eps, rng);
-                self.release(cx, &noisy, &spec.bounds, cx.eps)?
+                let noisy = noise::draw(&fold.aggregate(), cx.mechanism, rng);
+                self.release(cx, &noisy, &spec.bounds)?
             }
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
                 let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
-                let spec = SumSpec::new(found.bounds, cx.neighbours, rest)?;
+                let spec = SumSpec::new(found.bounds, cx.neighbours, &Mechanism::Laplace(rest.clone()))?;
                 let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
-                let noisy = laplace::laplace(&spec.aggregate(total), rest, rng);
-                bounds::annotate(self.release(cx, &noisy, &spec.bounds, rest)?, &found)?
+                let noisy = noise::draw(&spec.aggregate(total), &Mechanism::Laplace(rest.clone()), rng);
+                bounds::annotate(self.release(cx, &noisy, &spec.bounds)?, &found)?
             }
             _ => return Err(Error::internal("a sum's fold does not match its bounds")),
         }))
@@ -97,10 +104,10 @@ impl Statistic for Sum {
 
     fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
         let Clamp::Given(spec) = &self.spec else { return Err(options::unplannable()) };
-        let noise = Calibration::of(&spec.aggregate(0), cx.eps);
+        let noise = Calibrated::of(&spec.aggregate(0), cx.mechanism);
         let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noise, cx.confidence));
         let noise = Noise {
-            grid: Some(GridInfo::of(noise.grid)),
+            grid: Some(GridInfo::of(noise.grid())),
             bounds: Some(BoundsInfo::of(&spec.bounds)),
             ..Noise::single(&noise, cx.neighbours, accuracy)
         };
@@ -109,17 +116,17 @@ impl Statistic for Sum {
 }
 
 impl Sum {
-    /// The noisy grid multiple, with the noise it was drawn with at `eps`.
-    fn release(&self, cx: &Context, noisy: &Noisy<BigInt>, bounds: &GridBounds, eps: &Epsilon) -> Result<Release, Error> {
+    /// The noisy grid multiple, with the noise it was drawn with.
+    fn release(&self, cx: &Context, noisy: &Drawn<BigInt>, bounds: &GridBounds) -> Result<Release, Error> {
         let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence));
         let noise = Noise {
-            grid: Some(GridInfo::of(noisy.noise.grid)),
+            grid: Some(GridInfo::of(noisy.noise.grid())),
             bounds: Some(BoundsInfo::of(bounds)),
             ..Noise::single(&noisy.noise, cx.neighbours, accuracy)
         };
-        let release = cx.release(self, noise, Cost::part("sum", eps))?;
+        let release = cx.release(self, noise, noisy.noise.mechanism().cost("sum"))?;
         Ok(Release {
-            value: Some(Number::Real(noisy.noise.grid.to_f64(&noisy.value))),
+            value: Some(Number::Real(noisy.noise.grid().to_f64(&noisy.value))),
             value_units: Some(noisy.value.to_string()),
             ..release
         })
@@ -136,26 +143,30 @@ pub struct SumSpec {
 }
 
 impl SumSpec {
-    /// Chooses the grid from the real-valued Δ of the flags and ε, then snaps the bounds.
-    /// Fails (before any data is read) when the bounds do not fit the grid in 2^62 units.
-    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<SumSpec, Error> {
-        SumSpec::with_groups(bounds, neighbours, eps, false)
+    /// Chooses the grid from the real-valued Δ of the flags and the mechanism's ε or ρ, then
+    /// snaps the bounds. Fails (before any data is read) when the bounds do not fit the grid in
+    /// 2^62 units.
+    pub fn new(bounds: Bounds, neighbours: Neighbours, mechanism: &Mechanism) -> Result<SumSpec, Error> {
+        SumSpec::with_groups(bounds, neighbours, mechanism, false)
     }
 
     /// As [`SumSpec::new`]; with `across_groups`, for one sum per `--by` group.
     pub fn with_groups(
         bounds: Bounds,
         neighbours: Neighbours,
-        eps: &Epsilon,
+        mechanism: &Mechanism,
         across_groups: bool,
     ) -> Result<SumSpec, Error> {
         bounds.check_printable()?;
-        let delta = match (neighbours, across_groups) {
-            (Neighbours::AddRemove, _) => bounds.max_abs(),
-            (Neighbours::Replace, false) => bounds.width(),
-            (Neighbours::Replace, true) => bounds.max_abs() * BigInt::from(2),
+        let (max_abs, width) = (bounds.max_abs(), bounds.width());
+        let (delta, l2_squared) = match (neighbours, across_groups) {
+            (Neighbours::AddRemove, _) => (max_abs.clone(), &max_abs * &max_abs),
+            (Neighbours::Replace, false) => (width.clone(), &width * &width),
+            (Neighbours::Replace, true) => {
+                (&max_abs * BigInt::from(2), (&max_abs * &max_abs * BigInt::from(2)).max(&width * &width))
+            }
         };
-        let grid = Grid::for_noise(&delta, eps.as_rational());
+        let grid = mechanism.grid_l2(&delta, &l2_squared);
         let bounds = GridBounds::snap(&bounds, grid, false)?;
         Ok(SumSpec { bounds, neighbours, across_groups })
     }
@@ -170,6 +181,18 @@ impl SumSpec {
         }
     }
 
+    /// Δ₂² in grid units² (the Gaussian mechanism's): Δ² for one sum; across `--by` groups under
+    /// replace, max(2·max(|L|, |U|)², (U − L)²) (module comment). At most 2^126: bounds are at
+    /// most 2^62 units.
+    pub fn l2_squared(&self) -> i128 {
+        let (m, w) = (self.bounds.max_abs_units(), self.bounds.width_units());
+        match (self.neighbours, self.across_groups) {
+            (Neighbours::AddRemove, _) => m * m,
+            (Neighbours::Replace, false) => w * w,
+            (Neighbours::Replace, true) => (2 * m * m).max(w * w),
+        }
+    }
+
     /// One row's contribution: the value clamped and rounded to the grid, in grid units.
     #[inline]
     pub fn units(&self, x: f64) -> i128 {
@@ -178,7 +201,7 @@ impl SumSpec {
 
     /// The exact sum of `total` grid units with its sensitivity.
     pub fn aggregate(&self, total: i128) -> Aggregate<i128> {
-        Aggregate { value: total, sensitivity: self.sensitivity(), grid: self.bounds.grid }
+        Aggregate { value: total, sensitivity: self.sensitivity(), l2_squared: self.l2_squared(), grid: self.bounds.grid }
     }
 
     /// Sums a sequence of values, as [`SumFold`] does row by row.
@@ -224,6 +247,7 @@ impl Fold for SumFold {
 pub(crate) mod tests {
     use super::*;
     use crate::numeric::bounds::Finite;
+    use crate::privacy::epsilon::Epsilon;
     use proptest::prelude::*;
 
     /// Values that break float sums: huge, signed zeros, subnormals, around 2^53.
@@ -244,6 +268,12 @@ pub(crate) mod tests {
         ]
     }
 
+    /// The two mechanisms at comparable strength: Laplace at ε, Gaussian at ρ = ε²/2.
+    pub fn mechanisms(eps: &Epsilon) -> [Mechanism; 2] {
+        let rho = crate::privacy::zcdp::Rho::from_pure(eps);
+        [Mechanism::Laplace(eps.clone()), Mechanism::Gaussian { rho, delta: "1e-6".parse().unwrap() }]
+    }
+
     pub fn bounds_and_eps() -> impl Strategy<Value = (Bounds, Epsilon)> {
         let bound = prop_oneof![-1e6f64..1e6, Just(0.0), Just(-1e300), Just(1e300), Just(9007199254740993.0)];
         let eps = prop_oneof![Just("0.1"), Just("1"), Just("0.001"), Just("3.7"), Just("1e-9")];
@@ -255,7 +285,8 @@ pub(crate) mod tests {
     }
 
     proptest! {
-        /// On neighbouring datasets (add, remove, replace) the exact sum moves by at most Δ.
+        /// On neighbouring datasets (add, remove, replace) the exact sum moves by at most Δ,
+        /// and its square by at most Δ₂², on the grid of either mechanism.
         #[test]
         fn sum_moves_by_at_most_its_sensitivity(
             (bounds, eps) in bounds_and_eps(),
@@ -263,8 +294,11 @@ pub(crate) mod tests {
             other in awkward_value(),
             at in any::<prop::sample::Index>(),
         ) {
-            for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
-                let Ok(spec) = SumSpec::new(bounds, neighbours, &eps) else { continue };
+            for (neighbours, mechanism) in [Neighbours::AddRemove, Neighbours::Replace]
+                .into_iter()
+                .flat_map(|n| mechanisms(&eps).map(|m| (n, m)))
+            {
+                let Ok(spec) = SumSpec::new(bounds, neighbours, &mechanism) else { continue };
                 let base = spec.sum(rows.iter().copied()).value;
                 let delta = spec.sensitivity();
                 let mut neighbours_of: Vec<Vec<f64>> = vec![];
@@ -288,6 +322,7 @@ pub(crate) mod tests {
                 for n in neighbours_of {
                     let moved = (spec.sum(n).value - base).abs();
                     prop_assert!(moved <= delta, "moved {} > Δ {}", moved, delta);
+                    prop_assert!(moved * moved <= spec.l2_squared(), "moved {} > Δ₂", moved);
                 }
             }
         }
@@ -298,7 +333,7 @@ pub(crate) mod tests {
             (bounds, eps) in bounds_and_eps(),
             rows in proptest::collection::vec(awkward_value(), 0..40),
         ) {
-            let Ok(spec) = SumSpec::new(bounds, Neighbours::AddRemove, &eps) else { return Ok(()) };
+            let Ok(spec) = SumSpec::new(bounds, Neighbours::AddRemove, &Mechanism::Laplace(eps)) else { return Ok(()) };
             let n = rows.len() as i128;
             let s = spec.sum(rows).value;
             prop_assert!(s >= n * spec.bounds.lower && s <= n * spec.bounds.upper);
@@ -309,7 +344,7 @@ pub(crate) mod tests {
     #[test]
     fn sensitivity_formulas() {
         let b = Bounds::new(Finite::from_f64(-3.0).unwrap(), Finite::from_f64(5.0).unwrap()).unwrap();
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = Mechanism::Laplace("1".parse().unwrap());
         let add = SumSpec::new(b, Neighbours::AddRemove, &eps).unwrap();
         // Δ = 5 = 2^2.32, grid 2^(2-40)
         assert_eq!(add.bounds.grid.exponent(), -38);
@@ -317,5 +352,13 @@ pub(crate) mod tests {
         let rep = SumSpec::new(b, Neighbours::Replace, &eps).unwrap();
         assert_eq!(rep.bounds.grid.exponent(), -37); // Δ = 8
         assert_eq!(rep.sensitivity(), 8i128 << 37);
+        // Gaussian at ρ = 1/2: σ = Δ₂ = 5 = 2^2.32, the same grid as Laplace at ε = 1.
+        let gauss = Mechanism::Gaussian { rho: "0.5".parse().unwrap(), delta: "1e-6".parse().unwrap() };
+        let add = SumSpec::new(b, Neighbours::AddRemove, &gauss).unwrap();
+        assert_eq!((add.bounds.grid.exponent(), add.l2_squared()), (-38, 25i128 << 76));
+        // By groups under replace: max(2·5², 8²) = 64 in real units, Δ₂ = 8, grid 2^(3 − 40).
+        let grouped = SumSpec::with_groups(b, Neighbours::Replace, &gauss, true).unwrap();
+        assert_eq!((grouped.bounds.grid.exponent(), grouped.l2_squared()), (-37, 64i128 << 74));
+        assert_eq!(grouped.sensitivity(), 10i128 << 37);
     }
 }

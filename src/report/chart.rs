@@ -103,10 +103,20 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
     match published {
         Published::One(release) => {
             let panel = release_panel(release, None, style)?;
-            (panel.bars.len() > 1).then(|| Chart {
+            // Keys found in the data: as many bars as keys were released, none or one included
+            // (whether a chart is drawn must not depend on the data).
+            (panel.bars.len() > 1 || release.discovery.is_some()).then(|| Chart {
                 title: release_title(release, None),
                 confidence: release.noise.accuracy.confidence,
                 panels: vec![panel],
+                shared_scale: true,
+            })
+        }
+        Published::Grouped(grouped) if grouped.groups.is_empty() && grouped.discovery.is_some() => {
+            Some(Chart {
+                title: format!("{} by {}: no key reached the threshold", grouped.query, grouped.by),
+                confidence: 0.0,
+                panels: vec![],
                 shared_scale: true,
             })
         }
@@ -139,7 +149,7 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
     }
 }
 
-/// The chart of a workload's `(name, release)` queries, at `total` ε (as printed) and
+/// The chart of a workload's `(name, release)` queries, at `total` (as printed: `eps 1`) and
 /// `confidence`: one panel per query (per group for a grouped histogram), each on its own scale,
 /// since the queries measure different things.
 pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64, style: Style) -> Chart {
@@ -196,7 +206,7 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
     let n = queries.len();
     Chart {
         title: format!(
-            "workload: {n} quer{}, eps {total} in all, {neighbours}",
+            "workload: {n} quer{}, {total} in all, {neighbours}",
             if n == 1 { "y" } else { "ies" }
         ),
         confidence,
@@ -222,7 +232,12 @@ fn measure(r: &Release) -> String {
 }
 
 fn release_title(r: &Release, by: Option<&str>) -> String {
-    let unit = format!("eps {}, {}", number(r.noise.epsilon), r.noise.neighbours);
+    let g = &r.noise.guarantee;
+    let unit = match (g.rho, g.delta) {
+        (Some(rho), _) => format!("rho {} (eps {}), {}", number(rho), number(g.epsilon), r.noise.neighbours),
+        (None, Some(delta)) => format!("eps {}, delta {delta:e}, {}", number(g.epsilon), r.noise.neighbours),
+        (None, None) => format!("eps {}, {}", number(g.epsilon), r.noise.neighbours),
+    };
     let column = r.column.as_deref().unwrap_or(r.query);
     match (by, r.bins.is_some(), r.quantiles.is_some() && r.value.is_none()) {
         (None, true, _) => format!("{column}: noisy counts, {unit}"),

@@ -62,13 +62,13 @@ pub fn render_text(d: &Described) -> Vec<u8> {
             Some(v) => format!("{} ±{}", format_number(v), rounded_up(c.mean.noise.accuracy.error_bound)),
             None => "-".to_string(),
         };
-        let mut row = vec![c.name.clone(), exact_decimal(&c.eps), bounds, count, mean];
+        let mut row = vec![c.name.clone(), exact_decimal(c.eps.as_rational()), bounds, count, mean];
         for q in c.quantiles.quantiles.iter().flatten() {
             row.push(format!("{} ±{} rows", real(q.value), rounded_up(q.rank_error_bound)));
         }
         rows.push(row);
     }
-    let mut total = vec!["total".to_string(), exact_decimal(&d.total), "-".into(), "-".into()];
+    let mut total = vec!["total".to_string(), exact_decimal(d.total.as_rational()), "-".into(), "-".into()];
     total.push(format!("bounds at confidence {}", d.confidence.level()));
     rows.push(total);
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);

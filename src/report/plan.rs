@@ -4,6 +4,11 @@
 use serde::Serialize;
 
 use crate::numeric::format::real as show;
+use crate::privacy::accuracy::Confidence;
+use crate::privacy::delta::Delta;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::noise::Mechanism;
+use crate::privacy::unit::Neighbours;
 use crate::report::release::{Noise, PER_BIN, RANK};
 
 /// The plan as printed (`--format json` serialises this).
@@ -31,9 +36,238 @@ pub struct Report {
     /// What the ε means for protection when it is large (> 10), as a release warns on stderr.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// With `--delta`: Laplace at ε against Gaussian at the same (ε, δ).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
     pub reads_data: bool,
     pub draws_noise: bool,
     pub charges_ledger: bool,
+}
+
+/// Laplace noise at ε against Gaussian noise at the largest ρ that is (ε, δ)-DP: both
+/// releases would be (ε, δ)-DP, and the one with the smaller bound gives less error.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    pub delta: f64,
+    pub delta_exact: String,
+    /// δ as typed (an exact decimal), for text.
+    #[serde(skip)]
+    pub delta_shown: String,
+    /// The Gaussian release's ρ (None when no positive ρ converts to ε at δ).
+    pub rho: Option<f64>,
+    pub rho_exact: Option<String>,
+    pub laplace_error_bound: f64,
+    pub gaussian_error_bound: Option<f64>,
+    /// "laplace", "gaussian", or "equal".
+    pub less_error: &'static str,
+}
+
+impl Comparison {
+    pub fn new(eps: &Epsilon, delta: &Delta, laplace: f64, gaussian: Option<(f64, Mechanism)>) -> Comparison {
+        let rho = gaussian.as_ref().and_then(|(_, m)| match m {
+            Mechanism::Gaussian { rho, .. } => Some(rho.clone()),
+            Mechanism::Laplace(_) => None,
+        });
+        let gaussian = gaussian.map(|(bound, _)| bound);
+        Comparison {
+            epsilon: eps.to_f64_up(),
+            epsilon_exact: eps.exact_string(),
+            delta: delta.to_f64_up(),
+            delta_exact: delta.exact_string(),
+            delta_shown: delta.to_string(),
+            rho: rho.as_ref().map(|r| r.to_f64_up()),
+            rho_exact: rho.as_ref().map(|r| r.exact_string()),
+            laplace_error_bound: laplace,
+            gaussian_error_bound: gaussian,
+            less_error: less_error(Some(laplace), gaussian),
+        }
+    }
+}
+
+/// Which of two bounds is smaller ("laplace", "gaussian", "equal"; "unknown" without both).
+fn less_error(laplace: Option<f64>, gaussian: Option<f64>) -> &'static str {
+    match (laplace, gaussian) {
+        (Some(l), Some(g)) if g < l => "gaussian",
+        (Some(l), Some(g)) if l < g => "laplace",
+        (Some(_), Some(_)) => "equal",
+        (Some(_), None) => "laplace",
+        _ => "unknown",
+    }
+}
+
+/// One workload query's bound under each noise (or why it cannot be planned).
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryComparison {
+    pub name: String,
+    pub query: &'static str,
+    pub laplace_error_bound: Option<f64>,
+    pub gaussian_error_bound: Option<f64>,
+    pub less_error: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_planned: Option<String>,
+}
+
+impl QueryComparison {
+    pub fn new(
+        name: &str,
+        query: &'static str,
+        laplace: Result<f64, String>,
+        gaussian: Result<f64, String>,
+    ) -> QueryComparison {
+        let not_planned = laplace.as_ref().err().or(gaussian.as_ref().err()).cloned();
+        let (laplace, gaussian) = (laplace.ok(), gaussian.ok());
+        QueryComparison {
+            name: name.to_string(),
+            query,
+            laplace_error_bound: laplace,
+            gaussian_error_bound: gaussian,
+            less_error: if not_planned.is_some() { "unknown" } else { less_error(laplace, gaussian) },
+            not_planned,
+        }
+    }
+}
+
+/// `dpstat plan run`: every query's bound under each noise at the workload's (ε, δ).
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadReport {
+    pub plan: &'static str,
+    pub workload: String,
+    pub neighbours: &'static str,
+    pub confidence: f64,
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    pub delta: f64,
+    pub delta_exact: String,
+    #[serde(skip)]
+    pub delta_shown: String,
+    /// The total ρ of the Gaussian version (split among the queries as ε is).
+    pub rho: f64,
+    pub rho_exact: String,
+    pub queries: Vec<QueryComparison>,
+    /// How many planned queries each noise gives less error for.
+    pub gaussian_wins: usize,
+    pub laplace_wins: usize,
+    /// "gaussian" or "laplace" when it wins for every planned query; else "mixed".
+    pub less_error: &'static str,
+    pub reads_data: bool,
+    pub draws_noise: bool,
+    pub charges_ledger: bool,
+}
+
+impl WorkloadReport {
+    pub fn new(
+        workload: String,
+        neighbours: Neighbours,
+        confidence: Confidence,
+        eps: &Epsilon,
+        gaussian: &Mechanism,
+        queries: Vec<QueryComparison>,
+    ) -> WorkloadReport {
+        let (rho, delta) = match gaussian {
+            Mechanism::Gaussian { rho, delta } => (rho.clone(), delta.clone()),
+            Mechanism::Laplace(_) => unreachable!("the compared mechanism is Gaussian"),
+        };
+        let wins = |who: &str| queries.iter().filter(|q| q.less_error == who).count();
+        let (gaussian_wins, laplace_wins) = (wins("gaussian"), wins("laplace"));
+        let planned = queries.iter().filter(|q| q.not_planned.is_none()).count();
+        let less_error = match (gaussian_wins, laplace_wins) {
+            (g, _) if planned > 0 && g == planned => "gaussian",
+            (_, l) if planned > 0 && l == planned => "laplace",
+            _ => "mixed",
+        };
+        WorkloadReport {
+            plan: "workload",
+            workload,
+            neighbours: neighbours.name(),
+            confidence: confidence.level(),
+            epsilon: eps.to_f64_up(),
+            epsilon_exact: eps.exact_string(),
+            delta: delta.to_f64_up(),
+            delta_exact: delta.exact_string(),
+            delta_shown: delta.to_string(),
+            rho: rho.to_f64_up(),
+            rho_exact: rho.exact_string(),
+            queries,
+            gaussian_wins,
+            laplace_wins,
+            less_error,
+            reads_data: false,
+            draws_noise: false,
+            charges_ledger: false,
+        }
+    }
+}
+
+/// The workload comparison as aligned text: one line per query.
+pub fn render_workload(r: &WorkloadReport) -> String {
+    let mut text = format!(
+        "plan        workload {}, {} (no data read, no noise drawn, no budget charged)\n\
+         compare     laplace at epsilon {} against gaussian at rho {} (its (epsilon, delta) = ({}, {})), \
+         each query at its share; bounds at confidence {}\n",
+        r.workload,
+        r.neighbours,
+        show(r.epsilon),
+        short(r.rho),
+        show(r.epsilon),
+        r.delta_shown,
+        r.confidence
+    );
+    let bound = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("±{}", show(b)));
+    let mut rows: Vec<[String; 5]> =
+        vec![["query".into(), "kind".into(), "laplace".into(), "gaussian".into(), "less error".into()]];
+    for q in &r.queries {
+        let verdict = match &q.not_planned {
+            Some(why) => format!("not planned: {why}"),
+            None => q.less_error.to_string(),
+        };
+        rows.push([
+            q.name.clone(),
+            q.query.to_string(),
+            bound(q.laplace_error_bound),
+            bound(q.gaussian_error_bound),
+            verdict,
+        ]);
+    }
+    let widths: Vec<usize> =
+        (0..4).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in &rows {
+        let mut line = String::from("  ");
+        for (cell, w) in row.iter().zip(&widths) {
+            line.push_str(&format!("{cell:<w$}  ", w = *w));
+        }
+        line.push_str(&row[4]);
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    let planned = r.queries.iter().filter(|q| q.not_planned.is_none()).count();
+    let verdict = match r.less_error {
+        _ if planned == 0 => "no query could be planned (see why above)".to_string(),
+        "mixed" => {
+            let equal = planned - r.gaussian_wins - r.laplace_wins;
+            let ties = if equal > 0 { format!(", both the same for {equal}") } else { String::new() };
+            format!(
+                "gaussian gives less error for {} and laplace for {}{ties}, of {planned} planned queries",
+                r.gaussian_wins, r.laplace_wins
+            )
+        }
+        who => format!("{who} gives less error for every one of the {planned} planned queries"),
+    };
+    text.push_str(&format!("verdict     {verdict}\n"));
+    text
+}
+
+/// ρ for text, to 4 significant digits (JSON has it exactly): `0.0243` for 0.024304….
+fn short(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return show(x);
+    }
+    let digits = (3 - x.abs().log10().floor() as i32).max(0) as usize;
+    let text = format!("{x:.digits$}");
+    let text =
+        if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text };
+    format!("~{text}")
 }
 
 /// The plan as aligned `key value` lines.
@@ -59,6 +293,16 @@ pub fn render_text(r: &Report) -> String {
         ));
     }
     lines.push(("epsilon", r.epsilon_decimal.clone()));
+    if let (Some(rho), Some(delta)) = (r.noise.guarantee.rho, &r.noise.conversion) {
+        lines.push((
+            "rho",
+            format!(
+                "{} (zCDP): the largest whose (epsilon, delta) is at most (epsilon, {delta}); exactly {}",
+                short(rho),
+                r.noise.guarantee.rho_exact.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
     if let Some(m) = &r.method {
         lines.push(("", m.clone()));
     }
@@ -78,16 +322,32 @@ pub fn render_text(r: &Report) -> String {
         let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
         lines.push(("noise scale", format!("{} = sensitivity / epsilon, discrete Laplace{grid}", show(s))));
     }
+    if let (Some(s), Some(sigma)) = (r.noise.l2_sensitivity, r.noise.sigma) {
+        lines.push(("sensitivity", format!("{} (L2)", show(s))));
+        let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
+        lines.push((
+            "noise sigma",
+            format!("{} = L2 sensitivity / sqrt(2 rho), discrete Gaussian{grid}", show(sigma)),
+        ));
+    }
     let parts = r.noise.parts.len();
     for p in &r.noise.parts {
+        let spend = match (p.epsilon, p.rho) {
+            (Some(e), _) => format!("epsilon {}", show(e)),
+            (None, Some(rho)) => format!("rho {}", show(rho)),
+            (None, None) => String::new(),
+        };
+        let width = match (p.scale, p.sigma) {
+            (Some(s), _) => format!("scale {}", show(s)),
+            (None, Some(s)) => format!("sigma {}", show(s)),
+            (None, None) => String::new(),
+        };
         lines.push((
             "part",
             format!(
-                "{}: epsilon {}, sensitivity {}, scale {}, bound ±{} at β/{parts}",
+                "{}: {spend}, sensitivity {}, {width}, bound ±{} at β/{parts}",
                 p.name,
-                show(p.epsilon),
-                show(p.sensitivity),
-                show(p.scale),
+                show(p.sensitivity_read()),
                 show(p.error_bound.unwrap_or(f64::NAN))
             ),
         ));
@@ -114,6 +374,25 @@ pub fn render_text(r: &Report) -> String {
     }
     for w in &r.warnings {
         lines.push(("warning", w.clone()));
+    }
+    if let Some(c) = &r.comparison {
+        let gaussian = match (c.gaussian_error_bound, c.rho) {
+            (Some(b), Some(rho)) => format!("gaussian ±{} (rho {})", show(b), short(rho)),
+            _ => "gaussian: no positive rho at this (epsilon, delta)".to_string(),
+        };
+        let verdict = match c.less_error {
+            "equal" => "both give the same bound".to_string(),
+            who => format!("{who} gives less error"),
+        };
+        lines.push((
+            "compare",
+            format!(
+                "at (epsilon {}, delta {}): laplace ±{}, {gaussian}: {verdict}",
+                show(c.epsilon),
+                c.delta_shown,
+                show(c.laplace_error_bound)
+            ),
+        ));
     }
     let mut text = String::new();
     for (key, value) in lines {

@@ -9,12 +9,15 @@ use num_traits::ToPrimitive;
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::numeric::exact::rational_to_f64_up;
 use crate::numeric::grid::{Grid, GridBounds};
-use crate::privacy::accountant::Cost;
+use crate::privacy::accountant::{Cost, Total};
 use crate::privacy::accuracy::Confidence;
-use crate::privacy::laplace::{Calibration, Noisy};
+use crate::privacy::delta::Delta;
 use crate::privacy::ledger::BudgetSummary;
+use crate::privacy::noise::{Calibrated, Drawn, Mechanism};
 use crate::privacy::unit::Neighbours;
+use crate::privacy::zcdp::epsilon_for;
 
 /// One statistic's release.
 #[derive(Clone, Debug, Serialize)]
@@ -37,8 +40,11 @@ pub struct Release {
     pub candidates: Option<CandidateInfo>,
     #[serde(flatten)]
     pub noise: Noise,
+    /// Keys found in the data (`--discover`): the threshold and the δ of the selection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<DiscoveryInfo>,
     pub post_processing: Vec<String>,
-    /// What the release spent, part by part; `noise.epsilon` is its total.
+    /// What the release spent, part by part; `noise.epsilon` (or `noise.rho`) is its total.
     pub accounting: Cost,
     /// Lines for stderr, printed only after the release is complete and charged.
     #[serde(skip)]
@@ -64,16 +70,22 @@ pub struct Release {
 /// `dpstat plan`, which computes it with no data.
 #[derive(Clone, Debug, Serialize)]
 pub struct Noise {
-    /// ε charged, rounded up to the next f64.
-    pub epsilon: f64,
-    /// ε charged, exactly, as numerator/denominator.
-    pub epsilon_exact: String,
+    /// What the release guarantees: ε (and δ, and for Gaussian noise ρ) charged.
+    #[serde(flatten)]
+    pub guarantee: Guarantee,
     pub neighbours: &'static str,
+    /// `discrete-laplace` or `discrete-gaussian`.
     pub mechanism: &'static str,
-    /// Δ of the single noisy aggregate; null for a multi-part release (see `parts`).
+    /// Laplace: Δ₁ of the single noisy aggregate; null for a multi-part or Gaussian release.
     pub sensitivity: Option<f64>,
-    /// Δ/ε; null for a multi-part release.
+    /// Laplace: Δ₁/ε; null for a multi-part or Gaussian release.
     pub scale: Option<f64>,
+    /// Gaussian: Δ₂ of the single noisy aggregate (the L2 sensitivity), rounded up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2_sensitivity: Option<f64>,
+    /// Gaussian: σ = Δ₂/√(2ρ), rounded up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grid: Option<GridInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,6 +99,78 @@ pub struct Noise {
     pub accuracy: Accuracy,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<Part>,
+    /// The δ at which a Gaussian release states its ρ as (ε, δ).
+    #[serde(skip)]
+    pub conversion: Option<Delta>,
+}
+
+/// What a release (or a plan, or a group of releases) guarantees, exactly and rounded up:
+/// pure ε; (ε, δ) for keys found in the data; for Gaussian noise ρ and the (ε, δ) it converts
+/// to at the release's δ (CKS 2020, Cor. 13; `privacy::zcdp::epsilon_for`, rounded up).
+#[derive(Clone, Debug, Serialize)]
+pub struct Guarantee {
+    /// ε charged (pure or approximate) or converted to (Gaussian), rounded up to the next f64.
+    pub epsilon: f64,
+    /// The same ε exactly, as numerator/denominator.
+    pub epsilon_exact: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_exact: Option<String>,
+    /// ρ charged (Gaussian noise: ρ-zCDP), rounded up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho_exact: Option<String>,
+}
+
+fn exact_text(r: &num_rational::BigRational) -> String {
+    format!("{}/{}", r.numer(), r.denom())
+}
+
+impl Guarantee {
+    /// The guarantee of a total; a zCDP total is converted to (ε, δ) at `conversion`.
+    pub fn of(total: &Total, conversion: Option<&Delta>) -> Result<Guarantee, Error> {
+        let pure = |e: &num_rational::BigRational| Guarantee {
+            epsilon: rational_to_f64_up(e),
+            epsilon_exact: exact_text(e),
+            delta: None,
+            delta_exact: None,
+            rho: None,
+            rho_exact: None,
+        };
+        Ok(match total {
+            Total::Pure(e) => pure(e),
+            Total::Approx { eps, delta } => Guarantee {
+                delta: Some(rational_to_f64_up(delta)),
+                delta_exact: Some(exact_text(delta)),
+                ..pure(eps)
+            },
+            Total::Zcdp(rho) => {
+                let delta = conversion
+                    .ok_or_else(|| Error::internal("a zCDP release without the delta to state it at"))?;
+                Guarantee {
+                    delta: Some(delta.to_f64_up()),
+                    delta_exact: Some(delta.exact_string()),
+                    rho: Some(rational_to_f64_up(rho)),
+                    rho_exact: Some(exact_text(rho)),
+                    ..pure(&epsilon_for(rho, delta))
+                }
+            }
+        })
+    }
+
+    /// The guarantee of a mechanism's own parameter (before any accounting).
+    pub fn of_mechanism(mechanism: &Mechanism) -> Guarantee {
+        let total = match mechanism {
+            Mechanism::Laplace(eps) => Total::Pure(eps.as_rational().clone()),
+            Mechanism::Gaussian { rho, .. } => Total::Zcdp(rho.as_rational().clone()),
+        };
+        match Guarantee::of(&total, mechanism.delta()) {
+            Ok(g) => g,
+            Err(_) => unreachable!("a Gaussian mechanism carries its delta"),
+        }
+    }
 }
 
 /// An integer release (counts) or a real one (sums, means).
@@ -141,6 +225,19 @@ pub struct Accuracy {
     pub scope: &'static str,
 }
 
+/// What a release of keys found in the data states about the selection.
+#[derive(Clone, Debug, Serialize)]
+pub struct DiscoveryInfo {
+    /// τ: a key is released when its noisy count is at least this.
+    pub threshold: i128,
+    /// δ of the selection (its part of the release's δ), rounded up and exactly.
+    pub delta: f64,
+    pub delta_exact: String,
+    /// `--max-keys`: the most distinct keys the run would hold.
+    pub max_keys: usize,
+    pub keys_released: usize,
+}
+
 /// One released quantile.
 #[derive(Clone, Debug, Serialize)]
 pub struct QuantileValue {
@@ -181,18 +278,32 @@ pub struct Part {
     pub value: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_units: Option<String>,
-    pub epsilon: f64,
-    pub epsilon_exact: String,
-    pub sensitivity: f64,
-    pub scale: f64,
+    /// Laplace: this part's ε.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon_exact: Option<String>,
+    /// Gaussian: this part's ρ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho_exact: Option<String>,
+    /// Laplace: Δ₁ and Δ₁/ε.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
+    /// Gaussian: Δ₂ and σ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2_sensitivity: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<f64>,
     pub grid: GridInfo,
     /// A plan's bound for this part alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_bound: Option<f64>,
 }
 
-/// The mechanism of every Laplace release.
-pub const MECHANISM: &str = "discrete-laplace";
 /// The scope of a single value's bound.
 pub const VALUE: &str = "value";
 /// The scope of a quantile's bound: rows of rank (how far the chosen candidate's rank may be
@@ -229,63 +340,96 @@ impl Accuracy {
 }
 
 impl Noise {
-    /// The block of a release with one noise draw of calibration `noise` (or of its plan):
-    /// Δ and Δ/ε in the statistic's units, the mechanism, and `accuracy`.
-    pub fn single(noise: &Calibration, neighbours: Neighbours, accuracy: Accuracy) -> Noise {
-        Noise {
-            sensitivity: Some(noise.sensitivity_value()),
-            scale: Some(noise.scale_value()),
-            ..Noise::multi(&noise.eps, neighbours, accuracy)
+    /// The block of a release with one noise draw of calibration `noise` (or of its plan): the
+    /// sensitivity and the noise's width in the statistic's units (Δ₁ and Δ₁/ε for Laplace, Δ₂
+    /// and σ for Gaussian), the mechanism, and `accuracy`.
+    pub fn single(noise: &Calibrated, neighbours: Neighbours, accuracy: Accuracy) -> Noise {
+        let block = Noise::multi(&noise.mechanism(), neighbours, accuracy);
+        match noise {
+            Calibrated::Laplace(_) => Noise {
+                sensitivity: Some(noise.sensitivity_value()),
+                scale: Some(noise.width_value()),
+                ..block
+            },
+            Calibrated::Gaussian { .. } => Noise {
+                l2_sensitivity: Some(noise.sensitivity_value()),
+                sigma: Some(noise.width_value()),
+                ..block
+            },
         }
     }
 
     /// The block of a release whose noise is in several parts (filled in by the caller), or
-    /// that is not Laplace at all: no single Δ or scale.
-    pub fn multi(
-        eps: &crate::privacy::epsilon::Epsilon,
-        neighbours: Neighbours,
-        accuracy: Accuracy,
-    ) -> Noise {
+    /// that is not one Laplace or Gaussian draw at all: no single Δ or scale.
+    pub fn multi(mechanism: &Mechanism, neighbours: Neighbours, accuracy: Accuracy) -> Noise {
         Noise {
-            epsilon: eps.to_f64_up(),
-            epsilon_exact: eps.exact_string(),
+            guarantee: Guarantee::of_mechanism(mechanism),
             neighbours: neighbours.name(),
-            mechanism: MECHANISM,
+            mechanism: mechanism.name(),
             sensitivity: None,
             scale: None,
+            l2_sensitivity: None,
+            sigma: None,
             grid: None,
             bounds: None,
             bounds_y: None,
             rows: None,
             accuracy,
             parts: vec![],
+            conversion: mechanism.delta().cloned(),
         }
     }
 }
 
 impl Part {
     /// A drawn part: its noisy value, exactly in grid units and as a real.
-    pub fn drawn(name: &'static str, noisy: &Noisy<BigInt>) -> Part {
+    pub fn drawn(name: &'static str, noisy: &Drawn<BigInt>) -> Part {
         Part {
-            value: Some(noisy.noise.grid.to_f64(&noisy.value)),
+            value: Some(noisy.noise.grid().to_f64(&noisy.value)),
             value_units: Some(noisy.value.to_string()),
             ..Part::planned(name, &noisy.noise, None)
         }
     }
 
     /// A part before any draw: its calibration, and its own bound when planned.
-    pub fn planned(name: &'static str, noise: &Calibration, error_bound: Option<f64>) -> Part {
-        Part {
+    pub fn planned(name: &'static str, noise: &Calibrated, error_bound: Option<f64>) -> Part {
+        let (sensitivity, width) = (Some(noise.sensitivity_value()), Some(noise.width_value()));
+        let part = Part {
             name,
             value: None,
             value_units: None,
-            epsilon: noise.eps.to_f64_up(),
-            epsilon_exact: noise.eps.exact_string(),
-            sensitivity: noise.sensitivity_value(),
-            scale: noise.scale_value(),
-            grid: GridInfo::of(noise.grid),
+            epsilon: None,
+            epsilon_exact: None,
+            rho: None,
+            rho_exact: None,
+            sensitivity: None,
+            scale: None,
+            l2_sensitivity: None,
+            sigma: None,
+            grid: GridInfo::of(noise.grid()),
             error_bound,
+        };
+        match noise.mechanism() {
+            Mechanism::Laplace(eps) => Part {
+                epsilon: Some(eps.to_f64_up()),
+                epsilon_exact: Some(eps.exact_string()),
+                sensitivity,
+                scale: width,
+                ..part
+            },
+            Mechanism::Gaussian { rho, .. } => Part {
+                rho: Some(rho.to_f64_up()),
+                rho_exact: Some(rho.exact_string()),
+                l2_sensitivity: sensitivity,
+                sigma: width,
+                ..part
+            },
         }
+    }
+
+    /// The sensitivity this part's mechanism reads: Δ₁ (Laplace) or Δ₂ (Gaussian).
+    pub fn sensitivity_read(&self) -> f64 {
+        self.sensitivity.or(self.l2_sensitivity).unwrap_or(f64::NAN)
     }
 }
 
@@ -299,9 +443,7 @@ impl Release {
         mut noise: Noise,
         accounting: Cost,
     ) -> Result<Release, Error> {
-        let eps = accounting.epsilon()?;
-        noise.epsilon = eps.to_f64_up();
-        noise.epsilon_exact = eps.exact_string();
+        noise.guarantee = Guarantee::of(&accounting.total()?, noise.conversion.as_ref())?;
         Ok(Release {
             query,
             column,
@@ -312,6 +454,7 @@ impl Release {
             quantiles: None,
             candidates: None,
             noise,
+            discovery: None,
             post_processing: vec![],
             accounting,
             notes: vec![],
@@ -337,13 +480,20 @@ pub struct GroupedRelease {
     pub column: Option<String>,
     /// The grouping column.
     pub by: String,
-    /// ε of every group's release and of the whole (rounded up), and exactly.
-    pub epsilon: f64,
-    pub epsilon_exact: String,
+    /// ε of every group's release and of the whole (rounded up), and exactly; with ρ and δ
+    /// where the releases have them.
+    #[serde(flatten)]
+    pub guarantee: Guarantee,
     pub neighbours: &'static str,
     pub composition: &'static str,
+    /// Keys found in the data (`--by COL --discover`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<DiscoveryInfo>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub post_processing: Vec<String>,
     pub groups: Vec<Group>,
-    /// The groups' costs composed in parallel; `epsilon` is its total.
+    /// The groups' costs composed in parallel (after the selection's with `--discover`);
+    /// `epsilon` is its total.
     pub accounting: Cost,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSummary>,
@@ -372,15 +522,31 @@ impl GroupedRelease {
         let (query, column) = (first.release.query, first.release.column.clone());
         let accounting =
             Cost::parallel(groups.iter().map(|g| g.release.accounting.clone().named(&g.key)).collect());
-        let eps = accounting.epsilon()?;
+        GroupedRelease::with_accounting(query, column, by, neighbours, composition, groups, accounting)
+    }
+
+    /// Groups whose composition the caller states (keys found in the data: the selection, then
+    /// the groups); there may be none.
+    pub fn with_accounting(
+        query: &'static str,
+        column: Option<String>,
+        by: String,
+        neighbours: Neighbours,
+        composition: &'static str,
+        groups: Vec<Group>,
+        accounting: Cost,
+    ) -> Result<GroupedRelease, Error> {
+        let conversion = groups.first().and_then(|g| g.release.noise.conversion.clone());
+        let guarantee = Guarantee::of(&accounting.total()?, conversion.as_ref())?;
         Ok(GroupedRelease {
             query,
             column,
             by,
-            epsilon: eps.to_f64_up(),
-            epsilon_exact: eps.exact_string(),
+            guarantee,
             neighbours: neighbours.name(),
             composition,
+            discovery: None,
+            post_processing: vec![],
             groups,
             accounting,
             budget: None,

@@ -4,17 +4,21 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use num_rational::BigRational;
+
 use crate::numeric::exact::decimal;
 use crate::privacy::accuracy::Confidence;
-use crate::privacy::epsilon::Epsilon;
+use crate::privacy::currency::Spend;
 use crate::report::chart;
-use crate::report::release::{Number, Published, Release};
+use crate::report::release::{Guarantee, Number, Published, Release};
 use crate::report::text::{figure, format_number, Format, Style};
 
 /// A workload's releases as printed.
 pub struct Workload {
-    /// The total ε: what the queries' shares add up to.
-    pub total: Epsilon,
+    /// The total spend: ε, or ρ with Gaussian noise; what the queries' shares add up to.
+    pub total: Spend,
+    /// The total as a guarantee (with Gaussian noise, ρ and the (ε, δ) it converts to).
+    pub guarantee: Guarantee,
     pub confidence: Confidence,
     pub queries: Vec<Query>,
 }
@@ -22,8 +26,8 @@ pub struct Workload {
 /// One query of a workload and what it published.
 pub struct Query {
     pub name: String,
-    /// This query's share of the total.
-    pub eps: Epsilon,
+    /// This query's share of the total, in the total's currency.
+    pub share: Spend,
     pub release: Published,
 }
 
@@ -31,8 +35,13 @@ pub struct Query {
 #[derive(Serialize)]
 struct Line<'a> {
     name: &'a str,
-    /// The workload's total ε, exactly; this query's share is `epsilon_exact`.
-    total_epsilon_exact: String,
+    /// The workload's total ε, exactly (with Gaussian noise, the ε its total ρ converts to);
+    /// this query's share is `epsilon_exact` (or `rho_exact`).
+    total_epsilon_exact: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_rho_exact: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_delta_exact: Option<&'a str>,
     #[serde(flatten)]
     release: &'a Published,
 }
@@ -45,9 +54,12 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
     match format {
         Format::Json => {
             for query in &workload.queries {
+                let g = &workload.guarantee;
                 let line = Line {
                     name: &query.name,
-                    total_epsilon_exact: workload.total.exact_string(),
+                    total_epsilon_exact: &g.epsilon_exact,
+                    total_rho_exact: g.rho_exact.as_deref(),
+                    total_delta_exact: g.delta_exact.as_deref(),
                     release: &query.release,
                 };
                 serde_json::to_writer(&mut out, &line)?;
@@ -66,12 +78,12 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
                 "group".into(),
                 "bin".into(),
                 "value".into(),
-                "epsilon".into(),
+                if matches!(workload.total, Spend::Zcdp(_)) { "rho" } else { "epsilon" }.into(),
                 "sensitivity".into(),
                 format!("error({}%)", (confidence * 1e6).round() / 1e4),
             ]];
             for query in &workload.queries {
-                let eps = exact_decimal(&query.eps);
+                let eps = shown(&query.share);
                 match &query.release {
                     Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps, style),
                     Published::Grouped(g) => {
@@ -89,7 +101,7 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
                 dash(),
                 dash(),
                 dash(),
-                exact_decimal(&workload.total),
+                shown(&workload.total),
                 dash(),
                 dash(),
             ]);
@@ -110,17 +122,21 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
 pub fn chart(workload: &Workload, style: Style) -> chart::Chart {
     let queries: Vec<(&str, &Published)> =
         workload.queries.iter().map(|q| (q.name.as_str(), &q.release)).collect();
-    chart::of_workload(&queries, &exact_decimal(&workload.total), workload.confidence.level(), style)
+    let total = match &workload.total {
+        Spend::Zcdp(rho) => format!("rho {}", decimal(rho.as_rational())),
+        other => format!("eps {}", exact_decimal(amount(other))),
+    };
+    chart::of_workload(&queries, &total, workload.confidence.level(), style)
 }
 
 fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release, eps: &str, style: Style) {
-    let sensitivity = match r.noise.sensitivity {
+    let sensitivity = match r.noise.sensitivity.or(r.noise.l2_sensitivity) {
         Some(s) => format_float(s),
         None => r
             .noise
             .parts
             .iter()
-            .map(|p| format!("{}={}", p.name, format_float(p.sensitivity)))
+            .map(|p| format!("{}={}", p.name, format_float(p.sensitivity_read())))
             .collect::<Vec<_>>()
             .join(" "),
     };
@@ -174,11 +190,28 @@ fn format_float(x: f64) -> String {
     format_number(Number::Real(x))
 }
 
-/// ε for people: the exact decimal, or the fraction when it does not terminate.
-pub fn exact_decimal(eps: &Epsilon) -> String {
-    let d = decimal(eps.as_rational());
+/// The ε of a spend as [`exact_decimal`] writes it; a ρ (usually a long binary fraction, as
+/// derived from ε and δ) as its decimal to 15 significant digits, marked `~`, when it does not
+/// terminate soon.
+fn shown(spend: &Spend) -> String {
+    match spend {
+        Spend::Zcdp(rho) => decimal(rho.as_rational()),
+        other => exact_decimal(amount(other)),
+    }
+}
+
+/// The ε or ρ of a spend.
+fn amount(spend: &Spend) -> &BigRational {
+    match spend {
+        Spend::Pure(eps) | Spend::Approx { eps, .. } => eps.as_rational(),
+        Spend::Zcdp(rho) => rho.as_rational(),
+    }
+}
+
+/// ε or ρ for people: the exact decimal, or the fraction when it does not terminate.
+pub fn exact_decimal(r: &BigRational) -> String {
+    let d = decimal(r);
     if d.starts_with('~') {
-        let r = eps.as_rational();
         format!("{}/{}", r.numer(), r.denom())
     } else {
         d

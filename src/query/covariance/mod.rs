@@ -31,6 +31,11 @@
 //! makes p(h_x, h_y) the exact add-remove Δ; it is refused above 2^62 (or below 1) before any
 //! data is read, so no accumulator can overflow below 2^64 rows. Rounding moves the mean of the
 //! products by at most G/2, which the accuracy bound includes ([`accuracy`]).
+//!
+//! With `--noise gaussian` each part gets discrete Gaussian noise at ρ/parts, split as ε is
+//! (zCDP adds ρ, Bun & Steinke 2016, Lemma 2.3); each part is a scalar, so its Δ₂ is the Δ
+//! above and the part is ρ_part-zCDP (Canonne, Kamath, Steinke 2020, Thm 14). The grids are
+//! chosen from the same Δ and ρ_part ([`Mechanism::grid`]).
 
 pub mod accuracy;
 
@@ -47,8 +52,8 @@ use crate::numeric::bounds::Bounds;
 use crate::numeric::exact::{exact, rational_to_f64_up};
 use crate::numeric::grid::{Grid, GridBounds, MAX_GRID_UNITS};
 use crate::privacy::accountant::Cost;
-use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Aggregate, Noisy};
+use crate::privacy::laplace::Aggregate;
+use crate::privacy::noise::{self, Mechanism};
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::covariance::accuracy::{covariance_interval, distance, Box4};
@@ -78,7 +83,7 @@ impl Statistic for Covariance {
 
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Covariance, Error> {
         let (columns, bounds) = pair_options("covariance", &options, setup, ["--cols", "--cols"])?;
-        let spec = PairSpec::new(&bounds, setup.neighbours, setup.eps, false)?;
+        let spec = PairSpec::new(&bounds, setup.neighbours, setup.mechanism, false)?;
         Ok(Covariance { columns, invalid: options.invalid, spec })
     }
 
@@ -186,14 +191,14 @@ pub struct Axis {
 }
 
 impl Axis {
-    /// The grid from the shifted sum's Δ (h, or 2h under replace) at the part's ε.
-    fn new(bounds: &Bounds, neighbours: Neighbours, part: &Epsilon) -> Result<Axis, Error> {
+    /// The grid from the shifted sum's Δ (h, or 2h under replace) at the part's ε or ρ.
+    fn new(bounds: &Bounds, neighbours: Neighbours, part: &Mechanism) -> Result<Axis, Error> {
         let half_width = bounds.width() / BigInt::from(2);
         let sum_delta = match neighbours {
             Neighbours::AddRemove => half_width,
             Neighbours::Replace => bounds.width(),
         };
-        let grid = Grid::for_noise(&sum_delta, part.as_rational());
+        let grid = part.grid(&sum_delta);
         let bounds = GridBounds::snap(bounds, grid, true)?;
         let midpoint = (bounds.lower + bounds.upper) / 2;
         Ok(Axis { bounds, midpoint })
@@ -235,10 +240,11 @@ pub struct Rescaled {
 }
 
 impl Rescaled {
-    /// The grid for a sum with Δ = `delta` (real) at ε_part, and the largest rescaled value
-    /// `largest` (exact product of the halves in units), refused above 2^62 or below 1 units.
-    fn new(delta: &BigRational, part: &Epsilon, unit_exponent: i32, largest: &BigInt, what: &str) -> Result<Rescaled, Error> {
-        let grid = Grid::for_noise(delta, part.as_rational());
+    /// The grid for a sum with Δ = `delta` (real) at the part's ε or ρ, and the largest
+    /// rescaled value `largest` (exact product of the halves in units), refused above 2^62 or
+    /// below 1 units.
+    fn new(delta: &BigRational, part: &Mechanism, unit_exponent: i32, largest: &BigInt, what: &str) -> Result<Rescaled, Error> {
+        let grid = part.grid(delta);
         let shift = unit_exponent - grid.exponent();
         let max = round_shift_big(largest, shift);
         if max > BigInt::from(MAX_GRID_UNITS) || max < BigInt::one() {
@@ -293,10 +299,10 @@ impl PairSpec {
     /// Chooses every grid from the flags and ε (never from the data) and refuses, before any
     /// data is read, bounds whose values, products or squares would exceed 2^62 grid units or
     /// whose 2^64 rows would not print as a double.
-    pub fn new(bounds: &Pair<Bounds>, neighbours: Neighbours, eps: &Epsilon, squares: bool) -> Result<PairSpec, Error> {
+    pub fn new(bounds: &Pair<Bounds>, neighbours: Neighbours, mechanism: &Mechanism, squares: bool) -> Result<PairSpec, Error> {
         let sums = 2 + u32::from(squares) + 1;
         let parts = sums + u32::from(neighbours == Neighbours::AddRemove);
-        let part = eps.split(parts);
+        let part = mechanism.split(parts);
         let x = Axis::new(&bounds.x, neighbours, &part)?;
         let y = Axis::new(&bounds.y, neighbours, &part)?;
         let widest = x.half().max(y.half());
@@ -321,9 +327,9 @@ impl PairSpec {
         Ok(PairSpec { neighbours, x, y, products, squares, parts })
     }
 
-    /// ε of each part: an exact even split.
-    pub fn epsilon_part(&self, eps: &Epsilon) -> Epsilon {
-        eps.split(self.parts)
+    /// Each part's mechanism: ε or ρ split exactly evenly.
+    pub fn part(&self, mechanism: &Mechanism) -> Mechanism {
+        mechanism.split(self.parts)
     }
 
     /// The parts from the accumulated totals, in release order: count (add-remove), shifted
@@ -334,17 +340,17 @@ impl PairSpec {
         if !replace {
             parts.push(("count", count::aggregate(totals.rows)));
         }
-        let sum = |value, axis: &Axis| Aggregate { value, sensitivity: axis.sum_sensitivity(self.neighbours), grid: axis.bounds.grid };
+        let sum = |value, axis: &Axis| Aggregate::scalar(value, axis.sum_sensitivity(self.neighbours), axis.bounds.grid);
         parts.push(("shifted_sum_x", sum(totals.x, &self.x)));
         parts.push(("shifted_sum_y", sum(totals.y, &self.y)));
         if let Some(squares) = &self.squares {
             // Squares lie in [0, max] under both units.
-            parts.push(("sum_of_squares_x", Aggregate { value: totals.xx, sensitivity: squares.max, grid: squares.grid }));
+            parts.push(("sum_of_squares_x", Aggregate::scalar(totals.xx, squares.max, squares.grid)));
         }
         let products = self.products;
         // Products lie in [−max, max]: a replaced row moves their sum by up to 2·max.
         let delta = if replace { 2 * products.max } else { products.max };
-        parts.push(("sum_of_products", Aggregate { value: totals.xy, sensitivity: delta, grid: products.grid }));
+        parts.push(("sum_of_products", Aggregate::scalar(totals.xy, delta, products.grid)));
         parts
     }
 
@@ -439,12 +445,12 @@ impl Fold for PairFold {
 
 /// The noisy parts of a two-column release, drawn at their exact shares.
 pub struct Drawn {
-    pub parts: Vec<(&'static str, Noisy<BigInt>)>,
+    pub parts: Vec<(&'static str, noise::Drawn<BigInt>)>,
     /// The public n under replace.
     pub n: Option<u64>,
 }
 
-/// Draws every part of `fold` at ε/parts (refusing n = 0 under replace).
+/// Draws every part of `fold` at ε/parts or ρ/parts (refusing n = 0 under replace).
 pub fn draw(spec: &PairSpec, fold: &PairFold, cx: &Context, query: &str, rng: &mut dyn RngCore) -> Result<Drawn, Error> {
     let n = (spec.neighbours == Neighbours::Replace).then_some(fold.totals.rows);
     if n == Some(0) {
@@ -453,8 +459,8 @@ pub fn draw(spec: &PairSpec, fold: &PairFold, cx: &Context, query: &str, rng: &m
             cx.source
         )));
     }
-    let eps = spec.epsilon_part(cx.eps);
-    let parts = spec.aggregate(&fold.totals).into_iter().map(|(name, a)| (name, laplace::laplace(&a, &eps, rng))).collect();
+    let part = spec.part(cx.mechanism);
+    let parts = spec.aggregate(&fold.totals).into_iter().map(|(name, a)| (name, noise::draw(&a, &part, rng))).collect();
     Ok(Drawn { parts, n })
 }
 
@@ -463,7 +469,7 @@ impl Drawn {
         &self.parts.iter().find(|(n, _)| *n == name).unwrap_or_else(|| unreachable!("every part is drawn")).1.value
     }
 
-    fn noise(&self, name: &str) -> Option<&Noisy<BigInt>> {
+    fn noise(&self, name: &str) -> Option<&noise::Drawn<BigInt>> {
         self.parts.iter().find(|(n, _)| *n == name).map(|(_, noisy)| noisy)
     }
 
@@ -480,7 +486,7 @@ impl Drawn {
     pub fn box4(&self, spec: &PairSpec, beta: f64) -> Box4 {
         let around = |name: &str| {
             self.noise(name).map(|noisy| {
-                Interval::around(&noisy.value, noisy.noise.error_bound_units(beta), &noisy.noise.grid.spacing())
+                Interval::around(&noisy.value, noisy.noise.error_bound_units(beta), &noisy.noise.grid().spacing())
             })
         };
         let count = match self.n {
@@ -517,9 +523,9 @@ impl Drawn {
             bounds_y: Some(BoundsInfo::of(&spec.y.bounds)),
             rows: self.n,
             parts: self.parts.iter().map(|(name, noisy)| Part::drawn(name, noisy)).collect(),
-            ..Noise::multi(cx.eps, cx.neighbours, Accuracy::value(cx.confidence, bound))
+            ..Noise::multi(cx.mechanism, cx.neighbours, Accuracy::value(cx.confidence, bound))
         };
-        let cost = Cost::sequential(self.parts.iter().map(|(name, noisy)| Cost::part(*name, &noisy.noise.eps)).collect());
+        let cost = Cost::sequential(self.parts.iter().map(|(name, noisy)| noisy.noise.mechanism().cost(*name)).collect());
         cx.release(statistic, noise, cost)
     }
 }
@@ -528,7 +534,7 @@ impl Drawn {
 mod tests {
     use super::*;
     use crate::numeric::bounds::Finite;
-    use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use crate::query::sum::tests::{awkward_value, bounds_and_eps, mechanisms};
     use proptest::prelude::*;
 
     fn bounds(l: f64, u: f64) -> Bounds {
@@ -543,8 +549,9 @@ mod tests {
     }
 
     proptest! {
-        /// Each part (count, shifted sums, squares, products) moves by at most its own Δ on
-        /// neighbouring datasets: add and remove under add-remove, replace under replace.
+        /// Each part (count, shifted sums, squares, products) moves by at most its own Δ (and
+        /// Δ₂) on neighbouring datasets: add and remove under add-remove, replace under replace,
+        /// on the grids of both mechanisms.
         #[test]
         fn each_part_moves_by_at_most_its_sensitivity(
             (bx, eps) in bounds_and_eps(),
@@ -562,12 +569,16 @@ mod tests {
                 (Neighbours::AddRemove, vec![removed, added]),
                 (Neighbours::Replace, vec![changed]),
             ] {
-                let Ok(spec) = PairSpec::new(&pair, neighbours, &eps, squares) else { continue };
-                let base = spec.aggregate_of(rows.iter().copied());
-                for o in others {
-                    for ((name, a), (_, b)) in base.iter().zip(spec.aggregate_of(o)) {
-                        prop_assert!(a.sensitivity >= 1);
-                        prop_assert!((a.value - b.value).abs() <= a.sensitivity, "{}: moved {} > Δ {}", name, (a.value - b.value).abs(), a.sensitivity);
+                for mechanism in mechanisms(&eps) {
+                    let Ok(spec) = PairSpec::new(&pair, neighbours, &mechanism, squares) else { continue };
+                    let base = spec.aggregate_of(rows.iter().copied());
+                    for o in &others {
+                        for ((name, a), (_, b)) in base.iter().zip(spec.aggregate_of(o.iter().copied())) {
+                            let moved = a.value - b.value;
+                            prop_assert!(a.sensitivity >= 1);
+                            prop_assert!(moved.abs() <= a.sensitivity, "{}: moved {} > Δ {}", name, moved.abs(), a.sensitivity);
+                            prop_assert!(moved * moved <= a.l2_squared, "{}: moved {} > Δ₂", name, moved.abs());
+                        }
                     }
                 }
             }
@@ -582,7 +593,7 @@ mod tests {
             (x, y) in pair_value(),
         ) {
             for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
-                let Ok(spec) = PairSpec::new(&Pair { x: bx, y: by }, neighbours, &eps, true) else { continue };
+                let Ok(spec) = PairSpec::new(&Pair { x: bx, y: by }, neighbours, &Mechanism::Laplace(eps.clone()), true) else { continue };
                 let (sx, sy) = (spec.x.shifted(x), spec.y.shifted(y));
                 let p = spec.products.of(sx * sy);
                 prop_assert!(p.abs() <= spec.products.max);
@@ -597,7 +608,7 @@ mod tests {
     /// At the extremes of the box every row contributes ±max: the sensitivity is attained.
     #[test]
     fn extreme_rows_reach_the_sensitivity() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = Mechanism::Laplace("1".parse().unwrap());
         let spec = PairSpec::new(&Pair { x: bounds(0.0, 10.0), y: bounds(-4.0, 4.0) }, Neighbours::AddRemove, &eps, true).unwrap();
         let corner = spec.aggregate_of([(10.0, 4.0)]);
         let opposite = spec.aggregate_of([(0.0, 4.0)]);
@@ -614,12 +625,12 @@ mod tests {
         let parts = replace.aggregate_of([(10.0, 4.0)]);
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[2].1.sensitivity, 2 * replace.products.max);
-        assert_eq!(replace.epsilon_part(&eps).exact_string(), "1/3");
+        assert_eq!(replace.part(&eps), Mechanism::Laplace("1".parse::<crate::privacy::epsilon::Epsilon>().unwrap().split(3)));
     }
 
     #[test]
     fn exact_covariance_of_known_values() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = Mechanism::Laplace("1".parse().unwrap());
         let spec = PairSpec::new(&Pair { x: bounds(0.0, 10.0), y: bounds(0.0, 100.0) }, Neighbours::AddRemove, &eps, false).unwrap();
         // y = 10x on 1..5 (mean 3, 30): cov = 10·var(x) = 10·2 = 20. 12 and −3 clamp to 10 and 0.
         let rows = [(1.0, 10.0), (2.0, 20.0), (3.0, 30.0), (4.0, 40.0), (5.0, 50.0)];
@@ -635,10 +646,10 @@ mod tests {
 
     #[test]
     fn refuses_bounds_too_wide() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = Mechanism::Laplace("1".parse().unwrap());
         let wide = Pair { x: bounds(-1e300, 1e300), y: bounds(0.0, 1.0) };
         assert!(PairSpec::new(&wide, Neighbours::AddRemove, &eps, false).is_err());
-        let huge: Epsilon = "1e30".parse().unwrap();
+        let huge = Mechanism::Laplace("1e30".parse().unwrap());
         let err = PairSpec::new(&Pair { x: bounds(0.0, 1.0), y: bounds(0.0, 1.0) }, Neighbours::Replace, &huge, false).unwrap_err();
         assert!(err.message().contains("2^62"), "{err}");
     }

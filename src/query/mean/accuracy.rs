@@ -8,18 +8,18 @@ use num_traits::{One, Signed};
 
 use crate::numeric::exact::rational_to_f64_up;
 use crate::privacy::accuracy::{per_row, single, Confidence};
-use crate::privacy::laplace::Calibration;
+use crate::privacy::noise::Calibrated;
 
 /// Mean under replace: the noisy sum's bound over the public n.
-pub fn mean_replace(sum_noise: &Calibration, n: u64, confidence: Confidence) -> f64 {
+pub fn mean_replace(sum_noise: &Calibrated, n: u64, confidence: Confidence) -> f64 {
     per_row(single(sum_noise, confidence), n)
 }
 
 /// Mean under add-remove, from its noisy parts: [`mean_add_remove_bound`] with the sum's and
 /// the count's bounds each at β/2, in the statistic's units, rounded up.
 pub fn mean_add_remove(
-    shifted: &Calibration,
-    count: &Calibration,
+    shifted: &Calibrated,
+    count: &Calibrated,
     noisy_sum: &BigInt,
     noisy_count: &BigInt,
     width_units: i128,
@@ -33,7 +33,7 @@ pub fn mean_add_remove(
         count.error_bound_units(half_beta),
         width_units,
     );
-    rational_to_f64_up(&(units * shifted.grid.spacing()))
+    rational_to_f64_up(&(units * shifted.grid().spacing()))
 }
 
 /// Mean under add-remove before any noise is drawn, for an assumed `rows`: the same
@@ -41,8 +41,8 @@ pub fn mean_add_remove(
 /// sum at its largest, rows·(U − L)/2 (every value at one bound). For a given count the bound
 /// grows with |S̃|, so this is the widest bound a release with that noisy count can state.
 pub fn mean_add_remove_planned(
-    shifted: &Calibration,
-    count: &Calibration,
+    shifted: &Calibrated,
+    count: &Calibrated,
     rows: u64,
     width_units: i128,
     confidence: Confidence,
@@ -90,12 +90,12 @@ pub fn mean_add_remove_bound(
 mod tests {
     use super::*;
     use crate::numeric::grid::Grid;
-    use crate::privacy::epsilon::Epsilon;
     use crate::privacy::laplace::Aggregate;
+    use crate::privacy::noise::Mechanism;
 
-    fn calibration(sensitivity: i128, eps: &str) -> Calibration {
-        let eps: Epsilon = eps.parse().unwrap();
-        Calibration::of(&Aggregate { value: (), sensitivity, grid: Grid::UNIT }, &eps)
+    fn calibration(sensitivity: i128, eps: &str) -> Calibrated {
+        let mechanism = Mechanism::Laplace(eps.parse().unwrap());
+        Calibrated::of(&Aggregate::scalar((), sensitivity, Grid::UNIT), &mechanism)
     }
 
     #[test]

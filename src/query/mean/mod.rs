@@ -14,6 +14,11 @@
 //!
 //! Bounds are snapped outwards to the grid, the add-remove lower bound one more unit if needed
 //! so that the midpoint is itself on the grid.
+//!
+//! With `--noise gaussian` the same parts get discrete Gaussian noise, ρ instead of ε split the
+//! same way (ρ/2 each under add-remove: zCDP composes by adding ρ, Bun & Steinke 2016, Lemma
+//! 2.3). Each part is a scalar, so its Δ₂ is its Δ: U − L (replace sum), (U − L)/2 (shifted
+//! sum), 1 (count); each part is then ρ_part-zCDP (Canonne, Kamath, Steinke 2020, Thm 14).
 
 pub mod accuracy;
 
@@ -27,11 +32,11 @@ use crate::data::row::{BadCell, Fold, Row};
 use crate::data::source::ColumnRef;
 use crate::error::Error;
 use crate::numeric::bounds::Bounds;
-use crate::numeric::grid::{Grid, GridBounds};
+use crate::numeric::grid::GridBounds;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::per_row;
-use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
+use crate::privacy::laplace::Aggregate;
+use crate::privacy::noise::{self, Calibrated, Drawn, Mechanism};
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped};
 use crate::query::mean::accuracy::{mean_add_remove, mean_add_remove_planned, mean_replace};
@@ -57,9 +62,10 @@ impl Statistic for Mean {
         check_invalid_policy(options.invalid, setup)?;
         let column = setup.column(&options)?;
         let spec = match clamp_bounds("mean", &options, setup)? {
-            Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.eps)?),
+            Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.mechanism)?),
             Clamp::Private { bounds_eps, rest } => {
-                bounds::check_every_outcome("mean", &rest, |b| MeanSpec::new(b, setup.neighbours, &rest).map(drop))?;
+                let laplace = Mechanism::Laplace(rest.clone());
+                bounds::check_every_outcome("mean", &rest, |b| MeanSpec::new(b, setup.neighbours, &laplace).map(drop))?;
                 Clamp::Private { bounds_eps, rest }
             }
         };
@@ -87,13 +93,16 @@ impl Statistic for Mean {
 
     fn measure(&self, fold: Clamped<MeanFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Mean>, Error> {
         Ok(Measured::Release(match (fold, &self.spec) {
-            (Clamped::Given(fold), Clamp::Given(spec)) => self.release(cx, spec, cx.eps, fold.aggregate(), rng)?,
+            (Clamped::Given(fold), Clamp::Given(spec)) => {
+                self.release(cx, spec, cx.mechanism, fold.aggregate(), rng)?
+            }
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
                 let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
-                let spec = MeanSpec::new(found.bounds, cx.neighbours, rest)?;
+                let laplace = Mechanism::Laplace(rest.clone());
+                let spec = MeanSpec::new(found.bounds, cx.neighbours, &laplace)?;
                 let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
                 let aggregate = spec.aggregate(spec.shift(sum, fold.rows()), fold.rows());
-                bounds::annotate(self.release(cx, &spec, rest, aggregate, rng)?, &found)?
+                bounds::annotate(self.release(cx, &spec, &laplace, aggregate, rng)?, &found)?
             }
             _ => return Err(Error::internal("a mean's fold does not match its bounds")),
         }))
@@ -108,34 +117,32 @@ impl Statistic for Mean {
                  you expect, e.g. --rows 1000",
             )
         })?;
-        let parts_eps = spec.epsilon_parts(cx.eps);
+        let parts = spec.parts(cx.mechanism);
         let bounds = Some(BoundsInfo::of(spec.bounds()));
         let noise = match spec.aggregate(0, rows) {
             MeanAggregate::Replace { sum, n } => {
-                let noise = Calibration::of(&sum, &parts_eps[0]);
+                let noise = Calibrated::of(&sum, &parts[0]);
                 let accuracy = Accuracy::value(cx.confidence, mean_replace(&noise, n, cx.confidence));
                 Noise {
-                    sensitivity: Some(per_row(noise.sensitivity_value(), n)),
-                    scale: Some(per_row(noise.scale_value(), n)),
-                    grid: Some(GridInfo::of(noise.grid)),
+                    grid: Some(GridInfo::of(noise.grid())),
                     bounds,
-                    ..Noise::multi(cx.eps, cx.neighbours, accuracy)
+                    ..per_row_noise(Noise::single(&noise, cx.neighbours, accuracy), n)
                 }
             }
             MeanAggregate::AddRemove { shifted_sum, count, .. } => {
-                let shifted = Calibration::of(&shifted_sum, &parts_eps[0]);
-                let count = Calibration::of(&count, &parts_eps[1]);
+                let shifted = Calibrated::of(&shifted_sum, &parts[0]);
+                let count = Calibrated::of(&count, &parts[1]);
                 let width = spec.bounds().width_units();
                 let half_beta = cx.confidence.beta() / 2.0;
                 let bound = mean_add_remove_planned(&shifted, &count, rows, width, cx.confidence);
                 Noise {
-                    grid: Some(GridInfo::of(shifted.grid)),
+                    grid: Some(GridInfo::of(shifted.grid())),
                     bounds,
                     parts: vec![
                         Part::planned("shifted_sum", &shifted, Some(shifted.error_bound(half_beta))),
                         Part::planned("count", &count, Some(count.error_bound(half_beta))),
                     ],
-                    ..Noise::multi(cx.eps, cx.neighbours, Accuracy::value(cx.confidence, bound))
+                    ..Noise::multi(cx.mechanism, cx.neighbours, Accuracy::value(cx.confidence, bound))
                 }
             }
         };
@@ -155,17 +162,17 @@ impl Statistic for Mean {
 }
 
 impl Mean {
-    /// Draws the noise of the mean's parts at `eps` (split as [`MeanSpec::epsilon_parts`]) and
+    /// Draws the noise of the mean's parts with `mechanism` (split as [`MeanSpec::parts`]) and
     /// builds the release.
     fn release(
         &self,
         cx: &Context,
         spec: &MeanSpec,
-        eps: &Epsilon,
+        mechanism: &Mechanism,
         aggregate: MeanAggregate,
         rng: &mut dyn RngCore,
     ) -> Result<Release, Error> {
-        let eps = spec.epsilon_parts(eps);
+        let parts = spec.parts(mechanism);
         let bounds = spec.bounds();
         match aggregate {
             MeanAggregate::Replace { n: 0, .. } => Err(Error::usage(format!(
@@ -173,20 +180,18 @@ impl Mean {
                 cx.source
             ))),
             MeanAggregate::Replace { sum, n } => {
-                let noisy = laplace::laplace(&sum, &eps[0], rng);
+                let noisy = noise::draw(&sum, &parts[0], rng);
                 let (value, clamped) = replace_release(&noisy.value, n, bounds);
                 let accuracy = Accuracy::value(cx.confidence, mean_replace(&noisy.noise, n, cx.confidence));
                 let mut post = vec![format!("noisy sum divided by the public row count n = {n}")];
                 post.extend(clamped.then(|| clamp_note(bounds)));
                 let noise = Noise {
-                    sensitivity: Some(per_row(noisy.noise.sensitivity_value(), n)),
-                    scale: Some(per_row(noisy.noise.scale_value(), n)),
-                    grid: Some(GridInfo::of(noisy.noise.grid)),
+                    grid: Some(GridInfo::of(noisy.noise.grid())),
                     bounds: Some(BoundsInfo::of(bounds)),
                     rows: Some(n),
-                    ..Noise::multi(&eps[0], cx.neighbours, accuracy)
+                    ..per_row_noise(Noise::single(&noisy.noise, cx.neighbours, accuracy), n)
                 };
-                let release = cx.release(self, noise, Cost::part("sum", &eps[0]))?;
+                let release = cx.release(self, noise, parts[0].cost("sum"))?;
                 Ok(Release {
                     value: Some(Number::Real(value)),
                     value_units: Some(noisy.value.to_string()),
@@ -196,9 +201,9 @@ impl Mean {
                 })
             }
             MeanAggregate::AddRemove { shifted_sum, count, midpoint } => {
-                let shifted = laplace::laplace(&shifted_sum, &eps[0], rng);
-                let count = laplace::laplace(&count, &eps[1], rng);
-                self.add_remove_release(cx, &shifted, &count, midpoint, bounds)
+                let shifted = noise::draw(&shifted_sum, &parts[0], rng);
+                let count = noise::draw(&count, &parts[1], rng);
+                self.add_remove_release(cx, mechanism, &shifted, &count, midpoint, bounds)
             }
         }
     }
@@ -207,8 +212,9 @@ impl Mean {
     fn add_remove_release(
         &self,
         cx: &Context,
-        shifted: &Noisy<BigInt>,
-        count: &Noisy<BigInt>,
+        mechanism: &Mechanism,
+        shifted: &Drawn<BigInt>,
+        count: &Drawn<BigInt>,
         midpoint: i128,
         bounds: &GridBounds,
     ) -> Result<Release, Error> {
@@ -223,21 +229,34 @@ impl Mean {
         );
         let mut post = vec![format!(
             "midpoint {} + noisy shifted sum / max(1, noisy count)",
-            shifted.noise.grid.to_f64(&BigInt::from(midpoint))
+            shifted.noise.grid().to_f64(&BigInt::from(midpoint))
         )];
         post.extend(clamped.then(|| clamp_note(bounds)));
         let noise = Noise {
-            grid: Some(GridInfo::of(shifted.noise.grid)),
+            grid: Some(GridInfo::of(shifted.noise.grid())),
             bounds: Some(BoundsInfo::of(bounds)),
             parts: vec![Part::drawn("shifted_sum", shifted), Part::drawn("count", count)],
-            ..Noise::multi(&shifted.noise.eps, cx.neighbours, Accuracy::value(cx.confidence, error_bound))
+            ..Noise::multi(mechanism, cx.neighbours, Accuracy::value(cx.confidence, error_bound))
         };
         let cost = Cost::sequential(vec![
-            Cost::part("shifted_sum", &shifted.noise.eps),
-            Cost::part("count", &count.noise.eps),
+            shifted.noise.mechanism().cost("shifted_sum"),
+            count.noise.mechanism().cost("count"),
         ]);
         let release = cx.release(self, noise, cost)?;
         Ok(Release { value: Some(Number::Real(value)), post_processing: post, range: Some(range(bounds)), ..release })
+    }
+}
+
+/// A mean's noise block under replace: the sum's sensitivity and noise width over the public n,
+/// rounded up.
+fn per_row_noise(noise: Noise, n: u64) -> Noise {
+    let over_n = |v: Option<f64>| v.map(|v| per_row(v, n));
+    Noise {
+        sensitivity: over_n(noise.sensitivity),
+        scale: over_n(noise.scale),
+        l2_sensitivity: over_n(noise.l2_sensitivity),
+        sigma: over_n(noise.sigma),
+        ..noise
     }
 }
 
@@ -258,7 +277,7 @@ fn clamp_note(bounds: &GridBounds) -> String {
 pub enum MeanSpec {
     /// The plain clamped sum (Δ = U − L) and the public n.
     Replace(SumSpec),
-    /// Midpoint-shifted sum with ε/2 and noisy count with ε/2.
+    /// Midpoint-shifted sum with ε/2 (or ρ/2) and noisy count with ε/2 (or ρ/2).
     AddRemove { bounds: GridBounds, midpoint: i128 },
 }
 
@@ -270,13 +289,13 @@ pub enum MeanAggregate {
 }
 
 impl MeanSpec {
-    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<MeanSpec, Error> {
+    pub fn new(bounds: Bounds, neighbours: Neighbours, mechanism: &Mechanism) -> Result<MeanSpec, Error> {
         bounds.check_printable()?;
         match neighbours {
-            Neighbours::Replace => SumSpec::new(bounds, Neighbours::Replace, eps).map(MeanSpec::Replace),
+            Neighbours::Replace => SumSpec::new(bounds, Neighbours::Replace, mechanism).map(MeanSpec::Replace),
             Neighbours::AddRemove => {
                 let half_width = bounds.width() / BigInt::from(2);
-                let grid = Grid::for_noise(&half_width, eps.split(2).as_rational());
+                let grid = mechanism.split(2).grid(&half_width);
                 let bounds = GridBounds::snap(&bounds, grid, true)?;
                 let midpoint = (bounds.lower + bounds.upper) / 2;
                 Ok(MeanSpec::AddRemove { bounds, midpoint })
@@ -284,11 +303,12 @@ impl MeanSpec {
         }
     }
 
-    /// The ε of each noisy part, in the order the parts are released.
-    pub fn epsilon_parts(&self, eps: &Epsilon) -> Vec<Epsilon> {
+    /// The mechanism of each noisy part with its share of ε or ρ, in the order the parts are
+    /// released.
+    pub fn parts(&self, mechanism: &Mechanism) -> Vec<Mechanism> {
         match self {
-            MeanSpec::Replace(_) => vec![eps.clone()],
-            MeanSpec::AddRemove { .. } => vec![eps.split(2), eps.split(2)],
+            MeanSpec::Replace(_) => vec![mechanism.clone()],
+            MeanSpec::AddRemove { .. } => vec![mechanism.split(2), mechanism.split(2)],
         }
     }
 
@@ -321,12 +341,9 @@ impl MeanSpec {
         match self {
             MeanSpec::Replace(sum) => MeanAggregate::Replace { sum: sum.aggregate(total), n },
             MeanSpec::AddRemove { bounds, midpoint } => MeanAggregate::AddRemove {
-                shifted_sum: Aggregate {
-                    value: total,
-                    // Shifted values lie in [−h, h] with h = (U − L)/2 (an integer: even span).
-                    sensitivity: bounds.width_units() / 2,
-                    grid: bounds.grid,
-                },
+                // Shifted values lie in [−h, h] with h = (U − L)/2 (an integer: even span); a
+                // scalar, so Δ₂ = Δ₁ = h.
+                shifted_sum: Aggregate::scalar(total, bounds.width_units() / 2, bounds.grid),
                 count: count::aggregate(n),
                 midpoint: *midpoint,
             },
@@ -412,23 +429,24 @@ fn clamp_units(units: BigRational, bounds: &GridBounds) -> (f64, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numeric::grid::Grid;
     use crate::numeric::bounds::Finite;
     use crate::query::statistic::{neighbouring, Neighbouring};
-    use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use crate::query::sum::tests::{awkward_value, bounds_and_eps, mechanisms};
     use proptest::prelude::*;
 
-    fn parts(a: &MeanAggregate) -> Vec<(i128, i128)> {
+    fn parts(a: &MeanAggregate) -> Vec<(i128, i128, i128)> {
+        let of = |p: &Aggregate<i128>| (p.value, p.sensitivity, p.l2_squared);
         match a {
-            MeanAggregate::Replace { sum, .. } => vec![(sum.value, sum.sensitivity)],
-            MeanAggregate::AddRemove { shifted_sum, count, .. } => {
-                vec![(shifted_sum.value, shifted_sum.sensitivity), (count.value, count.sensitivity)]
-            }
+            MeanAggregate::Replace { sum, .. } => vec![of(sum)],
+            MeanAggregate::AddRemove { shifted_sum, count, .. } => vec![of(shifted_sum), of(count)],
         }
     }
 
     proptest! {
-        /// Each part of the mean moves by at most its own Δ on neighbouring datasets
-        /// (add and remove under add-remove; replace under replace, where n is fixed).
+        /// Each part of the mean moves by at most its own Δ (and Δ₂) on neighbouring datasets
+        /// (add and remove under add-remove; replace under replace, where n is fixed), on the
+        /// grids of both mechanisms.
         #[test]
         fn each_part_moves_by_at_most_its_sensitivity(
             (bounds, eps) in bounds_and_eps(),
@@ -442,11 +460,15 @@ mod tests {
                 (Neighbours::AddRemove, vec![removed, added]),
                 (Neighbours::Replace, vec![changed]),
             ] {
-                let Ok(spec) = MeanSpec::new(bounds, neighbours, &eps) else { continue };
-                let base = parts(&spec.mean(rows.iter().copied()));
-                for other_rows in others {
-                    for ((v, delta), (w, _)) in base.iter().zip(parts(&spec.mean(other_rows))) {
-                        prop_assert!((v - w).abs() <= *delta, "moved {} > Δ {}", (v - w).abs(), delta);
+                for mechanism in mechanisms(&eps) {
+                    let Ok(spec) = MeanSpec::new(bounds, neighbours, &mechanism) else { continue };
+                    let base = parts(&spec.mean(rows.iter().copied()));
+                    for other_rows in &others {
+                        let moved = parts(&spec.mean(other_rows.iter().copied()));
+                        for ((v, delta, delta2), (w, _, _)) in base.iter().zip(moved) {
+                            prop_assert!((v - w).abs() <= *delta, "moved {} > Δ {}", (v - w).abs(), delta);
+                            prop_assert!((v - w) * (v - w) <= *delta2, "moved {} > Δ₂", (v - w).abs());
+                        }
                     }
                 }
             }
@@ -456,7 +478,7 @@ mod tests {
     #[test]
     fn add_remove_shifts_by_midpoint_and_halves_epsilon() {
         let b = Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(10.0).unwrap()).unwrap();
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = Mechanism::Laplace("1".parse().unwrap());
         let spec = MeanSpec::new(b, Neighbours::AddRemove, &eps).unwrap();
         let MeanAggregate::AddRemove { shifted_sum, count, midpoint } = spec.mean([0.0, 10.0, 5.0]) else {
             panic!("add-remove gives two parts")
@@ -468,8 +490,9 @@ mod tests {
         assert_eq!(shifted_sum.grid.exponent(), -37);
         assert_eq!(shifted_sum.sensitivity, 5i128 << 37);
         assert_eq!(midpoint, 5i128 << 37);
-        let halves = spec.epsilon_parts(&eps);
-        assert_eq!(halves[0].as_rational() + halves[1].as_rational(), *eps.as_rational());
+        let halves = spec.parts(&eps);
+        let total = Cost::sequential(halves.iter().map(|m| m.cost("part")).collect());
+        assert_eq!(total.spend().unwrap(), eps.spend());
     }
 
     #[test]

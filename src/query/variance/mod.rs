@@ -52,8 +52,8 @@ use crate::numeric::bounds::Bounds;
 use crate::numeric::exact::{exact, rational_to_f64_up};
 use crate::numeric::grid::{Grid, GridBounds, MAX_GRID_UNITS};
 use crate::privacy::accountant::Cost;
-use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Aggregate, Calibration, Noisy};
+use crate::privacy::laplace::Aggregate;
+use crate::privacy::noise::{self, Calibrated, Drawn, Mechanism};
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::variance::accuracy::{error_bound, Interval};
@@ -76,7 +76,7 @@ impl Statistic for Variance {
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Variance, Error> {
         let bounds = require_bounds("variance", options.lower, options.upper)?;
         check_invalid_policy(options.invalid, setup)?;
-        let spec = VarianceSpec::new(bounds, setup.neighbours, setup.eps)?;
+        let spec = VarianceSpec::new(bounds, setup.neighbours, setup.mechanism)?;
         let column = setup.column(&options)?;
         options::refuse_filtered_replace(setup, "variance")?;
         options::refuse_grouped_replace(setup, "variance")?;
@@ -102,7 +102,7 @@ impl Statistic for Variance {
     /// Noise for each part in release order (count, shifted sum, squares), each at its exact
     /// share of ε, then the variance by post-processing.
     fn measure(&self, fold: VarianceFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Variance>, Error> {
-        let eps = self.spec.epsilon_parts(cx.eps);
+        let parts = self.spec.parts(cx.mechanism);
         let VarianceAggregate { count, shifted_sum, squares, n } = fold.aggregate();
         if count.is_none() && n == 0 {
             return Err(Error::usage(format!(
@@ -110,9 +110,9 @@ impl Statistic for Variance {
                 cx.source
             )));
         }
-        let noisy_count = count.map(|c| laplace::laplace(&c, &eps[0], rng));
-        let noisy_sum = laplace::laplace(&shifted_sum, &eps[eps.len() - 2], rng);
-        let noisy_squares = laplace::laplace(&squares, &eps[eps.len() - 1], rng);
+        let noisy_count = count.map(|c| noise::draw(&c, &parts[0], rng));
+        let noisy_sum = noise::draw(&shifted_sum, &parts[parts.len() - 2], rng);
+        let noisy_squares = noise::draw(&squares, &parts[parts.len() - 1], rng);
         self.release(cx, noisy_count.as_ref(), &noisy_sum, &noisy_squares, n).map(Measured::Release)
     }
 
@@ -130,11 +130,11 @@ impl Statistic for Variance {
             )
         })?;
         let spec = &self.spec;
-        let eps = spec.epsilon_parts(cx.eps);
+        let mechanisms = spec.parts(cx.mechanism);
         let parts = spec.aggregate(0, 0, rows);
-        let count = parts.count.as_ref().map(|c| Calibration::of(c, &eps[0]));
-        let sum = Calibration::of(&parts.shifted_sum, &eps[eps.len() - 2]);
-        let squares = Calibration::of(&parts.squares, &eps[eps.len() - 1]);
+        let count = parts.count.as_ref().map(|c| Calibrated::of(c, &mechanisms[0]));
+        let sum = Calibrated::of(&parts.shifted_sum, &mechanisms[mechanisms.len() - 2]);
+        let squares = Calibrated::of(&parts.squares, &mechanisms[mechanisms.len() - 1]);
         let n = BigInt::from(rows);
         let h = spec.half_width_units();
         let mut worst = BigRational::zero();
@@ -157,10 +157,10 @@ impl Statistic for Variance {
                 worst = worst.max(bound);
             }
         }
-        let beta = cx.confidence.beta() / eps.len() as f64;
-        let planned = |name, c: &Calibration| Part::planned(name, c, Some(c.error_bound(beta)));
+        let beta = cx.confidence.beta() / mechanisms.len() as f64;
+        let planned = |name, c: &Calibrated| Part::planned(name, c, Some(c.error_bound(beta)));
         let noise = Noise {
-            grid: Some(GridInfo::of(sum.grid)),
+            grid: Some(GridInfo::of(sum.grid())),
             bounds: Some(BoundsInfo::of(&spec.bounds)),
             rows: Some(rows),
             parts: count
@@ -169,7 +169,7 @@ impl Statistic for Variance {
                 .into_iter()
                 .chain([planned("shifted_sum", &sum), planned("sum_of_squares", &squares)])
                 .collect(),
-            ..Noise::multi(cx.eps, cx.neighbours, Accuracy::value(cx.confidence, rational_to_f64_up(&worst)))
+            ..Noise::multi(cx.mechanism, cx.neighbours, Accuracy::value(cx.confidence, rational_to_f64_up(&worst)))
         };
         let count_text = match cx.neighbours {
             Neighbours::Replace => format!("n = {rows} rows (--rows), public under replace"),
@@ -180,7 +180,7 @@ impl Statistic for Variance {
              {g} x {g} means and mean squares of values in [L, U]; a release states its own, from its \
              noisy parts (each part's bound here is at β/{parts})",
             g = PLAN_GRID + 1,
-            parts = eps.len()
+            parts = mechanisms.len()
         );
         Ok(Planned { noise, bins: None, assumptions: vec![assumption] })
     }
@@ -197,9 +197,9 @@ impl Variance {
     fn release(
         &self,
         cx: &Context,
-        count: Option<&Noisy<BigInt>>,
-        sum: &Noisy<BigInt>,
-        squares: &Noisy<BigInt>,
+        count: Option<&Drawn<BigInt>>,
+        sum: &Drawn<BigInt>,
+        squares: &Drawn<BigInt>,
         n: u64,
     ) -> Result<Release, Error> {
         let spec = &self.spec;
@@ -213,7 +213,7 @@ impl Variance {
             (&squares.value, &squares.noise),
             cx.confidence.beta(),
         );
-        let midpoint = sum.noise.grid.to_f64(&BigInt::from(spec.midpoint));
+        let midpoint = sum.noise.grid().to_f64(&BigInt::from(spec.midpoint));
         let mut post = vec![match count {
             Some(_) => format!(
                 "values shifted by the midpoint {midpoint}; variance = noisy sum of squares / c - \
@@ -230,20 +230,20 @@ impl Variance {
                 rational_to_f64_up(&spec.max_variance())
             )
         }));
-        let drawn: Vec<(&'static str, &Noisy<BigInt>)> = count
+        let drawn: Vec<(&'static str, &Drawn<BigInt>)> = count
             .map(|c| ("count", c))
             .into_iter()
             .chain([("shifted_sum", sum), ("sum_of_squares", squares)])
             .collect();
         let accuracy = Accuracy::value(cx.confidence, rational_to_f64_up(&bound));
         let noise = Noise {
-            grid: Some(GridInfo::of(sum.noise.grid)),
+            grid: Some(GridInfo::of(sum.noise.grid())),
             bounds: Some(BoundsInfo::of(&spec.bounds)),
             rows: count.is_none().then_some(n),
             parts: drawn.iter().map(|(name, noisy)| Part::drawn(name, noisy)).collect(),
-            ..Noise::multi(cx.eps, cx.neighbours, accuracy)
+            ..Noise::multi(cx.mechanism, cx.neighbours, accuracy)
         };
-        let cost = Cost::sequential(drawn.iter().map(|(name, noisy)| Cost::part(*name, &noisy.noise.eps)).collect());
+        let cost = Cost::sequential(drawn.iter().map(|(name, noisy)| noisy.noise.mechanism().cost(*name)).collect());
         let release = cx.release(self, noise, cost)?;
         // Every variance lies in [0, h²], the public bounds' own: the release is clamped into it.
         let range = Some([0.0, rational_to_f64_up(&spec.max_variance())]);
@@ -287,14 +287,14 @@ pub struct VarianceAggregate {
 impl VarianceSpec {
     /// Chooses both grids from the flags and ε (never from the data) and refuses, before any
     /// data is read, bounds whose values or squares would exceed 2^62 grid units.
-    pub fn new(bounds: Bounds, neighbours: Neighbours, eps: &Epsilon) -> Result<VarianceSpec, Error> {
-        let part = eps.split(parts(neighbours));
+    pub fn new(bounds: Bounds, neighbours: Neighbours, mechanism: &Mechanism) -> Result<VarianceSpec, Error> {
+        let part = mechanism.split(parts(neighbours));
         let half_width = bounds.width() / BigInt::from(2);
         let sum_delta = match neighbours {
             Neighbours::AddRemove => half_width,
             Neighbours::Replace => bounds.width(),
         };
-        let grid = Grid::for_noise(&sum_delta, part.as_rational());
+        let grid = part.grid(&sum_delta);
         let bounds_on_grid = GridBounds::snap(&bounds, grid, true)?;
         let half_units = bounds_on_grid.width_units() / 2;
         let h = BigRational::from_integer(BigInt::from(half_units)) * grid.spacing();
@@ -307,7 +307,7 @@ impl VarianceSpec {
                 bounds.upper()
             )));
         }
-        let squares_grid = Grid::for_noise(&(&h * &h), part.as_rational());
+        let squares_grid = part.grid(&(&h * &h));
         let shift = 2 * grid.exponent() - squares_grid.exponent();
         let max_square = square_units(&BigInt::from(half_units), shift);
         if max_square > BigInt::from(MAX_GRID_UNITS) || max_square < BigInt::one() {
@@ -323,10 +323,11 @@ impl VarianceSpec {
         Ok(VarianceSpec { neighbours, bounds: bounds_on_grid, midpoint, squares_grid, shift, max_square })
     }
 
-    /// The ε of each noisy part, in release order: (count,) shifted sum, sum of squares.
-    pub fn epsilon_parts(&self, eps: &Epsilon) -> Vec<Epsilon> {
+    /// The mechanism of each noisy part with its share of ε or ρ, in release order: (count,)
+    /// shifted sum, sum of squares.
+    pub fn parts(&self, mechanism: &Mechanism) -> Vec<Mechanism> {
         let n = parts(self.neighbours);
-        vec![eps.split(n); n as usize]
+        vec![mechanism.split(n); n as usize]
     }
 
     /// h in units of g: the largest |shifted value|.
@@ -373,16 +374,8 @@ impl VarianceSpec {
     pub fn aggregate(&self, sum: i128, squares: i128, n: u64) -> VarianceAggregate {
         VarianceAggregate {
             count: (self.neighbours == Neighbours::AddRemove).then(|| count::aggregate(n)),
-            shifted_sum: Aggregate {
-                value: sum,
-                sensitivity: self.sum_sensitivity(),
-                grid: self.bounds.grid,
-            },
-            squares: Aggregate {
-                value: squares,
-                sensitivity: self.squares_sensitivity(),
-                grid: self.squares_grid,
-            },
+            shifted_sum: Aggregate::scalar(sum, self.sum_sensitivity(), self.bounds.grid),
+            squares: Aggregate::scalar(squares, self.squares_sensitivity(), self.squares_grid),
             n,
         }
     }
@@ -403,10 +396,10 @@ impl VarianceSpec {
     pub fn error_bound(
         &self,
         value: &BigRational,
-        count: Option<(&BigInt, &Calibration)>,
+        count: Option<(&BigInt, &Calibrated)>,
         n: u64,
-        sum: (&BigInt, &Calibration),
-        squares: (&BigInt, &Calibration),
+        sum: (&BigInt, &Calibrated),
+        squares: (&BigInt, &Calibrated),
         beta: f64,
     ) -> BigRational {
         let beta = beta / (2 + count.is_some() as u8) as f64;
@@ -416,16 +409,16 @@ impl VarianceSpec {
             }
             None => Interval::point(BigRational::from_integer(BigInt::from(n))),
         };
-        let around = |(v, noise): (&BigInt, &Calibration)| {
-            Interval::around(v, noise.error_bound_units(beta), &noise.grid.spacing())
+        let around = |(v, noise): (&BigInt, &Calibrated)| {
+            Interval::around(v, noise.error_bound_units(beta), &noise.grid().spacing())
         };
-        let h = BigRational::from_integer(BigInt::from(self.half_width_units())) * sum.1.grid.spacing();
+        let h = BigRational::from_integer(BigInt::from(self.half_width_units())) * sum.1.grid().spacing();
         error_bound(
             value,
             &count_interval,
             &around(sum),
             &around(squares),
-            &squares.1.grid.spacing(),
+            &squares.1.grid().spacing(),
             &self.max_variance(),
             &h,
         )
@@ -525,14 +518,16 @@ mod tests {
     use super::*;
     use crate::numeric::bounds::Finite;
     use crate::query::statistic::{neighbouring, Neighbouring};
-    use crate::query::sum::tests::{awkward_value, bounds_and_eps};
+    use crate::query::sum::tests::{awkward_value, bounds_and_eps, mechanisms};
     use proptest::prelude::*;
 
-    fn parts_of(a: &VarianceAggregate) -> Vec<(i128, i128)> {
-        let mut v: Vec<(i128, i128)> = a.count.iter().map(|c| (c.value, c.sensitivity)).collect();
-        v.push((a.shifted_sum.value, a.shifted_sum.sensitivity));
-        v.push((a.squares.value, a.squares.sensitivity));
-        v
+    fn parts_of(a: &VarianceAggregate) -> Vec<(i128, i128, i128)> {
+        let of = |p: &Aggregate<i128>| (p.value, p.sensitivity, p.l2_squared);
+        a.count.iter().chain([&a.shifted_sum, &a.squares]).map(of).collect()
+    }
+
+    fn laplace(eps: &str) -> Mechanism {
+        Mechanism::Laplace(eps.parse().unwrap())
     }
 
     fn bounds(l: f64, u: f64) -> Bounds {
@@ -540,8 +535,9 @@ mod tests {
     }
 
     proptest! {
-        /// Each part of the variance moves by at most its own Δ on neighbouring datasets: add
-        /// and remove under add-remove; replace under replace (n fixed). Extreme values included.
+        /// Each part of the variance moves by at most its own Δ (and Δ₂) on neighbouring
+        /// datasets: add and remove under add-remove; replace under replace (n fixed). Extreme
+        /// values included, on the grids of both mechanisms.
         #[test]
         fn each_part_moves_by_at_most_its_sensitivity(
             (bounds, eps) in bounds_and_eps(),
@@ -555,14 +551,17 @@ mod tests {
                 (Neighbours::AddRemove, vec![removed, added]),
                 (Neighbours::Replace, vec![changed]),
             ] {
-                let Ok(spec) = VarianceSpec::new(bounds, neighbours, &eps) else { continue };
-                let base = parts_of(&spec.variance(rows.iter().copied()));
-                for other_rows in others {
-                    let moved = parts_of(&spec.variance(other_rows));
-                    prop_assert_eq!(base.len(), moved.len());
-                    for ((v, delta), (w, _)) in base.iter().zip(moved) {
-                        prop_assert!(*delta >= 1);
-                        prop_assert!((v - w).abs() <= *delta, "moved {} > Δ {}", (v - w).abs(), delta);
+                for mechanism in mechanisms(&eps) {
+                    let Ok(spec) = VarianceSpec::new(bounds, neighbours, &mechanism) else { continue };
+                    let base = parts_of(&spec.variance(rows.iter().copied()));
+                    for other_rows in &others {
+                        let moved = parts_of(&spec.variance(other_rows.iter().copied()));
+                        prop_assert_eq!(base.len(), moved.len());
+                        for ((v, delta, delta2), (w, _, _)) in base.iter().zip(moved) {
+                            prop_assert!(*delta >= 1);
+                            prop_assert!((v - w).abs() <= *delta, "moved {} > Δ {}", (v - w).abs(), delta);
+                            prop_assert!((v - w) * (v - w) <= *delta2, "moved {} > Δ₂", (v - w).abs());
+                        }
                     }
                 }
             }
@@ -576,7 +575,7 @@ mod tests {
             x in awkward_value(),
         ) {
             for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
-                let Ok(spec) = VarianceSpec::new(bounds, neighbours, &eps) else { continue };
+                let Ok(spec) = VarianceSpec::new(bounds, neighbours, &Mechanism::Laplace(eps.clone())) else { continue };
                 let y = spec.shifted(x);
                 prop_assert!(y.abs() <= spec.half_width_units());
                 let q = spec.square(y);
@@ -589,7 +588,7 @@ mod tests {
 
     #[test]
     fn grids_and_sensitivities() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = laplace("1");
         let spec = VarianceSpec::new(bounds(0.0, 10.0), Neighbours::AddRemove, &eps).unwrap();
         // h = 5 over ε/3: 15, floor(log2) = 3, g = 2^-37; h² = 25 over ε/3: 75, G = 2^(6 − 40).
         assert_eq!(spec.bounds.grid.exponent(), -37);
@@ -597,19 +596,27 @@ mod tests {
         assert_eq!(spec.sum_sensitivity(), 5i128 << 37);
         // q(h) = (5·2^37)² · 2^(−74 + 34) = 25 · 2^34 exactly.
         assert_eq!(spec.squares_sensitivity(), 25i128 << 34);
-        assert_eq!(spec.epsilon_parts(&eps).len(), 3);
+        assert_eq!(spec.parts(&eps).len(), 3);
         let rep = VarianceSpec::new(bounds(0.0, 10.0), Neighbours::Replace, &eps).unwrap();
         // 2h = 10 over ε/2: 20, g = 2^(4 − 40); h² = 25 over ε/2: 50, G = 2^(5 − 40).
         assert_eq!(rep.bounds.grid.exponent(), -36);
         assert_eq!(rep.sum_sensitivity(), 10i128 << 36);
         assert_eq!(rep.squares_sensitivity(), 25i128 << 35);
-        let halves = rep.epsilon_parts(&eps);
-        assert_eq!(halves[0].as_rational() + halves[1].as_rational(), *eps.as_rational());
+        let halves = rep.parts(&eps);
+        let total = Cost::sequential(halves.iter().map(|m| m.cost("part")).collect());
+        assert_eq!(total.spend().unwrap(), eps.spend());
+        // Gaussian at ρ = 3/2 over three parts (ρ/3 = 1/2 each, so σ = Δ): h = 5, σ² = 25,
+        // g = 2^(⌊4/2⌋ − 40).
+        let gauss = Mechanism::Gaussian { rho: "1.5".parse().unwrap(), delta: "1e-6".parse().unwrap() };
+        let spec = VarianceSpec::new(bounds(0.0, 10.0), Neighbours::AddRemove, &gauss).unwrap();
+        assert_eq!(spec.bounds.grid.exponent(), -38);
+        // Squares: Δ = h² = 25, σ² = 625 = 2^9.3, G = 2^(⌊9/2⌋ − 40).
+        assert_eq!(spec.squares_grid.exponent(), -36);
     }
 
     #[test]
     fn exact_variance_of_known_values() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = laplace("1");
         let spec = VarianceSpec::new(bounds(0.0, 10.0), Neighbours::AddRemove, &eps).unwrap();
         let a = spec.variance([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0, 100.0, -3.0]);
         // Clamped: 2,4,4,4,5,5,7,9,10,0: mean 5, squares of deviations 9+1+1+1+0+0+4+16+25+25 = 82.
@@ -624,7 +631,7 @@ mod tests {
 
     #[test]
     fn release_is_clamped_into_zero_to_h_squared() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = laplace("1");
         let spec = VarianceSpec::new(bounds(0.0, 2.0), Neighbours::AddRemove, &eps).unwrap();
         let g = |x: i64| BigInt::from(x) << 36usize; // far above the grid's h
         let (v, clamped) = spec.release(&BigInt::zero(), &(g(1) << 60usize), &BigInt::from(1));
@@ -637,12 +644,12 @@ mod tests {
 
     #[test]
     fn refuses_bounds_too_wide_for_the_grid() {
-        let eps: Epsilon = "1".parse().unwrap();
+        let eps = laplace("1");
         let err = VarianceSpec::new(bounds(-1e308, 1e308), Neighbours::AddRemove, &eps).unwrap_err();
         assert!(err.message().contains("largest floating-point number"), "{err}");
         assert!(VarianceSpec::new(bounds(-1e150, 1e150), Neighbours::AddRemove, &eps).is_err());
         assert!(VarianceSpec::new(bounds(-1e140, 1e140), Neighbours::AddRemove, &eps).is_ok());
-        let huge: Epsilon = "1e30".parse().unwrap();
+        let huge = laplace("1e30");
         let err = VarianceSpec::new(bounds(0.0, 1.0), Neighbours::Replace, &huge).unwrap_err();
         assert!(err.message().contains("2^62"), "{err}");
     }
