@@ -527,7 +527,7 @@ pub fn admits(
                 "budget exhausted for dataset {dataset}: with {spend} the history is rho {}-zCDP, which \
                  is ({}, {delta})-DP, above the total epsilon {}; {nothing} (lower --rho or --eps, or raise \
                  the total with --budget TOTAL --change-budget)",
-                rational_to_f64_up(&rho),
+                decimal(&rho),
                 rational_to_f64_up(&eps),
                 decimal(total)
             ));
@@ -1216,6 +1216,9 @@ mod tests {
             Rho::from_rational(&most - &rho + BigRational::new(1.into(), 1_000_000_000.into())).unwrap();
         let message = refusal(&s, &spending(Spend::Zcdp(over)));
         assert!(message.contains("budget exhausted") && message.contains("-zCDP"), "{message}");
+        // The history's ρ prints exactly when its decimal terminates (0.021 + 1 = 1.021).
+        let big = refusal(&s, &spending(Spend::Zcdp("1".parse().unwrap())));
+        assert!(big.contains("the history is rho 1.021-zCDP"), "{big}");
         reserve(&s, &spending(Spend::Zcdp(asked))).unwrap();
         // Then a pure charge, too, is counted in ρ and refused.
         assert!(refusal(&s, &release("0.01")).contains("budget exhausted"));
