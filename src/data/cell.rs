@@ -105,6 +105,17 @@ fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
     if n == 0 || n > 16 {
         return parse_long_decimal(rest, negative);
     }
+    if n <= 8 {
+        // One half: no work on the other (most cells are this short).
+        let (digits, after_point, _) = without_point(right_aligned(rest), n)?;
+        let mantissa = eight_digits(digits);
+        let magnitude = if after_point == 0 {
+            f64::from(mantissa)
+        } else {
+            f64::from(mantissa) / EXACT_POWERS[after_point]
+        };
+        return Some(if negative { -magnitude } else { magnitude });
+    }
     // The last eight characters and the ones before them, each right-aligned behind zeros.
     let low = without_point(right_aligned(&rest[n.saturating_sub(8)..]), n.min(8))?;
     let high = if n > 8 { without_point(right_aligned(&rest[..n - 8]), 8)? } else { (ZEROS, 0, false) };

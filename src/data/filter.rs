@@ -38,6 +38,7 @@ use std::str::FromStr;
 use crate::data::cell::parse_number;
 use crate::data::row::{text_cell, Row};
 use crate::data::source::ColumnRef;
+use crate::numeric::bins::word;
 use crate::numeric::format::real;
 
 /// `--where` as typed: a column (as the flag names it) and its test.
@@ -85,14 +86,21 @@ pub fn passes(row: &Row, filters: &Filters) -> bool {
     true
 }
 
+/// Whether two byte strings are equal: for up to 8 bytes one word compare rather than a call
+/// to memcmp (the filter is tested on every row).
+#[inline(always)]
+fn same(cell: &[u8], value: &[u8]) -> bool {
+    cell.len() == value.len() && if cell.len() <= 8 { word(cell) == word(value) } else { cell == value }
+}
+
 impl Test {
     /// Whether a trimmed cell satisfies the test.
     #[inline(always)]
     pub fn matches(&self, cell: &[u8]) -> bool {
         match self {
             // Equality first: the common filter stays one slice comparison.
-            Test::Equals(value) => cell == &**value,
-            Test::Differs(value) => cell != &**value,
+            Test::Equals(value) => same(cell, value),
+            Test::Differs(value) => !same(cell, value),
             Test::Empty => cell.is_empty(),
             Test::NotEmpty => !cell.is_empty(),
             Test::In(members) => members.contains(cell),
@@ -529,6 +537,21 @@ mod tests {
                 return Ok(());
             };
             prop_assert_eq!(filter.test.matches(cell.as_bytes()), reference(&filter.test, &cell), "{} on '{}'", text, cell);
+        }
+
+        /// The word compare of short cells is byte equality, for any bytes and lengths.
+        #[test]
+        fn same_is_byte_equality(
+            a in proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a'), any::<u8>()], 0..12),
+            b in proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a'), any::<u8>()], 0..12),
+        ) {
+            prop_assert_eq!(same(&a, &b), a == b);
+            prop_assert!(same(&a, &a));
+            let mut c = a.clone();
+            if let Some(last) = c.last_mut() {
+                *last ^= 1;
+                prop_assert!(!same(&a, &c));
+            }
         }
     }
 }

@@ -10,6 +10,8 @@
 //! taken out: between the quotes when that is all it is, else rewritten ([`unescape`]).
 
 use crate::data::row::{BadCell, Memo, Row, Span};
+#[cfg(doc)]
+use crate::data::structure::Structure;
 use crate::data::structure::{line_ends, masks, structure, unescape, unquoted, Mode, Unquoted, WINDOW};
 
 /// What the scan must know about the records.
@@ -129,6 +131,8 @@ where
     let mut start = 0usize;
     let mut separators = 0usize;
     let mut quoted = false;
+    // Whether the record so far holds a dirty byte ([`Structure::dirty`]).
+    let mut unclean = false;
     let mut base = 0;
     let mut padded;
     while base < bytes.len() {
@@ -150,6 +154,12 @@ where
             m.lf &= valid;
         }
         let s = structure(&m, mode, n as u32 - 1, window, delimiter);
+        let mut dirty = s.dirty;
+        // A closing quote on the last byte of the window before: dirty unless a delimiter or
+        // line end follows it.
+        if mode == Mode::Closed && (s.separators | s.line_ends) & 1 == 0 {
+            dirty |= 1;
+        }
         mode = s.mode;
         if m.cr == 0 && !prev_cr {
             lines += u64::from(m.lf.count_ones());
@@ -173,15 +183,28 @@ where
             }
             let fields = separators + 1;
             let record = start;
-            let quote_in = quotes & ((1u64 << bit) - 1) != 0;
-            quotes &= !((1u64 << bit) - 1);
+            // (A file without quotes has neither quotes nor dirty bytes: one test per record.)
+            let (quote_in, dirty_in) = if quotes | dirty == 0 {
+                (false, false)
+            } else {
+                let below = (1u64 << bit) - 1;
+                let seen = (quotes & below != 0, dirty & below != 0);
+                (quotes, dirty) = (quotes & !below, dirty & !below);
+                seen
+            };
             (start, separators) = (at + 1, 0);
             if at == record {
                 continue;
             }
             rows += 1;
-            let row = Record { start: record, end: at, fields, quoted: quoted || quote_in };
-            quoted = false;
+            let row = Record {
+                start: record,
+                end: at,
+                fields,
+                quoted: quoted || quote_in,
+                clean: !(unclean || dirty_in),
+            };
+            (quoted, unclean) = (false, false);
             if let Err(problem) = one(row, bytes, shape, ends, &mut rest, &mut each) {
                 let lines = line_ends(&bytes[..record], part.after_cr);
                 return Parsed {
@@ -193,13 +216,15 @@ where
             }
         }
         quoted |= quotes != 0;
+        unclean |= dirty != 0;
         base += WINDOW;
     }
     let mut parsed = Parsed { rows, lines, unfinished: None, stop: None };
     if start < bytes.len() {
         if part.last {
             parsed.rows += 1;
-            let row = Record { start, end: bytes.len(), fields: separators + 1, quoted };
+            // The input's last record may end inside quotes: read field by field.
+            let row = Record { start, end: bytes.len(), fields: separators + 1, quoted, clean: false };
             if let Err(problem) = one(row, bytes, shape, ends, &mut rest, &mut each) {
                 parsed.stop = Some(Stop { problem, row: parsed.rows, offset: start });
                 parsed.lines = line_ends(&bytes[..start], part.after_cr);
@@ -219,6 +244,8 @@ struct Record {
     end: usize,
     fields: usize,
     quoted: bool,
+    /// No quoted field in it has a value other than the bytes between its quotes.
+    clean: bool,
 }
 
 /// The scratch buffers besides the field ends.
@@ -242,7 +269,7 @@ fn one<C>(
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
-    let Record { start, end: at, fields, quoted } = record;
+    let Record { start, end: at, fields, quoted, clean } = record;
     if let Some(width) = shape.width {
         if fields != width {
             return Err(Problem::Ragged { fields });
@@ -257,10 +284,13 @@ where
     }
     *scratch.stamp += 1;
     // Only a field that starts with a quote has a value other than its bytes; most are just
-    // quoted, and read between their quotes (`Row::line` with `quoted`).
+    // quoted, and read between their quotes (`Row::line` with `quoted`). In a clean record
+    // every one is (the masks showed it); otherwise each is looked at.
     let mut rewrite = false;
     let mut any = false;
-    if quoted {
+    if quoted && clean {
+        any = true;
+    } else if quoted {
         for (i, &end) in ends[..located].iter().enumerate() {
             let from = if i == 0 { start } else { ends[i - 1] + 1 };
             if from < end && bytes[from] == b'"' {

@@ -464,6 +464,24 @@ mod parallel_tests {
         by_scan(text.as_bytes(), Via::File, (&options, false), 1, threads, block).1
     }
 
+    /// A quoted field read as its bytes between the quotes, or rewritten (`""`, text after the
+    /// closing quote), with its quotes on every byte of a window and across window ends.
+    #[test]
+    fn quoted_values_at_every_offset() {
+        let options = CsvOptions { delimiter: b',', has_header: false };
+        for pad in 0..140 {
+            for field in ["\"ab\"cd", "\"a\"\"b\"", "\"ab\"", "\"\"", "\"a,b\"", "\"a\nb\"x"] {
+                let text = format!("{},{field},z\n{field},1,2\n\"q\",{field},{field}\n", "x".repeat(pad));
+                for threads in [1, 2] {
+                    let (name, got, _) =
+                        by_scan(text.as_bytes(), Via::File, (&options, false), 2, threads, 4096);
+                    let want = by_csv(&name, text.as_bytes(), (&options, false), 2);
+                    assert_eq!(got, want, "{text:?}, {threads} threads");
+                }
+            }
+        }
+    }
+
     #[test]
     fn rows_are_split_at_every_kind_of_line_end() {
         let text = "\u{feff}a,b\r\n1,2\r\n\r\n3,4\r5,6\n\n7,8";

@@ -70,7 +70,7 @@ pub struct Categories {
 /// At most 8 bytes as one word: the bytes, lowest first, then zeros (so two such words are
 /// equal exactly when the bytes are, given the same length). Read with overlapping loads.
 #[inline(always)]
-fn word(bytes: &[u8]) -> u64 {
+pub fn word(bytes: &[u8]) -> u64 {
     let n = bytes.len();
     debug_assert!(n <= 8);
     match n {

@@ -136,9 +136,44 @@ impl GridBounds {
 
     /// The clamped value of x in grid units: round to the grid, then clamp (the two commute
     /// because the bounds are grid multiples).
+    ///
+    /// Computed in 64 bits, as [`Grid::round_to_units`] but saturating at 2^63 instead of 2^127:
+    /// the bounds are at most 2^62 units, so every value the saturation changes lies beyond
+    /// them and clamps to the same bound (shown against the 128-bit form by a test).
     #[inline]
     pub fn units(&self, x: f64) -> i128 {
-        self.grid.round_to_units(x).clamp(self.lower, self.upper)
+        let bits = x.to_bits();
+        let negative = bits >> 63 == 1;
+        let exp_field = ((bits >> 52) & 0x7ff) as i64;
+        let fraction = bits & ((1u64 << 52) - 1);
+        let (mantissa, exp2) =
+            if exp_field == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), exp_field - 1075) };
+        let shift = exp2 - self.grid.exp as i64;
+        let magnitude: u64 = if shift >= 0 {
+            // mantissa << shift reaches 2^63 exactly when shift reaches its leading zeros.
+            if mantissa == 0 {
+                0
+            } else if shift >= i64::from(mantissa.leading_zeros()) {
+                u64::MAX
+            } else {
+                mantissa << shift
+            }
+        } else {
+            let down = -shift;
+            if down > 54 {
+                0
+            } else {
+                let down = down as u32;
+                let remainder = mantissa & ((1u64 << down) - 1);
+                let half = 1u64 << (down - 1);
+                // Ties go towards +∞: up for positive values, towards zero for negative ones.
+                let round_away = if negative { remainder > half } else { remainder >= half };
+                (mantissa >> down) + u64::from(round_away)
+            }
+        };
+        let magnitude = magnitude.min(i64::MAX as u64) as i64;
+        let value = if negative { -magnitude } else { magnitude };
+        i128::from(value.clamp(self.lower as i64, self.upper as i64))
     }
 
     /// max(|L|, |U|) in grid units: what one added or removed row can change a sum by.
@@ -192,6 +227,31 @@ mod tests {
         assert_eq!(Grid { exp: 0 }.round_to_units(1e308), i128::MAX);
         assert_eq!(Grid { exp: 0 }.round_to_units(-1e308), i128::MIN);
         assert_eq!(Grid { exp: 0 }.round_to_units(9007199254740993.0), 9007199254740992);
+    }
+
+    proptest! {
+        /// The 64-bit clamped rounding equals the 128-bit rounding then the clamp, for any f64
+        /// (subnormals, huge values, ±0, ties) and any bounds within ±2^62 units.
+        #[test]
+        fn units_equal_rounding_then_clamping(
+            bits in any::<u64>(),
+            near in -3000.0f64..3000.0,
+            exp in -1100i32..1100,
+            a in -(1i128 << 62)..=(1i128 << 62),
+            b in -(1i128 << 62)..=(1i128 << 62),
+            small in -5000i128..5000,
+        ) {
+            let grid = Grid { exp };
+            for (lower, upper) in [(a.min(b), a.max(b)), (small.min(a), small.max(a)), (-small.abs(), small.abs())] {
+                let bounds = GridBounds { grid, lower, upper };
+                let halfway = (near.round() + 0.5) * 2f64.powi(exp.clamp(-1000, 1000));
+                for x in [f64::from_bits(bits), near, near * 2f64.powi(exp.clamp(-1000, 1000)), halfway, -halfway, 0.0, -0.0] {
+                    if x.is_finite() {
+                        prop_assert_eq!(bounds.units(x), grid.round_to_units(x).clamp(lower, upper), "{} on 2^{}", x, exp);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

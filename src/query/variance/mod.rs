@@ -357,7 +357,9 @@ impl VarianceSpec {
     /// q(y): y² on the squares' grid, rounded to nearest with ties up; exact, in [0, q(h)].
     #[inline]
     pub fn square(&self, y: i128) -> i128 {
-        let s = y * y; // |y| <= 2^62, so y² <= 2^124
+        // |y| <= 2^62, so y² <= 2^124: one 64 × 64-bit multiplication.
+        debug_assert!(y.unsigned_abs() <= 1 << 62);
+        let s = i128::from(y as i64) * i128::from(y as i64);
         if self.shift >= 0 {
             // Only reached if g² is coarser than G; s · 2^shift <= q(h) <= 2^62 then.
             s << self.shift
