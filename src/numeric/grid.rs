@@ -61,12 +61,7 @@ impl Grid {
     /// x / g rounded to the nearest integer, ties towards +∞; saturates far outside i128.
     /// Exact: works on the bits of x, never on a rounded quotient.
     pub fn round_to_units(&self, x: f64) -> i128 {
-        let bits = x.to_bits();
-        let negative = bits >> 63 == 1;
-        let exp_field = ((bits >> 52) & 0x7ff) as i64;
-        let fraction = bits & ((1u64 << 52) - 1);
-        let (mantissa, exp2) =
-            if exp_field == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), exp_field - 1075) };
+        let (negative, mantissa, exp2) = decompose(x);
         if mantissa == 0 {
             return 0;
         }
@@ -107,6 +102,17 @@ pub struct GridBounds {
     pub upper: i128,
 }
 
+/// x as its sign, integer mantissa and power of two: |x| = mantissa · 2^exp2, exactly.
+#[inline]
+fn decompose(x: f64) -> (bool, u64, i64) {
+    let bits = x.to_bits();
+    let exp_field = ((bits >> 52) & 0x7ff) as i64;
+    let fraction = bits & ((1u64 << 52) - 1);
+    let (mantissa, exp2) =
+        if exp_field == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), exp_field - 1075) };
+    (bits >> 63 == 1, mantissa, exp2)
+}
+
 impl GridBounds {
     /// L snapped down and U up to multiples of g. With `even_span`, L moves one more unit
     /// down if needed so the midpoint is itself on the grid (mean under add-remove shifts by it).
@@ -142,12 +148,7 @@ impl GridBounds {
     /// them and clamps to the same bound (shown against the 128-bit form by a test).
     #[inline]
     pub fn units(&self, x: f64) -> i128 {
-        let bits = x.to_bits();
-        let negative = bits >> 63 == 1;
-        let exp_field = ((bits >> 52) & 0x7ff) as i64;
-        let fraction = bits & ((1u64 << 52) - 1);
-        let (mantissa, exp2) =
-            if exp_field == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), exp_field - 1075) };
+        let (negative, mantissa, exp2) = decompose(x);
         let shift = exp2 - self.grid.exp as i64;
         let magnitude: u64 = if shift >= 0 {
             // mantissa << shift reaches 2^63 exactly when shift reaches its leading zeros.
