@@ -342,35 +342,33 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// csv-core's structure, byte by byte, over windows of any content.
-    fn by_steps(bytes: &[u8], delimiter: u8) -> Vec<Structure> {
+    /// The structure of every 64-byte window of `bytes` (the last one zero-padded), each read
+    /// by `read(window, length, mode)` in the mode the one before it ended in.
+    fn windows(bytes: &[u8], read: impl Fn(&[u8; WINDOW], usize, Mode) -> Structure) -> Vec<Structure> {
         let mut mode = Mode::Start;
         bytes
             .chunks(WINDOW)
             .map(|chunk| {
                 let mut window = [0u8; WINDOW];
                 window[..chunk.len()].copy_from_slice(chunk);
-                let s = exact_window(&window, chunk.len(), delimiter, mode);
+                let s = read(&window, chunk.len(), mode);
                 mode = s.mode;
                 s
             })
             .collect()
     }
 
+    /// csv-core's structure, byte by byte, over windows of any content.
+    fn by_steps(bytes: &[u8], delimiter: u8) -> Vec<Structure> {
+        windows(bytes, |window, len, mode| exact_window(window, len, delimiter, mode))
+    }
+
     fn by_masks(bytes: &[u8], delimiter: u8) -> Vec<Structure> {
-        let mut mode = Mode::Start;
-        bytes
-            .chunks(WINDOW)
-            .map(|chunk| {
-                let mut window = [0u8; WINDOW];
-                window[..chunk.len()].copy_from_slice(chunk);
-                let m = masks(&window, delimiter);
-                assert_eq!(m, scalar_masks(&window, delimiter));
-                let s = structure(&m, mode, chunk.len() as u32 - 1, &window, delimiter);
-                mode = s.mode;
-                s
-            })
-            .collect()
+        windows(bytes, |window, len, mode| {
+            let m = masks(window, delimiter);
+            assert_eq!(m, scalar_masks(window, delimiter));
+            structure(&m, mode, len as u32 - 1, window, delimiter)
+        })
     }
 
     proptest! {
