@@ -156,43 +156,18 @@ fn discovered_keys_are_sorted_and_state_the_threshold() {
     text.push_str("lonely\n");
     fs::write(&csv, text).unwrap();
     // Whether a chart is drawn never depends on how many keys were released, none included.
+    const NONE_PASS: [&str; 5] = ["--discover", "--eps", "0.01", "--delta", "1e-9"];
     let none = stdout_of(
-        dpstat()
-            .args([
-                "count",
-                "--by",
-                "region",
-                "--discover",
-                "--eps",
-                "0.01",
-                "--delta",
-                "1e-9",
-                "--format",
-                "chart",
-            ])
-            .arg(people()),
+        dpstat().args(["count", "--by", "region"]).args(NONE_PASS).args(["--format", "chart"]).arg(people()),
     );
     assert!(none.starts_with("count by region: no key reached the threshold"), "{none}");
-    let json = json_of(
-        dpstat()
-            .args(["histogram", "--col", "region", "--discover", "--eps", "0.01", "--delta", "1e-9"])
-            .arg(people()),
-    );
+    let json = json_of(dpstat().args(["histogram", "--col", "region"]).args(NONE_PASS).arg(people()));
     assert_eq!(json["discovery"]["keys_released"], 0);
     stdout_of(
         dpstat()
-            .args([
-                "histogram",
-                "--col",
-                "region",
-                "--discover",
-                "--eps",
-                "0.01",
-                "--delta",
-                "1e-9",
-                "--format",
-                "chart",
-            ])
+            .args(["histogram", "--col", "region"])
+            .args(NONE_PASS)
+            .args(["--format", "chart"])
             .arg(people()),
     );
     for seed in 0..40 {
