@@ -138,8 +138,14 @@ EOF
     fi
     if [ "$ENGINES" = 1 ]; then
         for query in mean count histogram; do
-            args+=("polars $query" "$PY $ROOT/bench/engines.py polars $query $file")
-            args+=("duckdb $query" "$PY $ROOT/bench/engines.py duckdb $query $file")
+            for engine in polars duckdb; do
+                args+=(
+                    "$engine $query" "$PY $ROOT/bench/engines.py $engine $query $file"
+                    "$engine $query < file" "sh -c '$PY $ROOT/bench/engines.py $engine $query - < $file'"
+                    "$engine $query quoted" "$PY $ROOT/bench/engines.py $engine $query $quoted"
+                    "$engine $query gzip" "$PY $ROOT/bench/engines.py $engine $query $gz"
+                )
+            done
         done
     fi
     python3 bench/timing.py "$RUNS" "$rows" "${args[@]}"

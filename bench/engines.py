@@ -3,7 +3,8 @@
     python engines.py ENGINE QUERY FILE      ENGINE: polars | duckdb   QUERY: mean | count | histogram
 
 The same statistics as the dpstat commands in compare.sh, without noise: mean of income,
-count of rows with region = north, row counts per region.
+count of rows with region = north, row counts per region. FILE may be `-` (standard input) or
+end in `.gz`: each engine reads those the way its documentation gives.
 """
 
 import sys
@@ -12,7 +13,14 @@ import sys
 def polars(query, path):
     import polars as pl
 
-    frame = pl.scan_csv(path)
+    if path == "-":
+        # polars has no streaming reader for a pipe: it reads standard input whole.
+        frame = pl.read_csv(sys.stdin.buffer).lazy()
+    elif path.endswith(".gz"):
+        # scan_csv cannot decompress; read_csv can.
+        frame = pl.read_csv(path).lazy()
+    else:
+        frame = pl.scan_csv(path)
     if query == "mean":
         return frame.select(pl.col("income").mean()).collect().item()
     if query == "count":
@@ -23,7 +31,7 @@ def polars(query, path):
 def duckdb(query, path):
     import duckdb as db
 
-    source = f"read_csv('{path}')"
+    source = "read_csv('/dev/stdin')" if path == "-" else f"read_csv('{path}')"
     if query == "mean":
         return db.sql(f"select avg(income) from {source}").fetchall()
     if query == "count":
