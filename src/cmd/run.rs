@@ -584,4 +584,140 @@ mod tests {
         assert_eq!(summary(&whole)[0], "14");
         assert_eq!(whole.widest_column(), Some(1));
     }
+
+    /// One query of the equivalence test: kind (0 mean, 1 variance, 2 sum), column, bounds,
+    /// `--invalid` policy, whether it has a `--where` (so it is fed rows), and the unit.
+    type Query = (u8, usize, bool, u8, bool, bool);
+
+    fn fold_of(&(kind, column, wide, policy, filtered, replace): &Query) -> Routed<AnyFold> {
+        use crate::data::filter::Test;
+        use crate::numeric::bounds::{Bounds, Finite};
+        use crate::query::mean::MeanSpec;
+        use crate::query::sum::SumSpec;
+        use crate::query::variance::VarianceSpec;
+        let (lower, upper) = if wide { (-50.0, 50.0) } else { (0.0, 100.0) };
+        let bounds = Bounds::new(Finite::from_f64(lower).unwrap(), Finite::from_f64(upper).unwrap()).unwrap();
+        let unit = if replace { Neighbours::Replace } else { Neighbours::AddRemove };
+        let eps = crate::privacy::noise::Mechanism::Laplace("0.7".parse().unwrap());
+        let invalid = match policy {
+            0 => InvalidPolicy::Skip,
+            1 => InvalidPolicy::Impute(Finite::from_f64(3.25).unwrap()),
+            _ => InvalidPolicy::Error,
+        };
+        let cell = NumberCell { index: column, invalid };
+        let inner = match kind {
+            0 => {
+                AnyFold::Mean(Clamped::Given(MeanFold::new(MeanSpec::new(bounds, unit, &eps).unwrap(), cell)))
+            }
+            1 => AnyFold::Variance(VarianceFold::new(VarianceSpec::new(bounds, unit, &eps).unwrap(), cell)),
+            _ => AnyFold::Sum(Clamped::Given(SumFold::new(SumSpec::new(bounds, unit, &eps).unwrap(), cell))),
+        };
+        let filters = if filtered { vec![(2, Test::Equals(b"a".to_vec().into()))] } else { vec![] };
+        Routed::new(inner, filters, None)
+    }
+
+    fn aggregates(folds: Vec<Routed<AnyFold>>) -> Vec<String> {
+        folds
+            .into_iter()
+            .flat_map(|r| r.groups)
+            .map(|f| match f {
+                AnyFold::Mean(Clamped::Given(m)) => format!("{:?}", m.aggregate()),
+                AnyFold::Variance(v) => format!("{:?}", v.aggregate()),
+                AnyFold::Sum(Clamped::Given(s)) => format!("{:?}", s.aggregate()),
+                _ => unreachable!("only these are built"),
+            })
+            .collect()
+    }
+
+    /// The first refusal: row number, column, message.
+    type Refusal = (usize, usize, String);
+
+    /// Feeds the rows one by one to each fold through `Fold::row`, in query order: the path
+    /// every query took before the batches.
+    fn by_rows(queries: &[Query], rows: &[ByteRecord]) -> Result<Vec<String>, Refusal> {
+        let mut folds: Vec<_> = queries.iter().map(fold_of).collect();
+        for (i, r) in rows.iter().enumerate() {
+            for fold in &mut folds {
+                fold.row(&Row::record(r)).map_err(|e| (i, e.column, e.why))?;
+            }
+        }
+        Ok(aggregates(folds))
+    }
+
+    /// The same rows through a [`WorkloadFold`], cut in two at `cut` and merged.
+    fn by_batches(queries: &[Query], rows: &[ByteRecord], cut: usize) -> Result<Vec<String>, Refusal> {
+        let empty = WorkloadFold::new(queries.iter().map(fold_of).collect());
+        let (mut left, mut right) = (empty.clone(), empty);
+        for (i, r) in rows.iter().enumerate() {
+            let side = if i < cut { &mut left } else { &mut right };
+            side.row(&Row::record(r)).map_err(|e| (i, e.column, e.why))?;
+        }
+        left.merge(right);
+        Ok(aggregates(left.into_folds()))
+    }
+
+    fn cell() -> impl Strategy<Value = String> {
+        prop_oneof![
+            12 => "-?[0-9]{1,3}(\\.[0-9]{1,3})?",
+            2 => "[0-9]{4,7}",
+            1 => Just(String::new()),
+            1 => Just("x".to_string()),
+            1 => Just("NaN".to_string()),
+            1 => Just("1e400".to_string()),
+            1 => Just(" 7.5 ".to_string()),
+        ]
+    }
+
+    fn query() -> impl Strategy<Value = Query> {
+        (0u8..3, 0usize..2, any::<bool>(), 0u8..3, prop::bool::weighted(0.25), prop::bool::weighted(0.2))
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The batches give every fold the same integers as feeding it row by row, and stop at
+        /// the same first refused cell (row, then query order within the row) with the same
+        /// message: for any mix of kinds, columns, bounds (shared or not), policies and
+        /// filtered queries, any number of rows across batch ends, and any cut into two parts.
+        #[test]
+        fn batches_equal_rows(
+            queries in proptest::collection::vec(query(), 1..7),
+            rows in proptest::collection::vec(
+                (cell(), cell(), prop_oneof![Just("a"), Just("b")]), 0..700),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let rows: Vec<ByteRecord> =
+                rows.iter().map(|(x, y, k)| ByteRecord::from(vec![x.as_str(), y.as_str(), k])).collect();
+            let cut = cut.index(rows.len() + 1);
+            prop_assert_eq!(by_batches(&queries, &rows, cut), by_rows(&queries, &rows));
+        }
+    }
+
+    #[test]
+    fn the_first_refused_row_is_named_and_within_it_the_first_query() {
+        let rows: Vec<ByteRecord> = [["1", "2", "a"], ["3", "x", "a"], ["", "6", "b"]]
+            .iter()
+            .map(|r| ByteRecord::from(r.to_vec()))
+            .collect();
+        // Row 1 is refused by the second query (column 1) although the first query (impute)
+        // reads a cell that is fine there, and the third refuses row 2 (column 0): row 1 wins.
+        let queries =
+            [(0, 0, false, 1, false, false), (1, 1, false, 2, false, false), (2, 0, true, 2, false, false)];
+        let got = by_batches(&queries, &rows, 2);
+        assert_eq!(got, by_rows(&queries, &rows));
+        let (row, column, why) = got.unwrap_err();
+        assert_eq!((row, column), (1, 1));
+        assert!(why.starts_with("'x' is not a finite number"), "{why}");
+        // Two refusals in one row: the earlier query names its column.
+        let rows: Vec<ByteRecord> = [["", "x", "a"]].iter().map(|r| ByteRecord::from(r.to_vec())).collect();
+        for (queries, column) in [
+            ([(1, 1, false, 2, false, false), (0, 0, false, 2, false, false)], 1),
+            ([(0, 0, false, 2, false, false), (1, 1, false, 2, false, false)], 0),
+        ] {
+            let got = by_batches(&queries, &rows, 0);
+            assert_eq!(got, by_rows(&queries, &rows));
+            assert_eq!(got.unwrap_err().1, column);
+        }
+    }
 }
