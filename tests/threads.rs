@@ -259,3 +259,122 @@ fn no_progress_bar_when_stderr_is_not_a_terminal() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.lines().all(|l| l.contains("DPSTAT_INSECURE_SEED")), "only the seed warning: {stderr}");
 }
+
+/// `rows` generated rows (id, age, income, region), every 997th income empty and every 1009th
+/// age not a number; with `bad`, that row's income reads `12k` instead.
+fn many_rows(rows: usize, bad: Option<usize>) -> String {
+    let mut text = String::from("id,age,income,region\n");
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for i in 1..=rows {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let age = if i % 1009 == 0 { "n/a".to_string() } else { (state >> 57).to_string() };
+        let income = match i {
+            _ if Some(i) == bad => "12k".to_string(),
+            _ if i % 997 == 0 => String::new(),
+            _ => format!("{}.{:02}", (state >> 20) % 250_000, (state >> 8) % 100),
+        };
+        let region = ["north", "south", "east"][(state >> 40) as usize % 3];
+        text.push_str(&format!("{i},{age},{income},{region}\n"));
+    }
+    text
+}
+
+/// A workload of sums, means and variances (fed by column in batches), each query with
+/// `extra` added to it.
+fn batch_workload(dir: &Path, name: &str, income_invalid: &str, extra: &str) -> std::path::PathBuf {
+    let query = |name: &str, kind: &str, column: &str, upper: u32, invalid: &str| {
+        format!(
+            "[[query]]\nname = \"{name}\"\nkind = \"{kind}\"\ncolumn = \"{column}\"\nlower = 0\n\
+             upper = {upper}\ninvalid = \"{invalid}\"\n{extra}\n"
+        )
+    };
+    let text = [
+        "epsilon = 2\n".to_string(),
+        query("income_mean", "mean", "income", 250_000, income_invalid),
+        query("income_variance", "variance", "income", 250_000, "impute=1000"),
+        query("income_sum", "sum", "income", 250_000, "skip"),
+        query("age_mean", "mean", "age", 100, "skip"),
+        query("age_variance", "variance", "age", 100, "impute=40"),
+        query("age_mean_again", "mean", "age", 100, "impute=40"),
+    ]
+    .concat();
+    let path = dir.join(name);
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// The values and noisy parts of a workload's JSON lines (what the aggregates decide).
+fn released_values(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{} {} {}", v["name"], v["value"], v["parts"])
+        })
+        .collect()
+}
+
+/// A workload over a file of several scan parts gives the same output for any thread count and
+/// source (stdin, gzip, zstd, every field quoted), and the same releases as the same queries
+/// behind a `--where` that every row passes (which feeds each its rows, one by one).
+#[test]
+fn a_workload_gives_the_same_release_by_batches_and_by_rows_from_any_source() {
+    let dir = TempDir::new().unwrap();
+    let text = many_rows(60_000, None);
+    let csv = dir.path().join("many.csv");
+    fs::write(&csv, &text).unwrap();
+    let batched = batch_workload(dir.path(), "batched.toml", "skip", "");
+    let by_rows = batch_workload(dir.path(), "rows.toml", "skip", "where = [\"region!=none\"]\n");
+    let run = |toml: &Path, threads: &str| {
+        common::stdout_of(
+            seeded(42).arg("run").arg(toml).args(["--format", "json", "--threads", threads]).arg(&csv),
+        )
+    };
+    let one = run(&batched, "1");
+    assert_eq!(released_values(&run(&by_rows, "1")), released_values(&one));
+    assert_eq!(released_values(&run(&by_rows, "3")), released_values(&one));
+    for threads in ["2", "3", "4", "7"] {
+        assert_eq!(run(&batched, threads), one, "{threads} threads");
+    }
+    let from_stdin =
+        seeded(42).arg("run").arg(&batched).args(["--format", "json"]).write_stdin(text.clone()).output();
+    assert_eq!(String::from_utf8(from_stdin.unwrap().stdout).unwrap(), one, "stdin");
+    for (name, packed) in [
+        ("many.csv.gz", gzip(text.as_bytes())),
+        ("many.csv.zst", zstd(text.as_bytes())),
+        ("quoted.csv", quote_every_field(&text).into_bytes()),
+    ] {
+        let path = dir.path().join(name);
+        fs::write(&path, packed).unwrap();
+        let out = common::stdout_of(
+            seeded(42).arg("run").arg(&batched).args(["--format", "json", "--threads", "3"]).arg(&path),
+        );
+        assert_eq!(out, one, "{name}");
+    }
+}
+
+/// A refused cell deep in a workload's input is named by its row, whatever the thread count and
+/// source, and the same way by batches as by rows.
+#[test]
+fn a_workload_names_the_first_refused_cell_from_any_source() {
+    let dir = TempDir::new().unwrap();
+    let text = many_rows(60_000, Some(41_234));
+    let csv = dir.path().join("bad.csv");
+    fs::write(&csv, &text).unwrap();
+    // Rows 997, 1994, ... have an empty income: refused before row 41234 under `error`.
+    let empty_first = batch_workload(dir.path(), "error.toml", "error", "");
+    let want = "row 997 (line 998), column 'income': the cell is empty";
+    for threads in ["1", "4"] {
+        fails_with(seeded(1).arg("run").arg(&empty_first).args(["--threads", threads]).arg(&csv), &[want]);
+    }
+    let filtered = batch_workload(dir.path(), "error_rows.toml", "error", "where = [\"region!=none\"]\n");
+    fails_with(seeded(1).arg("run").arg(&filtered).arg(&csv), &[want]);
+    // With the empty incomes filled in, the `12k` row is the first refused one.
+    let text = text.replace(",,", ",0,");
+    fs::write(&csv, &text).unwrap();
+    let want = "row 41234 (line 41235), column 'income': '12k' is not a finite number";
+    for threads in ["1", "2", "7"] {
+        fails_with(seeded(1).arg("run").arg(&empty_first).args(["--threads", threads]).arg(&csv), &[want]);
+    }
+    fails_with(seeded(1).arg("run").arg(&empty_first).write_stdin(text.clone()), &[want]);
+    fails_with(seeded(1).arg("run").arg(&filtered).arg(&csv), &[want]);
+}

@@ -33,6 +33,7 @@
 //! ```
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::Result;
 
@@ -41,15 +42,21 @@ use crate::cmd::release::{
     Meter, Outcome,
 };
 use crate::cmd::workload::Workload;
+use crate::data::cell::{parse_number, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
 use crate::data::route::Routed;
-use crate::data::row::{BadCell, Fold, Row};
+use crate::data::row::{text_cell, BadCell, Fold, Row};
 use crate::data::scan;
 use crate::error::{bad_input, Error};
+use crate::numeric::grid::GridBounds;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::rng;
+use crate::query::bounds::Clamped;
+use crate::query::mean::MeanFold;
+use crate::query::sum::SumFold;
+use crate::query::variance::VarianceFold;
 use crate::query::AnyFold;
 use crate::report::release::Guarantee;
 use crate::report::text::{self, Format, Style};
@@ -130,13 +137,14 @@ pub fn release_all(
     warn_if_large(&workload.spend(), workload.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
-    let mut fold = WorkloadFold(Vec::with_capacity(workload.queries.len()));
+    let mut folds = Vec::with_capacity(workload.queries.len());
     for query in &workload.queries {
         let at = |e: anyhow::Error| bad_input(format!("{}: {e:#}", query.origin));
         let inner = empty_fold(&query.job.statistic, &input).map_err(at)?;
         let (filters, by) = routing(&query.job.filters, query.job.group.as_ref(), &input).map_err(at)?;
-        fold.0.push(Routed::new(inner, filters, by));
+        folds.push(Routed::new(inner, filters, by));
     }
+    let fold = WorkloadFold::new(folds);
     let charge = ledger::Charge {
         query: batch.ledger_query.to_string(),
         column: Some(batch.ledger_column.clone()),
@@ -161,7 +169,7 @@ fn measure_all(
 ) -> Result<(Vec<table::Query>, Guarantee)> {
     scan::scan(input, &mut fold)?;
     let mut queries = Vec::with_capacity(workload.queries.len());
-    for (query, routed) in workload.queries.iter().zip(fold.0) {
+    for (query, routed) in workload.queries.iter().zip(fold.into_folds()) {
         let job = &query.job;
         let cx = context(job, input, &job.mechanism);
         let Outcome::Published(release) =
@@ -179,27 +187,342 @@ fn measure_all(
 }
 
 /// Every query's fold, fed the same rows in one pass.
+///
+/// A sum, a mean with given bounds or a variance with neither `--where` nor `--by` is fed by
+/// column instead of by row: each row's cell of its column is parsed once for every such
+/// query (not once per query) into a batch of [`BATCH`] rows; a full batch is turned into grid
+/// units once for every such query on the same grid and bounds (a mean and a sum of one column
+/// share them), and each fold adds the units in a loop of its own (`add_grid_units`, which is
+/// its `row` with that conversion done before). Every other query gets the row.
+///
+/// A row's cells are still checked in query order, each under its query's `--invalid`
+/// policy, as the row arrives: a row's first refused cell is the same one, in the same row,
+/// either way. The folds' totals are exact integers, so the order in which the batch adds them
+/// changes nothing. Readers of the folds take them with [`WorkloadFold::into_folds`], which
+/// adds what is still batched; `merge` adds both sides' batches first.
 #[derive(Clone, Debug)]
-pub struct WorkloadFold(pub Vec<Routed<AnyFold>>);
+pub struct WorkloadFold {
+    folds: Vec<Routed<AnyFold>>,
+    /// How each fold is fed, in the order of `folds`.
+    lanes: Arc<[Lane]>,
+    /// The columns parsed once per row for the folds fed by column.
+    columns: Arc<[usize]>,
+    /// The conversions done once per batch: a value of `columns[i]` onto these bounds.
+    grids: Arc<[(usize, GridBounds)]>,
+    /// Whether some fold is fed rows.
+    any_rows: bool,
+    /// The batch: `values[c * BATCH + i]` is column `columns[c]` in the batch's row i, NaN
+    /// for a cell that is not a finite number (a number never parses to NaN).
+    values: Vec<f64>,
+    /// Rows in the batch.
+    filled: usize,
+    /// One grid's units of a batch's column, [`NOT_A_NUMBER`] where the cell was not one.
+    units: Vec<i128>,
+}
+
+/// How a fold of a [`WorkloadFold`] is fed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lane {
+    /// The row itself.
+    Row,
+    /// The units of `grids[grid]`, a value of `columns[column]`.
+    Units { column: usize, grid: usize },
+}
+
+/// At most this many shared columns and conversions; further queries are fed their rows.
+const SHARED: usize = 8;
+
+/// Rows in a batch: large enough that a fold's loop runs long, small enough that the batch
+/// stays in the first-level cache (8 columns of 256 values: 16 KiB).
+pub const BATCH: usize = 256;
+
+/// The units of a cell that was not a finite number (units lie within ±2^63).
+const NOT_A_NUMBER: i128 = i128::MIN;
+
+impl WorkloadFold {
+    pub fn new(mut folds: Vec<Routed<AnyFold>>) -> WorkloadFold {
+        let (mut columns, mut grids, mut lanes) = (Vec::new(), Vec::new(), Vec::new());
+        for routed in &mut folds {
+            let wanted = routed.plain().and_then(|fold| shared(fold, |f| (f.cell().index, f.bounds())));
+            let lane = wanted.and_then(|(column, bounds)| {
+                let column = slot(&mut columns, column)?;
+                let grid = slot(&mut grids, (column, bounds))?;
+                Some(Lane::Units { column, grid })
+            });
+            lanes.push(lane.unwrap_or(Lane::Row));
+        }
+        WorkloadFold {
+            folds,
+            any_rows: lanes.contains(&Lane::Row),
+            lanes: lanes.into(),
+            values: vec![0.0; columns.len() * BATCH],
+            columns: columns.into(),
+            grids: grids.into(),
+            filled: 0,
+            units: Vec::new(),
+        }
+    }
+
+    /// The folds, with every row they were fed.
+    pub fn into_folds(mut self) -> Vec<Routed<AnyFold>> {
+        self.flush();
+        self.folds
+    }
+
+    /// Adds the batch to the folds fed by column, and empties it.
+    fn flush(&mut self) {
+        let rows = std::mem::take(&mut self.filled);
+        if rows == 0 {
+            return;
+        }
+        for (g, (column, bounds)) in self.grids.iter().enumerate() {
+            let values = &self.values[column * BATCH..column * BATCH + rows];
+            let here = Lane::Units { column: *column, grid: g };
+            let fed = self.lanes.iter().filter(|lane| **lane == here).count();
+            if fed > 1 {
+                self.units.resize(rows, 0);
+                for (units, &x) in self.units.iter_mut().zip(values) {
+                    *units = if x.is_nan() { NOT_A_NUMBER } else { bounds.units(x) };
+                }
+            }
+            for (routed, lane) in self.folds.iter_mut().zip(self.lanes.iter()) {
+                if *lane != here {
+                    continue;
+                }
+                let Some(fold) = routed.plain() else { continue };
+                if fed > 1 {
+                    shared(fold, |f| add_all(f, &self.units));
+                } else {
+                    // One fold on this grid: convert and add in one loop, nothing stored.
+                    shared(fold, |f| f.add_all_values(values, bounds));
+                }
+            }
+        }
+    }
+}
+
+/// Adds a batch's units to `fold`; a cell that was not a number is skipped or imputed by the
+/// fold's policy (a refused one stopped the scan at its row).
+#[inline(always)]
+fn add_all(fold: &mut dyn ByUnits, units: &[i128]) {
+    match fold.cell().invalid {
+        InvalidPolicy::Impute(v) => {
+            for &u in units {
+                if u == NOT_A_NUMBER {
+                    fold.add(v.get());
+                } else {
+                    fold.add_grid_units(u);
+                }
+            }
+        }
+        InvalidPolicy::Skip | InvalidPolicy::Error => fold.add_all_grid_units(units, NOT_A_NUMBER),
+    }
+}
+
+/// The position of `item` in `items`, added if new and there is room.
+fn slot<T: PartialEq>(items: &mut Vec<T>, item: T) -> Option<usize> {
+    match items.iter().position(|i| *i == item) {
+        Some(i) => Some(i),
+        None if items.len() < SHARED => {
+            items.push(item);
+            Some(items.len() - 1)
+        }
+        None => None,
+    }
+}
+
+/// A fold that can be fed a value's grid units instead of the row.
+trait ByUnits {
+    fn cell(&self) -> NumberCell;
+    /// The bounds `add_grid_units` takes units of.
+    fn bounds(&self) -> GridBounds;
+    fn add(&mut self, x: f64);
+    fn add_grid_units(&mut self, units: i128);
+    /// `add_grid_units` of each of `units` but those equal to `skip`.
+    fn add_all_grid_units(&mut self, units: &[i128], skip: i128);
+    /// Each of `values` as `row` would take it, NaN being a cell that is not a finite number
+    /// (never a refused one: that stopped the scan).
+    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds);
+}
+
+impl ByUnits for MeanFold {
+    fn cell(&self) -> NumberCell {
+        self.cell
+    }
+    fn bounds(&self) -> GridBounds {
+        *self.spec.bounds()
+    }
+    #[inline]
+    fn add(&mut self, x: f64) {
+        MeanFold::add(self, x)
+    }
+    #[inline]
+    fn add_grid_units(&mut self, units: i128) {
+        MeanFold::add_grid_units(self, units)
+    }
+    fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
+        for &u in units {
+            if u != skip {
+                MeanFold::add_grid_units(self, u);
+            }
+        }
+    }
+    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds) {
+        match self.cell.invalid {
+            InvalidPolicy::Impute(v) => {
+                for &x in values {
+                    let x = if x.is_nan() { v.get() } else { x };
+                    MeanFold::add_grid_units(self, bounds.units(x));
+                }
+            }
+            InvalidPolicy::Skip | InvalidPolicy::Error => {
+                for &x in values {
+                    if !x.is_nan() {
+                        MeanFold::add_grid_units(self, bounds.units(x));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ByUnits for VarianceFold {
+    fn cell(&self) -> NumberCell {
+        self.cell
+    }
+    fn bounds(&self) -> GridBounds {
+        self.spec.bounds
+    }
+    #[inline]
+    fn add(&mut self, x: f64) {
+        VarianceFold::add(self, x)
+    }
+    #[inline]
+    fn add_grid_units(&mut self, units: i128) {
+        VarianceFold::add_grid_units(self, units)
+    }
+    fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
+        for &u in units {
+            if u != skip {
+                VarianceFold::add_grid_units(self, u);
+            }
+        }
+    }
+    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds) {
+        match self.cell.invalid {
+            InvalidPolicy::Impute(v) => {
+                for &x in values {
+                    let x = if x.is_nan() { v.get() } else { x };
+                    VarianceFold::add_grid_units(self, bounds.units(x));
+                }
+            }
+            InvalidPolicy::Skip | InvalidPolicy::Error => {
+                for &x in values {
+                    if !x.is_nan() {
+                        VarianceFold::add_grid_units(self, bounds.units(x));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ByUnits for SumFold {
+    fn cell(&self) -> NumberCell {
+        self.cell
+    }
+    fn bounds(&self) -> GridBounds {
+        self.spec.bounds
+    }
+    #[inline]
+    fn add(&mut self, x: f64) {
+        SumFold::add(self, x)
+    }
+    #[inline]
+    fn add_grid_units(&mut self, units: i128) {
+        SumFold::add_grid_units(self, units)
+    }
+    fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
+        for &u in units {
+            if u != skip {
+                SumFold::add_grid_units(self, u);
+            }
+        }
+    }
+    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds) {
+        match self.cell.invalid {
+            InvalidPolicy::Impute(v) => {
+                for &x in values {
+                    let x = if x.is_nan() { v.get() } else { x };
+                    SumFold::add_grid_units(self, bounds.units(x));
+                }
+            }
+            InvalidPolicy::Skip | InvalidPolicy::Error => {
+                for &x in values {
+                    if !x.is_nan() {
+                        SumFold::add_grid_units(self, bounds.units(x));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `with` applied to the fold inside, if it can be fed units.
+#[inline(always)]
+fn shared<T>(fold: &mut AnyFold, with: impl FnOnce(&mut dyn ByUnits) -> T) -> Option<T> {
+    match fold {
+        AnyFold::Mean(Clamped::Given(f)) => Some(with(f)),
+        AnyFold::Variance(f) => Some(with(f)),
+        AnyFold::Sum(Clamped::Given(f)) => Some(with(f)),
+        _ => None,
+    }
+}
 
 impl Fold for WorkloadFold {
     #[inline]
     fn row(&mut self, record: &Row) -> Result<(), BadCell> {
-        for fold in &mut self.0 {
-            fold.row(record)?;
+        let i = self.filled;
+        let mut numbers = true;
+        for (c, &column) in self.columns.iter().enumerate() {
+            let x = parse_number(text_cell(record, column));
+            numbers &= x.is_some();
+            self.values[c * BATCH + i] = x.unwrap_or(f64::NAN);
+        }
+        if !numbers || self.any_rows {
+            for (routed, lane) in self.folds.iter_mut().zip(self.lanes.iter()) {
+                match *lane {
+                    Lane::Row => routed.row(record)?,
+                    Lane::Units { column, .. } => {
+                        if self.values[column * BATCH + i].is_nan() {
+                            if let Some(fold) = routed.plain() {
+                                // Only a refusal matters now: the rest waits for the batch.
+                                shared(fold, |f| f.cell().resolve(None, record).map(drop)).transpose()?;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.filled += 1;
+        if self.filled == BATCH {
+            self.flush();
         }
         Ok(())
     }
-    fn merge(&mut self, other: Self) {
-        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+    fn merge(&mut self, mut other: Self) {
+        self.flush();
+        other.flush();
+        for (mine, theirs) in self.folds.iter_mut().zip(other.folds) {
             mine.merge(theirs);
         }
     }
     fn widest_column(&self) -> Option<usize> {
-        self.0.iter().filter_map(Fold::widest_column).max()
+        self.folds.iter().filter_map(Fold::widest_column).max()
     }
     fn heap_bytes(&self) -> usize {
-        self.0.iter().map(Fold::heap_bytes).sum()
+        let batch = self.values.len() * std::mem::size_of::<f64>() + BATCH * std::mem::size_of::<i128>();
+        batch + self.folds.iter().map(Fold::heap_bytes).sum::<usize>()
     }
 }
 
@@ -221,7 +544,7 @@ mod tests {
         let one = crate::privacy::noise::Mechanism::Laplace("1".parse().unwrap());
         let spec = VarianceSpec::new(bounds, Neighbours::AddRemove, &one).unwrap();
         let cell = NumberCell { index: 1, invalid: InvalidPolicy::Skip };
-        let empty = WorkloadFold(vec![
+        let empty = WorkloadFold::new(vec![
             Routed::new(
                 AnyFold::Count(CountFold::default()),
                 vec![(0, Test::Equals(b"a".to_vec().into()))],
@@ -246,8 +569,10 @@ mod tests {
         }
         left.merge(right);
         let summary = |w: &WorkloadFold| -> Vec<String> {
-            w.0.iter()
-                .flat_map(|r| &r.groups)
+            w.clone()
+                .into_folds()
+                .into_iter()
+                .flat_map(|r| r.groups)
                 .map(|f| match f {
                     AnyFold::Count(c) => c.rows.to_string(),
                     AnyFold::Variance(v) => format!("{:?}", v.aggregate()),
@@ -258,5 +583,141 @@ mod tests {
         assert_eq!(summary(&left), summary(&whole));
         assert_eq!(summary(&whole)[0], "14");
         assert_eq!(whole.widest_column(), Some(1));
+    }
+
+    /// One query of the equivalence test: kind (0 mean, 1 variance, 2 sum), column, bounds,
+    /// `--invalid` policy, whether it has a `--where` (so it is fed rows), and the unit.
+    type Query = (u8, usize, bool, u8, bool, bool);
+
+    fn fold_of(&(kind, column, wide, policy, filtered, replace): &Query) -> Routed<AnyFold> {
+        use crate::data::filter::Test;
+        use crate::numeric::bounds::{Bounds, Finite};
+        use crate::query::mean::MeanSpec;
+        use crate::query::sum::SumSpec;
+        use crate::query::variance::VarianceSpec;
+        let (lower, upper) = if wide { (-50.0, 50.0) } else { (0.0, 100.0) };
+        let bounds = Bounds::new(Finite::from_f64(lower).unwrap(), Finite::from_f64(upper).unwrap()).unwrap();
+        let unit = if replace { Neighbours::Replace } else { Neighbours::AddRemove };
+        let eps = crate::privacy::noise::Mechanism::Laplace("0.7".parse().unwrap());
+        let invalid = match policy {
+            0 => InvalidPolicy::Skip,
+            1 => InvalidPolicy::Impute(Finite::from_f64(3.25).unwrap()),
+            _ => InvalidPolicy::Error,
+        };
+        let cell = NumberCell { index: column, invalid };
+        let inner = match kind {
+            0 => {
+                AnyFold::Mean(Clamped::Given(MeanFold::new(MeanSpec::new(bounds, unit, &eps).unwrap(), cell)))
+            }
+            1 => AnyFold::Variance(VarianceFold::new(VarianceSpec::new(bounds, unit, &eps).unwrap(), cell)),
+            _ => AnyFold::Sum(Clamped::Given(SumFold::new(SumSpec::new(bounds, unit, &eps).unwrap(), cell))),
+        };
+        let filters = if filtered { vec![(2, Test::Equals(b"a".to_vec().into()))] } else { vec![] };
+        Routed::new(inner, filters, None)
+    }
+
+    fn aggregates(folds: Vec<Routed<AnyFold>>) -> Vec<String> {
+        folds
+            .into_iter()
+            .flat_map(|r| r.groups)
+            .map(|f| match f {
+                AnyFold::Mean(Clamped::Given(m)) => format!("{:?}", m.aggregate()),
+                AnyFold::Variance(v) => format!("{:?}", v.aggregate()),
+                AnyFold::Sum(Clamped::Given(s)) => format!("{:?}", s.aggregate()),
+                _ => unreachable!("only these are built"),
+            })
+            .collect()
+    }
+
+    /// The first refusal: row number, column, message.
+    type Refusal = (usize, usize, String);
+
+    /// Feeds the rows one by one to each fold through `Fold::row`, in query order: the path
+    /// every query took before the batches.
+    fn by_rows(queries: &[Query], rows: &[ByteRecord]) -> Result<Vec<String>, Refusal> {
+        let mut folds: Vec<_> = queries.iter().map(fold_of).collect();
+        for (i, r) in rows.iter().enumerate() {
+            for fold in &mut folds {
+                fold.row(&Row::record(r)).map_err(|e| (i, e.column, e.why))?;
+            }
+        }
+        Ok(aggregates(folds))
+    }
+
+    /// The same rows through a [`WorkloadFold`], cut in two at `cut` and merged.
+    fn by_batches(queries: &[Query], rows: &[ByteRecord], cut: usize) -> Result<Vec<String>, Refusal> {
+        let empty = WorkloadFold::new(queries.iter().map(fold_of).collect());
+        let (mut left, mut right) = (empty.clone(), empty);
+        for (i, r) in rows.iter().enumerate() {
+            let side = if i < cut { &mut left } else { &mut right };
+            side.row(&Row::record(r)).map_err(|e| (i, e.column, e.why))?;
+        }
+        left.merge(right);
+        Ok(aggregates(left.into_folds()))
+    }
+
+    fn cell() -> impl Strategy<Value = String> {
+        prop_oneof![
+            12 => "-?[0-9]{1,3}(\\.[0-9]{1,3})?",
+            2 => "[0-9]{4,7}",
+            1 => Just(String::new()),
+            1 => Just("x".to_string()),
+            1 => Just("NaN".to_string()),
+            1 => Just("1e400".to_string()),
+            1 => Just(" 7.5 ".to_string()),
+        ]
+    }
+
+    fn query() -> impl Strategy<Value = Query> {
+        (0u8..3, 0usize..2, any::<bool>(), 0u8..3, prop::bool::weighted(0.25), prop::bool::weighted(0.2))
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The batches give every fold the same integers as feeding it row by row, and stop at
+        /// the same first refused cell (row, then query order within the row) with the same
+        /// message: for any mix of kinds, columns, bounds (shared or not), policies and
+        /// filtered queries, any number of rows across batch ends, and any cut into two parts.
+        #[test]
+        fn batches_equal_rows(
+            queries in proptest::collection::vec(query(), 1..7),
+            rows in proptest::collection::vec(
+                (cell(), cell(), prop_oneof![Just("a"), Just("b")]), 0..700),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let rows: Vec<ByteRecord> =
+                rows.iter().map(|(x, y, k)| ByteRecord::from(vec![x.as_str(), y.as_str(), k])).collect();
+            let cut = cut.index(rows.len() + 1);
+            prop_assert_eq!(by_batches(&queries, &rows, cut), by_rows(&queries, &rows));
+        }
+    }
+
+    #[test]
+    fn the_first_refused_row_is_named_and_within_it_the_first_query() {
+        let rows: Vec<ByteRecord> = [["1", "2", "a"], ["3", "x", "a"], ["", "6", "b"]]
+            .iter()
+            .map(|r| ByteRecord::from(r.to_vec()))
+            .collect();
+        // Row 1 is refused by the second query (column 1) although the first query (impute)
+        // reads a cell that is fine there, and the third refuses row 2 (column 0): row 1 wins.
+        let queries =
+            [(0, 0, false, 1, false, false), (1, 1, false, 2, false, false), (2, 0, true, 2, false, false)];
+        let got = by_batches(&queries, &rows, 2);
+        assert_eq!(got, by_rows(&queries, &rows));
+        let (row, column, why) = got.unwrap_err();
+        assert_eq!((row, column), (1, 1));
+        assert!(why.starts_with("'x' is not a finite number"), "{why}");
+        // Two refusals in one row: the earlier query names its column.
+        let rows: Vec<ByteRecord> = [["", "x", "a"]].iter().map(|r| ByteRecord::from(r.to_vec())).collect();
+        for (queries, column) in [
+            ([(1, 1, false, 2, false, false), (0, 0, false, 2, false, false)], 1),
+            ([(0, 0, false, 2, false, false), (1, 1, false, 2, false, false)], 0),
+        ] {
+            let got = by_batches(&queries, &rows, 0);
+            assert_eq!(got, by_rows(&queries, &rows));
+            assert_eq!(got.unwrap_err().1, column);
+        }
     }
 }

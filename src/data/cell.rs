@@ -54,8 +54,22 @@ impl NumberCell {
                     x
                 }
             },
-            None => parse_number(text_cell(row, self.index)),
+            None => self.parse(row),
         };
+        self.resolve(parsed, row)
+    }
+
+    /// The cell's finite number in `row`, or None, before the `--invalid` policy: what
+    /// [`NumberCell::read`] parses (without the row's memo).
+    #[inline(always)]
+    pub fn parse(&self, row: &Row) -> Option<f64> {
+        parse_number(text_cell(row, self.index))
+    }
+
+    /// What [`NumberCell::read`] returns for a cell of `row` that parsed to `parsed`: the
+    /// number, or the `--invalid` policy applied.
+    #[inline(always)]
+    pub fn resolve(&self, parsed: Option<f64>, row: &Row) -> Result<Option<f64>, BadCell> {
         match parsed {
             Some(x) => Ok(Some(x)),
             None => match self.invalid {

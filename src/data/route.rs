@@ -34,6 +34,15 @@ impl<F: Fold> Routed<F> {
         Routed { filters: filters.into(), by, groups: vec![fold; n] }
     }
 
+    /// The fold that sees every row, when there are neither filters nor groups: a scan may
+    /// then feed it values it has read itself instead of the rows.
+    pub fn plain(&mut self) -> Option<&mut F> {
+        match (self.filters.is_empty(), &self.by, self.groups.as_mut_slice()) {
+            (true, None, [only]) => Some(only),
+            _ => None,
+        }
+    }
+
     /// The group index of a row.
     #[inline]
     fn group(&self, record: &Row) -> usize {

@@ -225,13 +225,26 @@ impl SumFold {
     pub fn aggregate(&self) -> Aggregate<i128> {
         self.spec.aggregate(self.total)
     }
+
+    /// Folds one value, as [`Fold::row`] does with a row's number.
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        self.total += self.spec.units(x);
+    }
+
+    /// Folds one value given as its units on the spec's bounds (`spec.bounds.units(x)`, which
+    /// is [`SumSpec::units`]).
+    #[inline]
+    pub fn add_grid_units(&mut self, units: i128) {
+        self.total += units;
+    }
 }
 
 impl Fold for SumFold {
     #[inline]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(row)? {
-            self.total += self.spec.units(x);
+            self.add(x);
         }
         Ok(())
     }

@@ -322,9 +322,16 @@ impl MeanSpec {
     /// One row's contribution in grid units (shifted by the midpoint under add-remove).
     #[inline]
     pub fn units(&self, x: f64) -> i128 {
+        self.from_grid_units(self.bounds().units(x))
+    }
+
+    /// [`MeanSpec::units`] from the value's units on [`MeanSpec::bounds`] (`bounds().units(x)`),
+    /// so that a scan can convert a value once for every query with the same grid and bounds.
+    #[inline]
+    pub fn from_grid_units(&self, units: i128) -> i128 {
         match self {
-            MeanSpec::Replace(sum) => sum.units(x),
-            MeanSpec::AddRemove { bounds, midpoint } => bounds.units(x) - midpoint,
+            MeanSpec::Replace(_) => units,
+            MeanSpec::AddRemove { midpoint, .. } => units - midpoint,
         }
     }
 
@@ -377,14 +384,26 @@ impl MeanFold {
     pub fn aggregate(&self) -> MeanAggregate {
         self.spec.aggregate(self.total, self.rows)
     }
+
+    /// Folds one value, as [`Fold::row`] does with a row's number.
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        self.add_grid_units(self.spec.bounds().units(x));
+    }
+
+    /// Folds one value given as its units on the spec's bounds (`spec.bounds().units(x)`).
+    #[inline]
+    pub fn add_grid_units(&mut self, units: i128) {
+        self.total += self.spec.from_grid_units(units);
+        self.rows += 1;
+    }
 }
 
 impl Fold for MeanFold {
     #[inline]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(row)? {
-            self.total += self.spec.units(x);
-            self.rows += 1;
+            self.add(x);
         }
         Ok(())
     }

@@ -473,7 +473,12 @@ struct VarianceTotals {
 impl VarianceTotals {
     #[inline]
     fn add(&mut self, spec: &VarianceSpec, x: f64) {
-        let y = spec.shifted(x);
+        self.add_shifted(spec, spec.shifted(x));
+    }
+
+    /// One shifted value y = units − midpoint.
+    #[inline]
+    fn add_shifted(&mut self, spec: &VarianceSpec, y: i128) {
         self.sum += y;
         self.squares += spec.square(y);
         self.rows += 1;
@@ -495,13 +500,25 @@ impl VarianceFold {
     pub fn aggregate(&self) -> VarianceAggregate {
         self.spec.aggregate(self.totals.sum, self.totals.squares, self.totals.rows)
     }
+
+    /// Folds one value, as [`Fold::row`] does with a row's number.
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        self.totals.add(&self.spec, x);
+    }
+
+    /// Folds one value given as its units on the spec's bounds (`spec.bounds.units(x)`).
+    #[inline]
+    pub fn add_grid_units(&mut self, units: i128) {
+        self.totals.add_shifted(&self.spec, units - self.spec.midpoint);
+    }
 }
 
 impl Fold for VarianceFold {
     #[inline]
     fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(record)? {
-            self.totals.add(&self.spec, x);
+            self.add(x);
         }
         Ok(())
     }
