@@ -12,7 +12,9 @@
 use crate::data::row::{BadCell, Memo, Row, Span};
 #[cfg(doc)]
 use crate::data::structure::Structure;
-use crate::data::structure::{line_ends, masks, structure, unescape, unquoted, Mode, Unquoted, WINDOW};
+use crate::data::structure::{
+    line_ends, masks, structure, unescape, unquoted, Masks, Mode, Unquoted, WINDOW,
+};
 
 /// What the scan must know about the records.
 #[derive(Clone, Debug)]
@@ -93,23 +95,37 @@ where
         // SAFETY: the CPU has the features `parse_modern` is compiled for (checked above).
         return unsafe { parse_modern(part, shape, scratch, each) };
     }
-    parse_with(part, shape, scratch, each)
+    parse_with::<C, false>(part, shape, scratch, each)
 }
 
 /// [`parse_with`] compiled for CPUs from about 2013 on: one instruction for each bit count,
-/// lowest-bit search and reset (the x86-64 baseline has none of them), VEX-encoded compares.
+/// lowest-bit search and reset (the x86-64 baseline has none of them), 32-byte compares
+/// ([`wide_masks`](crate::data::structure::wide_masks)).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,bmi1,avx2")]
 unsafe fn parse_modern<C>(part: Part, shape: &Shape, scratch: &mut Scratch, each: C) -> Parsed
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
-    parse_with(part, shape, scratch, each)
+    parse_with::<C, true>(part, shape, scratch, each)
+}
+
+/// The masks of a window: with `WIDE` (set only by `parse_modern`, which runs only where
+/// AVX2 is), 32 bytes at a time.
+#[inline(always)]
+fn window_masks<const WIDE: bool>(window: &[u8; WINDOW], delimiter: u8) -> Masks {
+    #[cfg(target_arch = "x86_64")]
+    if WIDE {
+        // SAFETY: `WIDE` is set only inside `parse_modern`, which `parse` calls only after
+        // checking that the CPU has AVX2.
+        return unsafe { crate::data::structure::wide_masks(window, delimiter) };
+    }
+    masks(window, delimiter)
 }
 
 /// The one loop behind [`parse`].
 #[inline(always)]
-fn parse_with<C>(part: Part, shape: &Shape, scratch: &mut Scratch, mut each: C) -> Parsed
+fn parse_with<C, const WIDE: bool>(part: Part, shape: &Shape, scratch: &mut Scratch, mut each: C) -> Parsed
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
@@ -145,7 +161,7 @@ where
                 &padded
             }
         };
-        let mut m = masks(window, delimiter);
+        let mut m = window_masks::<WIDE>(window, delimiter);
         if n < WINDOW {
             let valid = (1u64 << n) - 1;
             m.quote &= valid;
