@@ -184,19 +184,30 @@ where
             lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
             prev_cr = (m.cr >> (n - 1)) & 1 == 1;
         }
-        let mut structural = s.separators | s.line_ends;
+        let mut separators_left = s.separators;
+        let mut line_ends_left = s.line_ends;
         let mut quotes = m.quote;
-        while structural != 0 {
-            let bit = structural.trailing_zeros() as usize;
-            structural &= structural - 1;
-            let at = base + bit;
-            if (s.line_ends >> bit) & 1 == 0 {
-                if let Some(end) = ends.get_mut(separators) {
-                    *end = at;
-                }
+        loop {
+            // The separators before the next line end (all that are left when there is none)
+            // belong to the current record: the first ones up to `read` are located, the rest
+            // only counted.
+            let next_end = line_ends_left & line_ends_left.wrapping_neg();
+            let before = next_end.wrapping_sub(1);
+            let mut mine = separators_left & before;
+            separators_left &= !before;
+            while mine != 0 {
+                let Some(end) = ends.get_mut(separators) else { break };
+                *end = base + mine.trailing_zeros() as usize;
+                mine &= mine - 1;
                 separators += 1;
-                continue;
             }
+            separators += mine.count_ones() as usize;
+            if next_end == 0 {
+                break;
+            }
+            line_ends_left ^= next_end;
+            let bit = next_end.trailing_zeros() as usize;
+            let at = base + bit;
             let fields = separators + 1;
             let record = start;
             // (A file without quotes has neither quotes nor dirty bytes: one test per record.)
