@@ -171,10 +171,15 @@ impl GridBounds {
     /// Otherwise computed in 64 bits, as [`Grid::round_to_units`] but saturating at 2^63
     /// instead of 2^127: the bounds are at most 2^62 units, so every value the saturation
     /// changes lies beyond them and clamps to the same bound.
-    #[inline]
+    #[inline(always)]
     pub fn units(&self, x: f64) -> i128 {
         if let Some([scale, lower, upper]) = self.scaled {
-            let y = (x * f64::from_bits(scale)).max(f64::from_bits(lower)).min(f64::from_bits(upper));
+            // (Compares rather than f64::max and min, which would also handle a NaN that
+            // cannot occur here: x is finite and 2^−k positive.)
+            let (lower, upper) = (f64::from_bits(lower), f64::from_bits(upper));
+            let y = x * f64::from_bits(scale);
+            let y = if y < lower { lower } else { y };
+            let y = if y > upper { upper } else { y };
             let t = y as i64;
             let r = y - t as f64;
             return i128::from(t + i64::from(r >= 0.5) - i64::from(r < -0.5));
