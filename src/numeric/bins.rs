@@ -189,8 +189,9 @@ impl Categories {
     }
 
     /// Index of a (trimmed) cell: its category, or `names.len()` for `other`. Names of at most
-    /// 8 bytes are found in their [`Table`]; otherwise a short list is searched in order (faster
-    /// than hashing the cell), a long one hashed. All give the same answer.
+    /// 8 bytes are found in their table (one hash, one compare); otherwise a short list is
+    /// searched in order (faster than hashing the cell), a long one hashed. All give the same
+    /// answer.
     #[inline]
     pub fn index(&self, cell: &[u8]) -> usize {
         if let Some(table) = &self.table {
