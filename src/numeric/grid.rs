@@ -100,9 +100,6 @@ pub struct GridBounds {
     pub grid: Grid,
     pub lower: i128,
     pub upper: i128,
-    /// The bits of the f64s 2^−k (g = 2^k), L and U, when all three are exact: see
-    /// [`GridBounds::units`].
-    scaled: Option<[u64; 3]>,
 }
 
 /// x as its sign, integer mantissa and power of two: |x| = mantissa · 2^exp2, exactly.
@@ -140,50 +137,17 @@ impl GridBounds {
         let (Some(lower), Some(upper)) = (lower.to_i128(), upper.to_i128()) else {
             unreachable!("bounds checked against 2^62 above")
         };
-        Ok(GridBounds::new(grid, lower, upper))
-    }
-
-    /// Bounds already in grid units (at most 2^62 in absolute value).
-    fn new(grid: Grid, lower: i128, upper: i128) -> GridBounds {
-        let exact = |units: i128| (units as f64) as i128 == units;
-        // 2^−k as a normal f64: its exponent field is 1023 − k, within 1..=2046.
-        let field = 1023 - i64::from(grid.exp);
-        let scaled = ((1..=2046).contains(&field) && exact(lower) && exact(upper))
-            .then(|| [(field as u64) << 52, (lower as f64).to_bits(), (upper as f64).to_bits()]);
-        GridBounds { grid, lower, upper, scaled }
+        Ok(GridBounds { grid, lower, upper })
     }
 
     /// The clamped value of x in grid units: round to the grid, then clamp (the two commute
     /// because the bounds are grid multiples).
     ///
-    /// When 2^−k, L and U are exact f64s (the usual case), computed in f64 without rounding
-    /// anywhere, so it is the same integer (shown against the 128-bit form by a test):
-    /// - y = x · 2^−k is x / g exactly, unless it overflows (then |x / g| ≥ 2^1024, beyond
-    ///   both bounds, and ±inf clamps to the same bound) or falls below 2^−1022 (then x / g
-    ///   and y both round to 0: rounding is monotone and 1/2 is an f64).
-    /// - Clamping y to [L, U] before rounding gives what clamping after it gives: rounding is
-    ///   monotone and leaves the integers L and U where they are.
-    /// - t = trunc(y) is exact (|y| ≤ 2^62 < 2^63), and so is t as f64 (below 2^52 every
-    ///   integer is an f64; above it y is an integer and t = y); r = y − t is exact (Sterbenz),
-    ///   in (−1, 1) with the sign of y. Nearest with ties towards +∞ is then t + 1 when
-    ///   r ≥ 1/2, t − 1 when r < −1/2, else t.
-    ///
-    /// Otherwise computed in 64 bits, as [`Grid::round_to_units`] but saturating at 2^63
-    /// instead of 2^127: the bounds are at most 2^62 units, so every value the saturation
-    /// changes lies beyond them and clamps to the same bound.
-    #[inline(always)]
+    /// Computed in 64 bits, as [`Grid::round_to_units`] but saturating at 2^63 instead of 2^127:
+    /// the bounds are at most 2^62 units, so every value the saturation changes lies beyond
+    /// them and clamps to the same bound (shown against the 128-bit form by a test).
+    #[inline]
     pub fn units(&self, x: f64) -> i128 {
-        if let Some([scale, lower, upper]) = self.scaled {
-            // (Compares rather than f64::max and min, which would also handle a NaN that
-            // cannot occur here: x is finite and 2^−k positive.)
-            let (lower, upper) = (f64::from_bits(lower), f64::from_bits(upper));
-            let y = x * f64::from_bits(scale);
-            let y = if y < lower { lower } else { y };
-            let y = if y > upper { upper } else { y };
-            let t = y as i64;
-            let r = y - t as f64;
-            return i128::from(t + i64::from(r >= 0.5) - i64::from(r < -0.5));
-        }
         let (negative, mantissa, exp2) = decompose(x);
         let shift = exp2 - self.grid.exp as i64;
         let magnitude: u64 = if shift >= 0 {
@@ -266,20 +230,10 @@ mod tests {
         assert_eq!(Grid { exp: 0 }.round_to_units(9007199254740993.0), 9007199254740992);
     }
 
-    /// Both routes of `units` are taken: the f64 one for the usual grids and bounds, the
-    /// integer one for a grid whose 2^−k is not a normal f64 or a bound that is not an f64.
-    #[test]
-    fn units_take_the_f64_route_when_everything_is_exact() {
-        assert!(GridBounds::new(Grid { exp: -23 }, 0, 250_000 << 23).scaled.is_some());
-        assert!(GridBounds::new(Grid { exp: 1023 }, -(1 << 62), 1 << 62).scaled.is_none());
-        assert!(GridBounds::new(Grid { exp: -1024 }, 0, 1).scaled.is_none());
-        assert!(GridBounds::new(Grid { exp: 0 }, 0, (1 << 53) + 1).scaled.is_none());
-    }
-
     proptest! {
-        /// The clamped rounding (the f64 route or the 64-bit one) equals the 128-bit rounding
-        /// then the clamp, for any f64 (subnormals, huge values, ±0, ties and their neighbours)
-        /// and any bounds within ±2^62 units.
+        /// The 64-bit clamped rounding equals the 128-bit rounding then the clamp, for any f64
+        /// (subnormals, huge values, ±0, ties and their neighbours) and any bounds within ±2^62
+        /// units, the widest included.
         #[test]
         fn units_equal_rounding_then_clamping(
             bits in any::<u64>(),
@@ -295,14 +249,13 @@ mod tests {
                 (a.min(b), a.max(b)),
                 (small.min(a), small.max(a)),
                 (-small.abs(), small.abs()),
-                // Bounds that are f64s however large (the f64 route), and one that is not.
                 (-wide, wide),
                 (0, 1 << 53),
                 (small.min(0), wide),
                 (-(1 << 53) - 1, small.max(0)),
             ];
             for (lower, upper) in pairs {
-                let bounds = GridBounds::new(grid, lower, upper);
+                let bounds = GridBounds { grid, lower, upper };
                 let halfway = (near.round() + 0.5) * 2f64.powi(exp.clamp(-1000, 1000));
                 let big = f64::from_bits(bits) * 2f64.powi(exp.clamp(-1000, 1000));
                 for x in [
