@@ -130,9 +130,14 @@ fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
         };
         return Some(if negative { -magnitude } else { magnitude });
     }
-    // The last eight characters and the ones before them, each right-aligned behind zeros.
-    let low = without_point(right_aligned(&rest[n.saturating_sub(8)..]), n.min(8))?;
-    let high = if n > 8 { without_point(right_aligned(&rest[..n - 8]), 8)? } else { (ZEROS, 0, false) };
+    // The last eight characters and the ones before them, each right-aligned behind zeros:
+    // both read as whole words (9 to 16 characters hold two overlapping ones), the first
+    // shifted so that only the n − 8 characters before the last eight remain.
+    let word_at = |at: usize| u64::from_le_bytes(*rest[at..].first_chunk::<8>().unwrap_or(&[b'0'; 8]));
+    let pad = 8 * (16 - n) as u32;
+    let high_word = (word_at(0) << pad) | (ZEROS & !(u64::MAX << pad));
+    let low = without_point(word_at(n - 8), 8)?;
+    let high = without_point(high_word, 8)?;
     let (high_value, low_value) = (u64::from(eight_digits(high.0)), u64::from(eight_digits(low.0)));
     // A half without its point holds seven digits.
     let (mantissa, after_point) = match (high.2, low.2) {
@@ -368,6 +373,13 @@ mod tests {
         /// Digits and points around the 16 characters the word-at-a-time path takes.
         #[test]
         fn fast_parser_agrees_with_std_on_digits_and_points(text in "[+-]?[0-9.]{0,18}") {
+            prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
+        }
+
+        /// Digits with at most one point anywhere, many of them 9 to 16 characters long (two
+        /// overlapping words).
+        #[test]
+        fn fast_parser_agrees_with_std_on_two_words(text in "[+-]?[0-9]{0,12}\\.?[0-9]{0,12}") {
             prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
         }
 

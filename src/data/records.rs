@@ -12,7 +12,9 @@
 use crate::data::row::{BadCell, Memo, Row, Span};
 #[cfg(doc)]
 use crate::data::structure::Structure;
-use crate::data::structure::{line_ends, masks, structure, unescape, unquoted, Mode, Unquoted, WINDOW};
+use crate::data::structure::{
+    line_ends, masks, structure, unescape, unquoted, Masks, Mode, Unquoted, WINDOW,
+};
 
 /// What the scan must know about the records.
 #[derive(Clone, Debug)]
@@ -93,23 +95,37 @@ where
         // SAFETY: the CPU has the features `parse_modern` is compiled for (checked above).
         return unsafe { parse_modern(part, shape, scratch, each) };
     }
-    parse_with(part, shape, scratch, each)
+    parse_with::<C, false>(part, shape, scratch, each)
 }
 
 /// [`parse_with`] compiled for CPUs from about 2013 on: one instruction for each bit count,
-/// lowest-bit search and reset (the x86-64 baseline has none of them), VEX-encoded compares.
+/// lowest-bit search and reset (the x86-64 baseline has none of them), 32-byte compares
+/// ([`wide_masks`](crate::data::structure::wide_masks)).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,bmi1,avx2")]
 unsafe fn parse_modern<C>(part: Part, shape: &Shape, scratch: &mut Scratch, each: C) -> Parsed
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
-    parse_with(part, shape, scratch, each)
+    parse_with::<C, true>(part, shape, scratch, each)
+}
+
+/// The masks of a window: with `WIDE` (set only by `parse_modern`, which runs only where
+/// AVX2 is), 32 bytes at a time.
+#[inline(always)]
+fn window_masks<const WIDE: bool>(window: &[u8; WINDOW], delimiter: u8) -> Masks {
+    #[cfg(target_arch = "x86_64")]
+    if WIDE {
+        // SAFETY: `WIDE` is set only inside `parse_modern`, which `parse` calls only after
+        // checking that the CPU has AVX2.
+        return unsafe { crate::data::structure::wide_masks(window, delimiter) };
+    }
+    masks(window, delimiter)
 }
 
 /// The one loop behind [`parse`].
 #[inline(always)]
-fn parse_with<C>(part: Part, shape: &Shape, scratch: &mut Scratch, mut each: C) -> Parsed
+fn parse_with<C, const WIDE: bool>(part: Part, shape: &Shape, scratch: &mut Scratch, mut each: C) -> Parsed
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
@@ -145,7 +161,7 @@ where
                 &padded
             }
         };
-        let mut m = masks(window, delimiter);
+        let mut m = window_masks::<WIDE>(window, delimiter);
         if n < WINDOW {
             let valid = (1u64 << n) - 1;
             m.quote &= valid;
@@ -168,19 +184,30 @@ where
             lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
             prev_cr = (m.cr >> (n - 1)) & 1 == 1;
         }
-        let mut structural = s.separators | s.line_ends;
+        let mut separators_left = s.separators;
+        let mut line_ends_left = s.line_ends;
         let mut quotes = m.quote;
-        while structural != 0 {
-            let bit = structural.trailing_zeros() as usize;
-            structural &= structural - 1;
-            let at = base + bit;
-            if (s.line_ends >> bit) & 1 == 0 {
-                if let Some(end) = ends.get_mut(separators) {
-                    *end = at;
-                }
+        loop {
+            // The separators before the next line end (all that are left when there is none)
+            // belong to the current record: the first ones up to `read` are located, the rest
+            // only counted.
+            let next_end = line_ends_left & line_ends_left.wrapping_neg();
+            let before = next_end.wrapping_sub(1);
+            let mut mine = separators_left & before;
+            separators_left &= !before;
+            while mine != 0 {
+                let Some(end) = ends.get_mut(separators) else { break };
+                *end = base + mine.trailing_zeros() as usize;
+                mine &= mine - 1;
                 separators += 1;
-                continue;
             }
+            separators += mine.count_ones() as usize;
+            if next_end == 0 {
+                break;
+            }
+            line_ends_left ^= next_end;
+            let bit = next_end.trailing_zeros() as usize;
+            let at = base + bit;
             let fields = separators + 1;
             let record = start;
             // (A file without quotes has neither quotes nor dirty bytes: one test per record.)

@@ -85,6 +85,46 @@ pub fn masks(window: &[u8; WINDOW], delimiter: u8) -> Masks {
     }
 }
 
+/// [`masks`] with 32-byte compares: half the compares, moves and mask extractions.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub unsafe fn wide_masks(window: &[u8; WINDOW], delimiter: u8) -> Masks {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8,
+    };
+    let ptr = window.as_ptr().cast::<__m256i>();
+    // SAFETY: the caller guarantees AVX2; the two 32-byte loads stay inside `window`.
+    unsafe {
+        let lanes = [_mm256_loadu_si256(ptr), _mm256_loadu_si256(ptr.add(1))];
+        let equal = |byte: u8| {
+            let byte = _mm256_set1_epi8(byte as i8);
+            lanes.map(|lane| _mm256_cmpeq_epi8(lane, byte))
+        };
+        let bits = |e: [__m256i; 2]| {
+            u64::from(_mm256_movemask_epi8(e[0]) as u32) | u64::from(_mm256_movemask_epi8(e[1]) as u32) << 32
+        };
+        // Quotes and CRs are rare in many files: one test for the whole window first.
+        let rare = |e: [__m256i; 2]| {
+            if _mm256_movemask_epi8(_mm256_or_si256(e[0], e[1])) == 0 {
+                0
+            } else {
+                bits(e)
+            }
+        };
+        Masks {
+            quote: rare(equal(b'"')),
+            delimiter: bits(equal(delimiter)),
+            cr: rare(equal(b'\r')),
+            lf: bits(equal(b'\n')),
+        }
+    }
+}
+
 /// The masks of a 64-byte window.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
@@ -367,6 +407,11 @@ mod tests {
         windows(bytes, |window, len, mode| {
             let m = masks(window, delimiter);
             assert_eq!(m, scalar_masks(window, delimiter));
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2 (checked above).
+                assert_eq!(unsafe { wide_masks(window, delimiter) }, m);
+            }
             structure(&m, mode, len as u32 - 1, window, delimiter)
         })
     }

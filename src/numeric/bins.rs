@@ -65,6 +65,98 @@ pub struct Categories {
     index: HashMap<Vec<u8>, usize>,
     /// Each name's length and, for names of at most 8 bytes, its bytes as one word ([`word`]).
     words: Vec<(usize, u64)>,
+    /// When every name has at most 8 bytes (and there are not too many): a table in which each
+    /// name has a slot of its own, so a cell is found with one hash and one compare.
+    table: Option<Table>,
+}
+
+/// A perfect hash of short names: slot [`Table::slot`] of a name holds that name and its
+/// index, and no two names share a slot. A cell is its name's only candidate: it is that name
+/// exactly when the slot holds its length and word, else it is none of them (any other name
+/// sits in another slot). Built by trying fixed multipliers, so the same list always gives
+/// the same table.
+#[derive(Clone, Debug, PartialEq)]
+struct Table {
+    multiplier: u64,
+    /// 64 − log2 of the number of slots.
+    shift: u32,
+    slots: Box<[Slot]>,
+}
+
+/// A name as its [`word`] and length (an empty slot has a length no cell of at most 8 bytes
+/// has), and its index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Slot {
+    word: u64,
+    len: u64,
+    index: u64,
+}
+
+/// Largest list hashed into a [`Table`], and its largest size in slots (16 bytes each).
+const TABLE_NAMES: usize = 64;
+const TABLE_SLOTS: usize = 4096;
+
+impl Table {
+    /// A table for `names` (each at most 8 bytes, all different), or None if none of the
+    /// multipliers tried spreads them over at most [`TABLE_SLOTS`] slots.
+    fn new(names: &[String]) -> Option<Table> {
+        if names.len() > TABLE_NAMES || names.iter().any(|n| n.len() > 8) {
+            return None;
+        }
+        let keys: Vec<(u64, u64)> = names.iter().map(|n| (word(n.as_bytes()), n.len() as u64)).collect();
+        let mut slots = (2 * names.len()).next_power_of_two().max(16);
+        // Multipliers from a fixed splitmix64 sequence (odd, so no input bit is lost).
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        while slots <= TABLE_SLOTS {
+            let shift = 64 - slots.trailing_zeros();
+            for _ in 0..64 {
+                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                let multiplier = (z ^ (z >> 31)) | 1;
+                let empty = Slot { word: 0, len: u64::MAX, index: names.len() as u64 };
+                let mut table = Table { multiplier, shift, slots: vec![empty; slots].into_boxed_slice() };
+                let mut clash = false;
+                for (index, &(word, len)) in keys.iter().enumerate() {
+                    let slot = &mut table.slots[table.slot(word, len)];
+                    if slot.len != u64::MAX {
+                        clash = true;
+                        break;
+                    }
+                    *slot = Slot { word, len, index: index as u64 };
+                }
+                if !clash {
+                    return Some(table);
+                }
+            }
+            slots *= 2;
+        }
+        None
+    }
+
+    /// The slot of a word and length: the top bits of a multiplicative hash. The length goes
+    /// in the top byte, which a word of fewer than 8 bytes leaves zero, so short names of
+    /// different lengths never hash alike ("a" and "b\0" would under a plain xor).
+    #[inline(always)]
+    fn slot(&self, word: u64, len: u64) -> usize {
+        ((word ^ (len << 56)).wrapping_mul(self.multiplier) >> self.shift) as usize
+    }
+
+    /// The index of the name a cell is, or `other` for none.
+    #[inline(always)]
+    fn find(&self, cell: &[u8], other: usize) -> usize {
+        if cell.len() > 8 {
+            return other;
+        }
+        let (word, len) = (word(cell), cell.len() as u64);
+        let slot = self.slots[self.slot(word, len)];
+        if slot.word == word && slot.len == len {
+            slot.index as usize
+        } else {
+            other
+        }
+    }
 }
 
 /// At most 8 bytes as one word: the bytes, lowest first, then zeros (so two such words are
@@ -96,10 +188,15 @@ impl Categories {
         &self.names
     }
 
-    /// Index of a (trimmed) cell: its category, or `names.len()` for `other`. A short list is
-    /// searched in order (faster than hashing the cell); both give the same answer.
+    /// Index of a (trimmed) cell: its category, or `names.len()` for `other`. Names of at most
+    /// 8 bytes are found in their table (one hash, one compare); otherwise a short list is
+    /// searched in order (faster than hashing the cell), a long one hashed. All give the same
+    /// answer.
     #[inline]
     pub fn index(&self, cell: &[u8]) -> usize {
+        if let Some(table) = &self.table {
+            return table.find(cell, self.names.len());
+        }
         if self.names.len() <= 16 {
             if cell.len() <= 8 {
                 // One word compare per name instead of a call to memcmp, and all of them: which
@@ -148,7 +245,8 @@ impl Categories {
         }
         let words =
             names.iter().map(|n| (n.len(), if n.len() <= 8 { word(n.as_bytes()) } else { 0 })).collect();
-        Ok(Categories { names, index, words })
+        let table = Table::new(&names);
+        Ok(Categories { names, index, words, table })
     }
 }
 
@@ -244,6 +342,48 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    /// The perfect hash finds the same category as comparing bytes, for lists of up to
+    /// [`TABLE_NAMES`] short names (NUL bytes included: "a" and "a\0" share a word) and cells
+    /// of any length around 8.
+    #[test]
+    fn categories_are_found_by_their_slot() {
+        use proptest::prelude::*;
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let names = proptest::collection::hash_set("[ab\\x00]{1,8}", 1..TABLE_NAMES + 1);
+        runner
+            .run(&(names, proptest::collection::vec("[ab\\x00]{0,10}", 1..20)), |(names, cells)| {
+                let names: Vec<String> = names.into_iter().collect();
+                let categories: Categories = names.join(",").parse().unwrap();
+                prop_assert!(categories.table.is_some());
+                let names = categories.names().to_vec();
+                for cell in cells.iter().chain(&names) {
+                    let want =
+                        names.iter().position(|n| n.as_bytes() == cell.as_bytes()).unwrap_or(names.len());
+                    prop_assert_eq!(categories.index(cell.as_bytes()), want, "{:?} in {:?}", cell, names);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn short_names_get_a_table_and_others_do_not() {
+        let table = |list: &str| list.parse::<Categories>().unwrap().table.is_some();
+        assert!(table("north,south,east,west,central,islands"));
+        assert!(table("a,a\0,\0,\0\0,abcdefgh"));
+        assert!(table("a,b\0"));
+        let many: Vec<String> = (0..TABLE_NAMES + 1).map(|i| format!("c{i}")).collect();
+        assert!(table(&many[..TABLE_NAMES].join(",")));
+        assert!(!table(&many.join(",")));
+        assert!(!table("north,abcdefghi"));
+        let c: Categories = "a,a\0,abcdefgh".parse().unwrap();
+        for (cell, want) in
+            [(&b"a"[..], 0), (b"a\0", 1), (b"abcdefgh", 2), (b"abcdefghi", 3), (b"", 3), (b"a\0\0", 3)]
+        {
+            assert_eq!(c.index(cell), want, "{cell:?}");
+        }
     }
 
     #[test]

@@ -232,7 +232,8 @@ mod tests {
 
     proptest! {
         /// The 64-bit clamped rounding equals the 128-bit rounding then the clamp, for any f64
-        /// (subnormals, huge values, ±0, ties) and any bounds within ±2^62 units.
+        /// (subnormals, huge values, ±0, ties and their neighbours) and any bounds within ±2^62
+        /// units, the widest included.
         #[test]
         fn units_equal_rounding_then_clamping(
             bits in any::<u64>(),
@@ -243,10 +244,34 @@ mod tests {
             small in -5000i128..5000,
         ) {
             let grid = Grid { exp };
-            for (lower, upper) in [(a.min(b), a.max(b)), (small.min(a), small.max(a)), (-small.abs(), small.abs())] {
+            let wide = 1i128 << 62;
+            let pairs = [
+                (a.min(b), a.max(b)),
+                (small.min(a), small.max(a)),
+                (-small.abs(), small.abs()),
+                (-wide, wide),
+                (0, 1 << 53),
+                (small.min(0), wide),
+                (-(1 << 53) - 1, small.max(0)),
+            ];
+            for (lower, upper) in pairs {
                 let bounds = GridBounds { grid, lower, upper };
                 let halfway = (near.round() + 0.5) * 2f64.powi(exp.clamp(-1000, 1000));
-                for x in [f64::from_bits(bits), near, near * 2f64.powi(exp.clamp(-1000, 1000)), halfway, -halfway, 0.0, -0.0] {
+                let big = f64::from_bits(bits) * 2f64.powi(exp.clamp(-1000, 1000));
+                for x in [
+                    f64::from_bits(bits),
+                    big,
+                    near,
+                    near * 2f64.powi(exp.clamp(-1000, 1000)),
+                    halfway,
+                    -halfway,
+                    halfway.next_up(),
+                    halfway.next_down(),
+                    -halfway.next_up(),
+                    -halfway.next_down(),
+                    0.0,
+                    -0.0,
+                ] {
                     if x.is_finite() {
                         prop_assert_eq!(bounds.units(x), grid.round_to_units(x).clamp(lower, upper), "{} on 2^{}", x, exp);
                     }
