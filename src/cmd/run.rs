@@ -339,10 +339,34 @@ trait ByUnits {
     fn add(&mut self, x: f64);
     fn add_grid_units(&mut self, units: i128);
     /// `add_grid_units` of each of `units` but those equal to `skip`.
-    fn add_all_grid_units(&mut self, units: &[i128], skip: i128);
+    #[inline(always)]
+    fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
+        for &u in units {
+            if u != skip {
+                self.add_grid_units(u);
+            }
+        }
+    }
     /// Each of `values` as `row` would take it, NaN being a cell that is not a finite number
     /// (never a refused one: that stopped the scan).
-    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds);
+    #[inline(always)]
+    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds) {
+        match self.cell().invalid {
+            InvalidPolicy::Impute(v) => {
+                for &x in values {
+                    let x = if x.is_nan() { v.get() } else { x };
+                    self.add_grid_units(bounds.units(x));
+                }
+            }
+            InvalidPolicy::Skip | InvalidPolicy::Error => {
+                for &x in values {
+                    if !x.is_nan() {
+                        self.add_grid_units(bounds.units(x));
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl ByUnits for MeanFold {
@@ -359,30 +383,6 @@ impl ByUnits for MeanFold {
     #[inline]
     fn add_grid_units(&mut self, units: i128) {
         MeanFold::add_grid_units(self, units)
-    }
-    fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
-        for &u in units {
-            if u != skip {
-                MeanFold::add_grid_units(self, u);
-            }
-        }
-    }
-    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds) {
-        match self.cell.invalid {
-            InvalidPolicy::Impute(v) => {
-                for &x in values {
-                    let x = if x.is_nan() { v.get() } else { x };
-                    MeanFold::add_grid_units(self, bounds.units(x));
-                }
-            }
-            InvalidPolicy::Skip | InvalidPolicy::Error => {
-                for &x in values {
-                    if !x.is_nan() {
-                        MeanFold::add_grid_units(self, bounds.units(x));
-                    }
-                }
-            }
-        }
     }
 }
 
@@ -401,30 +401,6 @@ impl ByUnits for VarianceFold {
     fn add_grid_units(&mut self, units: i128) {
         VarianceFold::add_grid_units(self, units)
     }
-    fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
-        for &u in units {
-            if u != skip {
-                VarianceFold::add_grid_units(self, u);
-            }
-        }
-    }
-    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds) {
-        match self.cell.invalid {
-            InvalidPolicy::Impute(v) => {
-                for &x in values {
-                    let x = if x.is_nan() { v.get() } else { x };
-                    VarianceFold::add_grid_units(self, bounds.units(x));
-                }
-            }
-            InvalidPolicy::Skip | InvalidPolicy::Error => {
-                for &x in values {
-                    if !x.is_nan() {
-                        VarianceFold::add_grid_units(self, bounds.units(x));
-                    }
-                }
-            }
-        }
-    }
 }
 
 impl ByUnits for SumFold {
@@ -441,30 +417,6 @@ impl ByUnits for SumFold {
     #[inline]
     fn add_grid_units(&mut self, units: i128) {
         SumFold::add_grid_units(self, units)
-    }
-    fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
-        for &u in units {
-            if u != skip {
-                SumFold::add_grid_units(self, u);
-            }
-        }
-    }
-    fn add_all_values(&mut self, values: &[f64], bounds: &GridBounds) {
-        match self.cell.invalid {
-            InvalidPolicy::Impute(v) => {
-                for &x in values {
-                    let x = if x.is_nan() { v.get() } else { x };
-                    SumFold::add_grid_units(self, bounds.units(x));
-                }
-            }
-            InvalidPolicy::Skip | InvalidPolicy::Error => {
-                for &x in values {
-                    if !x.is_nan() {
-                        SumFold::add_grid_units(self, bounds.units(x));
-                    }
-                }
-            }
-        }
     }
 }
 
