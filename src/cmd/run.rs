@@ -336,8 +336,13 @@ trait ByUnits {
     fn cell(&self) -> NumberCell;
     /// The bounds `add_grid_units` takes units of.
     fn bounds(&self) -> GridBounds;
-    fn add(&mut self, x: f64);
     fn add_grid_units(&mut self, units: i128);
+    /// One value, as `row` takes a row's number (the fold's own `add` computes the same).
+    #[inline(always)]
+    fn add(&mut self, x: f64) {
+        let units = self.bounds().units(x);
+        self.add_grid_units(units);
+    }
     /// `add_grid_units` of each of `units` but those equal to `skip`.
     #[inline(always)]
     fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
@@ -377,10 +382,6 @@ impl ByUnits for MeanFold {
         *self.spec.bounds()
     }
     #[inline]
-    fn add(&mut self, x: f64) {
-        MeanFold::add(self, x)
-    }
-    #[inline]
     fn add_grid_units(&mut self, units: i128) {
         MeanFold::add_grid_units(self, units)
     }
@@ -394,10 +395,6 @@ impl ByUnits for VarianceFold {
         self.spec.bounds
     }
     #[inline]
-    fn add(&mut self, x: f64) {
-        VarianceFold::add(self, x)
-    }
-    #[inline]
     fn add_grid_units(&mut self, units: i128) {
         VarianceFold::add_grid_units(self, units)
     }
@@ -409,10 +406,6 @@ impl ByUnits for SumFold {
     }
     fn bounds(&self) -> GridBounds {
         self.spec.bounds
-    }
-    #[inline]
-    fn add(&mut self, x: f64) {
-        SumFold::add(self, x)
     }
     #[inline]
     fn add_grid_units(&mut self, units: i128) {
