@@ -8,6 +8,14 @@
 //! csv crate skips it. Only the first `read` fields of a record are located; the others are
 //! counted, so a ragged row is still seen. A field that starts with a quote has its value
 //! taken out: between the quotes when that is all it is, else rewritten ([`unescape`]).
+//!
+//! The masks of a block of [`BLOCK`] windows are found first; then its records are read from
+//! 64-bit views of the masks that start where each record starts, and each view's separators
+//! are written out a fixed number at a time ([`locate`]). So the branches of the record loop
+//! do not depend on how records fall across windows or how many separators a window holds:
+//! the loop ends once per block, and takes another step for a record only when it is longer
+//! than 64 bytes or crosses the block's end. (A loop over each window's line ends and each
+//! record's separators there missed a branch prediction about once per row.)
 
 use crate::data::row::{BadCell, Memo, Row, Span};
 #[cfg(doc)]
@@ -292,7 +300,7 @@ fn view(masks: &[u64; BLOCK + 1], p: usize) -> u64 {
 }
 
 /// Positions [`locate`] writes at a time: as many as the fields most queries read, so that
-/// one step is all a record's part of a window takes.
+/// one step is all a record's view takes.
 const STEP: usize = 4;
 
 /// Writes the positions (`base` + bit index) of the separators in `mine`, lowest first, into
@@ -302,9 +310,9 @@ const STEP: usize = 4;
 /// last separator get a position past the window, and whatever lies at or past the record's
 /// separator count is never read as a field end (`one` writes the record's end at its field
 /// count, and reads only the fields located). So a step has no branch on how many separators
-/// the window holds, which varies from record to record and cost a misprediction each; the
-/// loop takes another step only for a record with more than [`STEP`] separators in one window
-/// when more than [`STEP`] are still wanted.
+/// the view holds, which varies from record to record and cost a misprediction each; the
+/// loop takes another step only for a view with more than [`STEP`] separators when more than
+/// [`STEP`] are still wanted.
 #[inline(always)]
 fn locate(ends: &mut [usize], mut at: usize, read: usize, base: usize, mut mine: u64) {
     loop {
