@@ -519,33 +519,48 @@ mod tests {
         width: usize,
         /// Fields 0..read + a few: the value, and where it lies in the part when it is not
         /// rewritten.
-        cells: Vec<Option<(Vec<u8>, Option<(usize, usize)>)>>,
+        cells: Vec<Cell>,
+    }
+
+    /// A field's value, and where it lies in the part when it is there as it is (not
+    /// rewritten) and not empty; None past the fields located.
+    type Cell = Option<(Vec<u8>, Option<(usize, usize)>)>;
+
+    /// Everything `parse` hands over and returns: the records, rows, lines, the unfinished
+    /// record, and the stop as (problem, row, offset).
+    #[derive(Debug, PartialEq)]
+    struct Outcome {
+        seen: Vec<Seen>,
+        rows: u64,
+        lines: u64,
+        unfinished: Option<usize>,
+        stop: Option<(usize, u64, usize)>,
     }
 
     /// What the reference says `parse` must return and hand over.
-    fn expected(
-        part: Part,
-        shape: &Shape,
-        probe: usize,
-    ) -> (Vec<Seen>, u64, u64, Option<usize>, Option<(usize, u64, usize)>) {
+    fn expected(part: Part, shape: &Shape, probe: usize) -> Outcome {
         let (records, unfinished) = reference(part.bytes, shape.delimiter, part.last);
         let mut seen = vec![];
         for (n, record) in records.iter().enumerate() {
             let (row, width) = (n as u64 + 1, record.fields.len());
-            let stopped = |problem| {
-                let lines = lines(&part.bytes[..record.start], part.after_cr);
-                (row, lines, Some((problem, row, record.start)))
-            };
+            let lines = lines(&part.bytes[..record.start], part.after_cr);
             if shape.width.is_some_and(|w| w != width) {
-                let (rows, lines, stop) = stopped(0);
-                return (seen, rows, lines, None, stop);
+                return Outcome {
+                    seen,
+                    rows: row,
+                    lines,
+                    unfinished: None,
+                    stop: Some((0, row, record.start)),
+                };
             }
             let located = width.min(shape.read);
             let cells = (0..probe)
                 .map(|i| {
                     let field = record.fields.get(i).filter(|_| i < located)?;
                     let raw = &part.bytes[field.start..field.end];
-                    let at = if raw == field.value.as_slice() {
+                    let at = if field.value.is_empty() {
+                        None
+                    } else if raw == field.value.as_slice() {
                         Some((field.start, field.end))
                     } else if raw.len() >= 2 && raw[1..raw.len() - 1] == field.value[..] && raw[0] == b'"' {
                         Some((field.start + 1, field.end - 1))
@@ -558,23 +573,24 @@ mod tests {
             let bad = cells.iter().flatten().any(|(value, _)| value == b"BAD");
             seen.push(Seen { start: record.start, width, cells });
             if bad {
-                let (rows, lines, stop) = stopped(1);
-                return (seen, rows, lines, None, stop);
+                return Outcome {
+                    seen,
+                    rows: row,
+                    lines,
+                    unfinished: None,
+                    stop: Some((1, row, record.start)),
+                };
             }
         }
         let upto = unfinished.unwrap_or(part.bytes.len());
-        (seen, records.len() as u64, lines(&part.bytes[..upto], part.after_cr), unfinished, None)
+        let lines = lines(&part.bytes[..upto], part.after_cr);
+        Outcome { seen, rows: records.len() as u64, lines, unfinished, stop: None }
     }
 
     /// What `parse` returns and hands over, in the terms of [`expected`]; with `windows` the
     /// instantiation for every x86-64 CPU reading blocks of that many windows, else `parse` (the
     /// instantiation the CPU picks, whole blocks).
-    fn parsed(
-        part: Part,
-        shape: &Shape,
-        probe: usize,
-        windows: Option<usize>,
-    ) -> (Vec<Seen>, u64, u64, Option<usize>, Option<(usize, u64, usize)>) {
+    fn parsed(part: Part, shape: &Shape, probe: usize, windows: Option<usize>) -> Outcome {
         let mut seen = vec![];
         let mut scratch = Scratch::default();
         let each = |row: &Row| {
@@ -582,7 +598,8 @@ mod tests {
                 .map(|i| {
                     let value = row.get(i)?;
                     let offset = (value.as_ptr() as usize).wrapping_sub(part.bytes.as_ptr() as usize);
-                    let at = (offset <= part.bytes.len()).then_some((offset, offset + value.len()));
+                    let inside = !value.is_empty() && offset < part.bytes.len();
+                    let at = inside.then_some((offset, offset + value.len()));
                     Some((value.to_vec(), at))
                 })
                 .collect::<Vec<_>>();
@@ -605,7 +622,7 @@ mod tests {
             };
             (problem, stop.row, stop.offset)
         });
-        (seen, got.rows, got.lines, got.unfinished, stop)
+        Outcome { seen, rows: got.rows, lines: got.lines, unfinished: got.unfinished, stop }
     }
 
     /// CSV text with fields of every kind: short and empty ones (so that a window holds many
