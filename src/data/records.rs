@@ -9,9 +9,9 @@
 //! counted, so a ragged row is still seen. A field that starts with a quote has its value
 //! taken out: between the quotes when that is all it is, else rewritten ([`unescape`]).
 //!
-//! The masks of a block of [`BLOCK`] windows are found first; then its records are read from
+//! The masks of a block of 64 windows (`BLOCK`) are found first; then its records are read from
 //! 64-bit views of the masks that start where each record starts, and each view's separators
-//! are written out a fixed number at a time ([`locate`]). So the branches of the record loop
+//! are written out a fixed number at a time (`locate`). So the branches of the record loop
 //! do not depend on how records fall across windows or how many separators a window holds:
 //! the loop ends once per block, and takes another step for a record only when it is longer
 //! than 64 bytes or crosses the block's end. (A loop over each window's line ends and each
