@@ -8,6 +8,14 @@
 //! csv crate skips it. Only the first `read` fields of a record are located; the others are
 //! counted, so a ragged row is still seen. A field that starts with a quote has its value
 //! taken out: between the quotes when that is all it is, else rewritten ([`unescape`]).
+//!
+//! The masks of a block of 64 windows (`BLOCK`) are found first; then its records are read from
+//! 64-bit views of the masks that start where each record starts, and each view's separators
+//! are written out a fixed number at a time (`locate`). So the branches of the record loop
+//! do not depend on how records fall across windows or how many separators a window holds:
+//! the loop ends once per block, and takes another step for a record only when it is longer
+//! than 64 bytes or crosses the block's end. (A loop over each window's line ends and each
+//! record's separators there missed a branch prediction about once per row.)
 
 use crate::data::row::{BadCell, Memo, Row, Span};
 #[cfg(doc)]
@@ -95,7 +103,7 @@ where
         // SAFETY: the CPU has the features `parse_modern` is compiled for (checked above).
         return unsafe { parse_modern(part, shape, scratch, each) };
     }
-    parse_with::<C, false>(part, shape, scratch, each)
+    parse_with::<C, false>(part, shape, scratch, each, BLOCK)
 }
 
 /// [`parse_with`] compiled for CPUs from about 2013 on: one instruction for each bit count,
@@ -107,7 +115,7 @@ unsafe fn parse_modern<C>(part: Part, shape: &Shape, scratch: &mut Scratch, each
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
-    parse_with::<C, true>(part, shape, scratch, each)
+    parse_with::<C, true>(part, shape, scratch, each, BLOCK)
 }
 
 /// The masks of a window: with `WIDE` (set only by `parse_modern`, which runs only where
@@ -123,16 +131,23 @@ fn window_masks<const WIDE: bool>(window: &[u8; WINDOW], delimiter: u8) -> Masks
     masks(window, delimiter)
 }
 
-/// The one loop behind [`parse`].
+/// The one loop behind [`parse`], reading the masks of `windows` windows (at most [`BLOCK`];
+/// fewer only in tests, to cross many blocks' ends) before their records.
 #[inline(always)]
-fn parse_with<C, const WIDE: bool>(part: Part, shape: &Shape, scratch: &mut Scratch, mut each: C) -> Parsed
+fn parse_with<C, const WIDE: bool>(
+    part: Part,
+    shape: &Shape,
+    scratch: &mut Scratch,
+    mut each: C,
+    windows: usize,
+) -> Parsed
 where
     C: FnMut(&Row) -> Result<(), BadCell>,
 {
     let bytes = part.bytes;
     let delimiter = shape.delimiter;
     let read = shape.read;
-    scratch.ends.resize(read, 0);
+    scratch.ends.resize(read + STEP, 0);
     scratch.spans.resize(read, Span::default());
     scratch.memo.resize(read, Memo::new((0, None)));
     let Scratch { ends, spans, rewritten, memo, stamp } = scratch;
@@ -149,90 +164,96 @@ where
     let mut quoted = false;
     // Whether the record so far holds a dirty byte ([`Structure::dirty`]).
     let mut unclean = false;
-    let mut base = 0;
     let mut padded;
-    while base < bytes.len() {
-        let n = (bytes.len() - base).min(WINDOW);
-        let window: &[u8; WINDOW] = match bytes[base..].first_chunk::<WINDOW>() {
-            Some(w) => w,
-            None => {
-                padded = [0u8; WINDOW];
-                padded[..n].copy_from_slice(&bytes[base..]);
-                &padded
+    // The masks of a block of windows (and a window of zeros past it, so that a view of 64
+    // bits may start anywhere in the block).
+    let mut block = [[0u64; BLOCK + 1]; 4];
+    let windows = windows.clamp(1, BLOCK);
+    let mut block_base = 0;
+    while block_base < bytes.len() {
+        let block_len = (bytes.len() - block_base).min(windows * WINDOW);
+        // Stage 1: the structure of each window, in order (the quote state runs through them).
+        let mut any_quote_or_dirty = 0u64;
+        for w in 0..windows {
+            let base = block_base + w * WINDOW;
+            if base >= bytes.len() {
+                for masks in &mut block {
+                    masks[w] = 0;
+                }
+                continue;
             }
-        };
-        let mut m = window_masks::<WIDE>(window, delimiter);
-        if n < WINDOW {
-            let valid = (1u64 << n) - 1;
-            m.quote &= valid;
-            m.delimiter &= valid;
-            m.cr &= valid;
-            m.lf &= valid;
-        }
-        let s = structure(&m, mode, n as u32 - 1, window, delimiter);
-        let mut dirty = s.dirty;
-        // A closing quote on the last byte of the window before: dirty unless a delimiter or
-        // line end follows it.
-        if mode == Mode::Closed && (s.separators | s.line_ends) & 1 == 0 {
-            dirty |= 1;
-        }
-        mode = s.mode;
-        if m.cr == 0 && !prev_cr {
-            lines += u64::from(m.lf.count_ones());
-        } else {
-            let crlf = m.lf & ((m.cr << 1) | u64::from(prev_cr));
-            lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
-            prev_cr = (m.cr >> (n - 1)) & 1 == 1;
-        }
-        let mut separators_left = s.separators;
-        let mut line_ends_left = s.line_ends;
-        let mut quotes = m.quote;
-        loop {
-            // The separators before the next line end (all that are left when there is none)
-            // belong to the current record: the first ones up to `read` are located, the rest
-            // only counted.
-            let next_end = line_ends_left & line_ends_left.wrapping_neg();
-            let before = next_end.wrapping_sub(1);
-            let mut mine = separators_left & before;
-            separators_left &= !before;
-            while mine != 0 {
-                let Some(end) = ends.get_mut(separators) else { break };
-                *end = base + mine.trailing_zeros() as usize;
-                mine &= mine - 1;
-                separators += 1;
+            let n = (bytes.len() - base).min(WINDOW);
+            let window: &[u8; WINDOW] = match bytes[base..].first_chunk::<WINDOW>() {
+                Some(w) => w,
+                None => {
+                    padded = [0u8; WINDOW];
+                    padded[..n].copy_from_slice(&bytes[base..]);
+                    &padded
+                }
+            };
+            let mut m = window_masks::<WIDE>(window, delimiter);
+            if n < WINDOW {
+                let valid = (1u64 << n) - 1;
+                m.quote &= valid;
+                m.delimiter &= valid;
+                m.cr &= valid;
+                m.lf &= valid;
             }
+            let s = structure(&m, mode, n as u32 - 1, window, delimiter);
+            let mut dirty = s.dirty;
+            // A closing quote on the last byte of the window before: dirty unless a delimiter
+            // or line end follows it.
+            if mode == Mode::Closed && (s.separators | s.line_ends) & 1 == 0 {
+                dirty |= 1;
+            }
+            mode = s.mode;
+            if m.cr == 0 && !prev_cr {
+                lines += u64::from(m.lf.count_ones());
+            } else {
+                let crlf = m.lf & ((m.cr << 1) | u64::from(prev_cr));
+                lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
+                prev_cr = (m.cr >> (n - 1)) & 1 == 1;
+            }
+            block[SEPARATORS][w] = s.separators;
+            block[LINE_ENDS][w] = s.line_ends;
+            block[QUOTES][w] = m.quote;
+            block[DIRTY][w] = dirty;
+            any_quote_or_dirty |= m.quote | dirty;
+        }
+        // Stage 2: the records, 64 bytes at a time from where each starts, so that the
+        // branches do not depend on how records fall across windows.
+        let mut p = 0;
+        while p < block_len {
+            let ending = view(&block[LINE_ENDS], p);
+            // The bytes up to the record's line end, or the next 64 (to the block's end) when
+            // it ends further on.
+            let (len, ends_here) =
+                if ending != 0 { (ending.trailing_zeros() as usize, true) } else { (64, false) };
+            let below = if ends_here { (1u64 << len) - 1 } else { u64::MAX };
+            let mine = view(&block[SEPARATORS], p) & below;
+            locate(ends, separators.min(read), read, block_base + p, mine);
             separators += mine.count_ones() as usize;
-            if next_end == 0 {
-                break;
+            // (A file without quotes has neither quotes nor dirty bytes: one test per block.)
+            if any_quote_or_dirty != 0 {
+                quoted |= view(&block[QUOTES], p) & below != 0;
+                unclean |= view(&block[DIRTY], p) & below != 0;
             }
-            line_ends_left ^= next_end;
-            let bit = next_end.trailing_zeros() as usize;
-            let at = base + bit;
+            if !ends_here {
+                p = (p + 64).min(block_len);
+                continue;
+            }
+            let at = block_base + p + len;
             let fields = separators + 1;
             let record = start;
-            // (A file without quotes has neither quotes nor dirty bytes: one test per record.)
-            let (quote_in, dirty_in) = if quotes | dirty == 0 {
-                (false, false)
-            } else {
-                let below = (1u64 << bit) - 1;
-                let seen = (quotes & below != 0, dirty & below != 0);
-                (quotes, dirty) = (quotes & !below, dirty & !below);
-                seen
-            };
             (start, separators) = (at + 1, 0);
+            p += len + 1;
             if at == record {
                 continue;
             }
             rows += 1;
-            let row = Record {
-                start: record,
-                end: at,
-                fields,
-                quoted: quoted || quote_in,
-                clean: !(unclean || dirty_in),
-            };
+            let row = Record { start: record, end: at, fields, quoted, clean: !unclean };
             (quoted, unclean) = (false, false);
-            if let Err(problem) = one(row, bytes, shape, ends, &mut rest, &mut each) {
+            if let Err(problem) = one(row, bytes, shape, &mut ends[..read], &mut rest, &mut each) {
                 let lines = line_ends(&bytes[..record], part.after_cr);
                 return Parsed {
                     rows,
@@ -242,9 +263,7 @@ where
                 };
             }
         }
-        quoted |= quotes != 0;
-        unclean |= dirty != 0;
-        base += WINDOW;
+        block_base += windows * WINDOW;
     }
     let mut parsed = Parsed { rows, lines, unfinished: None, stop: None };
     if start < bytes.len() {
@@ -252,7 +271,7 @@ where
             parsed.rows += 1;
             // The input's last record may end inside quotes: read field by field.
             let row = Record { start, end: bytes.len(), fields: separators + 1, quoted, clean: false };
-            if let Err(problem) = one(row, bytes, shape, ends, &mut rest, &mut each) {
+            if let Err(problem) = one(row, bytes, shape, &mut ends[..read], &mut rest, &mut each) {
                 parsed.stop = Some(Stop { problem, row: parsed.rows, offset: start });
                 parsed.lines = line_ends(&bytes[..start], part.after_cr);
             }
@@ -262,6 +281,53 @@ where
         }
     }
     parsed
+}
+
+/// Windows whose masks are found before their records are read.
+const BLOCK: usize = 64;
+
+/// The masks kept for a block: which row of it holds which.
+const SEPARATORS: usize = 0;
+const LINE_ENDS: usize = 1;
+const QUOTES: usize = 2;
+const DIRTY: usize = 3;
+
+/// Bits `p..p + 64` of a block's mask (bit i of window w is bit 64w + i), zeros past its end.
+#[inline(always)]
+fn view(masks: &[u64; BLOCK + 1], p: usize) -> u64 {
+    let (w, o) = (p / 64, p % 64);
+    (masks[w] >> o) | ((masks[w + 1] << 1) << (63 - o))
+}
+
+/// Positions [`locate`] writes at a time: as many as the fields most queries read, so that
+/// one step is all a record's view takes.
+const STEP: usize = 4;
+
+/// Writes the positions (`base` + bit index) of the separators in `mine`, lowest first, into
+/// `ends[at..]`, up to index `read` (`at` ≤ `read`; `ends` holds `read` + [`STEP`] entries).
+///
+/// Written [`STEP`] at a time, whether or not `mine` holds that many: the entries past the
+/// last separator get a position past the window, and whatever lies at or past the record's
+/// separator count is never read as a field end (`one` writes the record's end at its field
+/// count, and reads only the fields located). So a step has no branch on how many separators
+/// the view holds, which varies from record to record and cost a misprediction each; the
+/// loop takes another step only for a view with more than [`STEP`] separators when more than
+/// [`STEP`] are still wanted.
+#[inline(always)]
+fn locate(ends: &mut [usize], mut at: usize, read: usize, base: usize, mut mine: u64) {
+    loop {
+        let Some(slots) = ends[at..].first_chunk_mut::<STEP>() else {
+            unreachable!("ends holds STEP entries past read")
+        };
+        for slot in slots {
+            *slot = base + mine.trailing_zeros() as usize;
+            mine &= mine.wrapping_sub(1);
+        }
+        at += STEP;
+        if at >= read || mine == 0 {
+            return;
+        }
+    }
 }
 
 /// A complete record: `bytes[start..end]`, with `fields` fields.
@@ -361,4 +427,287 @@ where
         *scratch.stamp,
     );
     each(&view).map_err(Problem::Cell)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One field of a reference record: its raw bytes `bytes[start..end]` and its value.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Field {
+        start: usize,
+        end: usize,
+        value: Vec<u8>,
+    }
+
+    /// A record as the byte-by-byte reference splits it: its first byte and its fields.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Reference {
+        start: usize,
+        fields: Vec<Field>,
+    }
+
+    /// Splits `bytes` one byte at a time with csv-core's rules (a quote at a field's start
+    /// opens quotes, `""` inside them is a quote, bytes after the closing quote are kept, CR,
+    /// LF and CRLF each end a record, empty records are skipped). Returns the records that
+    /// end in `bytes` (and, with `last`, the one the input ends inside), and where the record
+    /// that is not finished starts.
+    fn reference(bytes: &[u8], delimiter: u8, last: bool) -> (Vec<Reference>, Option<usize>) {
+        #[derive(Clone, Copy, PartialEq)]
+        enum State {
+            Start,
+            Field,
+            Quoted,
+            Closed,
+        }
+        let mut records = vec![];
+        let mut fields = vec![];
+        let (mut record, mut from, mut value) = (0, 0, vec![]);
+        let mut state = State::Start;
+        for (i, &b) in bytes.iter().enumerate() {
+            let (next, push) = match (state, b) {
+                (State::Quoted, b'"') => (State::Closed, None),
+                (State::Quoted, _) => (State::Quoted, Some(b)),
+                (State::Start, b'"') => (State::Quoted, None),
+                (State::Closed, b'"') => (State::Quoted, Some(b'"')),
+                (_, b) if b == delimiter || b == b'\r' || b == b'\n' => {
+                    fields.push(Field { start: from, end: i, value: std::mem::take(&mut value) });
+                    from = i + 1;
+                    if b != delimiter {
+                        if i > record {
+                            records.push(Reference { start: record, fields: std::mem::take(&mut fields) });
+                        }
+                        fields.clear();
+                        record = i + 1;
+                    }
+                    (State::Start, None)
+                }
+                (_, b) => (State::Field, Some(b)),
+            };
+            state = next;
+            value.extend(push);
+        }
+        if record == bytes.len() {
+            return (records, None);
+        }
+        if !last {
+            return (records, Some(record));
+        }
+        fields.push(Field { start: from, end: bytes.len(), value });
+        records.push(Reference { start: record, fields });
+        (records, None)
+    }
+
+    /// Line ends (CR, LF, CRLF each one) in `bytes`, the byte before which was a CR if
+    /// `after_cr`.
+    fn lines(bytes: &[u8], after_cr: bool) -> u64 {
+        let mut prev = if after_cr { b'\r' } else { 0 };
+        let mut n = 0;
+        for &b in bytes {
+            n += u64::from(b == b'\r' || (b == b'\n' && prev != b'\r'));
+            prev = b;
+        }
+        n
+    }
+
+    /// What `parse` handed the callback for one record.
+    #[derive(Debug, PartialEq)]
+    struct Seen {
+        start: usize,
+        width: usize,
+        /// Fields 0..read + a few: the value, and where it lies in the part when it is not
+        /// rewritten.
+        cells: Vec<Cell>,
+    }
+
+    /// A field's value, and where it lies in the part when it is there as it is (not
+    /// rewritten) and not empty; None past the fields located.
+    type Cell = Option<(Vec<u8>, Option<(usize, usize)>)>;
+
+    /// Everything `parse` hands over and returns: the records, rows, lines, the unfinished
+    /// record, and the stop as (problem, row, offset).
+    #[derive(Debug, PartialEq)]
+    struct Outcome {
+        seen: Vec<Seen>,
+        rows: u64,
+        lines: u64,
+        unfinished: Option<usize>,
+        stop: Option<(usize, u64, usize)>,
+    }
+
+    /// What the reference says `parse` must return and hand over.
+    fn expected(part: Part, shape: &Shape, probe: usize) -> Outcome {
+        let (records, unfinished) = reference(part.bytes, shape.delimiter, part.last);
+        let mut seen = vec![];
+        for (n, record) in records.iter().enumerate() {
+            let (row, width) = (n as u64 + 1, record.fields.len());
+            let lines = lines(&part.bytes[..record.start], part.after_cr);
+            if shape.width.is_some_and(|w| w != width) {
+                return Outcome {
+                    seen,
+                    rows: row,
+                    lines,
+                    unfinished: None,
+                    stop: Some((0, row, record.start)),
+                };
+            }
+            let located = width.min(shape.read);
+            let cells = (0..probe)
+                .map(|i| {
+                    let field = record.fields.get(i).filter(|_| i < located)?;
+                    let raw = &part.bytes[field.start..field.end];
+                    let at = if field.value.is_empty() {
+                        None
+                    } else if raw == field.value.as_slice() {
+                        Some((field.start, field.end))
+                    } else if raw.len() >= 2 && raw[1..raw.len() - 1] == field.value[..] && raw[0] == b'"' {
+                        Some((field.start + 1, field.end - 1))
+                    } else {
+                        None
+                    };
+                    Some((field.value.clone(), at))
+                })
+                .collect::<Vec<_>>();
+            let bad = cells.iter().flatten().any(|(value, _)| value == b"BAD");
+            seen.push(Seen { start: record.start, width, cells });
+            if bad {
+                return Outcome {
+                    seen,
+                    rows: row,
+                    lines,
+                    unfinished: None,
+                    stop: Some((1, row, record.start)),
+                };
+            }
+        }
+        let upto = unfinished.unwrap_or(part.bytes.len());
+        let lines = lines(&part.bytes[..upto], part.after_cr);
+        Outcome { seen, rows: records.len() as u64, lines, unfinished, stop: None }
+    }
+
+    /// What `parse` returns and hands over, in the terms of [`expected`]; with `windows` the
+    /// instantiation for every x86-64 CPU reading blocks of that many windows, else `parse` (the
+    /// instantiation the CPU picks, whole blocks).
+    fn parsed(part: Part, shape: &Shape, probe: usize, windows: Option<usize>) -> Outcome {
+        let mut seen = vec![];
+        let mut scratch = Scratch::default();
+        let each = |row: &Row| {
+            let cells = (0..probe)
+                .map(|i| {
+                    let value = row.get(i)?;
+                    let offset = (value.as_ptr() as usize).wrapping_sub(part.bytes.as_ptr() as usize);
+                    let inside = !value.is_empty() && offset < part.bytes.len();
+                    let at = inside.then_some((offset, offset + value.len()));
+                    Some((value.to_vec(), at))
+                })
+                .collect::<Vec<_>>();
+            let bad = cells.iter().flatten().position(|(value, _)| value == b"BAD");
+            seen.push(Seen { start: row.offset(), width: row.width(), cells });
+            match bad {
+                Some(column) => Err(BadCell { column, why: "refused".into() }),
+                None => Ok(()),
+            }
+        };
+        let got = match windows {
+            None => parse(part, shape, &mut scratch, each),
+            Some(windows) => parse_with::<_, false>(part, shape, &mut scratch, each, windows),
+        };
+        let stop = got.stop.map(|stop| {
+            let problem = match stop.problem {
+                Problem::Ragged { .. } => 0,
+                Problem::Cell(_) => 1,
+                Problem::Missing { .. } => 2,
+            };
+            (problem, stop.row, stop.offset)
+        });
+        Outcome { seen, rows: got.rows, lines: got.lines, unfinished: got.unfinished, stop }
+    }
+
+    /// CSV text with fields of every kind: short and empty ones (so that a window holds many
+    /// more separators than [`STEP`]), quoted ones holding delimiters, line ends and escaped
+    /// quotes, text after a closing quote, quotes inside unquoted fields, a lone quote; rows
+    /// of 1 to 40 fields ending in LF, CRLF, CR or blank lines, the last with or without one.
+    fn csv_text() -> impl Strategy<Value = (Vec<u8>, u8)> {
+        let field = prop_oneof![
+            10 => "[0-9a-c]{0,3}",
+            4 => Just(String::new()),
+            1 => "[0-9a-z]{10,70}",
+            1 => Just("BAD".to_string()),
+            1 => Just("\"q\nq\"".to_string()),
+            1 => Just("\"a,b;c\tz\"".to_string()),
+            1 => Just("\"r\r\nq\"".to_string()),
+            1 => Just("\"say \"\"hi\"\"\"".to_string()),
+            1 => Just("\"ab\"cd".to_string()),
+            1 => Just("5'10\"".to_string()),
+            1 => Just("\"".to_string()),
+            1 => Just("\"\"".to_string()),
+        ];
+        let end = prop_oneof![6 => Just("\n"), 2 => Just("\r\n"), 1 => Just("\r"), 1 => Just("\n\n"), 1 => Just("\r\n\r\n")];
+        let row = (proptest::collection::vec(field, 1..40), end);
+        let delimiter = prop_oneof![Just(b','), Just(b';'), Just(b'\t')];
+        (proptest::collection::vec(row, 0..30), delimiter, any::<bool>()).prop_map(
+            |(rows, delimiter, last_end)| {
+                let mut text = vec![];
+                let count = rows.len();
+                for (i, (fields, end)) in rows.into_iter().enumerate() {
+                    text.extend_from_slice(fields.join(&(delimiter as char).to_string()).as_bytes());
+                    if i + 1 < count || last_end {
+                        text.extend_from_slice(end.as_bytes());
+                    }
+                }
+                (text, delimiter)
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The records `parse` hands over, their fields (values and where they lie, so every
+        /// located field end), widths and offsets, and the counts, unfinished record and stop
+        /// it returns, are those of the byte-by-byte reference: for any number of fields read
+        /// (more than the rows hold too), rows of one width required or not, a part that is the
+        /// end of the input or is cut anywhere, blocks of any size (so records across their
+        /// ends).
+        #[test]
+        fn parse_equals_a_byte_by_byte_split(
+            (text, delimiter) in csv_text(),
+            read in 0usize..48,
+            width in prop_oneof![Just(None), (1usize..8).prop_map(Some)],
+            cut in any::<prop::sample::Index>(),
+            last in any::<bool>(),
+            after_cr in any::<bool>(),
+            windows in 1usize..4,
+        ) {
+            let bytes = if last { &text[..] } else { &text[..cut.index(text.len() + 1)] };
+            let part = Part { bytes, last, after_cr };
+            let shape = Shape { delimiter, width, read, missing: false };
+            let probe = read + STEP + 2;
+            let want = expected(part, &shape, probe);
+            prop_assert_eq!(&parsed(part, &shape, probe, Some(windows)), &want);
+            prop_assert_eq!(parsed(part, &shape, probe, None), want);
+        }
+
+        /// `locate` writes the positions of the separators it is given, lowest first, from
+        /// `at` up to `read`, and nothing before `at`.
+        #[test]
+        fn locate_writes_the_separators_in_order(
+            read in 0usize..80,
+            at in any::<prop::sample::Index>(),
+            (mine, sparse) in (any::<u64>(), any::<u64>()),
+            thin in any::<bool>(),
+            base in 0usize..1 << 20,
+        ) {
+            let mine = if thin { mine & sparse } else { mine };
+            let at = at.index(read + 1);
+            let mut ends = vec![usize::MAX; read + STEP];
+            locate(&mut ends, at, read, base, mine);
+            let positions = (0..64).filter(|i| mine >> i & 1 == 1).map(|i| base + i);
+            let written = positions.take(read - at).collect::<Vec<_>>();
+            prop_assert_eq!(&ends[at..at + written.len()], &written[..]);
+            prop_assert!(ends[..at].iter().all(|&e| e == usize::MAX));
+        }
+    }
 }
