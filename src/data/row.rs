@@ -116,6 +116,38 @@ impl<'a> Row<'a> {
         }
     }
 
+    /// Field `index`, untrimmed, in the bytes it lies in; None past the fields this row holds.
+    #[inline(always)]
+    pub fn located(&self, index: usize) -> Option<CellBytes<'a>> {
+        match self.0 {
+            Fields::Record(record) => {
+                let range = record.range(index)?;
+                Some(CellBytes { buffer: record.as_slice(), start: range.start, end: range.end })
+            }
+            Fields::Line { bytes, start, ends, quoted, .. } => {
+                let end = *ends.get(index)?;
+                let from = if index == 0 { start } else { ends[index - 1] + 1 };
+                let field = bytes.get(from..end)?;
+                match field {
+                    [b'"', _, ..] if quoted => {
+                        Some(CellBytes { buffer: bytes, start: from + 1, end: end - 1 })
+                    }
+                    _ => Some(CellBytes { buffer: bytes, start: from, end }),
+                }
+            }
+            Fields::Spans { bytes, rewritten, spans, .. } => {
+                let span = spans.get(index)?;
+                let (buffer, start) = if span.start & Span::REWRITTEN == 0 {
+                    (bytes, span.start)
+                } else {
+                    (rewritten, span.start & !Span::REWRITTEN)
+                };
+                buffer.get(start..span.end)?;
+                Some(CellBytes { buffer, start, end: span.end })
+            }
+        }
+    }
+
     /// Field `index`, untrimmed; None past the fields this row holds.
     #[inline]
     pub fn get(&self, index: usize) -> Option<&'a [u8]> {
@@ -173,4 +205,84 @@ pub struct BadCell {
 #[inline]
 pub fn text_cell<'a>(row: &Row<'a>, index: usize) -> &'a [u8] {
     row.get(index).unwrap_or_default().trim_ascii()
+}
+
+/// [`text_cell`] in the bytes it lies in (an empty cell of its own if the row is shorter).
+#[inline(always)]
+pub fn located_cell<'a>(row: &Row<'a>, index: usize) -> CellBytes<'a> {
+    row.located(index).map_or(CellBytes::of(&[]), CellBytes::trimmed)
+}
+
+/// A cell's bytes, `buffer[start..end]`, with the bytes around it that the scan read it from:
+/// a reader may load whole words that end at the cell's end and begin before it (never past
+/// `buffer`), where one slice of the cell alone would have to be read in pieces.
+#[derive(Clone, Copy, Debug)]
+pub struct CellBytes<'a> {
+    buffer: &'a [u8],
+    start: usize,
+    end: usize,
+}
+
+impl<'a> CellBytes<'a> {
+    /// A cell with nothing around it.
+    #[inline]
+    pub fn of(cell: &'a [u8]) -> CellBytes<'a> {
+        CellBytes { buffer: cell, start: 0, end: cell.len() }
+    }
+
+    /// The cell's bytes.
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        &self.buffer[self.start..self.end]
+    }
+
+    /// The bytes it lies in, and where: `buffer()[start..end]` is the cell.
+    #[inline]
+    pub fn buffer(&self) -> (&'a [u8], usize, usize) {
+        (self.buffer, self.start, self.end)
+    }
+
+    /// Without ASCII white space at either end.
+    #[inline(always)]
+    fn trimmed(self) -> CellBytes<'a> {
+        let cell = self.bytes();
+        let inner = cell.trim_ascii_start();
+        let start = self.start + (cell.len() - inner.len());
+        CellBytes { buffer: self.buffer, start, end: start + inner.trim_ascii_end().len() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of row locates each cell at the bytes `text_cell` returns.
+    #[test]
+    fn located_cells_are_the_text_cells() {
+        let record = ByteRecord::from(vec![" 12.5", "", "x ", " \t"]);
+        let bytes = b"ab,\"7.25\", 3 ,\"\",\"say \"\"hi\"\"\",9\n";
+        let ends = [2, 9, 13, 16, 29, 31];
+        let lines =
+            [Row::line(bytes, 0, &ends, true, 6, &[], 0), Row::line(bytes, 0, &ends, false, 6, &[], 0)];
+        let rewritten = b"say \"hi\"";
+        let spans = [
+            Span { start: 0, end: 2 },
+            Span { start: 4, end: 8 },
+            Span { start: 10, end: 13 },
+            Span { start: 15, end: 15 },
+            Span { start: Span::REWRITTEN, end: rewritten.len() },
+        ];
+        let spanned = Row::spans(bytes, 0, rewritten, &spans, 6, &[], 0);
+        for row in [Row::record(&record), lines[0], lines[1], spanned] {
+            for index in 0..7 {
+                let located = located_cell(&row, index);
+                assert_eq!(located.bytes(), text_cell(&row, index), "field {index}");
+                let (buffer, start, end) = located.buffer();
+                assert!(start <= end && end <= buffer.len());
+            }
+        }
+        assert_eq!(located_cell(&lines[0], 1).bytes(), b"7.25");
+        assert_eq!(located_cell(&lines[1], 1).bytes(), b"\"7.25\"");
+        assert_eq!(located_cell(&spanned, 4).bytes(), b"say \"hi\"");
+    }
 }
