@@ -42,10 +42,10 @@ use crate::cmd::release::{
     Meter, Outcome,
 };
 use crate::cmd::workload::Workload;
-use crate::data::cell::{parse_cell, InvalidPolicy, NumberCell};
+use crate::data::cell::{parse_number, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
 use crate::data::route::Routed;
-use crate::data::row::{located_cell, BadCell, Fold, Row};
+use crate::data::row::{text_cell, BadCell, Fold, Row};
 use crate::data::scan;
 use crate::error::{bad_input, Error};
 use crate::numeric::grid::GridBounds;
@@ -430,7 +430,7 @@ impl Fold for WorkloadFold {
         let i = self.filled;
         let mut numbers = true;
         for (c, &column) in self.columns.iter().enumerate() {
-            let x = parse_cell(located_cell(record, column));
+            let x = parse_number(text_cell(record, column));
             numbers &= x.is_some();
             self.values[c * BATCH + i] = x.unwrap_or(f64::NAN);
         }

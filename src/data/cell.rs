@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use crate::data::row::{located_cell, text_cell, BadCell, CellBytes, Row};
+use crate::data::row::{text_cell, BadCell, Row};
 use crate::error::shown;
 use crate::numeric::bounds::Finite;
 
@@ -49,7 +49,7 @@ impl NumberCell {
             Some((slot, stamp)) => match slot.get() {
                 (seen, x) if seen == stamp => x,
                 _ => {
-                    let x = parse_cell(located_cell(row, self.index));
+                    let x = parse_number(text_cell(row, self.index));
                     slot.set((stamp, x));
                     x
                 }
@@ -63,7 +63,7 @@ impl NumberCell {
     /// [`NumberCell::read`] parses (without the row's memo).
     #[inline(always)]
     pub fn parse(&self, row: &Row) -> Option<f64> {
-        parse_cell(located_cell(row, self.index))
+        parse_number(text_cell(row, self.index))
     }
 
     /// What [`NumberCell::read`] returns for a cell of `row` that parsed to `parsed`: the
@@ -93,16 +93,9 @@ impl NumberCell {
 /// Anything else (exponents, long digit strings, text) goes to std unchanged.
 #[inline(always)]
 pub fn parse_number(cell: &[u8]) -> Option<f64> {
-    parse_cell(CellBytes::of(cell))
-}
-
-/// [`parse_number`] of a cell read where it lies: the bytes before it let a short cell be
-/// loaded as one 16-byte word (see [`window`]).
-#[inline(always)]
-pub fn parse_cell(cell: CellBytes) -> Option<f64> {
     match parse_plain_decimal(cell) {
         Some(x) => Some(x),
-        None => parse_with_std(cell.bytes()),
+        None => parse_with_std(cell),
     }
 }
 
@@ -112,197 +105,109 @@ const EXACT_POWERS: [f64; 23] = [
     1e19, 1e20, 1e21, 1e22,
 ];
 
-/// A plain decimal of 1 to 16 characters, sign included, in one code path for every length and
-/// every place of the point (which length a column's cells have is a coin flip for a branch):
-/// the sixteen bytes that end with the cell are read at once, the bytes before the cell count
-/// as zeros, the digits and at most one point are checked together, the point is taken out
-/// (the digits before it move one place up), and the sixteen digits become an integer in a few
-/// multiplications ([`sixteen`]). Longer cells go digit by digit.
+/// A plain decimal of at most 16 characters after its sign, 8 bytes at once: the digits and at
+/// most one point are checked together, the point is taken out, and the digits (zeros in front)
+/// become an integer in a few multiplications. Longer ones go digit by digit.
 #[inline(always)]
-fn parse_plain_decimal(cell: CellBytes) -> Option<f64> {
-    let (buffer, start, end) = cell.buffer();
-    let length = end - start;
-    if length.wrapping_sub(1) >= 16 {
-        return parse_long_decimal(cell.bytes());
+fn parse_plain_decimal(cell: &[u8]) -> Option<f64> {
+    let (negative, rest) = match cell.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, cell),
+    };
+    let n = rest.len();
+    if n == 0 || n > 16 {
+        return parse_long_decimal(rest, negative);
     }
-    let mut copy = [b'0'; 16];
-    let bytes = window(buffer, start, end, &mut copy);
-    let first = bytes[16 - length];
-    let negative = first == b'-';
-    // The characters after the sign, 0 to 16, at the end of the sixteen bytes.
-    let n = length - usize::from(negative | (first == b'+'));
-    let (mantissa, scale) = sixteen::decimal(bytes, n)?;
-    let magnitude = mantissa as f64 / scale;
-    Some(f64::from_bits(magnitude.to_bits() | u64::from(negative) << 63))
+    if n <= 8 {
+        // One half: no work on the other (most cells are this short).
+        let (digits, after_point, _) = without_point(right_aligned(rest), n)?;
+        let mantissa = eight_digits(digits);
+        let magnitude = if after_point == 0 {
+            f64::from(mantissa)
+        } else {
+            f64::from(mantissa) / EXACT_POWERS[after_point]
+        };
+        return Some(if negative { -magnitude } else { magnitude });
+    }
+    // The last eight characters and the ones before them, each right-aligned behind zeros:
+    // both read as whole words (9 to 16 characters hold two overlapping ones), the first
+    // shifted so that only the n − 8 characters before the last eight remain.
+    let word_at = |at: usize| u64::from_le_bytes(*rest[at..].first_chunk::<8>().unwrap_or(&[b'0'; 8]));
+    let pad = 8 * (16 - n) as u32;
+    let high_word = (word_at(0) << pad) | (ZEROS & !(u64::MAX << pad));
+    let low = without_point(word_at(n - 8), 8)?;
+    let high = without_point(high_word, 8)?;
+    let (high_value, low_value) = (u64::from(eight_digits(high.0)), u64::from(eight_digits(low.0)));
+    // A half without its point holds seven digits.
+    let (mantissa, after_point) = match (high.2, low.2) {
+        (false, false) => (high_value * 100_000_000 + low_value, 0),
+        (false, true) => (high_value * 10_000_000 + low_value, low.1),
+        (true, false) => (high_value * 100_000_000 + low_value, high.1 + 8),
+        (true, true) => return None,
+    };
+    if mantissa > 1 << 53 {
+        return None;
+    }
+    // An integer needs no division (m / 1 is m): it would only wait on the divider.
+    let magnitude =
+        if after_point == 0 { mantissa as f64 } else { mantissa as f64 / EXACT_POWERS[after_point] };
+    Some(if negative { -magnitude } else { magnitude })
 }
 
-/// The sixteen bytes that end at `end` in `buffer`, for a cell of 1 to 16 bytes at
-/// `buffer[start..end]`; the bytes before the cell may be anything (the caller ignores them).
-/// A cell that ends less than sixteen bytes into its buffer (the first of a part, or a cell
-/// read alone) is copied to the end of `copy`.
+/// Eight ASCII zeros.
+const ZEROS: u64 = 0x3030_3030_3030_3030;
+
+/// One to eight bytes as a word, right-aligned behind ASCII zeros, the first byte lowest: read
+/// with overlapping loads from the slice itself (no copy through memory, which would stall the
+/// load that follows it).
 #[inline(always)]
-fn window<'a>(buffer: &'a [u8], start: usize, end: usize, copy: &'a mut [u8; 16]) -> &'a [u8; 16] {
-    match end.checked_sub(16).and_then(|from| buffer.get(from..end)) {
-        Some(bytes) => bytes.try_into().expect("16 bytes"),
-        None => {
-            copied(&buffer[start..end], copy);
-            copy
-        }
+fn right_aligned(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let x = if n >= 4 {
+        let first = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let last = u32::from_le_bytes([bytes[n - 4], bytes[n - 3], bytes[n - 2], bytes[n - 1]]);
+        u64::from(first) | u64::from(last) << (8 * (n - 4))
+    } else {
+        u64::from(bytes[0])
+            | u64::from(bytes[n / 2]) << (8 * (n / 2))
+            | u64::from(bytes[n - 1]) << (8 * (n - 1))
+    };
+    let pad = 8 * (8 - n);
+    if pad == 0 {
+        x
+    } else {
+        (x << pad) | (ZEROS & ((1u64 << pad) - 1))
     }
 }
 
-/// `cell` at the end of `copy`.
-#[inline(never)]
-fn copied(cell: &[u8], copy: &mut [u8; 16]) {
-    copy[16 - cell.len()..].copy_from_slice(cell);
+/// Eight bytes of a decimal, right-aligned behind zeros (the first byte lowest), with at most
+/// one point among the last `n`: the eight digits with the point taken out (the bytes before
+/// it move one place towards it, a zero comes in front), the number of digits after it, and
+/// whether there was one. None for any other byte, two points, or a point alone.
+#[inline(always)]
+fn without_point(x: u64, n: usize) -> Option<(u64, usize, bool)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let t = x ^ (ONES * 0x30);
+    // 0x80 in each byte that is not a digit: t > 9 there (no carry crosses a byte).
+    let other = (((t & (ONES * 0x7f)) + ONES * 0x76) | t) & (ONES * 0x80);
+    if other == 0 {
+        return Some((x, 0, false));
+    }
+    let point = (other.trailing_zeros() / 8) as usize;
+    if other & (other - 1) != 0 || (x >> (8 * point)) as u8 != b'.' || n == 1 {
+        return None;
+    }
+    let before = (1u64 << (8 * point)) - 1;
+    let after = !(before | (0xff << (8 * point)));
+    Some((((x & before) << 8) | (x & after) | 0x30, 7 - point, true))
 }
 
-/// For 0 to 16 characters at the end of 16 bytes, the mask that keeps them (0xff in their bytes).
-const CELL_MASKS: [[u8; 16]; 17] = {
-    let mut masks = [[0u8; 16]; 17];
-    let mut n = 1;
-    while n <= 16 {
-        let mut i = 16 - n;
-        while i < 16 {
-            masks[n][i] = 0xff;
-            i += 1;
-        }
-        n += 1;
-    }
-    masks
-};
-
-/// For a point at each of the sixteen places (or none, the 17th), the mask of the bytes before
-/// it (0xff), which move one place up when it is taken out.
-const BEFORE_POINT: [[u8; 16]; 17] = {
-    let mut masks = [[0u8; 16]; 17];
-    let mut place = 0;
-    while place < 16 {
-        let mut i = 0;
-        while i < place {
-            masks[place][i] = 0xff;
-            i += 1;
-        }
-        place += 1;
-    }
-    masks
-};
-
-/// 10 to the number of digits after a point at each of the sixteen places (1 for none).
-const SCALES: [f64; 17] = {
-    let mut scales = [1.0; 17];
-    let mut place = 0;
-    while place < 16 {
-        scales[place] = EXACT_POWERS[15 - place];
-        place += 1;
-    }
-    scales
-};
-
-/// The digits of the last `n` (0 to 16) of sixteen bytes, with at most one point among them and
-/// a digit besides: the integer they form without the point, at most 2^53, and 10 to the number
-/// of digits after the point. None for any other byte, two points, a point alone, no digit, or
-/// more than 2^53.
-mod sixteen {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    pub use super::sse2::decimal;
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    pub use super::words::decimal;
-}
-
-/// [`sixteen`] with SSE2 (part of x86-64 itself, so enabled on every x86-64 target unless
-/// turned off): the sixteen bytes in one register, the checks as byte compares, the point taken
-/// out by one byte shift, and the digits combined in pairs, fours and eights by multiply-adds.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-mod sse2 {
-    use std::arch::x86_64::*;
-
-    use super::{BEFORE_POINT, CELL_MASKS, SCALES};
-
-    #[inline(always)]
-    pub fn decimal(bytes: &[u8; 16], n: usize) -> Option<(u64, f64)> {
-        // SAFETY: the module is compiled only where SSE2 is enabled, and the loads read the
-        // sixteen bytes of an array (unaligned loads, which SSE2 has).
-        unsafe { decimal_sse2(bytes, n) }
-    }
-
-    #[inline(always)]
-    unsafe fn load(bytes: &[u8; 16]) -> __m128i {
-        _mm_loadu_si128(bytes.as_ptr().cast())
-    }
-
-    #[inline(always)]
-    unsafe fn decimal_sse2(bytes: &[u8; 16], n: usize) -> Option<(u64, f64)> {
-        // Each byte less '0' (digits are 0 to 9), and 0 before the cell.
-        let t = _mm_and_si128(_mm_sub_epi8(load(bytes), _mm_set1_epi8(b'0' as i8)), load(&CELL_MASKS[n]));
-        let nines = _mm_set1_epi8(9);
-        let digits = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(t, nines), nines)) as u32;
-        let points = _mm_cmpeq_epi8(t, _mm_set1_epi8(b'.'.wrapping_sub(b'0') as i8));
-        let point = _mm_movemask_epi8(points) as u32;
-        // Every byte a digit but the point, if any; at most one point; a digit besides it.
-        if (digits ^ 0xffff) != point || point & point.wrapping_sub(1) != 0 || n <= (point != 0) as usize {
-            return None;
-        }
-        let place = (point | 1 << 16).trailing_zeros() as usize;
-        let t = _mm_andnot_si128(points, t);
-        let before = load(&BEFORE_POINT[place]);
-        let t = _mm_or_si128(_mm_slli_si128::<1>(_mm_and_si128(t, before)), _mm_andnot_si128(before, t));
-        // Pairs (first digit × 10 + second), fours, eights, in 16- and 32-bit lanes.
-        let zero = _mm_setzero_si128();
-        let tens = _mm_set1_epi32(1 << 16 | 10);
-        let pairs = _mm_packs_epi32(
-            _mm_madd_epi16(_mm_unpacklo_epi8(t, zero), tens),
-            _mm_madd_epi16(_mm_unpackhi_epi8(t, zero), tens),
-        );
-        let fours = _mm_madd_epi16(pairs, _mm_set1_epi32(1 << 16 | 100));
-        let fours = _mm_packs_epi32(fours, fours);
-        let eights = _mm_madd_epi16(fours, _mm_set1_epi32(1 << 16 | 10_000));
-        let both = _mm_cvtsi128_si64(eights) as u64;
-        let mantissa = (both & 0xffff_ffff) * 100_000_000 + (both >> 32);
-        if mantissa > 1 << 53 {
-            return None;
-        }
-        Some((mantissa, SCALES[place]))
-    }
-}
-
-/// [`sixteen`] in two 64-bit words, for any target.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
-mod words {
-    use super::{eight_digits, BEFORE_POINT, CELL_MASKS, SCALES};
-
-    /// 0x01 in each of the sixteen bytes.
-    const ONES: u128 = 0x0101_0101_0101_0101_0101_0101_0101_0101;
-
-    #[inline(always)]
-    pub fn decimal(bytes: &[u8; 16], n: usize) -> Option<(u64, f64)> {
-        // Each byte less '0' (digits are 0 to 9), and 0 before the cell.
-        let t = (u128::from_le_bytes(*bytes) ^ ONES * 0x30) & u128::from_le_bytes(CELL_MASKS[n]);
-        // 0x80 in each byte that is not a digit: t > 9 there (no carry crosses a byte).
-        let other = (((t & (ONES * 0x7f)) + ONES * 0x76) | t) & (ONES * 0x80);
-        // The first byte that is not a digit (16: none), which must be the only one, a point.
-        let place = (other.trailing_zeros() / 8) as usize;
-        let byte = 0xff_u128.checked_shl(8 * place as u32).unwrap_or(0);
-        let point = (u128::from(b'.' ^ b'0') * ONES) & byte;
-        if other & !byte != 0 || t & byte != point || n <= usize::from(place < 16) {
-            return None;
-        }
-        let before = u128::from_le_bytes(BEFORE_POINT[place]);
-        let digits = ((t & before) << 8) | (t & !(before | byte));
-        let mantissa = u64::from(eight_digits(digits as u64)) * 100_000_000
-            + u64::from(eight_digits((digits >> 64) as u64));
-        if mantissa > 1 << 53 {
-            return None;
-        }
-        Some((mantissa, SCALES[place]))
-    }
-}
-
-/// The value of eight digits (bytes 0 to 9), the first in the lowest byte (Muła's method: pairs,
-/// then quadruples, then the eight, by multiplications that keep each partial sum in its own
-/// lane).
+/// The value of eight ASCII digits, the first in the lowest byte (Muła's method: pairs, then
+/// quadruples, then the eight, by multiplications that keep each partial sum in its own lane).
 #[inline(always)]
 fn eight_digits(v: u64) -> u32 {
+    let v = v.wrapping_sub(0x3030_3030_3030_3030);
     let v = v.wrapping_mul(10).wrapping_add(v >> 8);
     let lanes = 0x0000_00ff_0000_00ff;
     let v = (v & lanes)
@@ -311,14 +216,9 @@ fn eight_digits(v: u64) -> u32 {
     (v >> 32) as u32
 }
 
-/// [`parse_plain_decimal`] for 17 characters and more (and none), a digit at a time.
+/// [`parse_plain_decimal`] for 17 characters and more, a digit at a time.
 #[inline(never)]
-fn parse_long_decimal(cell: &[u8]) -> Option<f64> {
-    let (negative, rest) = match cell.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, cell),
-    };
+fn parse_long_decimal(rest: &[u8], negative: bool) -> Option<f64> {
     let (mut mantissa, mut i) = (0u64, 0usize);
     while i < rest.len() {
         let d = rest[i].wrapping_sub(b'0');
@@ -496,113 +396,6 @@ mod tests {
             for text in [format!("{x}"), format!("{x:e}"), format!("{x:.places$}"), format!("{x:?}")] {
                 prop_assert!(agrees_with_std(text.as_bytes()), "{:?}", text);
             }
-        }
-    }
-
-    /// Whether `cell` parses as std parses it when read where it lies: after `before` (any
-    /// bytes, which the parser may load but must not let count) and, with `after`, before a
-    /// delimiter and more bytes; without, at the very end of its buffer. Read through a row, as
-    /// the scan reads it, also between quotes and with white space around it.
-    fn agrees_with_std_in_place(cell: &[u8], before: &[u8], after: bool) -> Result<(), String> {
-        let expected = by_std(cell);
-        for (open, close) in [(&b""[..], &b""[..]), (b"\"", b"\""), (b" ", b"  ")] {
-            let mut bytes = before.to_vec();
-            bytes.extend_from_slice(open);
-            bytes.extend_from_slice(cell);
-            bytes.extend_from_slice(close);
-            let end = bytes.len();
-            if after {
-                bytes.extend_from_slice(b",123456789.5,x");
-            }
-            let quoted = open == b"\"";
-            let ends = [end];
-            let row = Row::line(&bytes, before.len(), &ends, quoted, 1, &[], 0);
-            let got = parse_cell(located_cell(&row, 0)).map(f64::to_bits);
-            if got != expected {
-                return Err(format!("{cell:?} after {before:?} in {:?}: {got:?}, std {expected:?}", bytes));
-            }
-        }
-        Ok(())
-    }
-
-    /// A decimal of exactly `n` characters after an optional sign: digits, with a point at
-    /// `point` if that is below n.
-    fn decimal(sign: &str, digits: &[u8], n: usize, point: usize) -> String {
-        let mut text = sign.to_string();
-        for (i, d) in digits.iter().cycle().take(n).enumerate() {
-            text.push(if i == point { '.' } else { char::from(b'0' + d % 10) });
-        }
-        text
-    }
-
-    /// Every length from 1 to 16 after the sign, every place of the point and none, each sign,
-    /// at every offset from the start of its buffer up to 20 bytes in (the first cell of a part
-    /// has fewer than 16 bytes before it), at the end of the buffer or not.
-    #[test]
-    fn parses_every_length_and_point_in_place() {
-        let digits = [9u8, 0, 0, 7, 1, 9, 9, 2, 5, 4, 7, 4, 0, 9, 9, 3, 1];
-        let junk = b"-9.9.+e,\"\n 0123456789.-";
-        for n in 1..=16 {
-            for point in 0..=n {
-                for sign in ["", "-", "+"] {
-                    for rotate in [0, 5, 11] {
-                        let digits: Vec<u8> = digits.iter().cycle().skip(rotate).take(17).copied().collect();
-                        let text = decimal(sign, &digits, n, point);
-                        for offset in 0..=20 {
-                            for after in [false, true] {
-                                agrees_with_std_in_place(text.as_bytes(), &junk[..offset], after).unwrap();
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    proptest! {
-        /// Any decimal of 1 to 16 characters after its sign, with or without a point anywhere,
-        /// after any bytes, at the end of its buffer or before more.
-        #[test]
-        fn fast_parser_agrees_with_std_in_place(
-            sign in "[+-]?",
-            digits in proptest::collection::vec(0u8..10, 17),
-            n in 1usize..=16,
-            point in 0usize..24,
-            before in proptest::collection::vec(any::<u8>(), 0..40),
-            after in any::<bool>(),
-        ) {
-            let text = decimal(&sign, &digits, n, point);
-            prop_assert!(agrees_with_std_in_place(text.as_bytes(), &before, after).is_ok(), "{:?}", text);
-        }
-
-        /// Any text up to 18 bytes read where it lies, after any bytes.
-        #[test]
-        fn any_text_agrees_with_std_in_place(
-            text in "[+-.0-9eE]{0,18}",
-            bytes in proptest::collection::vec(any::<u8>(), 0..18),
-            before in proptest::collection::vec(any::<u8>(), 0..40),
-            after in any::<bool>(),
-        ) {
-            let r = agrees_with_std_in_place(text.as_bytes(), &before, after);
-            prop_assert!(r.is_ok(), "{:?}", r);
-            // Raw bytes might hold a quote or white space, which the row would take off.
-            let bytes: Vec<u8> = bytes.into_iter().filter(|b| *b != b'"' && !b.is_ascii_whitespace()).collect();
-            let r = agrees_with_std_in_place(&bytes, &before, after);
-            prop_assert!(r.is_ok(), "{:?}", r);
-        }
-    }
-
-    proptest! {
-        /// The portable kernel (two 64-bit words) gives what the one in use gives, on bytes
-        /// mostly digits, points and signs, for every count of characters.
-        #[test]
-        fn both_kernels_agree(
-            bytes in proptest::collection::vec(prop_oneof![8 => 0x30u8..0x3a, 2 => Just(b'.'), 1 => any::<u8>()], 16),
-            n in 0usize..=16,
-        ) {
-            let bytes: [u8; 16] = bytes.try_into().unwrap();
-            let (words, used) = (words::decimal(&bytes, n), sixteen::decimal(&bytes, n));
-            prop_assert_eq!(words.map(|(m, s)| (m, s.to_bits())), used.map(|(m, s)| (m, s.to_bits())));
         }
     }
 

@@ -35,8 +35,8 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
-use crate::data::cell::{parse_cell, parse_number};
-use crate::data::row::{located_cell, CellBytes, Row};
+use crate::data::cell::parse_number;
+use crate::data::row::{text_cell, Row};
 use crate::data::source::ColumnRef;
 use crate::numeric::bins::word;
 use crate::numeric::format::real;
@@ -79,7 +79,7 @@ pub enum Test {
 #[inline(always)]
 pub fn passes(row: &Row, filters: &Filters) -> bool {
     for (i, test) in filters {
-        if !test.matches_at(located_cell(row, *i)) {
+        if !test.matches(text_cell(row, *i)) {
             return false;
         }
     }
@@ -97,13 +97,6 @@ impl Test {
     /// Whether a trimmed cell satisfies the test.
     #[inline(always)]
     pub fn matches(&self, cell: &[u8]) -> bool {
-        self.matches_at(CellBytes::of(cell))
-    }
-
-    /// [`Test::matches`] of a cell read where it lies (numbers parse faster there).
-    #[inline(always)]
-    pub fn matches_at(&self, located: CellBytes) -> bool {
-        let cell = located.bytes();
         match self {
             // Equality first: the common filter stays one slice comparison.
             Test::Equals(value) => same(cell, value),
@@ -112,10 +105,10 @@ impl Test {
             Test::NotEmpty => !cell.is_empty(),
             Test::In(members) => members.contains(cell),
             Test::NotIn(members) => !members.contains(cell),
-            Test::Less(n) => parse_cell(located).is_some_and(|x| x < *n),
-            Test::AtMost(n) => parse_cell(located).is_some_and(|x| x <= *n),
-            Test::Greater(n) => parse_cell(located).is_some_and(|x| x > *n),
-            Test::AtLeast(n) => parse_cell(located).is_some_and(|x| x >= *n),
+            Test::Less(n) => parse_number(cell).is_some_and(|x| x < *n),
+            Test::AtMost(n) => parse_number(cell).is_some_and(|x| x <= *n),
+            Test::Greater(n) => parse_number(cell).is_some_and(|x| x > *n),
+            Test::AtLeast(n) => parse_number(cell).is_some_and(|x| x >= *n),
         }
     }
 
