@@ -515,7 +515,7 @@ impl VarianceFold {
 }
 
 impl Fold for VarianceFold {
-    #[inline]
+    #[inline(always)]
     fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(record)? {
             self.add(x);
