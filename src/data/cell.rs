@@ -399,6 +399,74 @@ mod tests {
         }
     }
 
+    /// Whether `cell` parses as std parses it when it is a slice of a longer buffer: after
+    /// `before` (any bytes) and, with `after`, before more bytes; without, at the very end of
+    /// the buffer (a read past the cell's slice would panic there).
+    fn agrees_with_std_in_buffer(cell: &[u8], before: &[u8], after: bool) -> Result<(), String> {
+        let mut bytes = before.to_vec();
+        bytes.extend_from_slice(cell);
+        let end = bytes.len();
+        if after {
+            bytes.extend_from_slice(b",123456789.5,x");
+        }
+        let got = parse_number(&bytes[before.len()..end]).map(f64::to_bits);
+        match got == by_std(cell) {
+            true => Ok(()),
+            false => Err(format!("{cell:?} after {before:?}: {got:?}, std {:?}", by_std(cell))),
+        }
+    }
+
+    /// A sign, then exactly `n` characters: digits (taken in turn from `digits`), with a point
+    /// in place `point` if that is below n.
+    fn decimal(sign: &str, digits: &[u8], n: usize, point: usize) -> String {
+        let mut text = sign.to_string();
+        for (i, d) in digits.iter().cycle().take(n).enumerate() {
+            text.push(if i == point { '.' } else { char::from(b'0' + d % 10) });
+        }
+        text
+    }
+
+    /// Every length from 1 to 16 after the sign, every place of the point and none, each sign,
+    /// at several offsets in a buffer, at its end or not.
+    #[test]
+    fn parses_every_length_and_point() {
+        let digits = [9u8, 0, 0, 7, 1, 9, 9, 2, 5, 4, 7, 4, 0, 9, 9, 3, 1];
+        let junk = b"-9.9.+e,\"\n 0123456789.-";
+        for n in 1..=16 {
+            for point in 0..=n {
+                for sign in ["", "-", "+"] {
+                    for rotate in [0, 5, 11] {
+                        let digits: Vec<u8> = digits.iter().cycle().skip(rotate).take(17).copied().collect();
+                        let text = decimal(sign, &digits, n, point);
+                        for offset in [0, 1, 7, 8, 9, 15, 16, 17, 20] {
+                            for after in [false, true] {
+                                agrees_with_std_in_buffer(text.as_bytes(), &junk[..offset], after).unwrap();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        /// Any decimal of 1 to 16 characters after its sign, with or without a point anywhere,
+        /// after any bytes, at the end of its buffer or before more.
+        #[test]
+        fn fast_parser_agrees_with_std_on_every_length(
+            sign in "[+-]?",
+            digits in proptest::collection::vec(0u8..10, 17),
+            n in 1usize..=16,
+            point in 0usize..24,
+            before in proptest::collection::vec(any::<u8>(), 0..40),
+            after in any::<bool>(),
+        ) {
+            let text = decimal(&sign, &digits, n, point);
+            let r = agrees_with_std_in_buffer(text.as_bytes(), &before, after);
+            prop_assert!(r.is_ok(), "{:?}", r);
+        }
+    }
+
     #[test]
     fn parses_only_finite_numbers() {
         assert_eq!(parse_number(b"1.5"), Some(1.5));

@@ -117,7 +117,7 @@ impl<'a> Row<'a> {
     }
 
     /// Field `index`, untrimmed; None past the fields this row holds.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, index: usize) -> Option<&'a [u8]> {
         match self.0 {
             Fields::Record(record) => record.get(index),

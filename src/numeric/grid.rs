@@ -150,30 +150,28 @@ impl GridBounds {
     pub fn units(&self, x: f64) -> i128 {
         let (negative, mantissa, exp2) = decompose(x);
         let shift = exp2 - self.grid.exp as i64;
-        let magnitude: u64 = if shift >= 0 {
+        let value: i64 = if shift >= 0 {
             // mantissa << shift reaches 2^63 exactly when shift reaches its leading zeros.
-            if mantissa == 0 {
+            let magnitude = if mantissa == 0 {
                 0
             } else if shift >= i64::from(mantissa.leading_zeros()) {
-                u64::MAX
+                i64::MAX
             } else {
-                mantissa << shift
+                (mantissa << shift) as i64
+            };
+            if negative {
+                -magnitude
+            } else {
+                magnitude
             }
         } else {
-            let down = -shift;
-            if down > 54 {
-                0
-            } else {
-                let down = down as u32;
-                let remainder = mantissa & ((1u64 << down) - 1);
-                let half = 1u64 << (down - 1);
-                // Ties go towards +∞: up for positive values, towards zero for negative ones.
-                let round_away = if negative { remainder > half } else { remainder >= half };
-                (mantissa >> down) + u64::from(round_away)
-            }
+            // x / g = ±mantissa / 2^down, and ⌊x / g + 1/2⌋ (nearest, ties towards +∞ for
+            // either sign) is the signed mantissa plus half of 2^down, shifted down
+            // arithmetically; beyond 54 places that is 0, as it is at 63 (|mantissa| < 2^53).
+            let down = (-shift).min(63) as u32;
+            let signed = if negative { -(mantissa as i64) } else { mantissa as i64 };
+            (signed + (1 << (down - 1))) >> down
         };
-        let magnitude = magnitude.min(i64::MAX as u64) as i64;
-        let value = if negative { -magnitude } else { magnitude };
         i128::from(value.clamp(self.lower as i64, self.upper as i64))
     }
 

@@ -354,7 +354,7 @@ pub enum Clamped<F> {
 }
 
 impl<F: Fold> Fold for Clamped<F> {
-    #[inline]
+    #[inline(always)]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
         match self {
             Clamped::Given(f) => f.row(row),

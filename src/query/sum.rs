@@ -241,7 +241,7 @@ impl SumFold {
 }
 
 impl Fold for SumFold {
-    #[inline]
+    #[inline(always)]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(row)? {
             self.add(x);

@@ -400,7 +400,7 @@ impl MeanFold {
 }
 
 impl Fold for MeanFold {
-    #[inline]
+    #[inline(always)]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(row)? {
             self.add(x);

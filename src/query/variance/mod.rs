@@ -269,6 +269,9 @@ pub struct VarianceSpec {
     pub squares_grid: Grid,
     /// 2k − K: q(y) = y² · 2^shift, rounded (a right shift when negative).
     shift: i32,
+    /// Half of 2^−shift when that is a right shift of fewer than 126 places (what rounding
+    /// adds before it), else 0: the 128-bit shift is not redone for every row.
+    half: u128,
     /// q(h_u): the largest square of a shifted value, in units of G.
     max_square: i128,
 }
@@ -320,7 +323,8 @@ impl VarianceSpec {
         }
         let Some(max_square) = max_square.to_i128() else { unreachable!("checked against 2^62 above") };
         let midpoint = (bounds_on_grid.lower + bounds_on_grid.upper) / 2;
-        Ok(VarianceSpec { neighbours, bounds: bounds_on_grid, midpoint, squares_grid, shift, max_square })
+        let half = if (-125..0).contains(&shift) { 1 << (-shift - 1) } else { 0 };
+        Ok(VarianceSpec { neighbours, bounds: bounds_on_grid, midpoint, squares_grid, shift, half, max_square })
     }
 
     /// The mechanism of each noisy part with its share of ε or ρ, in release order: (count,)
@@ -359,16 +363,18 @@ impl VarianceSpec {
     pub fn square(&self, y: i128) -> i128 {
         // |y| <= 2^62, so y² <= 2^124: one 64 × 64-bit multiplication.
         debug_assert!(y.unsigned_abs() <= 1 << 62);
-        let s = i128::from(y as i64) * i128::from(y as i64);
+        let a = (y as i64).unsigned_abs();
+        let s = u128::from(a) * u128::from(a);
         if self.shift >= 0 {
             // Only reached if g² is coarser than G; s · 2^shift <= q(h) <= 2^62 then.
-            s << self.shift
+            (s << self.shift) as i128
         } else {
             let down = (-self.shift) as u32;
             if down >= 126 {
                 return 0; // s < 2^125 <= half of 2^down: rounds to 0 (then q(h) = 0 is refused)
             }
-            (s + (1i128 << (down - 1))) >> down
+            // s + half < 2^125: no overflow, and the quotient is at most q(h) <= 2^62.
+            ((s + self.half) >> down) as i128
         }
     }
 
@@ -471,13 +477,13 @@ struct VarianceTotals {
 }
 
 impl VarianceTotals {
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, spec: &VarianceSpec, x: f64) {
         self.add_shifted(spec, spec.shifted(x));
     }
 
     /// One shifted value y = units − midpoint.
-    #[inline]
+    #[inline(always)]
     fn add_shifted(&mut self, spec: &VarianceSpec, y: i128) {
         self.sum += y;
         self.squares += spec.square(y);
@@ -515,7 +521,7 @@ impl VarianceFold {
 }
 
 impl Fold for VarianceFold {
-    #[inline]
+    #[inline(always)]
     fn row(&mut self, record: &Row) -> Result<(), BadCell> {
         if let Some(x) = self.cell.read(record)? {
             self.add(x);
