@@ -219,6 +219,7 @@ mod tests {
 #[cfg(test)]
 mod parallel_tests {
     use super::*;
+    use crate::data::records::tests::awkward_field;
     use crate::data::row::BadCell;
     use crate::data::source::{CsvOptions, Source};
     use proptest::prelude::*;
@@ -376,18 +377,10 @@ mod parallel_tests {
     /// cells.
     fn csv_text() -> impl Strategy<Value = (Vec<u8>, u8, usize)> {
         let field = prop_oneof![
-            12 => "[0-9a-c .x-]{0,5}",
-            2 => Just("x".to_string()),
-            1 => Just("BAD".to_string()),
-            1 => Just("\"BAD\"".to_string()),
-            1 => Just("\"q\nq\"".to_string()),
-            1 => Just("\"a,b;c\"".to_string()),
-            1 => Just("\"r\r\nq\"".to_string()),
-            1 => Just("\"say \"\"hi\"\"\"".to_string()),
-            1 => Just("\"ab\"cd".to_string()),
-            1 => Just("5'10\"".to_string()),
-            1 => Just("\"".to_string()),
-            1 => Just("\"\"".to_string()),
+            12 => "[0-9a-c .x-]{0,5}".boxed(),
+            2 => Just("x".to_string()).boxed(),
+            1 => Just("\"BAD\"".to_string()).boxed(),
+            9 => awkward_field().boxed(),
         ];
         let end = prop_oneof![
             6 => Just("\n"),
