@@ -209,6 +209,8 @@ pub struct WorkloadFold {
     columns: Arc<[usize]>,
     /// The conversions done once per batch: a value of `columns[i]` onto these bounds.
     grids: Arc<[(usize, GridBounds)]>,
+    /// How many folds each of `grids` feeds (known when the folds are; not recounted per batch).
+    fed: Arc<[usize]>,
     /// Whether some fold is fed rows.
     any_rows: bool,
     /// The batch: `values[c * BATCH + i]` is column `columns[c]` in the batch's row i, NaN
@@ -251,8 +253,14 @@ impl WorkloadFold {
             });
             lanes.push(lane.unwrap_or(Lane::Row));
         }
+        let fed = (0..grids.len())
+            .map(|grid| {
+                lanes.iter().filter(|lane| matches!(lane, Lane::Units { grid: g, .. } if *g == grid)).count()
+            })
+            .collect();
         WorkloadFold {
             folds,
+            fed,
             any_rows: lanes.contains(&Lane::Row),
             lanes: lanes.into(),
             values: vec![0.0; columns.len() * BATCH],
@@ -278,7 +286,7 @@ impl WorkloadFold {
         for (g, (column, bounds)) in self.grids.iter().enumerate() {
             let values = &self.values[column * BATCH..column * BATCH + rows];
             let here = Lane::Units { column: *column, grid: g };
-            let fed = self.lanes.iter().filter(|lane| **lane == here).count();
+            let fed = self.fed[g];
             if fed > 1 {
                 self.units.resize(rows, 0);
                 for (units, &x) in self.units.iter_mut().zip(values) {
@@ -374,44 +382,27 @@ trait ByUnits {
     }
 }
 
-impl ByUnits for MeanFold {
-    fn cell(&self) -> NumberCell {
-        self.cell
-    }
-    fn bounds(&self) -> GridBounds {
-        *self.spec.bounds()
-    }
-    #[inline]
-    fn add_grid_units(&mut self, units: i128) {
-        MeanFold::add_grid_units(self, units)
-    }
+/// The three number folds read their cell and take units the same way; only where their
+/// bounds live differs (the mean's depend on the privacy unit).
+macro_rules! by_units {
+    ($fold:ident, $bounds:expr) => {
+        impl ByUnits for $fold {
+            fn cell(&self) -> NumberCell {
+                self.cell
+            }
+            fn bounds(&self) -> GridBounds {
+                $bounds(self)
+            }
+            #[inline]
+            fn add_grid_units(&mut self, units: i128) {
+                $fold::add_grid_units(self, units)
+            }
+        }
+    };
 }
-
-impl ByUnits for VarianceFold {
-    fn cell(&self) -> NumberCell {
-        self.cell
-    }
-    fn bounds(&self) -> GridBounds {
-        self.spec.bounds
-    }
-    #[inline]
-    fn add_grid_units(&mut self, units: i128) {
-        VarianceFold::add_grid_units(self, units)
-    }
-}
-
-impl ByUnits for SumFold {
-    fn cell(&self) -> NumberCell {
-        self.cell
-    }
-    fn bounds(&self) -> GridBounds {
-        self.spec.bounds
-    }
-    #[inline]
-    fn add_grid_units(&mut self, units: i128) {
-        SumFold::add_grid_units(self, units)
-    }
-}
+by_units!(MeanFold, |f: &MeanFold| *f.spec.bounds());
+by_units!(VarianceFold, |f: &VarianceFold| f.spec.bounds);
+by_units!(SumFold, |f: &SumFold| f.spec.bounds);
 
 /// `with` applied to the fold inside, if it can be fed units.
 #[inline(always)]
