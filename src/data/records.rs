@@ -500,18 +500,6 @@ pub(crate) mod tests {
         (records, None)
     }
 
-    /// Line ends (CR, LF, CRLF each one) in `bytes`, the byte before which was a CR if
-    /// `after_cr`.
-    fn lines(bytes: &[u8], after_cr: bool) -> u64 {
-        let mut prev = if after_cr { b'\r' } else { 0 };
-        let mut n = 0;
-        for &b in bytes {
-            n += u64::from(b == b'\r' || (b == b'\n' && prev != b'\r'));
-            prev = b;
-        }
-        n
-    }
-
     /// What `parse` handed the callback for one record.
     #[derive(Debug, PartialEq)]
     struct Seen {
@@ -543,48 +531,58 @@ pub(crate) mod tests {
         let mut seen = vec![];
         for (n, record) in records.iter().enumerate() {
             let (row, width) = (n as u64 + 1, record.fields.len());
-            let lines = lines(&part.bytes[..record.start], part.after_cr);
-            if shape.width.is_some_and(|w| w != width) {
+            // The problem this record stops the part with: 0 ragged, 1 a refused cell.
+            let problem = if shape.width.is_some_and(|w| w != width) {
+                Some(0)
+            } else {
+                let (cells, bad) = cells_of(part, record, width.min(shape.read), probe);
+                seen.push(Seen { start: record.start, width, cells });
+                bad.then_some(1)
+            };
+            if let Some(problem) = problem {
+                let lines = line_ends(&part.bytes[..record.start], part.after_cr);
                 return Outcome {
                     seen,
                     rows: row,
                     lines,
                     unfinished: None,
-                    stop: Some((0, row, record.start)),
-                };
-            }
-            let located = width.min(shape.read);
-            let cells = (0..probe)
-                .map(|i| {
-                    let field = record.fields.get(i).filter(|_| i < located)?;
-                    let raw = &part.bytes[field.start..field.end];
-                    let at = if field.value.is_empty() {
-                        None
-                    } else if raw == field.value.as_slice() {
-                        Some((field.start, field.end))
-                    } else if raw.len() >= 2 && raw[1..raw.len() - 1] == field.value[..] && raw[0] == b'"' {
-                        Some((field.start + 1, field.end - 1))
-                    } else {
-                        None
-                    };
-                    Some((field.value.clone(), at))
-                })
-                .collect::<Vec<_>>();
-            let bad = cells.iter().flatten().any(|(value, _)| value == b"BAD");
-            seen.push(Seen { start: record.start, width, cells });
-            if bad {
-                return Outcome {
-                    seen,
-                    rows: row,
-                    lines,
-                    unfinished: None,
-                    stop: Some((1, row, record.start)),
+                    stop: Some((problem, row, record.start)),
                 };
             }
         }
         let upto = unfinished.unwrap_or(part.bytes.len());
-        let lines = lines(&part.bytes[..upto], part.after_cr);
+        let lines = line_ends(&part.bytes[..upto], part.after_cr);
         Outcome { seen, rows: records.len() as u64, lines, unfinished, stop: None }
+    }
+
+    /// The first `probe` cells the reference says `parse` hands over for `record` (its first
+    /// `located` fields), and whether one of them is refused (`BAD`).
+    fn cells_of(part: Part, record: &Reference, located: usize, probe: usize) -> (Vec<Cell>, bool) {
+        let cells = (0..probe)
+            .map(|i| {
+                let field = record.fields.get(i).filter(|_| i < located)?;
+                let raw = &part.bytes[field.start..field.end];
+                let at = if field.value.is_empty() {
+                    None
+                } else if raw == field.value.as_slice() {
+                    Some((field.start, field.end))
+                } else if raw.len() >= 2
+                    && raw[0] == b'"'
+                    && raw[1..raw.len() - 1] == field.value[..]
+                    && !field.value.contains(&b'"')
+                {
+                    // Read between its quotes only when that is all it is: a value that holds
+                    // a quote came from `""` and was rewritten, even where (in a field the
+                    // input ends inside) the bytes between the outer quotes happen to equal it.
+                    Some((field.start + 1, field.end - 1))
+                } else {
+                    None
+                };
+                Some((field.value.clone(), at))
+            })
+            .collect::<Vec<_>>();
+        let bad = cells.iter().flatten().any(|(value, _)| value == b"BAD");
+        (cells, bad)
     }
 
     /// What `parse` returns and hands over, in the terms of [`expected`]; with `windows` the

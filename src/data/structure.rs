@@ -382,6 +382,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// CR, LF and CRLF each end one line, wherever they are; an LF right after a CR (also the
+    /// CR before `bytes`, with `after_cr`) is the end of that CR's line.
+    #[test]
+    fn line_ends_counts_cr_lf_and_crlf_once_each() {
+        for (bytes, after_cr, want) in [
+            (&b""[..], false, 0),
+            (b"a,b", false, 0),
+            (b"a\nb\n", false, 2),
+            (b"a\r\nb\r\n", false, 2),
+            (b"a\rb\r", false, 2),
+            (b"\n\n\r\r", false, 4),
+            (b"\r\n\n", false, 2),
+            (b"\n", true, 0),
+            (b"\nx\n", true, 1),
+            (b"\rx", true, 1),
+            (b"\"a\nb\"\r\n", false, 2),
+        ] {
+            assert_eq!(line_ends(bytes, after_cr), want, "{bytes:?} after CR {after_cr}");
+        }
+    }
+
     /// The structure of every 64-byte window of `bytes` (the last one zero-padded), each read
     /// by `read(window, length, mode)` in the mode the one before it ended in.
     fn windows(bytes: &[u8], read: impl Fn(&[u8; WINDOW], usize, Mode) -> Structure) -> Vec<Structure> {
