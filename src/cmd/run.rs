@@ -345,12 +345,8 @@ trait ByUnits {
     /// The bounds `add_grid_units` takes units of.
     fn bounds(&self) -> GridBounds;
     fn add_grid_units(&mut self, units: i128);
-    /// One value, as `row` takes a row's number (the fold's own `add` computes the same).
-    #[inline(always)]
-    fn add(&mut self, x: f64) {
-        let units = self.bounds().units(x);
-        self.add_grid_units(units);
-    }
+    /// One value, as `row` takes a row's number (the fold's own `add`).
+    fn add(&mut self, x: f64);
     /// `add_grid_units` of each of `units` but those equal to `skip`.
     #[inline(always)]
     fn add_all_grid_units(&mut self, units: &[i128], skip: i128) {
@@ -396,6 +392,10 @@ macro_rules! by_units {
             #[inline]
             fn add_grid_units(&mut self, units: i128) {
                 $fold::add_grid_units(self, units)
+            }
+            #[inline]
+            fn add(&mut self, x: f64) {
+                $fold::add(self, x)
             }
         }
     };

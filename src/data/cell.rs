@@ -54,16 +54,9 @@ impl NumberCell {
                     x
                 }
             },
-            None => self.parse(row),
+            None => parse_number(text_cell(row, self.index)),
         };
         self.resolve(parsed, row)
-    }
-
-    /// The cell's finite number in `row`, or None, before the `--invalid` policy: what
-    /// [`NumberCell::read`] parses (without the row's memo).
-    #[inline(always)]
-    pub fn parse(&self, row: &Row) -> Option<f64> {
-        parse_number(text_cell(row, self.index))
     }
 
     /// What [`NumberCell::read`] returns for a cell of `row` that parsed to `parsed`: the
@@ -409,10 +402,11 @@ mod tests {
         if after {
             bytes.extend_from_slice(b",123456789.5,x");
         }
-        let got = parse_number(&bytes[before.len()..end]).map(f64::to_bits);
-        match got == by_std(cell) {
-            true => Ok(()),
-            false => Err(format!("{cell:?} after {before:?}: {got:?}, std {:?}", by_std(cell))),
+        let (got, want) = (parse_number(&bytes[before.len()..end]).map(f64::to_bits), by_std(cell));
+        if got == want {
+            Ok(())
+        } else {
+            Err(format!("{cell:?} after {before:?}: {got:?}, std {want:?}"))
         }
     }
 

@@ -355,7 +355,14 @@ impl VarianceSpec {
     /// One row's shifted value y in units of g.
     #[inline]
     pub fn shifted(&self, x: f64) -> i128 {
-        self.bounds.units(x) - self.midpoint
+        self.from_grid_units(self.bounds.units(x))
+    }
+
+    /// [`VarianceSpec::shifted`] from the value's units on `bounds` (`bounds.units(x)`), so
+    /// that a scan can convert a value once for every query with the same grid and bounds.
+    #[inline]
+    pub fn from_grid_units(&self, units: i128) -> i128 {
+        units - self.midpoint
     }
 
     /// q(y): y² on the squares' grid, rounded to nearest with ties up; exact, in [0, q(h)].
@@ -516,7 +523,7 @@ impl VarianceFold {
     /// Folds one value given as its units on the spec's bounds (`spec.bounds.units(x)`).
     #[inline]
     pub fn add_grid_units(&mut self, units: i128) {
-        self.totals.add_shifted(&self.spec, units - self.spec.midpoint);
+        self.totals.add_shifted(&self.spec, self.spec.from_grid_units(units));
     }
 }
 
