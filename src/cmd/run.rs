@@ -247,9 +247,17 @@ impl WorkloadFold {
         for routed in &mut folds {
             let wanted = routed.plain().and_then(|fold| shared(fold, |f| (f.cell().index, f.bounds())));
             let lane = wanted.and_then(|(column, bounds)| {
-                let column = slot(&mut columns, column)?;
-                let grid = slot(&mut grids, (column, bounds))?;
-                Some(Lane::Units { column, grid })
+                // A column is parsed for every row once it is listed: list it only with a
+                // grid that has room, or it would be parsed for no query.
+                let at = columns.iter().position(|&c| c == column).unwrap_or(columns.len());
+                if at == SHARED {
+                    return None;
+                }
+                let grid = slot(&mut grids, (at, bounds))?;
+                if at == columns.len() {
+                    columns.push(column);
+                }
+                Some(Lane::Units { column: at, grid })
             });
             lanes.push(lane.unwrap_or(Lane::Row));
         }
@@ -628,6 +636,30 @@ mod tests {
             let cut = cut.index(rows.len() + 1);
             prop_assert_eq!(by_batches(&queries, &rows, cut), by_rows(&queries, &rows));
         }
+    }
+
+    /// Once every shared grid is taken, a query on another column is fed rows, and that
+    /// column is not parsed into the batch (it would feed nothing).
+    #[test]
+    fn a_column_is_batched_only_with_a_grid() {
+        use crate::numeric::bounds::{Bounds, Finite};
+        use crate::query::sum::SumSpec;
+        let sum = |column: usize, upper: f64| {
+            let bounds =
+                Bounds::new(Finite::from_f64(0.0).unwrap(), Finite::from_f64(upper).unwrap()).unwrap();
+            let eps = crate::privacy::noise::Mechanism::Laplace("1".parse().unwrap());
+            let spec = SumSpec::new(bounds, Neighbours::AddRemove, &eps).unwrap();
+            let cell = NumberCell { index: column, invalid: InvalidPolicy::Error };
+            Routed::new(AnyFold::Sum(Clamped::Given(SumFold::new(spec, cell))), vec![], None)
+        };
+        let mut folds: Vec<_> = (1..=SHARED).map(|k| sum(0, 1000.0 * k as f64)).collect();
+        folds.push(sum(1, 10.0));
+        folds.push(sum(0, 1000.0));
+        let fold = WorkloadFold::new(folds);
+        assert_eq!(fold.grids.len(), SHARED);
+        assert_eq!(&fold.columns[..], &[0]);
+        assert_eq!(fold.lanes[SHARED], Lane::Row);
+        assert_eq!(fold.lanes[SHARED + 1], Lane::Units { column: 0, grid: 0 });
     }
 
     #[test]
