@@ -14,8 +14,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
-    let stdout = io::stdout();
-    match dispatch(cli.query, &mut stdout.lock()) {
+    // One locked, buffered writer for everything a command prints (std's stdout flushes at
+    // every line: a histogram of many keys or a man page would be a write per line). A reader
+    // that went away (`dpstat … | head -1`) is not an error, during the run or at the flush.
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let done = dispatch(cli.query, &mut out);
+    let flushed = out.flush();
+    match done.and_then(|()| flushed.map_err(anyhow::Error::from)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
