@@ -8,6 +8,7 @@
 //! | 2 | [`Error::Usage`] | bad flags, a bad workload file or bad data; nothing on stdout |
 //! | 3 | [`Error::Budget`] | the ledger's budget cannot pay; nothing released, nothing charged |
 //! | 4 | [`Error::Problems`] | `dpstat check` found problems in the file (its report is on stdout) |
+//! | 5 | [`Error::Withheld`] | the differentially private outcome is "no value": decided from noisy quantities only, charged |
 
 use std::fmt;
 
@@ -19,6 +20,8 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_BUDGET: u8 = 3;
 /// Exit code of `dpstat check` when it found problems in the file.
 pub const EXIT_PROBLEMS: u8 = 4;
+/// Exit code when the release's own private outcome is that there is no value to print.
+pub const EXIT_WITHHELD: u8 = 5;
 
 /// Why a run did not release. The message names the problem and, where there is one, the flag
 /// that fixes it.
@@ -32,6 +35,11 @@ pub enum Error {
     Internal(String),
     /// `dpstat check` found problems in the file.
     Problems(String),
+    /// The release decided, from noisy quantities only, that it has no value to print (too many
+    /// keys for `--max-keys`, no bounds found privately). This outcome *is* the differentially
+    /// private release: its message may name only flags and noisy or public numbers, never a
+    /// row, and under a ledger it is charged and recorded as released.
+    Withheld(String),
 }
 
 impl Error {
@@ -43,18 +51,27 @@ impl Error {
         Error::Internal(message.into())
     }
 
+    pub fn withheld(message: impl Into<String>) -> Error {
+        Error::Withheld(message.into())
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => EXIT_USAGE,
             Error::Budget(_) => EXIT_BUDGET,
             Error::Internal(_) => EXIT_INTERNAL,
             Error::Problems(_) => EXIT_PROBLEMS,
+            Error::Withheld(_) => EXIT_WITHHELD,
         }
     }
 
     pub fn message(&self) -> &str {
         match self {
-            Error::Usage(m) | Error::Budget(m) | Error::Internal(m) | Error::Problems(m) => m,
+            Error::Usage(m)
+            | Error::Budget(m)
+            | Error::Internal(m)
+            | Error::Problems(m)
+            | Error::Withheld(m) => m,
         }
     }
 
@@ -65,6 +82,7 @@ impl Error {
             Error::Budget(m) => Error::Budget(format!("{prefix}: {m}")),
             Error::Internal(m) => Error::Internal(format!("{prefix}: {m}")),
             Error::Problems(m) => Error::Problems(format!("{prefix}: {m}")),
+            Error::Withheld(m) => Error::Withheld(format!("{prefix}: {m}")),
         }
     }
 }
@@ -112,6 +130,12 @@ pub fn shown_list(names: &[String], max: usize) -> String {
 /// Shorthand for a usage error inside a function that returns `anyhow::Result`.
 pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
     Error::Usage(message.into()).into()
+}
+
+/// Whether `error` is a [`Error::Withheld`] outcome: a private release of "no value", which a
+/// ledger records as released and which may be shown after the charge.
+pub fn is_withheld(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| matches!(e.downcast_ref::<Error>(), Some(Error::Withheld(_))))
 }
 
 /// The exit code of any error that reaches `main`: a typed [`Error`] anywhere in the chain

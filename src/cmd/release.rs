@@ -25,7 +25,7 @@ use crate::data::input::Input;
 use crate::data::route::{FilterList, GroupBy, Routed};
 use crate::data::scan;
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
-use crate::error::{bad_input, Error};
+use crate::error::{bad_input, is_withheld, Error};
 use crate::numeric::bins::Keys;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::currency::Spend;
@@ -327,10 +327,11 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     let mut meter = Meter::new(job.ledger.as_ref(), charge);
     let scanned =
         job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng, meter: &mut meter });
-    let mut published = meter.after_rows(scanned.and_then(|published| {
+    let measured = meter.after_rows(scanned.and_then(|published| {
         published.accounting().spends_exactly(&job.spend)?;
         Ok(published)
-    }))?;
+    }));
+    let mut published = meter.finish_withheld(&mut input, measured)?;
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
     let plot = match &job.plot {
         Some(path) => {
@@ -394,8 +395,11 @@ impl<'a> Meter<'a> {
 
     /// After the charge, an error says only that the release failed after it was charged: its
     /// own message could name a row, a line or a cell, and even its kind could depend on them.
+    /// A [`Error::Withheld`] outcome passes: it is the release itself, decided from noisy
+    /// numbers only.
     pub fn after_rows<T>(&self, result: Result<T>) -> Result<T> {
         match (result, &self.reservation) {
+            (Err(e), Some(_)) if is_withheld(&e) => Err(e),
             (Err(_), Some(reservation)) => Err(Error::internal(format!(
                 "the release failed after {} was charged to dataset {} in ledger {}; nothing \
                  was released, and the reason is not shown because under a ledger it could reveal \
@@ -407,6 +411,18 @@ impl<'a> Meter<'a> {
             ))
             .into()),
             (result, _) => result,
+        }
+    }
+
+    /// A withheld outcome is a completed release: recorded as released before its line is
+    /// printed, like any other release. Anything else passes unchanged.
+    pub fn finish_withheld<T>(&self, input: &mut Input, result: Result<T>) -> Result<T> {
+        match result {
+            Err(e) if is_withheld(&e) => {
+                self.complete(input)?;
+                Err(e)
+            }
+            other => other,
         }
     }
 

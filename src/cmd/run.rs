@@ -154,7 +154,8 @@ pub fn release_all(
     let mut meter = Meter::new(ledger, charge);
     scan::check_memory(&input, &fold)?;
     meter.before_rows(&mut input)?;
-    let released = meter.after_rows(measure_all(workload, fold, &mut input, &mut rng))?;
+    let measured = meter.after_rows(measure_all(workload, fold, &mut input, &mut rng));
+    let released = meter.finish_withheld(&mut input, measured)?;
     meter.complete(&mut input)?;
     Ok(released)
 }
