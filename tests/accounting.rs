@@ -395,6 +395,13 @@ fn discovered_keys_charge_epsilon_and_delta() {
             assert_eq!(printed_total(&json), charge, "{args:?} {unit}");
             assert_eq!(charge, eps_delta, "{args:?} {unit}");
             assert!(json["discovery"]["threshold"].as_i64().unwrap() > 1, "{json}");
+            // A tenth of ε and δ pays for the key cap's test, a part of its own in the tree.
+            let parts = json["accounting"]["parts"].as_array().unwrap();
+            let cap = parts.iter().find(|p| p["name"] == "key cap").unwrap_or_else(|| panic!("{json}"));
+            assert_eq!(
+                (cap["epsilon_exact"].as_str(), cap["delta_exact"].as_str()),
+                (Some("7/100"), Some("1/10000000000"))
+            );
         }
     }
 }

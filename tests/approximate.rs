@@ -141,8 +141,13 @@ fn discovered_keys_are_sorted_and_state_the_threshold() {
             .args(["histogram", "--col", "region", "--discover", "--eps", "1", "--delta", "1e-7"])
             .arg(people()),
     );
-    assert_eq!(json["discovery"]["threshold"], 17);
-    assert_eq!(json["discovery"]["delta_exact"], "1/10000000");
+    // The selection runs at 9/10 of ε and δ (a tenth pays for the key cap's test): τ at
+    // (0.9, 9e-8) is 1 + ⌈(ln(1/9e-8) − ln(1 + e^-0.9))/0.9⌉ = 1 + ⌈17.76⌉ = 19.
+    assert_eq!(json["discovery"]["threshold"], 19);
+    assert_eq!(json["discovery"]["delta_exact"], "9/100000000");
+    assert_eq!(json["discovery"]["key_cap"]["epsilon_exact"], "1/10");
+    assert_eq!(json["discovery"]["key_cap"]["delta_exact"], "1/100000000");
+    assert_eq!(json["discovery"]["key_cap"]["margin"], 185);
     let keys: Vec<&str> =
         json["bins"].as_array().unwrap().iter().map(|b| b["bin"].as_str().unwrap()).collect();
     assert_eq!(keys, ["east", "north", "south", "west"]);
@@ -181,51 +186,65 @@ fn discovered_keys_are_sorted_and_state_the_threshold() {
     }
 }
 
-/// More distinct keys than --max-keys stop the run with a clear message; a cap whose worst case
-/// exceeds the memory limit is refused before anything is read; under a ledger the stop comes
-/// after the charge and is one fixed line (a charged failure).
+/// The key cap decides nothing the rows could answer exactly (issue 24, item 1): a cap the noisy
+/// test cannot pass is refused before anything is read; more keys than the cap is a withheld
+/// release (exit 5, a line naming only flags, nothing on stdout) that a ledger charges and
+/// records as released; the review's membership attack (`--where 'k in …' --max-keys 1`) is
+/// refused before the charge, and a roomy cap gives the two neighbours the same exit code; a key
+/// longer than 256 bytes counts under its first 256 bytes instead of stopping the run.
 #[test]
-fn the_cap_on_distinct_keys_refuses_cleanly() {
+fn the_cap_on_distinct_keys_is_part_of_the_release() {
     let dir = TempDir::new().unwrap();
-    let csv = dir.path().join("many.csv");
-    let text: String =
-        std::iter::once("k\n".to_string()).chain((0..50).map(|i| format!("key{i}\n"))).collect();
-    fs::write(&csv, text).unwrap();
-    let args = ["count", "--by", "k", "--discover", "--eps", "1", "--delta", "1e-6", "--max-keys", "20"];
-    fails_with(dpstat().args(args).arg(&csv), &["more than 20 distinct keys", "--max-keys"]);
-    fails_with(
-        dpstat()
-            .args([
-                "count",
-                "--by",
-                "k",
-                "--discover",
-                "--eps",
-                "1",
-                "--delta",
-                "1e-6",
-                "--max-keys",
-                "10000000",
-            ])
-            .arg(&csv),
-        &["MiB", "more than the"],
-    );
+    let write = |name: &str, keys: &mut dyn Iterator<Item = String>| {
+        let path = dir.path().join(name);
+        let text: String = std::iter::once("k\n".to_string()).chain(keys.map(|k| format!("{k}\n"))).collect();
+        fs::write(&path, text).unwrap();
+        path
+    };
+    let many = write("many.csv", &mut (0..50).map(|i| format!("key{i}")));
+    let without_17 = write("without17.csv", &mut (0..50).filter(|&i| i != 17).map(|i| format!("key{i}")));
+    // ε = 10, δ = 1e-6: the test has ε_c = 1, δ_c = 1e-7, m = 17.
+    let roomy = ["count", "--by", "k", "--discover", "--eps", "10", "--delta", "1e-6"];
     let ledger = dir.path().join("ledger.jsonl");
-    let out = unseeded()
-        .args(args)
-        .args(["--budget", "5", "--budget-delta", "1e-5", "--ledger"])
-        .arg(&ledger)
-        .arg(&csv)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("failed after epsilon 1, delta 0.000001 was charged") && !stderr.contains("key"),
-        "{stderr}"
-    );
-    let budget = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
-    assert!(budget.contains("charged, not released"), "{budget}");
+    let budget = ["--budget", "100", "--budget-delta", "1e-3", "--ledger"];
+    // The review's attack: refused before anything is read or charged.
+    let attack = [&roomy[..], &["--where", "k in key17,key18", "--max-keys", "1"]].concat();
+    fails_with(dpstat().args(&attack).arg(&many), &["--max-keys 1", "must exceed 17"]);
+    let out = unseeded().args(&attack).args(budget).arg(&ledger).arg(&many).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!ledger.exists() || fs::read_to_string(&ledger).unwrap().lines().all(|l| !l.contains("charge")));
+    // With a cap that has room, both neighbours release (two keys, far below 40 − 17).
+    let fair = [&roomy[..], &["--where", "k in key17,key18", "--max-keys", "40"]].concat();
+    for data in [&many, &without_17] {
+        let out = unseeded().args(&fair).args(budget).arg(&ledger).arg(data).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // 50 keys over a cap of 40: withheld, whatever the seed, without naming a key.
+    let over = [&roomy[..], &["--max-keys", "40"]].concat();
+    for seed in 0..3 {
+        let out = common::seeded(seed).args(&over).arg(&many).output().unwrap();
+        assert_eq!(out.status.code(), Some(5));
+        assert!(out.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr.lines().find(|l| !l.contains("INSECURE")).unwrap();
+        assert!(
+            line.starts_with("dpstat: ") && line.contains("--max-keys 40") && !line.contains("key1"),
+            "{line}"
+        );
+    }
+    let out = unseeded().args(&over).args(budget).arg(&ledger).arg(&many).output().unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let listing = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+    assert!(!listing.contains("charged, not released"), "a withheld release is a release: {listing}");
+    // A memory cap too large for the fold is still refused before anything is read.
+    let huge = [&roomy[..], &["--max-keys", "10000000"]].concat();
+    fails_with(dpstat().args(&huge).arg(&many), &["MiB", "more than the"]);
+    // One 300-byte key among short ones: no stop; it counts under its first 256 bytes.
+    let long = "L".repeat(300);
+    let mixed =
+        write("long.csv", &mut (0..60).map(|i| if i % 2 == 0 { long.clone() } else { "short".into() }));
+    let out = stdout_of(dpstat().args(roomy).args(["--max-keys", "100"]).arg(&mixed));
+    assert!(out.contains(&format!("{},", "L".repeat(256))) && !out.contains(&"L".repeat(257)), "{out}");
 }
 
 fn ledger_run(ledger: &Path, args: &[&str]) -> assert_cmd::Command {

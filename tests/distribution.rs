@@ -1199,8 +1199,9 @@ const GAUSS_BY_REPLACE: Config = Config {
     runs: 250,
 };
 
-/// Keys of group found in the data at ε = 1/2, δ = 1/10, add-remove: scale 2, τ = 5 (a = 8,
-/// b = 11, c = 4 rows).
+/// Keys of group found in the data at ε = 1/2, δ = 1/10, add-remove: the selection runs at
+/// 9/10 of both (a tenth pays for the key cap's test), scale 1/0.45, τ = 6 (a = 8, b = 11, c = 4
+/// rows).
 const DISCOVER: Config = Config {
     fixture: "dist_count.csv",
     args: &["histogram", "--col", "group", "--discover", "--eps", "0.5", "--delta", "0.1"],
@@ -1343,17 +1344,17 @@ fn gaussian_groups_under_replace_use_the_vector_l2_sensitivity() {
 }
 
 /// Keys found in the data: key c (4 rows) is released exactly when 4 + Z >= τ, Z discrete
-/// Laplace of scale 2, and then with the count 4 + Z. The joint law of (released, count) is
+/// Laplace of scale 1/0.45, and then with the count 4 + Z. The joint law of (released, count) is
 /// tested cell by cell against those exact probabilities; keys come sorted; τ is the library's.
 #[test]
 fn discovered_keys_follow_the_thresholded_laplace_law() {
     use dpstat::privacy::threshold::threshold;
     use dpstat::privacy::unit::Neighbours;
     let runs = discover_runs();
-    let t = threshold(&"0.5".parse().unwrap(), &"0.1".parse().unwrap(), Neighbours::AddRemove);
+    let t = threshold(&"0.45".parse().unwrap(), &"0.09".parse().unwrap(), Neighbours::AddRemove);
     let tau = t.tau.to_i64().unwrap();
-    assert_eq!(tau, 5, "(ln 10 − ln(1 + e^−1/2))·2 = 3.66, so m = 4");
-    let (c_rows, scale) = (4i64, 2.0);
+    assert_eq!(tau, 6, "(ln(1/0.09) − ln(1 + e^−0.45))/0.45 = 4.25, so m = 5");
+    let (c_rows, scale) = (4i64, 1.0 / 0.45);
     // Cells: not released, then released with count tau, tau + 1, …, the last pooled.
     let pmf = |z: i64| discrete_laplace_pmf(scale, z);
     let released_at = |v: i64| pmf(v - c_rows);

@@ -76,7 +76,8 @@ Worked examples:
     also writes an SVG bar chart with error bars, after the release (and any ledger charge).
   dpstat histogram --col region --discover --eps 1 --delta 1e-7 fixtures/people.csv
     categories found in the data: only those whose noisy count reaches the threshold set by
-    ε and δ are released, sorted; (ε, δ)-DP. At most --max-keys distinct keys are held.
+    ε and δ are released, sorted; (ε, δ)-DP. At most --max-keys distinct keys are held: a
+    noisy test, part of the release, withholds it (exit 5) when there are more.
   dpstat histogram --col age --bins 8 --lower 0 --upper 80 --noise gaussian --eps 1 --delta 1e-6 fixtures/people.csv
     discrete Gaussian noise with the L2 sensitivity (1 add-remove, √2 replace).";
 

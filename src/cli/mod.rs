@@ -211,7 +211,8 @@ pub struct Common {
     /// noisy count clears a threshold set by ε and --delta are released; (ε, δ)-DP.
     #[arg(long)]
     pub discover: bool,
-    /// The most distinct keys --discover holds in memory; more stop the run.
+    /// The most distinct keys --discover holds in memory; a noisy test that is part of the
+    /// release (a tenth of ε and δ) withholds it when the data has more (exit 5).
     #[arg(long, value_name = "N", default_value_t = MaxKeys(DEFAULT_MAX_KEYS))]
     pub max_keys: MaxKeys,
     /// Privacy unit: add-remove (one row added or removed) or replace (one row changed; n public).

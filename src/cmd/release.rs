@@ -97,7 +97,13 @@ impl PrivacyFlags {
                 }
                 let eps = self.eps.clone().ok_or_else(|| Error::usage("give the privacy budget --eps E"))?;
                 let discovery = match (discover, &self.delta) {
-                    (true, Some(delta)) => Some(Discovery { delta: delta.clone(), max_keys: self.max_keys }),
+                    (true, Some(delta)) => {
+                        let discovery = Discovery { delta: delta.clone(), max_keys: self.max_keys };
+                        // The key cap's test is part of the release: a cap it cannot pass is
+                        // refused now, before anything is read or charged.
+                        discover::KeyCap::new(&eps, &discovery)?;
+                        Some(discovery)
+                    }
                     (true, None) => {
                         return Err(Error::usage(
                             "--discover needs --delta D: the probability that a key held by one person \

@@ -91,6 +91,27 @@ pub fn threshold(eps: &Epsilon, delta: &Delta, unit: Neighbours) -> Threshold {
     Threshold { tau: m + 1, scale: a.recip() }
 }
 
+/// The margin m of a noisy cap test on a count of sensitivity 1 (`query::discover::KeyCap`):
+/// the least m >= 0 with e^(−ε_c·m) <= δ_c, that is m = ⌈ln(1/δ_c)/ε_c⌉.
+///
+/// With Z discrete Laplace of scale 1/ε_c and q = e^(−ε_c), P(Z <= −(m + 1)) = q^(m+1)/(1 + q),
+/// and q^(m+1)·(1 + e^(ε_c))/(1 + q) = q^m: so a test "stop iff D + Z > C − m" that is forced to
+/// stop whenever D > C differs from the pure Laplace test only on an event of probability p with
+/// p·(1 + e^(ε_c)) <= δ_c, which makes the forced test (ε_c, δ_c)-DP (the DESIGN §9.5 argument).
+/// ln(1/δ_c) is irrational for rational δ_c ≠ 1, so the quotient is never an integer and its
+/// ceiling is decided by refinement; an undecided one takes the larger m, which is safe.
+pub fn cap_margin(eps: &Epsilon, delta: &Delta) -> BigInt {
+    let a = eps.as_rational().clone();
+    let inverse_delta = delta.as_rational().recip();
+    let magnify = (-floor_log2(&a)).max(0) as u32;
+    let bound = |guard: u32| -> Bracket {
+        let bits = 32 + guard + magnify;
+        let ln = bracket::ln(&inverse_delta, bits).unwrap_or_else(|| unreachable!("1/δ > 1"));
+        Bracket { lo: ln.lo / &a, hi: ln.hi / &a }
+    };
+    ceil_of(bound).max(BigInt::zero())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +182,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// m = ⌈ln(1/δ)/ε⌉ by hand, and the least safe one over a grid: e^(−εm) <= δ < e^(−ε(m−1)),
+    /// checked in f64 away from ties.
+    #[test]
+    fn cap_margin_is_the_least_safe_one() {
+        // ln(1e7)/0.1 = 161.18: m = 162. ln(10)/1 = 2.303: m = 3.
+        assert_eq!(cap_margin(&eps("0.1"), &delta("1e-8")), BigInt::from(185));
+        assert_eq!(cap_margin(&eps("0.1"), &delta("1e-7")), BigInt::from(162));
+        assert_eq!(cap_margin(&eps("1"), &delta("0.1")), BigInt::from(3));
+        for e in ["0.001", "0.1", "1", "3"] {
+            for d in ["0.5", "1e-3", "1e-9", "1e-40"] {
+                let m = cap_margin(&eps(e), &delta(d)).to_f64().unwrap();
+                let (ef, ln_d) = (e.parse::<f64>().unwrap(), d.parse::<f64>().unwrap().ln());
+                let exact = -ln_d / ef;
+                if (exact - exact.round()).abs() < 1e-6 {
+                    continue;
+                }
+                assert!(-ef * m <= ln_d + 1e-9, "ε {e}, δ {d}: m {m} is not safe");
+                assert!(-ef * (m - 1.0) > ln_d, "ε {e}, δ {d}: m − 1 would do, m {m}");
+            }
+        }
+    }
+
+    /// The forced cap test's failure event: P(Z <= −(m+1))·(1 + e^ε) equals q^m <= δ, by the
+    /// sampler itself (the module's identity, so a wrong m or scale shows here).
+    #[test]
+    fn cap_margin_tail_matches_the_sampler() {
+        let (e, d) = (eps("0.5"), delta("0.05"));
+        let m = cap_margin(&e, &d).to_i64().unwrap();
+        assert_eq!(m, 6); // ln(20)/0.5 = 5.99
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        let scale = e.as_rational().recip();
+        let draws = 200_000;
+        let below =
+            (0..draws).filter(|_| discrete_laplace(&mut rng, &scale) <= BigInt::from(-(m + 1))).count();
+        let p = below as f64 / draws as f64;
+        let q = (-0.5f64).exp();
+        let expected = q.powi(m as i32 + 1) / (1.0 + q);
+        // 200k draws of a 0.0237 event: sd 0.00034; 5 sd.
+        assert!((p - expected).abs() < 0.0017, "P(Z <= −(m+1)) = {p}, expected {expected}");
+        assert!(expected * (1.0 + 0.5f64.exp()) <= 0.05 + 1e-12);
     }
 
     #[test]

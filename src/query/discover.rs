@@ -29,16 +29,30 @@
 //! groups, and `histogram --discover`, release the selection's own counts and work under both
 //! units).
 //!
-//! **Memory.** One entry per distinct key: at most `--max-keys` keys (default 100000) of at
-//! most [`MAX_KEY_BYTES`] bytes each; the worst case is checked against the fold cap before
-//! anything is read or charged (`data::scan::check_memory`), and a file with more distinct keys,
-//! or a longer key, stops the run with a message. Under a ledger that stop comes after the
-//! charge, so it is a charged failure (one fixed line: `cmd::release::Meter`); run
-//! `dpstat check` or the release without `--ledger` first when the number of keys is unknown.
+//! **Keys too long, keys too many: no stop that the rows decide.** A key is its first
+//! [`MAX_KEY_BYTES`] bytes, cut back to the start of a UTF-8 character ([`key_of`]): a public
+//! rule applied to each row on its own, so each row still counts towards exactly one key and
+//! every argument above holds (two long keys with the same first 256 bytes are one key). Memory
+//! holds at most `--max-keys` = C keys, checked against the fold cap before anything is read or
+//! charged (`data::scan::check_memory`). Whether the data has more is decided by a noisy test
+//! that is part of the release ([`KeyCap`]): with D the number of distinct keys (sensitivity 1
+//! under both units: a row added, removed or changed creates or removes at most one key, net),
+//! the release is withheld (`Error::Withheld`, exit 5) iff D + Z > C − m, Z discrete Laplace of
+//! scale 1/ε_c, m = ⌈ln(1/δ_c)/ε_c⌉ (`privacy::threshold::cap_margin`), and always when D > C
+//! (the keys past C were never stored). The always-rule differs from the pure Laplace test only
+//! when Z <= −(m + 1), of probability p with p·(1 + e^(ε_c)) = e^(−ε_c·m) <= δ_c, so the test is
+//! (ε_c, δ_c)-DP; it takes ε_c = ε/10 and δ_c = δ/10 of the release, the selection (and the
+//! statistic) the rest, and the release is (ε, δ)-DP by basic composition (Dwork & Roth 2014,
+//! Thm 3.16). A withheld outcome is this release: charged and recorded under a ledger, its line
+//! names only flags and m. `--max-keys` <= m is refused before the charge (the test would
+//! withhold almost surely). Before this, a file with more keys or a longer key stopped the run
+//! after the charge, and the exit code answered a membership question exactly (issue 24).
 
 use std::collections::BTreeMap;
 
 use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::One;
 use rand::RngCore;
 
 use crate::data::row::{text_cell, BadCell, Fold, Row};
@@ -51,18 +65,108 @@ use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::laplace::Aggregate;
 use crate::privacy::noise::{self, Calibrated, Mechanism};
-use crate::privacy::threshold::{threshold, Threshold};
+use crate::privacy::sampler::discrete_laplace;
+use crate::privacy::threshold::{cap_margin, threshold, Threshold};
 use crate::privacy::unit::Neighbours;
 pub use crate::query::options::Discovery;
 use crate::query::statistic::{Context, Measured, Statistic};
 use crate::report::release::{
-    saturating_i128, Accuracy, DiscoveryInfo, Group, GroupedRelease, Noise, Number, Release, PER_BIN,
+    saturating_i128, Accuracy, DiscoveryInfo, Group, GroupedRelease, KeyCapInfo, Noise, Number, Release,
+    PER_BIN,
 };
 
 /// `--max-keys` when not given.
 pub const DEFAULT_MAX_KEYS: usize = 100_000;
-/// The longest key kept: a longer one stops the run (a key is a label, not a document).
+/// The longest key: a longer cell counts under its first this many bytes (a key is a label,
+/// not a document), cut back to a character boundary ([`key_of`]).
 pub const MAX_KEY_BYTES: usize = 256;
+
+/// The key a cell counts under: its first [`MAX_KEY_BYTES`] bytes, cut back so that it does not
+/// end inside a UTF-8 character. A function of the cell alone (module doc), so the rows' keys do
+/// not depend on each other.
+pub fn key_of(cell: &[u8]) -> &[u8] {
+    if cell.len() <= MAX_KEY_BYTES {
+        return cell;
+    }
+    let mut end = MAX_KEY_BYTES;
+    // A continuation byte (0b10xx_xxxx) at `end` means the cut would split a character; at most
+    // three steps back reach its first byte (in text that is not UTF-8, stop after three).
+    while end > MAX_KEY_BYTES - 3 && cell[end] & 0xC0 == 0x80 {
+        end -= 1;
+    }
+    &cell[..end]
+}
+
+/// The share of a discovery release that pays for the key cap's noisy test (module doc): ε/10
+/// and δ/10, and the margin m. Flags only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyCap {
+    /// C, `--max-keys`.
+    pub max_keys: usize,
+    /// ε_c: the test's share of ε.
+    pub eps: Epsilon,
+    /// δ_c: the test's share of δ.
+    pub delta: Delta,
+    /// m = ⌈ln(1/δ_c)/ε_c⌉: the test withholds iff the noisy number of keys exceeds C − m.
+    pub margin: BigInt,
+    /// What is left for the selection (and the statistic): 9ε/10 and 9δ/10.
+    pub rest_eps: Epsilon,
+    pub rest_delta: Delta,
+}
+
+impl KeyCap {
+    /// The test's shares of `eps` and `discovery.delta`; refuses a `--max-keys` the test would
+    /// almost surely exceed (before the charge: flags only).
+    pub fn new(eps: &Epsilon, discovery: &Discovery) -> Result<KeyCap, Error> {
+        let tenth = BigRational::new(BigInt::one(), BigInt::from(10));
+        let delta_of = |r: BigRational| {
+            Delta::from_rational(r)
+                .map_err(|e| Error::usage(format!("--delta: a tenth of it for the key cap: {e}")))
+        };
+        let delta = delta_of(discovery.delta.as_rational() * &tenth)?;
+        let rest_delta = delta_of(discovery.delta.as_rational() * (BigRational::one() - &tenth))?;
+        let cap_eps = eps.share(1, 10);
+        let margin = cap_margin(&cap_eps, &delta);
+        if BigInt::from(discovery.max_keys) <= margin {
+            return Err(Error::usage(format!(
+                "--max-keys {} leaves no room for the noisy test of the key cap at this --eps and                  --delta: it must exceed {margin}, and exceed the number of keys by about twice that                  for the keys to be released",
+                discovery.max_keys
+            )));
+        }
+        Ok(KeyCap {
+            max_keys: discovery.max_keys,
+            eps: cap_eps,
+            rest_eps: eps.share(9, 10),
+            delta,
+            rest_delta,
+            margin,
+        })
+    }
+
+    /// The test's own cost, for the accounting tree.
+    pub fn cost(&self) -> Cost {
+        Cost::spent("key cap", Spend::Approx { eps: self.eps.clone(), delta: self.delta.clone() })
+    }
+
+    /// The noisy test on the keys observed (module doc): `Ok` to release, else the withheld
+    /// outcome. The noise is drawn whatever the count, so the draw order is the same for every
+    /// dataset.
+    fn test(&self, observed: usize, overflow: bool, rng: &mut dyn RngCore) -> Result<(), Error> {
+        let c = BigInt::from(self.max_keys);
+        let d = if overflow { &c + 1 } else { BigInt::from(observed) };
+        let noisy = d.clone() + discrete_laplace(rng, &self.eps.as_rational().recip());
+        if d > c || noisy > &c - &self.margin {
+            return Err(Error::withheld(format!(
+                "more distinct keys than --max-keys {} allows, by a noisy test that is part of this                  release (epsilon {} and delta {} of it); nothing else is released: raise --max-keys                  to the number of keys plus {}, or narrow the rows with --where",
+                self.max_keys,
+                self.eps,
+                self.delta,
+                &self.margin * 2
+            )));
+        }
+        Ok(())
+    }
+}
 /// What one entry of the key map costs besides its key and fold (tree node share, box, count).
 const ENTRY_BYTES: usize = 64;
 
@@ -76,7 +180,8 @@ pub struct Keyed<F> {
     max_keys: usize,
     empty: F,
     keys: Keys<F>,
-    /// Two parts of a parallel scan merged into more keys than allowed.
+    /// More distinct keys than the cap were seen (the keys are then dropped: the release is
+    /// withheld whatever they hold).
     overflow: bool,
 }
 
@@ -85,45 +190,37 @@ impl<F: Fold> Keyed<F> {
         Keyed { index, max_keys, empty, keys: BTreeMap::new(), overflow: false }
     }
 
-    /// The keys observed, each with its row count and fold, in byte order; an error if more
-    /// than the cap were observed.
-    pub fn into_keys(self) -> Result<Keys<F>, Error> {
-        if self.overflow || self.keys.len() > self.max_keys {
-            return Err(too_many(self.max_keys));
+    /// The keys observed, each with its row count and fold, in byte order, once the key cap's
+    /// noisy test lets them through ([`KeyCap`]); else the withheld outcome.
+    pub fn into_keys(self, cap: &KeyCap, rng: &mut dyn RngCore) -> Result<Keys<F>, Error> {
+        if cap.max_keys != self.max_keys {
+            return Err(Error::internal("the key cap tested is not the one the scan kept"));
         }
+        cap.test(self.keys.len(), self.overflow, rng)?;
         Ok(self.keys)
     }
-}
 
-fn too_many(max_keys: usize) -> Error {
-    Error::usage(too_many_text(max_keys))
-}
-
-fn too_many_text(max_keys: usize) -> String {
-    format!(
-        "more than {max_keys} distinct keys: raise --max-keys (memory grows with it), narrow the rows \
-         with --where, or list the keys you need"
-    )
+    /// Past the cap: the outcome is decided (withheld), so nothing more is kept.
+    fn overflowed(&mut self) {
+        self.overflow = true;
+        self.keys.clear();
+    }
 }
 
 impl<F: Fold> Fold for Keyed<F> {
     #[inline]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
-        let key = text_cell(row, self.index);
+        if self.overflow {
+            return Ok(());
+        }
+        let key = key_of(text_cell(row, self.index));
         if let Some((rows, fold)) = self.keys.get_mut(key) {
             *rows += 1;
             return fold.row(row);
         }
-        if key.len() > MAX_KEY_BYTES {
-            return Err(BadCell {
-                column: self.index,
-                why: format!(
-                    "a key longer than {MAX_KEY_BYTES} bytes; --discover keeps keys up to that length"
-                ),
-            });
-        }
         if self.keys.len() >= self.max_keys {
-            return Err(BadCell { column: self.index, why: too_many_text(self.max_keys) });
+            self.overflowed();
+            return Ok(());
         }
         let mut fold = self.empty.clone();
         fold.row(row)?;
@@ -132,7 +229,9 @@ impl<F: Fold> Fold for Keyed<F> {
     }
 
     fn merge(&mut self, other: Self) {
-        self.overflow |= other.overflow;
+        if self.overflow || other.overflow {
+            return self.overflowed();
+        }
         for (key, (rows, fold)) in other.keys {
             match self.keys.get_mut(&key) {
                 Some((mine, own)) => {
@@ -144,7 +243,9 @@ impl<F: Fold> Fold for Keyed<F> {
                 }
             }
         }
-        self.overflow |= self.keys.len() > self.max_keys;
+        if self.keys.len() > self.max_keys {
+            self.overflowed();
+        }
     }
 
     fn widest_column(&self) -> Option<usize> {
@@ -232,17 +333,19 @@ pub fn keyed_fold<S: Statistic>(
 }
 
 /// What a discovery release states about itself (JSON `discovery`).
-pub fn info(
-    selection_threshold: &Threshold,
-    delta: &Delta,
-    discovery: &Discovery,
-    released: usize,
-) -> DiscoveryInfo {
+pub fn info(selection_threshold: &Threshold, cap: &KeyCap, released: usize) -> DiscoveryInfo {
     DiscoveryInfo {
         threshold: saturating_i128(&selection_threshold.tau),
-        delta: delta.to_f64_up(),
-        delta_exact: delta.exact_string(),
-        max_keys: discovery.max_keys,
+        delta: cap.rest_delta.to_f64_up(),
+        delta_exact: cap.rest_delta.exact_string(),
+        max_keys: cap.max_keys,
+        key_cap: KeyCapInfo {
+            margin: saturating_i128(&cap.margin),
+            epsilon: cap.eps.to_f64_up(),
+            epsilon_exact: cap.eps.exact_string(),
+            delta: cap.delta.to_f64_up(),
+            delta_exact: cap.delta.exact_string(),
+        },
         keys_released: released,
     }
 }
@@ -267,15 +370,17 @@ pub fn publish<S: Statistic>(
     rng: &mut dyn RngCore,
 ) -> Result<GroupedRelease, Error> {
     let eps = cx.epsilon()?;
-    let keys = keyed.into_keys()?;
+    let cap = KeyCap::new(eps, discovery)?;
+    let keys = keyed.into_keys(&cap, rng)?;
     let counting = statistic.name() == "count";
-    // A count is the selection's own noisy count; anything else gets half of ε.
-    let selection_eps = if counting { eps.clone() } else { eps.split(2) };
-    let selection = select(keys, &selection_eps, &discovery.delta, cx.neighbours, rng)?;
-    let spend = Spend::Approx { eps: selection_eps.clone(), delta: discovery.delta.clone() };
+    // A count is the selection's own noisy count; anything else gets half of what the key cap
+    // leaves.
+    let selection_eps = if counting { cap.rest_eps.clone() } else { cap.rest_eps.split(2) };
+    let selection = select(keys, &selection_eps, &cap.rest_delta, cx.neighbours, rng)?;
+    let spend = Spend::Approx { eps: selection_eps.clone(), delta: cap.rest_delta.clone() };
     let tau = selection.threshold.tau.clone();
     let mut groups = Vec::with_capacity(selection.kept.len());
-    let rest = Mechanism::Laplace(eps.split(2));
+    let rest = Mechanism::Laplace(cap.rest_eps.split(2));
     let inner = Context { mechanism: &rest, grouped: true, ..*cx };
     for (key, noisy, fold) in selection.kept {
         let release = if counting {
@@ -295,13 +400,13 @@ pub fn publish<S: Statistic>(
     }
     let keys_cost = Cost::spent("keys", spend);
     let accounting = if counting {
-        keys_cost
+        Cost::sequential(vec![cap.cost(), keys_cost])
     } else if groups.is_empty() {
         // The statistic's share is spent whether or not a key was kept.
-        Cost::sequential(vec![keys_cost, Cost::part("groups", &eps.split(2))])
+        Cost::sequential(vec![cap.cost(), keys_cost, Cost::part("groups", &cap.rest_eps.split(2))])
     } else {
         let each = groups.iter().map(|g| g.release.accounting.clone().named(&g.key)).collect();
-        Cost::sequential(vec![keys_cost, Cost::parallel(each).named("groups")])
+        Cost::sequential(vec![cap.cost(), keys_cost, Cost::parallel(each).named("groups")])
     };
     let column = statistic.columns().first().map(|(c, _)| c.label());
     let released = groups.len();
@@ -314,16 +419,17 @@ pub fn publish<S: Statistic>(
         groups,
         accounting,
     )?;
-    grouped.discovery = Some(info(&selection.threshold, &discovery.delta, discovery, released));
+    grouped.discovery = Some(info(&selection.threshold, &cap, released));
     grouped.post_processing = vec![selection_note(&tau)];
     Ok(grouped)
 }
 
 /// How a discovered grouping composes, in every such release.
-pub const COMPOSITION: &str = "keys found in the data by partition selection: each observed key's row count \
+pub const COMPOSITION: &str = "keys found in the data by partition selection: a noisy test of the number \
+     of distinct keys against --max-keys takes a tenth of epsilon and delta; each observed key's row count \
      gets discrete Laplace noise and only keys reaching the threshold are released, (epsilon, delta)-DP; \
-     for statistics other than count, epsilon is split in halves between the selection and the groups' \
-     releases (parallel composition across the disjoint groups)";
+     for statistics other than count, the rest of epsilon is split in halves between the selection and \
+     the groups' releases (parallel composition across the disjoint groups)";
 
 /// A histogram's bins from the selection: every released key with its noisy count.
 pub fn counts_of<F>(selection: &Selection<F>) -> Vec<(String, i128)> {
@@ -354,38 +460,104 @@ mod tests {
         Ok(fold)
     }
 
+    fn discovery(max_keys: usize) -> Discovery {
+        Discovery { delta: "1e-6".parse().unwrap(), max_keys }
+    }
+
+    /// A cap far above any test here: its test lets every small key set through.
+    fn roomy() -> KeyCap {
+        KeyCap::new(&"1".parse().unwrap(), &discovery(10_000)).unwrap()
+    }
+
     #[test]
     fn counts_keys_trimmed_and_in_byte_order() {
-        let fold = keyed(&["b", " a ", "b", "", "c"], 10).unwrap();
-        let keys = fold.into_keys().unwrap();
+        let fold = keyed(&["b", " a ", "b", "", "c"], 10_000).unwrap();
+        let keys = fold.into_keys(&roomy(), &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
         let got: Vec<(&[u8], u64, u64)> = keys.iter().map(|(k, (n, f))| (&k[..], *n, f.rows)).collect();
         assert_eq!(got, vec![(&b""[..], 1, 1), (b"a", 1, 1), (b"b", 2, 2), (b"c", 1, 1)]);
     }
 
+    /// A long key counts under its first 256 bytes, cut at a character boundary; nothing about
+    /// it stops the scan.
     #[test]
-    fn the_cap_on_keys_and_key_length_refuses() {
-        let err = keyed(&["a", "b", "c"], 2).err().unwrap();
-        assert!(err.why.contains("more than 2 distinct keys"), "{}", err.why);
-        assert!(keyed(&["a", "b", "a", "b"], 2).is_ok());
-        let long = "x".repeat(MAX_KEY_BYTES + 1);
-        assert!(keyed(&[&long], 10).err().unwrap().why.contains("longer than"));
-        // Two parts of a scan that each fit can merge into too many.
-        let (mut left, right) = (keyed(&["a", "b"], 3).unwrap(), keyed(&["c", "d"], 3).unwrap());
+    fn long_keys_count_under_their_first_bytes() {
+        assert_eq!(key_of(b"short"), b"short");
+        let long = "x".repeat(MAX_KEY_BYTES + 44);
+        assert_eq!(key_of(long.as_bytes()), &long.as_bytes()[..MAX_KEY_BYTES]);
+        // "é" is two bytes: with 255 x's before it, byte 256 is its second byte, so the cut
+        // moves back to 255 and the key stays valid UTF-8.
+        let accented = format!("{}é{}", "x".repeat(MAX_KEY_BYTES - 1), "y".repeat(10));
+        let cut = key_of(accented.as_bytes());
+        assert_eq!(cut.len(), MAX_KEY_BYTES - 1);
+        assert!(std::str::from_utf8(cut).is_ok());
+        let other = format!("{}zzz", &long[..MAX_KEY_BYTES]);
+        let fold = keyed(&[&long, &other, "a"], 10_000).unwrap();
+        let keys = fold.into_keys(&roomy(), &mut ChaCha20Rng::seed_from_u64(2)).unwrap();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys.get(&long.as_bytes()[..MAX_KEY_BYTES]).map(|(n, _)| *n), Some(2));
+    }
+
+    /// A cap the test would almost surely exceed is refused (flags only); past the cap nothing
+    /// is kept, merged parts over the cap too, and the outcome is withheld, never an error of
+    /// another kind.
+    #[test]
+    fn past_the_cap_nothing_is_kept_and_the_release_is_withheld() {
+        // ε_c = 0.1, δ_c = 1e-7: m = ⌈16.12/0.1⌉ = 162, so a cap of 162 is refused.
+        let err = KeyCap::new(&"1".parse().unwrap(), &discovery(162)).unwrap_err();
+        assert!(matches!(&err, Error::Usage(m) if m.contains("must exceed 162")), "{err:?}");
+        // ε = 10: ε_c = 1, m = ⌈ln(1e7)⌉ = 17; C = 40 withholds iff D + Z > 23.
+        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(40)).unwrap();
+        assert_eq!(cap.margin, BigInt::from(17));
+        assert_eq!(cap.rest_eps.as_rational() + cap.eps.as_rational(), BigRational::from_integer(10.into()));
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        let many: Vec<String> = (0..41).map(|i| format!("k{i}")).collect();
+        let rows: Vec<&str> = many.iter().map(String::as_str).collect();
+        let over = keyed(&rows, 40).unwrap();
+        assert!(over.overflow && over.keys.is_empty());
+        assert!(matches!(over.into_keys(&cap, &mut rng), Err(Error::Withheld(_))));
+        let (mut left, right) = (keyed(&rows[..21], 40).unwrap(), keyed(&rows[21..], 40).unwrap());
         left.merge(right);
-        assert!(left.into_keys().is_err());
+        assert!(matches!(left.into_keys(&cap, &mut rng), Err(Error::Withheld(_))));
+        let few = keyed(&rows[..5], 40).unwrap();
+        assert_eq!(few.into_keys(&cap, &mut rng).unwrap().len(), 5);
         // The worst case grows with the cap, so a huge cap is refused before any row.
         let small = Keyed::new(0, 10, CountFold::default()).heap_bytes();
         assert!(Keyed::new(0, 1_000_000, CountFold::default()).heap_bytes() > 10_000 * small);
     }
 
+    /// The membership attack of issue 24 on the cap, as a neighbour test: two datasets whose
+    /// distinct keys differ by one, at the test's boundary, are withheld with frequencies whose
+    /// ratio is within e^(ε_c) both ways (the exact laws: P(Z >= 1) and P(Z >= 0)); far below
+    /// the cap, a dataset and its neighbour are both released.
+    #[test]
+    fn the_cap_test_is_private_on_neighbours() {
+        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(40)).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(11); // INSECURE: test-only seed
+        let draws = 20_000;
+        let withheld = |d: usize, rng: &mut ChaCha20Rng| {
+            (0..draws).filter(|_| cap.test(d, false, rng).is_err()).count() as f64 / draws as f64
+        };
+        let (p23, p24) = (withheld(23, &mut rng), withheld(24, &mut rng));
+        let q = (-1f64).exp();
+        let (exact23, exact24) = (q / (1.0 + q), 1.0 / (1.0 + q));
+        // sd of each frequency < 0.0035: 5 sd.
+        assert!((p23 - exact23).abs() < 0.018 && (p24 - exact24).abs() < 0.018, "{p23} {p24}");
+        let e = std::f64::consts::E;
+        assert!(p24 <= e * p23 + 0.05 && (1.0 - p23) <= e * (1.0 - p24) + 0.05, "{p23} {p24}");
+        // A wrong margin or scale shows: with no noise the two would be 0 and 1.
+        assert!(p23 > 0.2 && p24 < 0.8);
+        assert_eq!(withheld(3, &mut rng), 0.0);
+    }
+
     #[test]
     fn merging_parts_equals_one_pass() {
         let rows = ["x", "y", "x", "z", "y", "x"];
-        let whole = keyed(&rows, 10).unwrap();
-        let mut left = keyed(&rows[..2], 10).unwrap();
-        left.merge(keyed(&rows[2..], 10).unwrap());
+        let whole = keyed(&rows, 10_000).unwrap();
+        let mut left = keyed(&rows[..2], 10_000).unwrap();
+        left.merge(keyed(&rows[2..], 10_000).unwrap());
         let summary = |k: Keyed<CountFold>| -> Vec<(Vec<u8>, u64)> {
-            k.into_keys().unwrap().into_iter().map(|(k, (n, _))| (k.to_vec(), n)).collect()
+            let keys = k.into_keys(&roomy(), &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
+            keys.into_iter().map(|(k, (n, _))| (k.to_vec(), n)).collect()
         };
         assert_eq!(summary(left), summary(whole));
     }

@@ -265,7 +265,9 @@ impl Histogram {
         eps: &Epsilon,
         rng: &mut dyn RngCore,
     ) -> Result<Release, Error> {
-        let selection = discover::select(keyed.into_keys()?, eps, &discovery.delta, cx.neighbours, rng)?;
+        let cap = discover::KeyCap::new(eps, discovery)?;
+        let keys = keyed.into_keys(&cap, rng)?;
+        let selection = discover::select(keys, &cap.rest_eps, &cap.rest_delta, cx.neighbours, rng)?;
         let bins: Vec<BinCount> = selection
             .kept
             .iter()
@@ -278,11 +280,11 @@ impl Histogram {
             })
             .collect();
         let accuracy = discover::per_bin(&selection.noise, cx);
-        let spend = Spend::Approx { eps: eps.clone(), delta: discovery.delta.clone() };
+        let spend = Spend::Approx { eps: cap.rest_eps.clone(), delta: cap.rest_delta.clone() };
         let noise = Noise::single(&selection.noise, cx.neighbours, accuracy);
-        let release = cx.release(self, noise, Cost::spent("keys", spend))?;
+        let release = cx.release(self, noise, Cost::sequential(vec![cap.cost(), Cost::spent("keys", spend)]))?;
         Ok(Release {
-            discovery: Some(discover::info(&selection.threshold, &discovery.delta, discovery, bins.len())),
+            discovery: Some(discover::info(&selection.threshold, &cap, bins.len())),
             post_processing: vec![discover::selection_note(&selection.threshold.tau)],
             bins: Some(bins),
             ..release

@@ -235,7 +235,20 @@ pub struct DiscoveryInfo {
     pub delta_exact: String,
     /// `--max-keys`: the most distinct keys the run would hold.
     pub max_keys: usize,
+    /// The noisy test of the number of keys against `max_keys` (`query::discover::KeyCap`).
+    pub key_cap: KeyCapInfo,
     pub keys_released: usize,
+}
+
+/// The key cap's test: withheld iff the noisy number of distinct keys exceeds `max_keys − margin`;
+/// its share of the release's ε and δ.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyCapInfo {
+    pub margin: i128,
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    pub delta: f64,
+    pub delta_exact: String,
 }
 
 /// One released quantile.
