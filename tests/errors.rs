@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{dpstat, fails_with, fixture, stdout_of};
+use common::{dpstat, fails_with, fixture, json_of, stdout_of};
 
 #[test]
 fn unknown_column_suggests_the_nearest_and_lists_all() {
@@ -62,7 +62,11 @@ fn clap_usage_errors_are_one_line() {
         dpstat().args(["sum", "--col", "age", "--lowr", "0"]),
         &["unexpected argument '--lowr'", "tip: a similar argument exists: '--lower'"],
     );
-    fails_with(dpstat().args(["count", "--eps", "zero"]), &["--eps", "not a decimal number"]);
+    fails_with(dpstat().args(["count", "--eps", "zero"]), &["--eps", "not a number"]);
+    fails_with(dpstat().args(["count", "--eps", "1/0"]), &["--eps", "not a number"]);
+    // ε and δ are exact rationals inside, so a fraction is taken as written.
+    let json = json_of(dpstat().args(["count", "-e", "1/4"]).arg(fixture("people.csv")));
+    assert_eq!(json["epsilon_exact"], "1/4");
     fails_with(
         dpstat().args(["count", "--eps", "1", "--neighbours", "swap"]),
         &["--neighbours", "add-remove"],
@@ -169,4 +173,34 @@ fn line_numbers_are_right_for_crlf_and_cr_files() {
             fails_with(cmd.arg(&path), &[&format!("row 2 (line {line}), column 'b'")]);
         }
     }
+}
+
+/// A file that is not CSV text is named as what it is, exit 2, before anything is read past its
+/// first record; a header-less data row is never judged under a ledger (it would be an uncharged
+/// refusal that depends on a row).
+#[test]
+fn binary_input_is_named_not_parsed() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let cases: [(&str, &[u8], &str); 4] = [
+        ("image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"),
+        ("table.parquet", b"PAR1\x15\x04\x15\x10", "a Parquet file"),
+        ("blob.bin", b"ab\x00cd\nx,y\n", "NUL byte"),
+        ("wide.csv", b"\xff\xfea\x00,\x00b\x00\n\x00", "UTF-16"),
+    ];
+    for (name, bytes, says) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let line = fails_with(dpstat().args(["count", "--eps", "1"]).arg(&path), &["is not CSV text", says]);
+        assert_eq!(line.trim_end().lines().count(), 1, "{line}");
+    }
+    let path = dir.path().join("rows.csv");
+    std::fs::write(&path, b"a\x00b,1\nc,2\n").unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let out = common::unseeded()
+        .args(["count", "--no-headers", "--eps", "1", "--budget", "2", "--ledger"])
+        .arg(&ledger)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }

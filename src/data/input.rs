@@ -53,6 +53,13 @@ impl Input {
         let name = source.display_name();
         let (raw, path, progress): (Box<dyn Read + Send>, Option<&Path>, _) = match source {
             Source::Stdin => {
+                if io::stdin().is_terminal() {
+                    // Someone typed `dpstat mean --col x` and forgot the file: say why it waits.
+                    eprintln!(
+                        "dpstat: reading CSV from the terminal (standard input): type rows and end with \
+                         Ctrl-D, or give a FILE (Ctrl-C to stop)"
+                    );
+                }
                 widen_pipe();
                 (Box::new(io::stdin()), None, None)
             }
@@ -104,6 +111,15 @@ impl Input {
                 break (fields, used, bom);
             }
         };
+        // The first record is the header, a public schema; without a header it is a data row,
+        // which under a ledger (`fingerprint`) nothing may refuse uncharged.
+        if options.has_header || !fingerprint {
+            if let Some(kind) = binary_kind(&head[bom..bom + used]) {
+                return Err(bad_input(format!(
+                    "{name} is not CSV text: it looks like {kind}; dpstat reads CSV (plain, gzip or zstd)"
+                )));
+            }
+        }
         if let Some(digest) = &mut digest {
             digest.update(&head);
         }
@@ -331,6 +347,27 @@ impl Drop for Input {
             bar.finish_and_clear();
         }
     }
+}
+
+/// What a first record that no CSV starts with is: a known binary format by its magic bytes,
+/// else any file with a NUL byte in it (text has none). None for text.
+fn binary_kind(first: &[u8]) -> Option<&'static str> {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"PAR1", "a Parquet file (not read yet: export it as CSV)"),
+        (b"\xff\xfe", "UTF-16 text (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8)"),
+        (b"\xfe\xff", "UTF-16 text (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8)"),
+        (b"\x89PNG", "a PNG image"),
+        (b"\xff\xd8\xff", "a JPEG image"),
+        (b"GIF8", "a GIF image"),
+        (b"%PDF", "a PDF document"),
+        (b"\x7fELF", "a program (ELF)"),
+        (b"SQLite format 3\x00", "an SQLite database"),
+    ];
+    MAGIC
+        .iter()
+        .find(|(magic, _)| first.starts_with(magic))
+        .map(|(_, kind)| *kind)
+        .or_else(|| memchr::memchr(0, first).map(|_| "a binary file (it holds a NUL byte)"))
 }
 
 /// How a compressed input is recognised by its first bytes, and what to do with it.

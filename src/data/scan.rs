@@ -85,6 +85,15 @@ fn shape(input: &Input, widest: Option<usize>) -> Shape {
     }
 }
 
+/// "1 field", "3 fields".
+fn count_of(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The one-line message of a scan that stopped.
 fn message(input: &Input, failure: Failure, widest: Option<usize>) -> anyhow::Error {
     let name = input.name();
@@ -94,14 +103,16 @@ fn message(input: &Input, failure: Failure, widest: Option<usize>) -> anyhow::Er
     };
     match problem {
         Problem::Ragged { fields } => bad_input(format!(
-            "{name}: row {n} (line {line}) has {fields} fields, but the rows before it have {} \
+            "{name}: row {n} (line {line}) has {}, but the rows before it have {} \
              (is --delimiter right? quote fields that contain it)",
+            count_of(fields, "field"),
             input.width().unwrap_or(0)
         )),
         Problem::Missing { fields } => bad_input(format!(
-            "{name}: column {} does not exist: rows have {fields} fields (--col and --where take \
+            "{name}: column {} does not exist: rows have {} (--col and --where take \
              1-based numbers with --no-header; check --delimiter)",
-            widest.map_or(0, |w| w + 1)
+            widest.map_or(0, |w| w + 1),
+            count_of(fields, "field")
         )),
         Problem::Cell(bad) => {
             let column = input.column_label(bad.column);

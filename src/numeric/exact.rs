@@ -83,6 +83,19 @@ pub fn decimal(r: &BigRational) -> String {
     format!("~{:.15e}", r.to_f64().unwrap_or(f64::NAN))
 }
 
+/// A decimal ([`parse_decimal`]) or a fraction of two decimals, `1/4` or `0.5/3`, exactly: what
+/// ε and δ may be written as (they are exact rationals inside, so a fraction loses nothing). A
+/// zero or negative denominator is not a number.
+pub fn parse_ratio(s: &str) -> Option<BigRational> {
+    match s.split_once('/') {
+        None => parse_decimal(s),
+        Some((numer, denom)) => {
+            let (numer, denom) = (parse_decimal(numer)?, parse_decimal(denom)?);
+            denom.is_positive().then(|| numer / denom)
+        }
+    }
+}
+
 /// Parses a plain decimal (`12`, `0.25`, `.5`, `1e-3`, `+2.5E2`) into an exact rational.
 /// Refuses everything f64 parsing would accept but that is not a finite decimal: `inf`, `NaN`, hex.
 pub fn parse_decimal(s: &str) -> Option<BigRational> {
@@ -126,6 +139,18 @@ mod tests {
 
     fn ratio(n: i64, d: i64) -> BigRational {
         BigRational::new(BigInt::from(n), BigInt::from(d))
+    }
+
+    #[test]
+    fn parses_fractions_exactly() {
+        assert_eq!(parse_ratio("1/4"), Some(ratio(1, 4)));
+        assert_eq!(parse_ratio(" 1 / 3 "), Some(ratio(1, 3)));
+        assert_eq!(parse_ratio("0.5/3"), Some(ratio(1, 6)));
+        assert_eq!(parse_ratio("0.25"), Some(ratio(1, 4)));
+        assert_eq!(parse_ratio("1/0"), None);
+        assert_eq!(parse_ratio("1/-2"), None);
+        assert_eq!(parse_ratio("1/2/3"), None);
+        assert_eq!(parse_ratio("/2"), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed};
 
-use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_up};
+use crate::numeric::exact::{decimal, parse_ratio, rational_to_f64_up};
 
 /// Smallest δ accepted: a δ below 10^-300 asks for thresholds and conversions at magnitudes no
 /// one needs, and would let a typo make the integers of the exact arithmetic needlessly large.
@@ -62,8 +62,8 @@ impl FromStr for Delta {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Delta, String> {
-        let r = parse_decimal(s)
-            .ok_or_else(|| format!("'{s}' is not a decimal number (write delta like 1e-7 or 0.000001)"))?;
+        let r = parse_ratio(s)
+            .ok_or_else(|| format!("'{s}' is not a number (write delta like 1e-7, 0.000001 or 1/1000000)"))?;
         Delta::from_rational(r)
     }
 }

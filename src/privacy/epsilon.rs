@@ -12,7 +12,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed};
 
-use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_up};
+use crate::numeric::exact::{decimal, parse_ratio, rational_to_f64_up};
 
 /// Smallest ε the tool accepts (README.md, "The privacy model"): below it the noise drowns any statistic
 /// and the grid arithmetic would need needlessly large integers.
@@ -79,9 +79,9 @@ impl FromStr for Epsilon {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Epsilon, String> {
-        let r = parse_decimal(s).ok_or_else(|| match s.trim().parse::<f64>() {
+        let r = parse_ratio(s).ok_or_else(|| match s.trim().parse::<f64>() {
             Ok(_) => "epsilon must be a finite decimal no larger than 1.7e308".to_string(),
-            Err(_) => format!("'{s}' is not a decimal number (write epsilon like 0.1, 1, or 5e-3)"),
+            Err(_) => format!("'{s}' is not a number (write epsilon like 0.1, 1, 5e-3 or 1/4)"),
         })?;
         Epsilon::from_rational(r)
     }
