@@ -5,8 +5,11 @@
 //!
 //! - **Pure only**: ε-DP with ε = Σεᵢ (Dwork & Roth 2014, Thm 3.16).
 //! - **Pure and zCDP**: every pure release is (εᵢ²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4) and
-//!   zCDP composes adaptively by adding ρ (ibid., Lemma 2.3), so the history is ρ-zCDP with
-//!   ρ = Σρⱼ + Σεᵢ²/2, and (ε, δ)-DP at any δ by [`super::zcdp::epsilon_for`].
+//!   zCDP composes by adding ρ (ibid., Lemma 2.3), so a fixed history is ρ-zCDP with
+//!   ρ = Σρⱼ + Σεᵢ²/2, and (ε, δ)-DP at any δ by [`super::zcdp::epsilon_for`]
+//!   ([`History::approx_dp`]). The ledger, whose charges are chosen adaptively, measures such a
+//!   history at one Rényi order fixed by its budget instead ([`History::renyi`],
+//!   [`super::renyi`]): a pure εᵢ counts min(εᵢ, αεᵢ²/2) there, not αεᵢ²/2.
 //! - **Pure and approximate**: basic composition, (Σεᵢ + Σεₖ, Σδₖ)-DP (Dwork & Roth 2014,
 //!   Thm 3.16, which covers (ε, δ) mechanisms chosen adaptively).
 //! - **zCDP and approximate together**: refused. Converting the zCDP part to (ε', δ') and then
