@@ -248,11 +248,11 @@ mod tests {
 
     /// A budget (ε_total from 0.001 to 5, δ from 1e-1 to 1e-12) and a history with at least one
     /// ρ charge, its spends drawn as shares of the budget so that both rules admit some and
-    /// refuse some: pure ε up to 0.4·ε_total, ρ up to 0.6·ρ_B.
+    /// refuse some: pure ε up to 0.4·ε_total, ρ up to 0.6·ρ_B, the last ρ up to ρ_B.
     fn case() -> impl Strategy<Value = (BigRational, Delta, Vec<Spend>)> {
         let budget = (1i64..5000, 1u32..13);
         let spends = proptest::collection::vec((any::<bool>(), 1i64..1000), 0..7);
-        (budget, spends, 1i64..1000).prop_map(|((e, k), spends, last)| {
+        (budget, spends, 1i64..=1000).prop_map(|((e, k), spends, last)| {
             let total = ratio(e, 1000);
             let d = Delta::from_rational(BigRational::new(1.into(), BigInt::from(10u32).pow(k))).unwrap();
             let rho_b = crate::privacy::zcdp::rho_for(&total, &d).unwrap();
@@ -272,9 +272,48 @@ mod tests {
                     }
                 })
                 .collect();
-            out.push(rho(last));
+            // The last one up to ρ_B itself, so that the zCDP rule's boundary is reached.
+            out.push(Spend::Zcdp(
+                crate::privacy::zcdp::Rho::from_rational(&rho_b * ratio(last, 1000)).unwrap(),
+            ));
             (total, d, out)
         })
+    }
+
+    /// The same on a grid of budgets and histories (pure ε and ρ as shares of the budget), which
+    /// also shows the property is not vacuous: both rules admit some, only the Rényi rule some,
+    /// neither some, and the zCDP rule alone none.
+    #[test]
+    fn never_worse_on_a_grid() {
+        let mut counts = [0usize; 4]; // [both, Rényi only, neither, zCDP only]
+        for (total, k) in [(ratio(1, 10), 9u32), (ratio(1, 1), 6), (ratio(13, 10), 6), (ratio(4, 1), 3)] {
+            let d = Delta::from_rational(BigRational::new(1.into(), BigInt::from(10u32).pow(k))).unwrap();
+            let rho_b = crate::privacy::zcdp::rho_for(&total, &d).unwrap();
+            for pure_share in [0i64, 5, 20, 40, 60] {
+                for rho_share in [5i64, 30, 60, 90, 99, 100, 101] {
+                    let mut spends = vec![Spend::Zcdp(
+                        crate::privacy::zcdp::Rho::from_rational(&rho_b * ratio(rho_share, 100)).unwrap(),
+                    )];
+                    if pure_share > 0 {
+                        let e = &total * ratio(pure_share, 100);
+                        spends.push(Spend::Pure(crate::privacy::epsilon::Epsilon::from_rational(e).unwrap()));
+                    }
+                    let h = History::of(&spends);
+                    let zcdp_admits = epsilon_for(&h.zcdp().unwrap(), &d) <= total;
+                    let m = measure(&h, &total, &d).unwrap();
+                    assert!(m.epsilon <= total || !m.fits);
+                    counts[match (zcdp_admits, m.fits) {
+                        (true, true) => 0,
+                        (false, true) => 1,
+                        (false, false) => 2,
+                        (true, false) => 3,
+                    }] += 1;
+                }
+            }
+        }
+        eprintln!("both, Rényi only, neither, zCDP only: {counts:?}");
+        assert!(counts[0] > 0 && counts[1] > 0 && counts[2] > 0, "{counts:?}");
+        assert_eq!(counts[3], 0, "the zCDP rule admitted what the Rényi rule refuses");
     }
 
     proptest! {
