@@ -19,6 +19,7 @@ use crate::data::input::decompressed;
 use crate::error::{bad_input, shown};
 use crate::numeric::exact::decimal;
 use crate::privacy::ledger::{self, Account, BudgetSummary, Entry, Ledger};
+use crate::privacy::renyi::{Measure, Rule};
 use crate::report::text::Format;
 
 /// `dpstat budget` as the command line asks for it.
@@ -167,8 +168,19 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
             total.push_str(&format!(" with delta {delta}"));
         }
         let mut spent = a.spent_epsilon().map_or_else(|| "unknown".to_string(), |s| rounded(&s, Round::Up));
-        match (a.spent_rho_total(), &a.delta) {
-            (Some(rho), Some(delta)) => spent.push_str(&format!(
+        let renyi = match a.measure() {
+            Some(Measure { rule: Rule::Renyi { order, limit }, value, .. }) => Some((order, limit, value)),
+            _ => None,
+        };
+        match (a.spent_rho_total(), &a.delta, renyi) {
+            (Some(_), Some(delta), Some((order, limit, value))) => spent.push_str(&format!(
+                " as (epsilon, delta) = ({spent}, {delta}): Renyi divergence {} at order {} (the \
+                 budget allows {} there)",
+                rounded(&value, Round::Up),
+                decimal(&order.alpha),
+                rounded(&limit, Round::Down)
+            )),
+            (Some(rho), Some(delta), None) => spent.push_str(&format!(
                 " as (epsilon, delta) = ({spent}, {delta}): every release together is rho {}-zCDP",
                 rounded(&rho, Round::Up)
             )),

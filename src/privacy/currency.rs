@@ -5,8 +5,11 @@
 //!
 //! - **Pure only**: ε-DP with ε = Σεᵢ (Dwork & Roth 2014, Thm 3.16).
 //! - **Pure and zCDP**: every pure release is (εᵢ²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4) and
-//!   zCDP composes adaptively by adding ρ (ibid., Lemma 2.3), so the history is ρ-zCDP with
-//!   ρ = Σρⱼ + Σεᵢ²/2, and (ε, δ)-DP at any δ by [`super::zcdp::epsilon_for`].
+//!   zCDP composes by adding ρ (ibid., Lemma 2.3), so a fixed history is ρ-zCDP with
+//!   ρ = Σρⱼ + Σεᵢ²/2, and (ε, δ)-DP at any δ by [`super::zcdp::epsilon_for`]
+//!   ([`History::approx_dp`]). The ledger, whose charges are chosen adaptively, measures such a
+//!   history at one Rényi order fixed by its budget instead ([`History::renyi`],
+//!   [`super::renyi`]): a pure εᵢ counts min(εᵢ, αεᵢ²/2) there, not αεᵢ²/2.
 //! - **Pure and approximate**: basic composition, (Σεᵢ + Σεₖ, Σδₖ)-DP (Dwork & Roth 2014,
 //!   Thm 3.16, which covers (ε, δ) mechanisms chosen adaptively).
 //! - **zCDP and approximate together**: refused. Converting the zCDP part to (ε', δ') and then
@@ -61,6 +64,8 @@ pub struct History {
     pure_eps: BigRational,
     /// Σ εᵢ²/2 over the pure spends: their cost in ρ.
     pure_rho: BigRational,
+    /// Every pure spend's ε, for their Rényi divergence at an order (min(ε, αε²/2) each).
+    pure_each: Vec<BigRational>,
     rho: BigRational,
     approx_eps: BigRational,
     approx_delta: BigRational,
@@ -87,6 +92,7 @@ impl History {
             Spend::Pure(eps) => {
                 self.pure_eps += eps.as_rational();
                 self.pure_rho += Rho::from_pure(eps).as_rational();
+                self.pure_each.push(eps.as_rational().clone());
             }
             Spend::Zcdp(rho) => {
                 self.rho += rho.as_rational();
@@ -108,6 +114,22 @@ impl History {
     /// ρ of a history without approximate spends (None otherwise): Σρ + Σε²/2, exact.
     pub fn zcdp(&self) -> Option<BigRational> {
         (self.approx_spends == 0).then(|| &self.rho + &self.pure_rho)
+    }
+
+    /// The bound on the Rényi divergence of order `alpha` > 1 of a history without approximate
+    /// spends (None otherwise), exactly: Σ min(εᵢ, α·εᵢ²/2) over the pure spends (an ε-DP
+    /// mechanism has D_α <= D_∞ <= ε, and D_α <= αε²/2 as it is (ε²/2)-zCDP, Bun & Steinke
+    /// 2016, Prop. 1.4) plus α·Σρⱼ (ρ-zCDP is D_α <= αρ, ibid., Def. 1.1).
+    pub fn renyi(&self, alpha: &BigRational) -> Option<BigRational> {
+        if self.approx_spends > 0 {
+            return None;
+        }
+        let two = BigRational::from_integer(2.into());
+        let pure = self.pure_each.iter().fold(BigRational::zero(), |acc, e| {
+            let square = alpha * e * e / &two;
+            acc + if &square < e { square } else { e.clone() }
+        });
+        Some(pure + alpha * &self.rho)
     }
 
     /// The history as one (ε, δ)-DP guarantee. Pure only: (Σε, 0). With zCDP: the total ρ

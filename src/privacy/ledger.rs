@@ -28,8 +28,11 @@
 //! only if the dataset's whole history with it composes within the budget
 //! ([`super::currency::History`], docs/DESIGN.md §9.7):
 //! - pure only: Σε <= ε_total;
-//! - with ρ: the history is (Σρ + Σε²/2)-zCDP, converted at δ_total (CKS 2020, Cor. 13, rounded
-//!   up) to at most ε_total; refused while δ_total = 0;
+//! - with ρ: at the budget's fixed Rényi order α*, R(α*) = Σ min(ε, α*ε²/2) + α*Σρ is at most
+//!   the B whose CKS 2020 Cor. 13 conversion at δ_total is ε_total ([`super::renyi`]); the
+//!   spend shown is R(α*) converted, rounded up, re-derived from the charges on every read (no
+//!   record states it, so ledgers written under the earlier zCDP rule read unchanged, and that
+//!   rule admitted nothing this one refuses); refused while δ_total = 0;
 //! - with (ε, δ): Σε <= ε_total and Σδ <= δ_total (basic composition);
 //! - ρ together with (ε, δ) in one dataset: refused (no sound composition is implemented).
 //!
@@ -58,7 +61,8 @@ use crate::numeric::format::hex;
 use crate::privacy::currency::{History, Spend};
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
-use crate::privacy::zcdp::{epsilon_for, Rho};
+use crate::privacy::renyi::{measure, Measure, Rule};
+use crate::privacy::zcdp::Rho;
 
 /// `--budget`: a positive exact decimal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -305,15 +309,21 @@ pub struct Account {
 }
 
 impl Account {
-    /// What the history has spent, as the ε of one (ε, δ) guarantee: Σε without ρ; with ρ, the
-    /// total ρ (pure charges at ε²/2) converted at δ_total, rounded up. None when a ρ history
-    /// has no δ_total to convert at (a ledger never records one: such a charge is refused).
+    /// What the history has spent, as the ε of one (ε, δ) guarantee: Σε without ρ; with ρ, its
+    /// measure under the budget's rule converted at δ_total, rounded up ([`Account::measure`]).
+    /// None when a ρ history has no budget δ to convert at (a ledger never records one: such a
+    /// charge is refused).
     pub fn spent_epsilon(&self) -> Option<BigRational> {
         if !self.history.has_zcdp() {
             return Some(self.history.epsilon_sum());
         }
-        let (rho, delta) = (self.history.zcdp()?, self.delta.as_ref()?);
-        Some(epsilon_for(&rho, delta))
+        Some(self.measure()?.epsilon)
+    }
+
+    /// A history with ρ charges measured by its budget's rule (R(α*) at the budget's order;
+    /// docs/DESIGN.md §9.7), re-derived from the charges whenever the ledger is read.
+    pub fn measure(&self) -> Option<Measure> {
+        measure(&self.history, self.total.as_ref()?, self.delta.as_ref()?)
     }
 
     /// ρ of the whole history (pure charges at ε²/2), when it has zCDP charges.
@@ -374,6 +384,20 @@ pub struct BudgetSummary {
     pub spent_rho: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spent_rho_exact: Option<String>,
+    /// With ρ charges: the budget's Rényi order α*, the history's R(α*) (rounded up) and the
+    /// most the budget allows at α*, B (rounded down); absent where the zCDP rule applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renyi_order: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renyi_order_exact: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_renyi: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_renyi_exact: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_renyi: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_renyi_exact: Option<String>,
     /// The δ the spend is stated at: δ_total with ρ charges, Σδ with (ε, δ) ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spent_delta: Option<f64>,
@@ -392,6 +416,12 @@ impl BudgetSummary {
             (None, true) => Some(account.history.delta_sum().clone()),
             (None, false) => None,
         };
+        let (order, limit, value) = match account.measure() {
+            Some(Measure { rule: Rule::Renyi { order, limit }, value, .. }) => {
+                (Some(order.alpha), Some(limit), Some(value))
+            }
+            _ => (None, None, None),
+        };
         BudgetSummary {
             dataset: dataset.to_string(),
             total: account.total.as_ref().map(rational_to_f64_down),
@@ -402,6 +432,12 @@ impl BudgetSummary {
             spent_exact: exact_string(&spent),
             spent_rho: rho.as_ref().map(rational_to_f64_up),
             spent_rho_exact: rho.as_ref().map(exact_string),
+            renyi_order: order.as_ref().map(rational_to_f64_up),
+            renyi_order_exact: order.as_ref().map(exact_string),
+            spent_renyi: value.as_ref().map(rational_to_f64_up),
+            spent_renyi_exact: value.as_ref().map(exact_string),
+            total_renyi: limit.as_ref().map(rational_to_f64_down),
+            total_renyi_exact: limit.as_ref().map(exact_string),
             spent_delta: delta.as_ref().map(rational_to_f64_up),
             spent_delta_exact: delta.as_ref().map(exact_string),
             // Rounded down: what is left is never overstated.
@@ -520,19 +556,29 @@ pub fn admits(
                  --budget-delta D --change-budget; {nothing}"
             ));
         };
-        let rho = history.zcdp().unwrap_or_default();
-        let eps = epsilon_for(&rho, delta);
-        if &eps > total {
-            return Err(format!(
-                "budget exhausted for dataset {dataset}: with {spend} the history is rho {}-zCDP, which \
-                 is ({}, {delta})-DP, above the total epsilon {}; {nothing} (lower --rho or --eps, or raise \
-                 the total with --budget TOTAL --change-budget)",
-                decimal(&rho),
-                rational_to_f64_up(&eps),
-                decimal(total)
-            ));
+        let Some(m) = measure(&history, total, delta) else { unreachable!("ρ without (ε, δ)") };
+        if m.fits {
+            return Ok(());
         }
-        return Ok(());
+        let raise = "(lower --rho or --eps, or raise the total with --budget TOTAL --change-budget)";
+        return Err(match &m.rule {
+            Rule::Renyi { order, limit } => format!(
+                "budget exhausted for dataset {dataset}: with {spend} the history's Renyi divergence at \
+                 order {} is {}, above the {} that the budget ({}, {delta}) allows at that order; {nothing} \
+                 {raise}",
+                decimal(&order.alpha),
+                decimal(&m.value),
+                rational_to_f64_down(limit),
+                decimal(total)
+            ),
+            Rule::Zcdp => format!(
+                "budget exhausted for dataset {dataset}: with {spend} the history is rho {}-zCDP, which \
+                 is ({}, {delta})-DP, above the total epsilon {}; {nothing} {raise}",
+                decimal(&m.value),
+                rational_to_f64_up(&m.epsilon),
+                decimal(total)
+            ),
+        });
     }
     let (spent, eps) = (before.epsilon_sum(), history.epsilon_sum());
     if &eps > total {
@@ -1193,39 +1239,50 @@ mod tests {
         err.to_string()
     }
 
-    /// ρ charges compose in ρ with the pure ones (ε²/2), converted at the budget's δ: charges
-    /// are admitted while ε(Σρ + Σε²/2, δ) <= ε_total, and the next that would pass it is refused.
+    /// ρ charges compose with the pure ones at the budget's Rényi order α* (23 for (1, 1e-6)):
+    /// charges are admitted while R(α*) = Σ min(ε, α*ε²/2) + α*Σρ <= B, the next that would pass
+    /// B is refused, and the spend is R(α*) converted at α* and δ_total.
     #[test]
-    fn rho_charges_compose_with_pure_ones_and_convert_at_the_budget_delta() {
+    fn rho_charges_compose_with_pure_ones_at_the_budget_order() {
         let dir = tempfile::tempdir().unwrap();
         let s = with_delta(&dir, "1", "1e-6");
         let d: Delta = "1e-6".parse().unwrap();
-        reserve(&s, &release("0.2")).unwrap(); // ρ 0.02
+        reserve(&s, &release("0.2")).unwrap();
         reserve(&s, &zcdp("0.001")).unwrap();
         let account = read(&s.path).unwrap().account(DEFAULT_DATASET);
-        let rho = BigRational::new(21.into(), 1000.into());
-        assert_eq!(account.spent_rho_total(), Some(rho.clone()));
-        assert_eq!(account.spent_epsilon(), Some(epsilon_for(&rho, &d)));
+        let m = account.measure().unwrap();
+        let Rule::Renyi { order, limit } = &m.rule else { panic!("the Rényi rule: {m:?}") };
+        let alpha = BigRational::from_integer(23.into());
+        assert_eq!(order.alpha, alpha);
+        // min(0.2, 23·0.02) + 23·0.001 = 0.223.
+        assert_eq!(m.value, BigRational::new(223.into(), 1000.into()));
+        assert_eq!(account.spent_epsilon(), Some(order.epsilon(&m.value)));
+        assert_eq!(account.spent_rho_total(), Some(BigRational::new(21.into(), 1000.into())));
         assert_eq!(account.spent, BigRational::new(1.into(), 5.into()), "Σε keeps the pure part");
         assert_eq!(account.spent_rho, BigRational::new(1.into(), 1000.into()));
-        // The largest ρ that still fits: rho_for(1, δ) − 0.021, rounded down; one more is refused.
-        let most = crate::privacy::zcdp::rho_for(&BigRational::from_integer(1.into()), &d).unwrap();
-        let asked =
-            Rho::from_rational(&most - &rho - BigRational::new(1.into(), 1_000_000_000.into())).unwrap();
-        let over =
-            Rho::from_rational(&most - &rho + BigRational::new(1.into(), 1_000_000_000.into())).unwrap();
+        // The largest ρ that still fits: (B − 0.223)/23; a little more is refused.
+        let room = (limit - &m.value) / &alpha;
+        let tiny = BigRational::new(1.into(), 1_000_000_000.into());
+        let asked = Rho::from_rational(&room - &tiny).unwrap();
+        let over = Rho::from_rational(&room + &tiny).unwrap();
         let message = refusal(&s, &spending(Spend::Zcdp(over)));
-        assert!(message.contains("budget exhausted") && message.contains("-zCDP"), "{message}");
-        // The history's ρ prints exactly when its decimal terminates (0.021 + 1 = 1.021).
+        assert!(message.contains("budget exhausted") && message.contains("at order 23 is"), "{message}");
+        // R prints exactly (0.223 + 23·1 = 23.223).
         let big = refusal(&s, &spending(Spend::Zcdp("1".parse().unwrap())));
-        assert!(big.contains("the history is rho 1.021-zCDP"), "{big}");
+        assert!(big.contains("Renyi divergence at order 23 is 23.223,"), "{big}");
         reserve(&s, &spending(Spend::Zcdp(asked))).unwrap();
-        // Then a pure charge, too, is counted in ρ and refused.
+        // Then a pure charge, too, is counted at α* and refused.
         assert!(refusal(&s, &release("0.01")).contains("budget exhausted"));
         let summary = BudgetSummary::new(DEFAULT_DATASET, &read(&s.path).unwrap().account(DEFAULT_DATASET));
         assert!(
             summary.spent <= 1.0 && summary.spent_rho.is_some() && summary.total_delta == Some(d.to_f64_up())
         );
+        assert_eq!(summary.renyi_order_exact.as_deref(), Some("23/1"));
+        // The rule records nothing (no order, no R), so the spend is re-derived from the charges
+        // on every read and ledgers written under the zCDP rule read as they are.
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        assert!(text.contains("\"rho\":\"1/1000\"") && text.contains("\"spent_rho\":\"1/1000\""), "{text}");
+        assert!(!text.contains("renyi") && !text.contains("order"), "{text}");
     }
 
     #[test]

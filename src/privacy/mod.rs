@@ -19,6 +19,7 @@ pub mod laplace;
 pub mod ledger;
 pub mod noise;
 pub mod permute_and_flip;
+pub mod renyi;
 pub mod rng;
 pub mod sampler;
 pub mod threshold;

@@ -308,17 +308,76 @@ fn cks_rho<'a>(
     l: &BigRational,
     constants: impl Iterator<Item = &'a BigRational>,
 ) -> BigRational {
+    cks_rho_at(e, l, constants).0
+}
+
+/// [`cks_rho`] and the index in the table of the first order that attains it.
+fn cks_rho_at<'a>(
+    e: &BigRational,
+    l: &BigRational,
+    constants: impl Iterator<Item = &'a BigRational>,
+) -> (BigRational, usize) {
     let (e, l) = (Fraction::of(e), Fraction::of(l));
-    let mut best: Option<Fraction> = None;
-    for (order, c) in orders().iter().zip(constants) {
+    let mut best: Option<(Fraction, usize)> = None;
+    for (i, (order, c)) in orders().iter().zip(constants).enumerate() {
         let k = order_offset(&l, c, order);
         let a = Fraction::of(&order.alpha);
         let value = Fraction { n: (&e.n * &k.d - &k.n * &e.d) * &a.d, d: &e.d * &k.d * &a.n };
-        if best.as_ref().is_none_or(|b| b.less_than(&value)) {
-            best = Some(value);
+        if best.as_ref().is_none_or(|(b, _)| b.less_than(&value)) {
+            best = Some((value, i));
         }
     }
-    best.map(Fraction::rational).unwrap_or_else(|| unreachable!("the table is not empty"))
+    best.map(|(b, i)| (b.rational(), i)).unwrap_or_else(|| unreachable!("the table is not empty"))
+}
+
+/// One order of the table with its CKS 2020 Cor. 13 offset, rounded up: an (α, R)-RDP
+/// mechanism (or adaptive composition, docs/DESIGN.md §9.7) is (R + offset, δ)-DP, with
+/// offset = (ln(1/δ) + (α−1)·ln(α−1) − α·ln α)/(α − 1) (the zCDP form above with αρ = R).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CksOrder {
+    pub alpha: BigRational,
+    pub offset: BigRational,
+}
+
+impl CksOrder {
+    /// The ε at which RDP value `r` at this order is (ε, δ)-DP: r + offset, rounded up to 64
+    /// significant bits as [`epsilon_for`] rounds (0 when that is not positive).
+    pub fn epsilon(&self, r: &BigRational) -> BigRational {
+        let e = r + &self.offset;
+        if e.is_positive() {
+            round_up_bits(&e, SIGNIFICANT_BITS)
+        } else {
+            BigRational::zero()
+        }
+    }
+
+    /// The largest RDP value at this order whose [`CksOrder::epsilon`] is at most `eps`, exactly:
+    /// eps rounded down to 64 significant bits, minus the offset (None if that is not positive).
+    pub fn largest_for(&self, eps: &BigRational) -> Option<BigRational> {
+        let b = round_down_bits(eps, SIGNIFICANT_BITS)? - &self.offset;
+        b.is_positive().then_some(b)
+    }
+}
+
+/// The order of the table at which [`rho_for`]`(eps, δ)` is attained by a CKS member, with its
+/// offset at δ: the α* of the Rényi rule (docs/DESIGN.md §9.7), a function of (ε, δ) alone.
+/// None when no positive ρ converts to eps, or when the Bun–Steinke bound allows at least as
+/// much ρ as every order of the table (the best order lies outside it): the zCDP rule then stays.
+pub fn cks_order_for(eps: &BigRational, delta: &Delta) -> Option<CksOrder> {
+    let e = round_down_bits(eps, SIGNIFICANT_BITS)?;
+    if !e.is_positive() {
+        return None;
+    }
+    let l = log_inverse(delta);
+    let (rho, i) = cks_rho_at(&e, &l, orders().iter().map(|o| &o.constant));
+    // Bun–Steinke's set of ρ is an interval [0, ρ_bs]: if it holds the CKS maximum it holds
+    // every ρ the table allows, so the zCDP rule admits at least what the order would.
+    if !rho.is_positive() || bun_steinke_at_most(&rho, &l, &e) {
+        return None;
+    }
+    let order = &orders()[i];
+    let offset = order_offset(&Fraction::of(&l), &order.constant, order).rational();
+    Some(CksOrder { alpha: order.alpha.clone(), offset })
 }
 
 #[cfg(test)]
