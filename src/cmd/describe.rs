@@ -33,6 +33,7 @@ use crate::data::filter::{Filter, FilterSpec};
 use crate::error::Error;
 use crate::numeric::bounds::Finite;
 use crate::numeric::exact::decimal;
+use crate::numeric::list;
 use crate::privacy::accountant::Total;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
@@ -206,7 +207,7 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
     rng::refuse_with_ledger(ledger.is_some())?;
     let workload = request.workload()?;
-    let names = request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(",");
+    let names = list::join(&request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>());
     let batch = Batch { workload: &workload, ledger_query: "describe", ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
     let bytes = match request.format {
