@@ -490,7 +490,9 @@ fn workload_queries_compose_in_sequence_to_the_total_charged() {
 /// or half of what its private bounds leave) to the shared count.
 #[test]
 fn describe_composes_in_sequence_to_the_total_charged() {
-    let cases: [(&[&str], &str, Vec<&str>, Vec<&str>); 3] = [
+    // The flags, the total, and the printed shares under add-remove and under replace.
+    type Case = (&'static [&'static str], &'static str, Vec<&'static str>, Vec<&'static str>);
+    let cases: [Case; 3] = [
         (
             &["--cols", "income:0:200000,age:0:100", "--q", "0.1,0.5,0.9", "--eps", "0.7"],
             "7/10",

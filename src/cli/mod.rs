@@ -119,9 +119,10 @@ pub enum Query {
         dpstat describe --cols income,age --shares 0.7,0.3 --eps 1 --format json fixtures/people.csv\n\n\
         Each column is NAME:LOWER:UPPER (public bounds: the mean's clamping range and the quantiles' \
         candidates) or NAME (the mean's bounds found privately with a tenth of its ε, the quantiles on \
-        public bounds-free candidates). A column's ε is split in two exact halves: the mean (whose \
-        noisy count is the column's count, so the count costs nothing more) and the quantiles (split \
-        evenly by level).")]
+        public bounds-free candidates). A column's ε is split in two exact halves: the mean and the \
+        quantiles (split evenly by level). Under add-remove with --invalid error or impute=V the means \
+        divide by one shared noisy count, drawn once with the quarter of each column's ε its own count \
+        would have had; with skip each mean keeps its own.")]
     Describe(DescribeArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  \

@@ -8,10 +8,15 @@
 //! up to `--eps`); each column's share is split in two exact halves:
 //!
 //! - the **mean** (the same release as `dpstat mean`: under add-remove a noisy shifted sum and a
-//!   noisy count at a quarter of the column's ε each; its noisy count is the column's count, so
-//!   the count costs nothing more; under replace the sum over the public n, which is the count);
+//!   noisy count at a quarter of the column's ε each; under replace the sum over the public n,
+//!   which is the count);
 //! - the **quantiles** (the same release as `dpstat quantile`: the levels split their half
 //!   evenly).
+//!
+//! Under add-remove with `--invalid error` or `impute=V` every mean is over the same rows, so
+//! the counts are one number: a `count` query, first, draws it once at the sum of the means'
+//! count shares, and each mean divides by that draw instead of its own (DESIGN §6). With
+//! `--invalid skip` the rows differ by column and each mean keeps its own count.
 //!
 //! By sequential composition the whole is ε-DP for the privacy unit. A column given as
 //! `NAME:L:U` has public bounds [L, U] (clamping for the mean, candidates for the quantiles); a

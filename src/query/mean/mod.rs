@@ -12,6 +12,11 @@
 //!   sequential composition; the true n is never used (unlike `noisy sum / n`, which leaks n).
 //!   The clamp and the max(1, ·) bias the mean towards the bounds when C̃ is small.
 //!
+//! In `dpstat describe` the add-remove count may be shared ([`Mean::sharing_count`]): one
+//! count query of the same rows draws it, and every mean divides by that draw, which is
+//! post-processing of the count's release, charged to the count; the mean then spends only
+//! its shifted sum (DESIGN §6).
+//!
 //! Bounds are snapped outwards to the grid, the add-remove lower bound one more unit if needed
 //! so that the midpoint is itself on the grid.
 //!
