@@ -490,26 +490,39 @@ fn workload_queries_compose_in_sequence_to_the_total_charged() {
     }
 }
 
-/// `dpstat describe`: its queries (a mean and the quantiles per column) print exact shares that
-/// add up to `--eps`, and that is the one charge, under both units, with an even split, with
-/// `--shares`, and with bounds found privately.
+/// `dpstat describe`: its queries (a mean and the quantiles per column, and under add-remove
+/// the shared count first) print exact shares that add up to `--eps`, and that is the one
+/// charge, under both units, with an even split, with `--shares`, and with bounds found
+/// privately. Under add-remove each mean gives its count's share (a quarter of its column's,
+/// or half of what its private bounds leave) to the shared count.
 #[test]
 fn describe_composes_in_sequence_to_the_total_charged() {
-    let cases: [(&[&str], &str, Vec<&str>); 3] = [
+    // The flags, the total, and the printed shares under add-remove and under replace.
+    type Case = (&'static [&'static str], &'static str, Vec<&'static str>, Vec<&'static str>);
+    let cases: [Case; 3] = [
         (
             &["--cols", "income:0:200000,age:0:100", "--q", "0.1,0.5,0.9", "--eps", "0.7"],
             "7/10",
+            vec!["7/40", "7/80", "7/40", "7/80", "7/40"],
             vec!["7/40"; 4],
         ),
         (
             &["--cols", "income:0:200000,age:0:100,score:0:100", "--shares", "0.5,0.3,0.2", "--eps", "1"],
             "1/1",
+            vec!["1/4", "1/8", "1/4", "3/40", "3/20", "1/20", "1/10"],
             vec!["1/4", "1/4", "3/20", "3/20", "1/10", "1/10"],
         ),
-        (&["--cols", "income,age:0:100", "--eps", "1"], "1/1", vec!["1/4"; 4]),
+        (
+            &["--cols", "income,age:0:100", "--eps", "1"],
+            "1/1",
+            // income: 1/40 for its bounds, 9/80 for its shifted sum, 9/80 to the count.
+            vec!["19/80", "11/80", "1/4", "1/8", "1/4"],
+            vec!["1/4"; 4],
+        ),
     ];
     for unit in UNITS {
-        for (args, total, shares) in &cases {
+        for (args, total, add_remove, replace) in &cases {
+            let shares = if unit == "replace" { replace } else { add_remove };
             let dir = TempDir::new().unwrap();
             let ledger = dir.path().join("ledger.jsonl");
             let out = stdout_of(

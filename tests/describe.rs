@@ -91,18 +91,72 @@ fn json_is_a_workload_one_line_per_query_with_exact_shares() {
     );
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let names: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["income.mean", "income.quantile", "age.mean", "age.quantile"]);
+    assert_eq!(names, ["count", "income.mean", "income.quantile", "age.mean", "age.quantile"]);
+    // The count is the means' two count shares (1/8 each); each mean keeps its shifted sum's.
+    let shares: Vec<&str> = lines.iter().map(|l| l["epsilon_exact"].as_str().unwrap()).collect();
+    assert_eq!(shares, ["1/4", "1/8", "1/4", "1/8", "1/4"]);
     for line in &lines {
         assert_eq!(line["total_epsilon_exact"], "1/1", "{line}");
-        assert_eq!(line["epsilon_exact"], "1/4", "{line}");
         assert_eq!(line["where"], serde_json::json!(["age>=30"]), "{line}");
         assert!(line["insecure_seed"].as_bool().unwrap(), "{line}");
     }
     let levels: Vec<f64> =
-        lines[3]["quantiles"].as_array().unwrap().iter().map(|q| q["q"].as_f64().unwrap()).collect();
+        lines[4]["quantiles"].as_array().unwrap().iter().map(|q| q["q"].as_f64().unwrap()).collect();
     assert_eq!(levels, [0.25, 0.75]);
-    assert_eq!(lines[3]["quantiles"][0]["epsilon_exact"], "1/8");
-    assert_eq!(lines[0]["parts"][1]["name"], "count");
+    assert_eq!(lines[4]["quantiles"][0]["epsilon_exact"], "1/8");
+}
+
+/// Under add-remove with `--invalid error` or `impute=V` every mean is over the same rows, so
+/// one noisy count is drawn (the query `count`) and every mean divides by it: the same draw,
+/// listed as the part `shared_count`, not charged to the mean. With `skip` a row leaves one
+/// column's mean only, so each mean draws its own count; under replace n is public.
+#[test]
+fn the_means_share_one_noisy_count_only_over_the_same_rows() {
+    let lines = |extra: &[&str]| -> Vec<Value> {
+        let text = stdout_of(
+            dpstat()
+                .args(["describe", "--cols", "income:0:200000,age:0:120,score:0:100", "--eps", "3"])
+                .args(extra)
+                .args(["--format", "json"])
+                .arg(fixture("people.csv")),
+        );
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let names = |lines: &[Value]| -> Vec<String> {
+        lines.iter().map(|l| l["name"].as_str().unwrap().to_string()).collect()
+    };
+    for policy in ["error", "impute=0"] {
+        let lines = lines(&["--invalid", policy]);
+        assert_eq!(names(&lines)[0], "count", "{policy}");
+        let count = &lines[0];
+        assert_eq!((count["query"].as_str(), count["epsilon_exact"].as_str()), (Some("count"), Some("3/4")));
+        let means: Vec<&Value> = lines.iter().filter(|l| l["query"] == "mean").collect();
+        assert_eq!(means.len(), 3);
+        for mean in means {
+            let parts: Vec<&str> =
+                mean["parts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+            assert_eq!(parts, ["shifted_sum", "shared_count"], "{mean}");
+            assert_eq!(mean["parts"][1]["value_units"], count["value"].to_string(), "{mean}");
+            assert_eq!(mean["parts"][1]["epsilon_exact"], "3/4", "{mean}");
+            // Charged: the shifted sum only.
+            assert_eq!(mean["epsilon_exact"], "1/4", "{mean}");
+            assert_eq!(mean["accounting"]["epsilon_exact"], "1/4", "{mean}");
+            assert!(mean["post_processing"][0].as_str().unwrap().contains("shared noisy count"), "{mean}");
+        }
+    }
+    for extra in [&["--invalid", "skip"][..], &["--neighbours", "replace"]] {
+        let lines = lines(extra);
+        assert_eq!(
+            names(&lines),
+            ["income.mean", "income.quantile", "age.mean", "age.quantile", "score.mean", "score.quantile"],
+            "{extra:?}"
+        );
+        for mean in lines.iter().filter(|l| l["query"] == "mean") {
+            assert_eq!(mean["epsilon_exact"], "1/2", "{extra:?} {mean}");
+            let shared = mean["parts"].as_array().into_iter().flatten().any(|p| p["name"] == "shared_count");
+            assert!(!shared, "{extra:?} {mean}");
+        }
+    }
 }
 
 #[test]

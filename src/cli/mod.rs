@@ -16,8 +16,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
-use crate::cli::values::{BoundPair, ColumnPair, Delimiter, Format, MaxKeys, Neighbours, Noise, Threads};
-use crate::cmd::describe::DescribeColumn;
+use crate::cli::values::{
+    number, BoundPair, ColumnPair, Delimiter, DescribeColumns, Format, MaxKeys, Neighbours, Noise, Threads,
+};
 use crate::cmd::release::InputFlags;
 use crate::cmd::release::PrivacyFlags;
 use crate::data::cell::InvalidPolicy;
@@ -118,9 +119,10 @@ pub enum Query {
         dpstat describe --cols income,age --shares 0.7,0.3 --eps 1 --format json fixtures/people.csv\n\n\
         Each column is NAME:LOWER:UPPER (public bounds: the mean's clamping range and the quantiles' \
         candidates) or NAME (the mean's bounds found privately with a tenth of its ε, the quantiles on \
-        public bounds-free candidates). A column's ε is split in two exact halves: the mean (whose \
-        noisy count is the column's count, so the count costs nothing more) and the quantiles (split \
-        evenly by level).")]
+        public bounds-free candidates). A column's ε is split in two exact halves: the mean and the \
+        quantiles (split evenly by level). Under add-remove with --invalid error or impute=V the means \
+        divide by one shared noisy count, drawn once with the quarter of each column's ε its own count \
+        would have had; with skip each mean keeps its own.")]
     Describe(DescribeArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  \
@@ -220,7 +222,8 @@ pub struct Common {
     pub neighbours: Neighbours,
     /// Use only rows that pass: COL=V, COL!=V, COL<N, COL<=N, COL>N, COL>=N (numbers),
     /// 'COL in A,B', 'COL not in A,B', 'COL is empty', 'COL is not empty' (repeatable; all must
-    /// hold; quote a column holding an operator: '"a<b"=1').
+    /// hold; quote a column holding an operator: '"a<b"=1'). The list of in is CSV: a text with
+    /// a comma or a quote goes in double quotes, a quote inside doubled: 'name in "Smith, Ann",Lee'.
     #[arg(short = 'w', long = "where", value_name = "FILTER")]
     pub filters: Vec<Filter>,
     /// One release per public key of column COL (with --keys, or keys found with --discover),
@@ -228,6 +231,8 @@ pub struct Common {
     #[arg(short = 'b', long, value_name = "COL")]
     pub by: Option<String>,
     /// The public keys of --by, comma-separated; rows with any other key form the group `other`.
+    /// A key with a comma or a quote goes in double quotes, a quote inside doubled:
+    /// '"Smith, Ann",Lee,"say ""hi"""'.
     #[arg(short = 'k', long, value_name = "K1,K2,...", requires = "by")]
     pub keys: Option<Keys>,
     #[command(flatten)]
@@ -438,25 +443,28 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct DescribeArgs {
     /// Columns to describe, comma-separated: NAME:LOWER:UPPER (public bounds) or NAME (bounds
-    /// found privately for the mean; bounds-free candidates for the quantiles).
-    #[arg(
-        long,
-        value_name = "COL[:L:U],...",
-        required = true,
-        value_delimiter = ',',
-        allow_hyphen_values = true
-    )]
-    pub cols: Vec<DescribeColumn>,
+    /// found privately for the mean; bounds-free candidates for the quantiles). An item whose
+    /// name holds a comma or a quote goes in double quotes, a quote inside doubled:
+    /// '"income, net:0:1e6",age'.
+    #[arg(long, value_name = "COL[:L:U],...", required = true, allow_hyphen_values = true)]
+    pub cols: Vec<DescribeColumns>,
     /// Quantile levels of every column, in (0, 1), exact decimals; they split the quantiles'
     /// half of a column's ε evenly.
-    #[arg(short = 'q', long = "q", value_name = "Q", value_delimiter = ',', default_value = "0.5")]
+    #[arg(
+        short = 'q',
+        long = "q",
+        value_name = "Q",
+        value_delimiter = ',',
+        value_parser = number::<Level>,
+        default_value = "0.5"
+    )]
     pub levels: Vec<Level>,
     /// Total privacy budget ε of the summary, read as an exact decimal.
     #[arg(short = 'e', long, visible_alias = "epsilon", value_name = "E", allow_negative_numbers = true)]
     pub eps: Epsilon,
     /// Each column's ε, in the order of --cols, exact decimals that add up to --eps exactly
     /// (default: an even split).
-    #[arg(long, value_name = "E1,E2,...", value_delimiter = ',')]
+    #[arg(long, value_name = "E1,E2,...", value_delimiter = ',', value_parser = number::<Epsilon>)]
     pub shares: Option<Vec<Epsilon>>,
     /// Number of evenly spaced quantile candidates over a column's [L, U] (default 2001).
     #[arg(long, value_name = "K")]
@@ -523,7 +531,8 @@ impl PairArgs {
 
 #[derive(Args, Debug)]
 pub struct CovarianceArgs {
-    /// The two columns, x then y, comma-separated (with --no-header, 1-based indices).
+    /// The two columns, x then y, comma-separated (with --no-header, 1-based indices); a name
+    /// with a comma or a quote goes in double quotes: '"income, net",age'.
     #[arg(long, value_name = "X,Y")]
     pub cols: ColumnPair,
     #[command(flatten)]
@@ -616,6 +625,8 @@ pub struct HistogramArgs {
     #[arg(long, value_name = "K", conflicts_with = "categories", allow_negative_numbers = true)]
     pub bins: Option<usize>,
     /// Categorical histogram over this public list; unlisted values count in the bin `other`.
+    /// A category with a comma or a quote goes in double quotes, a quote inside doubled:
+    /// '"Smith, Ann",Lee'.
     #[arg(long, value_name = "A,B,...")]
     pub categories: Option<Categories>,
     /// Lower edge of the first bin (numeric histogram).
@@ -711,6 +722,7 @@ pub struct QuantileArgs {
         value_name = "Q",
         required = true,
         value_delimiter = ',',
+        value_parser = number::<Level>,
         allow_negative_numbers = true
     )]
     pub levels: Vec<Level>,

@@ -4,7 +4,7 @@ use clap::{Args, Subcommand};
 
 use std::path::PathBuf;
 
-use crate::cli::values::{Format, Neighbours, Noise};
+use crate::cli::values::{number, Format, Neighbours, Noise};
 use crate::numeric::bins::Categories;
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
@@ -143,7 +143,8 @@ pub struct PlanHistogramArgs {
     /// Numeric histogram: K equal-width bins over [L, U].
     #[arg(long, value_name = "K", conflicts_with = "categories")]
     pub bins: Option<usize>,
-    /// Categorical histogram over this public list (plus the bin `other`).
+    /// Categorical histogram over this public list (plus the bin `other`); a category with a
+    /// comma or a quote goes in double quotes: '"Smith, Ann",Lee'.
     #[arg(long, value_name = "A,B,...")]
     pub categories: Option<Categories>,
     /// Lower edge of the first bin (numeric histogram).
@@ -180,7 +181,7 @@ pub struct PlanRankArgs {
 #[derive(Args, Debug)]
 pub struct PlanQuantileArgs {
     /// Quantile level(s) in (0, 1), exact decimals; several split ε evenly.
-    #[arg(long = "q", value_name = "Q", required = true, value_delimiter = ',')]
+    #[arg(long = "q", value_name = "Q", required = true, value_delimiter = ',', value_parser = number::<Level>)]
     pub levels: Vec<Level>,
     #[command(flatten)]
     pub rank: PlanRankArgs,

@@ -139,7 +139,7 @@ impl RunArgs {
 impl DescribeArgs {
     pub fn request(&self) -> cmd::describe::Request {
         cmd::describe::Request {
-            columns: self.cols.clone(),
+            columns: self.cols.iter().flat_map(|c| c.0.iter().cloned()).collect(),
             levels: self.levels.clone(),
             shares: self.shares.clone(),
             resolution: self.resolution,

@@ -6,8 +6,10 @@ use std::str::FromStr;
 
 use clap::ValueEnum;
 
+use crate::cmd::describe::DescribeColumn;
 use crate::cmd::release::NoiseKind;
 use crate::numeric::bounds::Finite;
+use crate::numeric::list;
 use crate::privacy::unit;
 use crate::report::text;
 
@@ -98,16 +100,17 @@ impl From<Format> for text::Format {
     }
 }
 
-/// Two comma-separated columns, x first (`--cols age,income`).
+/// Two comma-separated columns, x first (`--cols age,income`); a name that holds a comma or a
+/// quote is CSV-quoted (`--cols '"income, net",age'`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ColumnPair(pub String, pub String);
 
 impl FromStr for ColumnPair {
     type Err = String;
     fn from_str(s: &str) -> Result<ColumnPair, String> {
-        match s.split_once(',') {
-            Some((x, y)) if !x.trim().is_empty() && !y.trim().is_empty() && !y.contains(',') => {
-                Ok(ColumnPair(x.trim().to_string(), y.trim().to_string()))
+        match &list::items(s)?[..] {
+            [x, y] if !x.text.trim().is_empty() && !y.text.trim().is_empty() => {
+                Ok(ColumnPair(x.text.clone(), y.text.clone()))
             }
             _ => Err("give two columns, x then y, separated by a comma: --cols age,income".into()),
         }
@@ -121,12 +124,31 @@ pub struct BoundPair(pub Finite, pub Finite);
 impl FromStr for BoundPair {
     type Err = String;
     fn from_str(s: &str) -> Result<BoundPair, String> {
-        let Some((x, y)) = s.split_once(',') else {
+        let Some((x, y)) = list::refuse_quotes(s)?.split_once(',') else {
             return Err(
                 "give two bounds, x's then y's, separated by a comma: --lower 0,0 --upper 100,200000".into(),
             );
         };
         Ok(BoundPair(x.trim().parse()?, y.trim().parse()?))
+    }
+}
+
+/// An item of a numeric list flag (`--q 0.1,0.9`, `--shares`), which clap splits at its
+/// commas: a quote is refused by name (numbers need none) rather than read as part of a number.
+pub fn number<T: FromStr<Err = String>>(item: &str) -> Result<T, String> {
+    list::refuse_quotes(item)?.parse()
+}
+
+/// `describe --cols`: columns as one CSV record, each item `NAME` or `NAME:LOWER:UPPER`; a name
+/// that holds a comma or a quote is written with its item in double quotes
+/// (`--cols '"income, net:0:1e6",age'`). Repeating the flag adds columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DescribeColumns(pub Vec<DescribeColumn>);
+
+impl FromStr for DescribeColumns {
+    type Err = String;
+    fn from_str(s: &str) -> Result<DescribeColumns, String> {
+        list::items(s)?.iter().map(|item| item.text.parse()).collect::<Result<_, _>>().map(DescribeColumns)
     }
 }
 
@@ -229,5 +251,26 @@ mod tests {
         for bad in ["0", "0,x", "0,inf", "0,1,2"] {
             assert!(bad.parse::<BoundPair>().is_err(), "{bad}");
         }
+        assert!("\"0\",1".parse::<BoundPair>().unwrap_err().contains("no quotes"));
+        // Column names are a CSV record: a quoted name keeps its comma and its spaces.
+        assert_eq!(
+            "\"income, net\", \" age\"".parse::<ColumnPair>(),
+            Ok(ColumnPair("income, net".into(), " age".into()))
+        );
+        for bad in ["\"a,b", "\"a,b\"", "\"a\",\"\""] {
+            assert!(bad.parse::<ColumnPair>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn parses_list_items() {
+        assert_eq!(number::<Finite>(" 0.5").map(Finite::get), Ok(0.5));
+        assert!(number::<Finite>("\"0.5").unwrap_err().contains("no quotes"));
+        let DescribeColumns(columns) = "\"income, net:0:10\", age".parse().unwrap();
+        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["income, net", "age"]);
+        assert_eq!(columns[0].bounds.map(|b| (b.0.get(), b.1.get())), Some((0.0, 10.0)));
+        assert!("\"income:0:1,age".parse::<DescribeColumns>().unwrap_err().contains("never closed"));
+        assert!("income,,age".parse::<DescribeColumns>().unwrap_err().contains("empty"));
     }
 }

@@ -8,10 +8,15 @@
 //! up to `--eps`); each column's share is split in two exact halves:
 //!
 //! - the **mean** (the same release as `dpstat mean`: under add-remove a noisy shifted sum and a
-//!   noisy count at a quarter of the column's ε each; its noisy count is the column's count, so
-//!   the count costs nothing more; under replace the sum over the public n, which is the count);
+//!   noisy count at a quarter of the column's ε each; under replace the sum over the public n,
+//!   which is the count);
 //! - the **quantiles** (the same release as `dpstat quantile`: the levels split their half
 //!   evenly).
+//!
+//! Under add-remove with `--invalid error` or `impute=V` every mean is over the same rows, so
+//! the counts are one number: a `count` query, first, draws it once at the sum of the means'
+//! count shares, and each mean divides by that draw instead of its own (DESIGN §6). With
+//! `--invalid skip` the rows differ by column and each mean keeps its own count.
 //!
 //! By sequential composition the whole is ε-DP for the privacy unit. A column given as
 //! `NAME:L:U` has public bounds [L, U] (clamping for the mean, candidates for the quantiles); a
@@ -33,7 +38,7 @@ use crate::data::filter::{Filter, FilterSpec};
 use crate::error::Error;
 use crate::numeric::bounds::Finite;
 use crate::numeric::exact::decimal;
-use crate::privacy::accountant::Total;
+use crate::numeric::list;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::laplace::Calibration;
@@ -41,11 +46,11 @@ use crate::privacy::ledger::{LedgerFlags, LedgerSpec};
 use crate::privacy::noise::Mechanism;
 use crate::privacy::rng;
 use crate::privacy::unit::Neighbours;
-use crate::query::count;
+use crate::query::count::{self, Count, SharedCount};
 use crate::query::options::{Level, Options, Setup};
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
-use crate::report::describe::{self, Count, Described};
+use crate::report::describe::{self, Described};
 use crate::report::release::{Published, Release};
 use crate::report::table;
 use crate::report::text::{Format, Style};
@@ -128,7 +133,26 @@ impl Request {
         let shares = self.shares()?;
         let has_header = self.input.csv.has_header;
         let filters = filter_specs(&self.filters, has_header, "--where")?;
-        let mut queries = Vec::with_capacity(2 * self.columns.len());
+        let mut queries = Vec::with_capacity(2 * self.columns.len() + 1);
+        let shared = self.shares_count().then(SharedCount::default);
+        // The shared count's ε: the share each column's mean would have given a count of its own.
+        let mut count_eps = BigRational::from_integer(BigInt::from(0));
+        let job = |statistic, mechanism: Mechanism| Job {
+            input: self.input.clone(),
+            filter_labels: filters.iter().map(FilterSpec::label).collect(),
+            filters: filters.clone(),
+            group: None,
+            statistic,
+            discover_by: None,
+            spend: mechanism.spend(),
+            mechanism,
+            neighbours: self.neighbours,
+            format: self.format,
+            confidence: self.confidence,
+            ledger: None,
+            plot: None,
+            style: Style::default(),
+        };
         for (column, share) in self.columns.iter().zip(shares) {
             // describe is pure ε-DP (its quantiles have no Gaussian form).
             let half = Mechanism::Laplace(share.split(2));
@@ -154,27 +178,43 @@ impl Request {
                 let origin = format!("--cols '{}'", column.name);
                 let statistic = AnyStatistic::new(kind, options, &setup)
                     .map_err(|e| Error::usage(format!("{origin}: {kind}: {}", e.message())))?;
-                let job = Job {
-                    input: self.input.clone(),
-                    filter_labels: filters.iter().map(FilterSpec::label).collect(),
-                    filters: filters.clone(),
-                    group: None,
-                    statistic,
-                    discover_by: None,
-                    mechanism: half.clone(),
-                    spend: half.spend(),
-                    neighbours: self.neighbours,
-                    format: self.format,
-                    confidence: self.confidence,
-                    ledger: None,
-                    plot: None,
-                    style: Style::default(),
-                };
+                let mut job = job(statistic, half.clone());
+                if let (Some(shared), AnyStatistic::Mean(mean)) = (&shared, &job.statistic) {
+                    // The mean keeps its shifted sum (and its bounds' share) and gives the share
+                    // of its own count to the shared one: its spend is that much less.
+                    let part = mean
+                        .count_part(&half, self.neighbours)
+                        .and_then(|m| m.epsilon().map(|e| e.as_rational().clone()))
+                        .ok_or_else(|| Error::internal("an add-remove mean has a count part"))?;
+                    count_eps += &part;
+                    let rest = Epsilon::from_rational(share.split(2).as_rational() - part)
+                        .map_err(Error::internal)?;
+                    job.spend = Mechanism::Laplace(rest).spend();
+                    job.statistic = AnyStatistic::Mean(mean.clone().sharing_count(shared.clone()));
+                }
                 queries.push(WorkloadQuery { name: format!("{}.{kind}", column.name), origin, job });
             }
         }
+        if let Some(shared) = shared {
+            let eps = Epsilon::from_rational(count_eps).map_err(Error::internal)?;
+            // First: a workload measures its queries in order, and the means read this draw.
+            let count = job(AnyStatistic::Count(Count::shared(shared)), Mechanism::Laplace(eps));
+            queries.insert(
+                0,
+                WorkloadQuery { name: "count".into(), origin: "the shared count".into(), job: count },
+            );
+        }
         let mechanism = Mechanism::Laplace(self.eps.clone());
         Ok(Workload { mechanism, epsilon: Some(self.eps.clone()), neighbours: self.neighbours, queries })
+    }
+
+    /// Whether the columns' means divide by one shared noisy count (DESIGN §6): under
+    /// add-remove (replace has the public n instead), when every mean is over the same rows,
+    /// the rows that pass `--where`. `--invalid error` stops the run at any invalid cell and
+    /// `impute=V` keeps every row, so both are; `skip` drops a row from one column's mean
+    /// only, so each column's count is its own.
+    fn shares_count(&self) -> bool {
+        self.neighbours == Neighbours::AddRemove && !matches!(self.invalid, InvalidPolicy::Skip)
     }
 
     /// Each column's ε: `--shares` (exact, adding up to `--eps` exactly) or an even split.
@@ -206,7 +246,7 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
     rng::refuse_with_ledger(ledger.is_some())?;
     let workload = request.workload()?;
-    let names = request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(",");
+    let names = list::join(&request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>());
     let batch = Batch { workload: &workload, ledger_query: "describe", ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
     let bytes = match request.format {
@@ -250,16 +290,14 @@ fn summary(request: &Request, queries: &[table::Query]) -> Result<Described, Err
         Published::Grouped(_) => Err(Error::internal("describe makes no groups")),
     };
     let mut columns = Vec::with_capacity(request.columns.len());
-    for (column, pair) in request.columns.iter().zip(queries.chunks(2)) {
+    // The shared count, when there is one, comes first; each mean lists it as a part.
+    let queries = if request.shares_count() { queries.get(1..).unwrap_or_default() } else { queries };
+    for ((column, pair), eps) in request.columns.iter().zip(queries.chunks(2)).zip(request.shares()?) {
         let [mean, quantiles] = pair else {
             return Err(Error::internal("describe makes two queries a column"));
         };
         let mean = one(mean)?;
         let count = count_of(&mean, request.confidence)?;
-        let Total::Pure(half) = mean.accounting.total()? else {
-            return Err(Error::internal("describe's means spend a pure epsilon"));
-        };
-        let eps = Epsilon::from_rational(half * BigInt::from(2)).map_err(Error::internal)?;
         columns.push(describe::Column {
             name: column.name.clone(),
             eps,
@@ -271,17 +309,17 @@ fn summary(request: &Request, queries: &[table::Query]) -> Result<Described, Err
     Ok(Described { total: request.eps.clone(), confidence: request.confidence, columns })
 }
 
-/// The column's count: the mean's noisy count part (add-remove) with the bound of its own
-/// discrete Laplace noise at the confidence, or the public n (replace).
-fn count_of(mean: &Release, confidence: Confidence) -> Result<Count, Error> {
+/// The column's count: the mean's noisy count part (add-remove; its own, or the shared one)
+/// with the bound of its discrete Laplace noise at the confidence, or the public n (replace).
+fn count_of(mean: &Release, confidence: Confidence) -> Result<describe::Count, Error> {
     if let Some(n) = mean.noise.rows {
-        return Ok(Count::Public(n));
+        return Ok(describe::Count::Public(n));
     }
     let part = mean
         .noise
         .parts
         .iter()
-        .find(|p| p.name == "count")
+        .find(|p| p.name == "count" || p.name == "shared_count")
         .ok_or_else(|| Error::internal("an add-remove mean has a count part"))?;
     let (n, d) = part
         .epsilon_exact
@@ -292,7 +330,7 @@ fn count_of(mean: &Release, confidence: Confidence) -> Result<Count, Error> {
     let eps = Epsilon::from_rational(BigRational::new(parse(n)?, parse(d)?)).map_err(Error::internal)?;
     let bound = Calibration::of(&count::aggregate(0), &eps).error_bound(confidence.beta());
     let value = part.value_units.clone().ok_or_else(|| Error::internal("a drawn part has its value"))?;
-    Ok(Count::Noisy { value, bound })
+    Ok(describe::Count::Noisy { value, bound })
 }
 
 #[cfg(test)]

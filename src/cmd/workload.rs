@@ -30,6 +30,7 @@ use crate::error::{bad_input, Error};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
 use crate::numeric::exact::{decimal, parse_decimal};
+use crate::numeric::list;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
@@ -447,7 +448,8 @@ impl SourceText<'_> {
         Ok((one(&at(x))?, Some(one(&at(y))?)))
     }
 
-    /// A list of names: an array of strings, or one comma-separated string.
+    /// A list of names: an array of strings (each trimmed, commas and quotes allowed), or one
+    /// comma-separated string read as the command line reads it (CSV-quoted items).
     fn list(&self, value: &Spanned<Value>, key: &str) -> Result<String, (usize, String)> {
         let line = self.line(value.span().start);
         match value.get_ref() {
@@ -456,12 +458,12 @@ impl SourceText<'_> {
                 let mut names = vec![];
                 for item in items {
                     match item.as_str() {
-                        Some(s) if !s.contains(',') => names.push(s.to_string()),
-                        Some(s) => return Err((line, format!("{key}: '{s}' contains a comma"))),
+                        Some(s) => names.push(s.trim().to_string()),
                         None => return Err((line, format!("{key}: every item must be a string"))),
                     }
                 }
-                Ok(names.join(","))
+                // Quoted where a name needs it, so the list reads back as exactly these names.
+                Ok(list::join(&names))
             }
             other => Err((line, format!("{key}: expected a list of strings, found {}", other.type_str()))),
         }

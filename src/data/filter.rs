@@ -9,7 +9,7 @@
 //! | `COL=V` | equals the text V (trimmed), byte for byte |
 //! | `COL!=V` | differs from V (an empty cell differs from any V but the empty one) |
 //! | `COL<N`, `COL<=N`, `COL>N`, `COL>=N` | is a number and compares so with N |
-//! | `COL in A,B,C` | equals one of the listed texts |
+//! | `COL in A,B,C` | equals one of the listed texts (`"Smith, Ann",Lee`: CSV quotes) |
 //! | `COL not in A,B,C` | equals none of them (empty cells included) |
 //! | `COL is empty` (also `COL=`) | is empty (or the row has no such field) |
 //! | `COL is not empty` (also `COL!=`) | is not empty |
@@ -29,6 +29,12 @@
 //! after `=` or `!=` is refused too: `age=>65` or `age==65` are typos far more often than
 //! filters on such texts (which `COL in =65` still writes).
 //!
+//! The texts of `in` and `not in` are one CSV record ([`list::items`]): a text that holds a
+//! comma or a quote is written in double quotes, a quote inside doubled
+//! (`name in "Smith, Ann",Lee`, `quote in "say ""hi""",x`); spaces outside the quotes are
+//! trimmed, and a quoted text may not begin or end with a space (no trimmed cell does). The
+//! value of `=` and `!=` is the rest of the filter, quotes and all.
+//!
 //! Filters are public predicates of one row: a row passes or not whatever the other rows hold,
 //! so they change no sensitivity (a count of the rows that pass still moves by at most one).
 
@@ -40,6 +46,7 @@ use crate::data::row::{text_cell, Row};
 use crate::data::source::ColumnRef;
 use crate::numeric::bins::word;
 use crate::numeric::format::real;
+use crate::numeric::list;
 
 /// `--where` as typed: a column (as the flag names it) and its test.
 #[derive(Clone, Debug, PartialEq)]
@@ -122,9 +129,9 @@ impl Test {
             Test::AtMost(n) => format!("<={}", real(*n)),
             Test::Greater(n) => format!(">{}", real(*n)),
             Test::AtLeast(n) => format!(">={}", real(*n)),
-            Test::In(m) => format!(" in {}", m.list.iter().map(|v| text(v)).collect::<Vec<_>>().join(",")),
+            Test::In(m) => format!(" in {}", list::join(&m.list.iter().map(|v| text(v)).collect::<Vec<_>>())),
             Test::NotIn(m) => {
-                format!(" not in {}", m.list.iter().map(|v| text(v)).collect::<Vec<_>>().join(","))
+                format!(" not in {}", list::join(&m.list.iter().map(|v| text(v)).collect::<Vec<_>>()))
             }
             Test::Empty => " is empty".to_string(),
             Test::NotEmpty => " is not empty".to_string(),
@@ -350,9 +357,10 @@ fn test_of(rest: &str) -> Result<Test, String> {
     }
 }
 
-/// The comma-separated texts of `in`, each trimmed; none may be empty.
-fn members(list: &str) -> Result<Members, String> {
-    let items: Vec<Box<[u8]>> = list.split(',').map(|m| m.trim().as_bytes().into()).collect();
+/// The comma-separated texts of `in`, each trimmed, CSV-quoted where a text holds a comma or a
+/// quote ([`list::values`]); none may be empty.
+fn members(text: &str) -> Result<Members, String> {
+    let items: Vec<Box<[u8]>> = list::values(text)?.into_iter().map(|m| m.into_bytes().into()).collect();
     if items.iter().any(|m| m.is_empty()) {
         return Err(
             "an item of the list is empty: list texts like 'north,south' (for empty cells use 'COL is empty')"
@@ -427,6 +435,26 @@ mod tests {
         assert!(refused("\"a<b=1").contains("closing quote"));
     }
 
+    /// The texts of `in` are a CSV record: a quoted text keeps its commas, quotes and inner
+    /// spaces, and matches the cell that holds exactly it.
+    #[test]
+    fn in_lists_take_quoted_texts() {
+        let f = parse("name in \"Smith, Ann\", Lee ,\"say \"\"hi\"\"\"");
+        let want = Members::new(vec![bytes("Smith, Ann"), bytes("Lee"), bytes("say \"hi\"")]);
+        assert_eq!(f.test, Test::In(Box::new(want)));
+        assert!(f.test.matches(b"Smith, Ann") && f.test.matches(b"say \"hi\""));
+        assert!(!f.test.matches(b"\"Smith") && !f.test.matches(b"Ann\"") && !f.test.matches(b"Smith"));
+        for (text, needle) in [
+            ("name in \"Smith, Ann,Lee", "never closed"),
+            ("name not in a\"b", "holds a quote"),
+            ("name in \" Lee\"", "match no row"),
+            ("name in \"\",x", "empty"),
+        ] {
+            let why = refused(text);
+            assert!(why.contains(needle), "{text}: {why}");
+        }
+    }
+
     #[test]
     fn mistakes_are_refused_with_what_to_write() {
         for (text, needle) in [
@@ -467,6 +495,9 @@ mod tests {
             "\"born in\" in a",
             "\"q\"\"x\"!=2",
             "\" padded \"=1",
+            "name in \"Smith, Ann\",Lee",
+            "name not in \"say \"\"hi\"\"\",x",
+            "name in \"a,b\"",
         ] {
             let f = parse(text);
             let spec = FilterSpec { column: ColumnRef::Name(f.column.clone()), test: f.test.clone() };
@@ -480,6 +511,7 @@ mod tests {
         assert_eq!(label("age >= 65.0"), "age>=65");
         assert_eq!(label("home region = a"), "home region=a");
         assert_eq!(label("x="), "x is empty");
+        assert_eq!(label("name in  \"Smith, Ann\" , \"Lee\""), "name in \"Smith, Ann\",Lee");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use super::bounds::Bounds;
 use super::format::real;
+use super::list;
 
 /// K equal-width public bins over [L, U]; values outside land in the edge bins.
 #[derive(Clone, Debug, PartialEq)]
@@ -223,9 +224,10 @@ impl FromStr for Categories {
 }
 
 impl Categories {
-    /// A comma-separated public list; `noun`, `role` (of `other`) and `example` word the messages.
+    /// A comma-separated public list, CSV-quoted where a name holds a comma or a quote
+    /// ([`list::values`]); `noun`, `role` (of `other`) and `example` word the messages.
     fn parse_list(s: &str, noun: &str, role: &str, example: &str) -> Result<Categories, String> {
-        let names: Vec<String> = s.split(',').map(|c| c.trim().to_string()).collect();
+        let names = list::values(s)?;
         let mut index = HashMap::new();
         for (i, name) in names.iter().enumerate() {
             if name.is_empty() {
@@ -397,6 +399,13 @@ mod tests {
         assert_eq!((k.groups(), k.index(b"r"), k.index(b"z"), k.label(2)), (3, 1, 2, "other"));
         let c: Categories = "north, south".parse().unwrap();
         assert_eq!(c.index(b"south"), 1);
+        // CSV-quoted names keep their commas and quotes: the keys asked for, not their pieces.
+        let k: Keys = "\"Smith, Ann\",Lee, \"say \"\"hi\"\"\"".parse().unwrap();
+        assert_eq!(k.names(), ["Smith, Ann", "Lee", "say \"hi\""]);
+        assert_eq!((k.index(b"Smith, Ann"), k.index(b"say \"hi\""), k.index(b"\"Smith")), (0, 2, 3));
+        assert!("\"Smith, Ann,Lee".parse::<Keys>().unwrap_err().contains("never closed"));
+        assert!("\"a,b\",\"a,b\"".parse::<Categories>().unwrap_err().contains("listed twice"));
+        assert!("\"\",b".parse::<Categories>().unwrap_err().contains("empty"));
         assert_eq!(c.index(b"west"), 2);
         // Short lists are searched in order, long ones hashed: the same bins.
         let many: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();

@@ -8,3 +8,4 @@ pub mod bracket;
 pub mod exact;
 pub mod format;
 pub mod grid;
+pub mod list;

@@ -16,6 +16,9 @@
 //! count is at least 0, so the clamp never moves the release away from it and the accuracy
 //! bound still holds, but it biases counts near 0 upwards (E[max(0, c + Z)] > c).
 
+use std::sync::{Arc, OnceLock};
+
+use num_bigint::BigInt;
 use rand::RngCore;
 
 use crate::data::row::{BadCell, Fold, Row};
@@ -24,7 +27,7 @@ use crate::error::Error;
 use crate::numeric::grid::Grid;
 use crate::privacy::accuracy;
 use crate::privacy::laplace::Aggregate;
-use crate::privacy::noise::{self, Calibrated};
+use crate::privacy::noise::{self, Calibrated, Drawn};
 use crate::privacy::unit::Neighbours;
 use crate::query::group;
 use crate::query::options::{Options, Setup};
@@ -44,9 +47,31 @@ pub fn aggregate(rows: u64) -> Aggregate<i128> {
 pub struct Count {
     /// `--nonnegative`.
     nonnegative: bool,
+    /// Where the noisy count is left for the means that divide by it (`dpstat describe`).
+    shares: Option<SharedCount>,
+}
+
+/// One noisy count drawn once and read by several means (`dpstat describe`, DESIGN §6): the
+/// count query leaves its draw here, each mean of the same rows divides by it instead of
+/// drawing a count of its own. Reading it is post-processing of the count's release, so it is
+/// charged once, to the count. A workload measures its queries in order, so the count is
+/// listed before the means; a mean that finds it empty is an internal error, never a release.
+#[derive(Clone, Debug, Default)]
+pub struct SharedCount(Arc<OnceLock<Drawn<BigInt>>>);
+
+impl SharedCount {
+    /// The count's draw, once the count is measured.
+    pub fn get(&self) -> Result<&Drawn<BigInt>, Error> {
+        self.0.get().ok_or_else(|| Error::internal("a mean read the shared count before it was drawn"))
+    }
 }
 
 impl Count {
+    /// A count (not grouped, no `--nonnegative`) that leaves its draw in `shares`.
+    pub fn shared(shares: SharedCount) -> Count {
+        Count { nonnegative: false, shares: Some(shares) }
+    }
+
     /// The aggregate of `rows`, with the sensitivity of one group's count when grouped.
     fn aggregate(rows: u64, neighbours: Neighbours, grouped: bool) -> Aggregate<i128> {
         let mut aggregate = aggregate(rows);
@@ -63,7 +88,7 @@ impl Statistic for Count {
     type Fold = CountFold;
 
     fn new(_: &str, options: Options, _: &Setup) -> Result<Count, Error> {
-        Ok(Count { nonnegative: options.nonnegative })
+        Ok(Count { nonnegative: options.nonnegative, shares: None })
     }
 
     fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
@@ -85,6 +110,11 @@ impl Statistic for Count {
     fn measure(&self, fold: CountFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Count>, Error> {
         let aggregate = Count::aggregate(fold.rows, cx.neighbours, cx.grouped);
         let noisy = noise::draw(&aggregate, cx.mechanism, rng);
+        if let Some(shares) = &self.shares {
+            if cx.grouped || shares.0.set(noisy.clone()).is_err() {
+                return Err(Error::internal("a shared count is drawn once, for all its rows"));
+            }
+        }
         let accuracy = Accuracy::value(cx.confidence, accuracy::single(&noisy.noise, cx.confidence));
         let noise = Noise::single(&noisy.noise, cx.neighbours, accuracy);
         let release = cx.release(self, noise, cx.mechanism.cost("count"))?;

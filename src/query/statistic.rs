@@ -7,6 +7,7 @@ use rand::RngCore;
 use crate::data::row::Fold;
 use crate::data::source::ColumnRef;
 use crate::error::Error;
+use crate::numeric::list;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
@@ -99,7 +100,8 @@ impl<'a> Context<'a> {
     /// A release of `statistic`, its common fields filled in.
     pub fn release<S: Statistic>(&self, statistic: &S, noise: Noise, cost: Cost) -> Result<Release, Error> {
         let labels: Vec<String> = statistic.columns().into_iter().map(|(c, _)| c.label()).collect();
-        let column = (!labels.is_empty()).then(|| labels.join(","));
+        // Quoted where a name holds a comma, so a pair reads back as its two columns.
+        let column = (!labels.is_empty()).then(|| list::join(&labels));
         Release::new(statistic.name(), column, self.filters.to_vec(), noise, cost)
     }
 }

@@ -17,8 +17,8 @@ pub struct Described {
     pub columns: Vec<Column>,
 }
 
-/// One column's releases: the mean (whose noisy count is the column's count under add-remove)
-/// and the quantiles.
+/// One column's releases: the mean (whose noisy count, its own or the shared one, is the
+/// column's count under add-remove) and the quantiles.
 pub struct Column {
     pub name: String,
     pub eps: Epsilon,
@@ -29,7 +29,7 @@ pub struct Column {
 
 /// The count of rows a column's mean was taken over.
 pub enum Count {
-    /// The mean's noisy count (add-remove), exactly, with its own error bound.
+    /// The mean's noisy count (add-remove; its own or the shared one), exactly, with its error bound.
     Noisy { value: String, bound: f64 },
     /// The public row count (replace): exact, no noise.
     Public(u64),

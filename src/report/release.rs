@@ -23,7 +23,8 @@ use crate::privacy::zcdp::epsilon_for;
 #[derive(Clone, Debug, Serialize)]
 pub struct Release {
     pub query: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The column read (a pair as `x,y`, CSV-quoted where a name holds a comma); `null` for a
+    /// count, which reads none, so every release has the key.
     pub column: Option<String>,
     #[serde(rename = "where", skip_serializing_if = "Vec::is_empty")]
     pub filters: Vec<String>,
@@ -489,7 +490,7 @@ pub fn saturating_i128(v: &BigInt) -> i128 {
 #[derive(Clone, Debug, Serialize)]
 pub struct GroupedRelease {
     pub query: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// As a single release's: `null` for a count.
     pub column: Option<String>,
     /// The grouping column.
     pub by: String,

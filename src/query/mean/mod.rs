@@ -12,6 +12,11 @@
 //!   sequential composition; the true n is never used (unlike `noisy sum / n`, which leaks n).
 //!   The clamp and the max(1, ·) bias the mean towards the bounds when C̃ is small.
 //!
+//! In `dpstat describe` the add-remove count may be shared ([`Mean::sharing_count`]): one
+//! count query of the same rows draws it, and every mean divides by that draw, which is
+//! post-processing of the count's release, charged to the count; the mean then spends only
+//! its shifted sum (DESIGN §6).
+//!
 //! Bounds are snapped outwards to the grid, the add-remove lower bound one more unit if needed
 //! so that the midpoint is itself on the grid.
 //!
@@ -40,7 +45,7 @@ use crate::privacy::noise::{self, Calibrated, Drawn, Mechanism};
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped};
 use crate::query::mean::accuracy::{mean_add_remove, mean_add_remove_planned, mean_replace};
-use crate::query::count;
+use crate::query::count::{self, SharedCount};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
 use crate::query::statistic::{first, Context, Measured, PlanContext, Planned, Statistic};
 use crate::query::sum::SumSpec;
@@ -52,6 +57,9 @@ pub struct Mean {
     column: ColumnRef,
     invalid: InvalidPolicy,
     spec: Clamp<MeanSpec>,
+    /// Under add-remove, the noisy count of the same rows drawn once by a count query
+    /// (`dpstat describe`): divided by instead of a count of the mean's own, and not charged here.
+    shared_count: Option<SharedCount>,
 }
 
 impl Statistic for Mean {
@@ -71,7 +79,7 @@ impl Statistic for Mean {
         };
         options::refuse_filtered_replace(setup, "mean")?;
         options::refuse_grouped_replace(setup, "mean")?;
-        Ok(Mean { column, invalid: options.invalid, spec })
+        Ok(Mean { column, invalid: options.invalid, spec, shared_count: None })
     }
 
     fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
@@ -162,6 +170,23 @@ impl Statistic for Mean {
 }
 
 impl Mean {
+    /// The share of `mechanism` (the mean's whole ε) its add-remove noisy count would get: what a
+    /// shared count is given for this mean (its bounds' share, when found privately, is kept).
+    /// None under replace, which has no count.
+    pub fn count_part(&self, mechanism: &Mechanism, neighbours: Neighbours) -> Option<Mechanism> {
+        match (&self.spec, neighbours) {
+            (_, Neighbours::Replace) => None,
+            (Clamp::Given(spec), _) => spec.parts(mechanism).get(1).cloned(),
+            (Clamp::Private { rest, .. }, _) => Some(Mechanism::Laplace(rest.clone()).split(2)),
+        }
+    }
+
+    /// This mean divides by `count`, the noisy count of the same rows drawn once elsewhere, and
+    /// spends only its shifted sum (and its bounds' share): [`Mean::count_part`] less.
+    pub fn sharing_count(self, count: SharedCount) -> Mean {
+        Mean { shared_count: Some(count), ..self }
+    }
+
     /// Draws the noise of the mean's parts with `mechanism` (split as [`MeanSpec::parts`]) and
     /// builds the release.
     fn release(
@@ -202,13 +227,23 @@ impl Mean {
             }
             MeanAggregate::AddRemove { shifted_sum, count, midpoint } => {
                 let shifted = noise::draw(&shifted_sum, &parts[0], rng);
-                let count = noise::draw(&count, &parts[1], rng);
-                self.add_remove_release(cx, mechanism, &shifted, &count, midpoint, bounds)
+                match &self.shared_count {
+                    Some(shared) => {
+                        self.add_remove_release(cx, &parts[0], &shifted, shared.get()?, midpoint, bounds, true)
+                    }
+                    None => {
+                        let count = noise::draw(&count, &parts[1], rng);
+                        self.add_remove_release(cx, mechanism, &shifted, &count, midpoint, bounds, false)
+                    }
+                }
             }
         }
     }
 
-    /// midpoint + noisy shifted sum / max(1, noisy count), clamped, with its corner bound.
+    /// midpoint + noisy shifted sum / max(1, noisy count), clamped, with its corner bound. A
+    /// `shared` count is listed as the part `shared_count` and left out of the cost (its query
+    /// is charged for it); `mechanism` is then the shifted sum's alone.
+    #[allow(clippy::too_many_arguments)]
     fn add_remove_release(
         &self,
         cx: &Context,
@@ -217,6 +252,7 @@ impl Mean {
         count: &Drawn<BigInt>,
         midpoint: i128,
         bounds: &GridBounds,
+        shared: bool,
     ) -> Result<Release, Error> {
         let (value, clamped) = add_remove_release(&shifted.value, &count.value, midpoint, bounds);
         let error_bound = mean_add_remove(
@@ -227,21 +263,28 @@ impl Mean {
             bounds.width_units(),
             cx.confidence,
         );
-        let mut post = vec![format!(
-            "midpoint {} + noisy shifted sum / max(1, noisy count)",
-            shifted.noise.grid().to_f64(&BigInt::from(midpoint))
-        )];
+        let midpoint = shifted.noise.grid().to_f64(&BigInt::from(midpoint));
+        let mut post = vec![if shared {
+            format!(
+                "midpoint {midpoint} + noisy shifted sum / max(1, shared noisy count): the count is \
+                 drawn once for every column, released and charged as its own query"
+            )
+        } else {
+            format!("midpoint {midpoint} + noisy shifted sum / max(1, noisy count)")
+        }];
         post.extend(clamped.then(|| clamp_note(bounds)));
+        let count_part = if shared { "shared_count" } else { "count" };
         let noise = Noise {
             grid: Some(GridInfo::of(shifted.noise.grid())),
             bounds: Some(BoundsInfo::of(bounds)),
-            parts: vec![Part::drawn("shifted_sum", shifted), Part::drawn("count", count)],
+            parts: vec![Part::drawn("shifted_sum", shifted), Part::drawn(count_part, count)],
             ..Noise::multi(mechanism, cx.neighbours, Accuracy::value(cx.confidence, error_bound))
         };
-        let cost = Cost::sequential(vec![
-            shifted.noise.mechanism().cost("shifted_sum"),
-            count.noise.mechanism().cost("count"),
-        ]);
+        let mut costs = vec![shifted.noise.mechanism().cost("shifted_sum")];
+        if !shared {
+            costs.push(count.noise.mechanism().cost("count"));
+        }
+        let cost = Cost::sequential(costs);
         let release = cx.release(self, noise, cost)?;
         Ok(Release { value: Some(Number::Real(value)), post_processing: post, range: Some(range(bounds)), ..release })
     }
