@@ -12,14 +12,22 @@
 //! for. When the release is complete a `released` record names the charge and the fingerprint.
 //! A run that dies in between has spent its ε: budget is lost, never under-counted.
 //!
-//! **Tamper-evident.** The file is JSON lines. Line 1 is a header rewritten in place (fixed
-//! width) after every append: the number of records and the SHA-256 of the last one. Every
-//! record carries its sequence number, the SHA-256 of the record before it (`prev`), and a
-//! charge carries its dataset's running total (`spent`). So a record deleted or edited breaks
-//! the chain or a running total, and a file cut at a line boundary holds fewer records than its
-//! header says: each is refused with the line that is wrong, never rolled back. (A copy of the
-//! whole file taken earlier and put back is consistent in itself; only a copy of the header
-//! kept elsewhere can show that, so `dpstat budget` prints it.)
+//! **A chain, keyless or keyed.** The file is JSON lines. Line 1 is a header rewritten in place
+//! (fixed width) after every append: the number of records and the chain's head. Every record
+//! carries its sequence number, the link of the record before it (`prev`), and a charge carries
+//! its dataset's running total (`spent`). So a record deleted or edited breaks the chain or a
+//! running total, and a file cut at a line boundary holds fewer records than its header says:
+//! each is refused with the line that is wrong, never rolled back. Who this stops depends on
+//! the link (docs/DESIGN.md §5.3):
+//! - keyless (format 2): the link is the SHA-256 of the line and the head that of the last
+//!   line. Anyone can recompute them: this shows accidents, not an adversary, who can cut the
+//!   last records and rewrite the header;
+//! - keyed (format 3, `--ledger-key FILE`): the link is an HMAC-SHA256 of the line under the
+//!   custodian's key ([`super::ledger_key`]) and the head an HMAC of the count and the last
+//!   link, so no record can be forged, edited or cut without the key. Without the key a keyed
+//!   ledger may be listed, marked as not verified, but not charged;
+//! - keyed with the key's state file: a whole older copy put back is refused too, since the
+//!   state file beside the key remembers the count and head of the last append.
 //!
 //! **Currencies.** A dataset's budget is (ε_total, δ_total), δ_total = 0 unless `--budget-delta`
 //! recorded one. A charge states its spend in the currency of its release's guarantee: pure ε
@@ -58,6 +66,7 @@ use crate::numeric::format::hex;
 use crate::privacy::currency::{History, Spend};
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
+use crate::privacy::ledger_key::{self, LedgerKey, State};
 use crate::privacy::zcdp::{epsilon_for, Rho};
 
 /// `--budget`: a positive exact decimal.
@@ -82,8 +91,12 @@ pub const DEFAULT_DATASET: &str = "default";
 /// a limit could take all memory (`--ledger /dev/zero`).
 const MAX_LINE: usize = 64 << 10;
 
-/// The format this version writes (line 1 says which).
+/// The format of a keyless ledger (line 1 says which).
 const FORMAT: u32 = 2;
+
+/// The format of a keyed ledger: links and head are HMACs under the custodian's key. A number
+/// of its own, so that an earlier dpstat refuses it by its header instead of failing its chain.
+const KEYED_FORMAT: u32 = 3;
 
 /// What the ledger flags ask for.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +109,8 @@ pub struct LedgerSpec {
     pub change_budget: bool,
     /// `--dataset NAME`, else [`DEFAULT_DATASET`].
     pub dataset: String,
+    /// `--ledger-key FILE`: the custodian's key of a keyed ledger.
+    pub key: Option<PathBuf>,
 }
 
 /// The ledger flags as given (`--ledger`, `--budget`, `--change-budget`, `--dataset`).
@@ -106,6 +121,7 @@ pub struct LedgerFlags {
     pub budget_delta: Option<Delta>,
     pub change_budget: bool,
     pub dataset: Option<String>,
+    pub key: Option<PathBuf>,
 }
 
 impl LedgerSpec {
@@ -118,6 +134,7 @@ impl LedgerSpec {
                 (args.budget_delta.is_some(), "--budget-delta"),
                 (args.change_budget, "--change-budget"),
                 (args.dataset.is_some(), "--dataset"),
+                (args.key.is_some(), "--ledger-key"),
             ];
             return match stray.iter().find(|(given, _)| *given) {
                 Some((_, flag)) => Err(Error::usage(format!(
@@ -145,6 +162,7 @@ impl LedgerSpec {
             budget_delta: args.budget_delta.clone(),
             change_budget: args.change_budget,
             dataset,
+            key: args.key.clone(),
         }))
     }
 }
@@ -167,6 +185,11 @@ struct Header {
     #[serde(rename = "type")]
     kind: String,
     format: u32,
+    /// Format 3: the chain is keyed, by the key with this id.
+    #[serde(default)]
+    keyed: bool,
+    #[serde(default)]
+    key_id: Option<String>,
     records: u64,
     head: String,
 }
@@ -179,6 +202,60 @@ impl Header {
             "{{\"type\":\"ledger\",\"format\":{FORMAT},\"records\":{records:<20},\"head\":\"{}\"}}\n",
             hex(head)
         )
+    }
+
+    /// The header of a keyed ledger, as fixed in length as [`Header::line`].
+    fn keyed_line(records: u64, head: &[u8; 32], key: &LedgerKey) -> String {
+        format!(
+            "{{\"type\":\"ledger\",\"format\":{KEYED_FORMAT},\"keyed\":true,\"key_id\":\"{}\",\"records\":{records:<20},\"head\":\"{}\"}}\n",
+            key.id_hex(),
+            hex(head)
+        )
+    }
+}
+
+/// What links the records: the SHA-256 of each line (keyless), an HMAC-SHA256 under the
+/// custodian's key (keyed), or nothing that can be checked (a keyed ledger read without its key).
+#[derive(Clone, Copy)]
+enum Chain<'a> {
+    Sha256,
+    Keyed(&'a LedgerKey),
+    Unverified,
+}
+
+/// The domains of the keyed chain's HMACs: its start, a record's link, the header's head. The
+/// head is not a link, so the `prev` of record k + 1, which anyone can read, is not a head that
+/// would make the file cut after record k verify.
+const START: u8 = 0;
+const LINK: u8 = 1;
+const HEAD: u8 = 2;
+
+impl Chain<'_> {
+    /// What record 1's `prev` names.
+    fn start(self) -> [u8; 32] {
+        match self {
+            Chain::Sha256 => genesis(),
+            Chain::Keyed(key) => key.mac(START, &[b"dpstat ledger, format 3"]),
+            Chain::Unverified => [0; 32],
+        }
+    }
+
+    /// The link of a record's line: what the next record's `prev` names.
+    fn link(self, line: &str) -> [u8; 32] {
+        match self {
+            Chain::Sha256 => Sha256::digest(line.as_bytes()).into(),
+            Chain::Keyed(key) => key.mac(LINK, &[line.as_bytes()]),
+            Chain::Unverified => [0; 32],
+        }
+    }
+
+    /// The header's head after `records` records whose last link is `link`.
+    fn head(self, records: u64, link: &[u8; 32]) -> [u8; 32] {
+        match self {
+            Chain::Sha256 => *link,
+            Chain::Keyed(key) => key.mac(HEAD, &[&records.to_be_bytes(), link]),
+            Chain::Unverified => [0; 32],
+        }
     }
 }
 
@@ -333,9 +410,20 @@ impl Account {
 #[derive(Debug, Default)]
 pub struct Ledger {
     pub accounts: BTreeMap<String, Account>,
-    /// Records in the file and the SHA-256 of the last one (what the header must say).
+    /// Records in the file and the link of the last one (what the next record's `prev` names;
+    /// for a keyless ledger also the header's head).
     pub records: u64,
     pub head: [u8; 32],
+    /// The id of the key of a keyed ledger.
+    pub key_id: Option<String>,
+    /// The chain was checked: false only for a keyed ledger read without its key.
+    pub verified: bool,
+    /// The ledger was compared with its key's state file (not older than the last append).
+    pub state_checked: bool,
+    /// The header's head as it should read (as it reads, when not verified).
+    shown_head: String,
+    /// The header's head after the record the key's state file counts.
+    head_at_state: Option<[u8; 32]>,
     /// Bytes in the file.
     len: u64,
     /// Charges not yet completed, by sequence number: their dataset.
@@ -347,10 +435,10 @@ impl Ledger {
         self.accounts.get(dataset).cloned().unwrap_or_default()
     }
 
-    /// The SHA-256 of the last record, as the header states it: worth keeping elsewhere, since
-    /// it alone shows that the whole file was not replaced by an older copy.
+    /// The chain's head, as the header states it: worth keeping elsewhere, since without the
+    /// key's state file it alone shows that the whole file was not replaced by an older copy.
     pub fn head_hex(&self) -> String {
-        hex(&self.head)
+        self.shown_head.clone()
     }
 }
 
@@ -426,6 +514,8 @@ pub fn parse_exact(s: &str) -> Option<BigRational> {
 #[derive(Clone, Debug)]
 pub struct Reservation {
     pub path: PathBuf,
+    /// The key the ledger was charged with, which completing the release needs again.
+    pub key: Option<PathBuf>,
     pub seq: u64,
     pub summary: BudgetSummary,
 }
@@ -433,8 +523,7 @@ pub struct Reservation {
 /// Charges a release before its data are read, or refuses it (exit 3 when the budget cannot
 /// pay; nothing is written then). On `Ok` the charge is on disk (fsynced) and the lock released.
 pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
-    let file = open_locked(&spec.path)?;
-    let mut ledger = read_ledger(&file, &spec.path, false)?;
+    let (file, mut ledger, key) = open_to_charge(&spec.path, spec.key.as_deref())?;
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
@@ -487,9 +576,14 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
         spent_rho: account.spent_rho.clone(),
         spent_delta: account.spent_delta.clone(),
     });
-    let seqs = append(&file, &spec.path, &mut ledger, &records)?;
+    let seqs = append(&file, &spec.path, &mut ledger, &records, key.as_ref())?;
     let seq = *seqs.last().context("internal error: a charge wrote no record")?;
-    Ok(Reservation { path: spec.path.clone(), seq, summary: BudgetSummary::new(dataset, &account) })
+    Ok(Reservation {
+        path: spec.path.clone(),
+        key: spec.key.clone(),
+        seq,
+        summary: BudgetSummary::new(dataset, &account),
+    })
     // The lock is released when `file` is dropped here.
 }
 
@@ -576,8 +670,7 @@ fn add_spend(account: &mut Account, spend: &Spend) {
 /// Records that the release charged by `reservation` is complete, read from data with this
 /// fingerprint. Written before the release is printed.
 pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
-    let file = open_locked(&reservation.path)?;
-    let mut ledger = read_ledger(&file, &reservation.path, false)?;
+    let (file, mut ledger, key) = open_to_charge(&reservation.path, reservation.key.as_deref())?;
     if !ledger.open.contains_key(&reservation.seq) {
         return Err(Error::internal(format!(
             "ledger {}: the charge of this release (record {}) is missing; the file was changed during the run",
@@ -587,13 +680,92 @@ pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
         .into());
     }
     let draft = Draft::Released { charge: reservation.seq, fingerprint: fingerprint.to_string() };
-    append(&file, &reservation.path, &mut ledger, &[draft])?;
+    append(&file, &reservation.path, &mut ledger, &[draft], key.as_ref())?;
+    Ok(())
+}
+
+/// Opens a ledger to append to it, locked, read and validated: with the key a keyed ledger
+/// needs (a keyless one refuses a key: its chain cannot show a forgery), and not older than
+/// the key's state file. Everything refused here is refused before anything is written.
+fn open_to_charge(path: &Path, key: Option<&Path>) -> Result<(File, Ledger, Option<LedgerKey>)> {
+    let key = key.map(ledger_key::load).transpose()?;
+    let file = open_locked(path)?;
+    // Read under the ledger's lock, which every writer of the state file holds.
+    let state = key.as_ref().map(ledger_key::read_state).transpose()?.flatten();
+    let ledger = read_ledger(&file, path, false, key.as_ref(), state.as_ref().map(|s| s.records))?;
+    if let (Some(id), false) = (&ledger.key_id, ledger.verified) {
+        return Err(bad_input(format!(
+            "ledger {} is keyed (key id {}): a charge needs its key: give --ledger-key FILE (or set \
+             DPSTAT_LEDGER_KEY_FILE); nothing was read or charged",
+            path.display(),
+            &id[..16]
+        )));
+    }
+    if let Some(key) = &key {
+        check_state(path, &ledger, key, state.as_ref(), true)?;
+    }
+    Ok((file, ledger, key))
+}
+
+/// Compares the ledger with what the key's state file remembers of the last append: fewer
+/// records, or another head at that count, is an older copy put back or another ledger. A
+/// missing state file is refused for a charge (`strict`) once the ledger has records.
+fn check_state(
+    path: &Path,
+    ledger: &Ledger,
+    key: &LedgerKey,
+    state: Option<&State>,
+    strict: bool,
+) -> Result<()> {
+    let state_file = key.state_path();
+    let Some(state) = state else {
+        if strict && ledger.records > 0 {
+            return Err(bad_input(format!(
+                "the key's state file {} is missing, so an older copy of ledger {} put back could not be \
+                 told; restore it from a copy (or, only if you trust the ledger as it is, write into it \
+                 {{\"records\":N,\"head\":\"…\"}} as dpstat budget --ledger-key {} prints them); nothing was \
+                 read or charged",
+                state_file.display(),
+                path.display(),
+                key.path().display()
+            )));
+        }
+        return Ok(());
+    };
+    if ledger.records < state.records {
+        return Err(bad_input(format!(
+            "ledger {} holds {} records, fewer than the {} that the key's state file {} counts: an older \
+             copy was put back or records were removed; a spend is never rolled back: restore the ledger \
+             as it was last written",
+            path.display(),
+            ledger.records,
+            state.records,
+            state_file.display()
+        )));
+    }
+    if state.records > 0 && ledger.head_at_state.map(|h| hex(&h)) != state.head {
+        return Err(bad_input(format!(
+            "ledger {} does not hold the record {} that the key's state file {} names (its head differs): \
+             it is another ledger or a replaced one; one key belongs to one ledger",
+            path.display(),
+            state.records,
+            state_file.display()
+        )));
+    }
     Ok(())
 }
 
 /// Reads and validates a whole ledger under a shared lock (for `dpstat budget`), opening it
-/// read-only: a ledger the reader may not write can still be read.
+/// read-only: a ledger the reader may not write can still be read. A keyed ledger read without
+/// its key is listed with `verified` false.
 pub fn read(path: &Path) -> Result<Ledger> {
+    read_keyed(path, None)
+}
+
+/// [`read`], with the key of a keyed ledger: its chain is verified, and it is compared with the
+/// key's state file when there is one (`state_checked`).
+pub fn read_keyed(path: &Path, key: Option<&Path>) -> Result<Ledger> {
+    let key = key.map(ledger_key::load).transpose()?;
     match std::fs::metadata(path) {
         Err(_) => return Err(bad_input(format!("{}: no such ledger", path.display()))),
         // Opening a FIFO to read would block until a writer comes: refuse it unopened.
@@ -604,7 +776,13 @@ pub fn read(path: &Path) -> Result<Ledger> {
         File::open(path).map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
     check_regular(&file, path)?;
     file.lock_shared().with_context(|| format!("locking ledger {}", path.display()))?;
-    read_ledger(&file, path, true)
+    let state = key.as_ref().map(ledger_key::read_state).transpose()?.flatten();
+    let mut ledger = read_ledger(&file, path, true, key.as_ref(), state.as_ref().map(|s| s.records))?;
+    if let Some(key) = &key {
+        check_state(path, &ledger, key, state.as_ref(), false)?;
+        ledger.state_checked = state.is_some();
+    }
+    Ok(ledger)
 }
 
 /// Opens the ledger to read and write, under an exclusive lock. Not in append mode: the header
@@ -645,10 +823,18 @@ fn genesis() -> [u8; 32] {
     Sha256::digest(b"dpstat ledger, format 2").into()
 }
 
-/// Validates every line: the header, the chain, the sequence numbers, the running totals.
-/// With `keep`, every charge is kept for listing.
-fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
-    let mut ledger = Ledger { head: genesis(), ..Ledger::default() };
+/// Validates every line: the header, the chain (with `key`, if the ledger is keyed), the
+/// sequence numbers, the running totals. With `keep`, every charge is kept for listing; with
+/// `state_at`, the head after that many records is kept for the key's state file.
+fn read_ledger(
+    file: &File,
+    path: &Path,
+    keep: bool,
+    key: Option<&LedgerKey>,
+    state_at: Option<u64>,
+) -> Result<Ledger> {
+    let mut ledger = Ledger { verified: true, ..Ledger::default() };
+    let mut chain = Chain::Sha256;
     let mut reader = BufReader::new(file);
     let mut line = String::new();
     let mut number = 0usize;
@@ -680,10 +866,16 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
         }
         let text = line.trim_end_matches('\n');
         if number == 1 {
-            header = Some(parse_header(text, path)?);
-            if header.as_ref().is_some_and(|h| h.records == 0) {
-                named = Some(ledger.head);
+            let parsed = parse_header(text, path)?;
+            chain = chain_of(&parsed, key, path, &mut ledger)?;
+            ledger.head = chain.start();
+            if parsed.records == 0 {
+                named = Some(chain.head(0, &ledger.head));
             }
+            if state_at == Some(0) {
+                ledger.head_at_state = Some(chain.head(0, &ledger.head));
+            }
+            header = Some(parsed);
             continue;
         }
         let record: Record = serde_json::from_str(text)
@@ -699,7 +891,7 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
                 ),
             ));
         }
-        if record.prev() != hex(&ledger.head) {
+        if !matches!(chain, Chain::Unverified) && record.prev() != hex(&ledger.head) {
             return Err(corrupt(
                 path,
                 number,
@@ -708,13 +900,24 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
         }
         apply(&mut ledger, &record, path, number, keep, &mut listed)?;
         ledger.records = seq;
-        ledger.head = Sha256::digest(text.as_bytes()).into();
+        ledger.head = chain.link(text);
         if header.as_ref().is_some_and(|h| h.records == seq) {
-            named = Some(ledger.head);
+            named = Some(chain.head(seq, &ledger.head));
+        }
+        if state_at == Some(seq) {
+            ledger.head_at_state = Some(chain.head(seq, &ledger.head));
         }
     }
     let Some(header) = header else {
-        return Ok(ledger); // an empty file: a new ledger
+        // An empty file: a new ledger, keyed if a key was given.
+        let chain = key.map_or(Chain::Sha256, Chain::Keyed);
+        ledger.key_id = key.map(LedgerKey::id_hex);
+        ledger.head = chain.start();
+        ledger.shown_head = hex(&chain.head(0, &ledger.head));
+        if state_at == Some(0) {
+            ledger.head_at_state = Some(chain.head(0, &ledger.head));
+        }
+        return Ok(ledger);
     };
     if ledger.records < header.records {
         return Err(bad_input(format!(
@@ -725,7 +928,7 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
             ledger.records
         )));
     }
-    if named.map(|h| hex(&h)) != Some(header.head.clone()) {
+    if ledger.verified && named.map(|h| hex(&h)) != Some(header.head.clone()) {
         return Err(corrupt(
             path,
             1,
@@ -737,12 +940,74 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
     }
     // A header counting fewer records than the file holds (a run stopped between its append
     // and the header's update) is read as it is: the records are there, the next write mends it.
+    ledger.shown_head =
+        if ledger.verified { hex(&chain.head(ledger.records, &ledger.head)) } else { header.head.clone() };
     Ok(ledger)
 }
 
+/// The chain a header announces, checked against the key given: a keyed ledger needs its own
+/// key to be verified, and a keyless one is refused with a key, since a key that silently
+/// accepted a keyless ledger would accept one forged in place of a keyed ledger.
+fn chain_of<'k>(
+    header: &Header,
+    key: Option<&'k LedgerKey>,
+    path: &Path,
+    ledger: &mut Ledger,
+) -> Result<Chain<'k>> {
+    let Some(id) = &header.key_id else {
+        return match key {
+            None => Ok(Chain::Sha256),
+            Some(key) => Err(bad_input(format!(
+                "ledger {} is not keyed (format 2), so --ledger-key {} cannot protect it: its SHA-256 chain \
+                 shows accidents, not forgeries; keep it for audit and start a new ledger with the key, \
+                 its budget lowered by what this one records as spent",
+                path.display(),
+                key.path().display()
+            ))),
+        };
+    };
+    ledger.key_id = Some(id.clone());
+    match key {
+        None => {
+            ledger.verified = false;
+            Ok(Chain::Unverified)
+        }
+        Some(key) if key.id_hex() == *id => Ok(Chain::Keyed(key)),
+        Some(key) => Err(bad_input(format!(
+            "ledger {} is keyed with key id {}, not with the key in {} (id {}): give --ledger-key the \
+             ledger's own key",
+            path.display(),
+            &id[..16],
+            key.path().display(),
+            &key.id_hex()[..16]
+        ))),
+    }
+}
+
 fn parse_header(text: &str, path: &Path) -> Result<Header> {
+    let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
     match serde_json::from_str::<Header>(text) {
-        Ok(h) if h.kind == "ledger" && h.format == FORMAT && h.head.len() == 64 => Ok(h),
+        Ok(h)
+            if h.kind == "ledger"
+                && h.format == FORMAT
+                && !h.keyed
+                && h.key_id.is_none()
+                && hex64(&h.head) =>
+        {
+            Ok(h)
+        }
+        Ok(h)
+            if h.kind == "ledger"
+                && h.format == KEYED_FORMAT
+                && h.keyed
+                && h.key_id.as_deref().is_some_and(hex64)
+                && hex64(&h.head) =>
+        {
+            Ok(h)
+        }
+        Ok(h) if h.kind == "ledger" && (h.format == FORMAT || h.format == KEYED_FORMAT) => {
+            Err(corrupt(path, 1, "is a ledger header whose fields do not go together"))
+        }
         Ok(h) if h.kind == "ledger" => Err(corrupt(
             path,
             1,
@@ -924,11 +1189,28 @@ enum Draft {
 /// Appends the records in one write and fsyncs, then brings the header up to date and fsyncs
 /// again. A crash in between leaves a header that counts fewer records than the file holds,
 /// which is read as it is (the records are there) and mended by the next write.
-fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Result<Vec<u64>> {
+///
+/// With a key, the links are HMACs and, last, the key's state file is brought up to date: a
+/// crash before that leaves a state older than the ledger, which the ledger still extends.
+fn append(
+    file: &File,
+    path: &Path,
+    ledger: &mut Ledger,
+    drafts: &[Draft],
+    key: Option<&LedgerKey>,
+) -> Result<Vec<u64>> {
+    let chain = key.map_or(Chain::Sha256, Chain::Keyed);
+    let header_line = |records: u64, link: &[u8; 32]| {
+        let head = chain.head(records, link);
+        match key {
+            None => (Header::line(records, &head), head),
+            Some(key) => (Header::keyed_line(records, &head, key), head),
+        }
+    };
     let mut bytes = Vec::new();
     let mut at = ledger.len;
     if at == 0 {
-        bytes.extend_from_slice(Header::line(0, &ledger.head).as_bytes());
+        bytes.extend_from_slice(header_line(0, &ledger.head).0.as_bytes());
     }
     let mut seqs = Vec::new();
     for draft in drafts {
@@ -977,7 +1259,7 @@ fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Re
             }
         };
         let line = serde_json::to_string(&record)?;
-        ledger.head = Sha256::digest(line.as_bytes()).into();
+        ledger.head = chain.link(&line);
         ledger.records = seq;
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
@@ -989,8 +1271,12 @@ fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Re
     at += bytes.len() as u64;
     ledger.len = at;
     // One sector at offset 0, so it is written whole or not at all.
-    let header = Header::line(ledger.records, &ledger.head);
+    let (header, head) = header_line(ledger.records, &ledger.head);
     write_at(file, header.as_bytes(), 0).and_then(|()| file.sync_data()).map_err(writing)?;
+    ledger.shown_head = hex(&head);
+    if let Some(key) = key {
+        ledger_key::write_state(key, &State { records: ledger.records, head: Some(hex(&head)) })?;
+    }
     Ok(seqs)
 }
 
@@ -1021,6 +1307,7 @@ mod tests {
             budget_delta: None,
             change_budget: false,
             dataset: DEFAULT_DATASET.into(),
+            key: None,
         }
     }
 
