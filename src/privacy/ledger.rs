@@ -1460,6 +1460,191 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&s.path).unwrap(), old);
     }
 
+    /// A ledger keyed with a new key in the same directory.
+    fn keyed(dir: &tempfile::TempDir, budget: Option<&str>) -> LedgerSpec {
+        let key = dir.path().join("ledger.key");
+        if !key.exists() {
+            ledger_key::generate(&key).unwrap();
+        }
+        LedgerSpec { key: Some(key), ..spec(dir, budget) }
+    }
+
+    /// Three charged and completed releases of 0.25 each.
+    fn three_releases(s: &LedgerSpec) -> String {
+        for _ in 0..3 {
+            let r = reserve(s, &release("0.25")).unwrap();
+            complete(&r, "csv-sha256:aa").unwrap();
+        }
+        std::fs::read_to_string(&s.path).unwrap()
+    }
+
+    /// What whoever can write the ledger but not read the key can do to its chain: give every
+    /// record after the first a `prev` that is the SHA-256 of the line before it (a record whose
+    /// `prev` is that already is kept as it is), then a header as [`with_header`] writes it.
+    fn rechained(header: &str, records: &[&str]) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        for record in records {
+            let mut line = record.to_string();
+            if let Some(previous) = lines.last() {
+                let link = hex(&Sha256::digest(previous.as_bytes()));
+                let mut value: serde_json::Value = serde_json::from_str(record).unwrap();
+                if value["prev"] != link.as_str() {
+                    value["prev"] = link.into();
+                    line = serde_json::to_string(&value).unwrap();
+                }
+            }
+            lines.push(line);
+        }
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        with_header(header, &lines, None)
+    }
+
+    /// `records` as they are under a header recomputed without the key: it counts them and
+    /// names `head`, else the SHA-256 of the last, as a keyless header does.
+    fn with_header(header: &str, records: &[&str], head: Option<&str>) -> String {
+        let mut top: serde_json::Value = serde_json::from_str(header).unwrap();
+        top["records"] = records.len().into();
+        top["head"] = match head {
+            Some(h) => h.into(),
+            None => hex(&Sha256::digest(records.last().unwrap_or(&"").as_bytes())).into(),
+        };
+        let mut text = format!("{}\n", serde_json::to_string(&top).unwrap());
+        for line in records {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
+
+    /// The finding of issue 24: records cut (or edited) and the chain and header recomputed
+    /// with SHA-256 pass a keyless ledger, and are refused when it is keyed, also with the
+    /// head taken from the `prev` of the first record cut.
+    #[test]
+    fn a_recomputed_chain_passes_a_keyless_ledger_and_not_a_keyed_one() {
+        for keyed_ledger in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = if keyed_ledger { keyed(&dir, Some("1")) } else { spec(&dir, Some("1")) };
+            let good = three_releases(&s);
+            let lines: Vec<&str> = good.lines().collect();
+            let next_prev = serde_json::from_str::<serde_json::Value>(lines[5]).unwrap()["prev"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let edited = lines[6].replace("csv-sha256:aa", "csv-sha256:ab");
+            let mut changed = lines[1..].to_vec();
+            changed[5] = &edited;
+            let forgeries = [
+                ("cut, header recomputed", with_header(lines[0], &lines[1..5], None)),
+                ("cut, head read from the next prev", with_header(lines[0], &lines[1..5], Some(&next_prev))),
+                ("edited, chain recomputed", rechained(lines[0], &changed)),
+            ];
+            for (what, forged) in forgeries {
+                std::fs::write(&s.path, &forged).unwrap();
+                if keyed_ledger {
+                    let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+                    assert!(
+                        err.contains("does not follow") || err.contains("names a last record"),
+                        "{what}: {err}"
+                    );
+                    assert_eq!(std::fs::read_to_string(&s.path).unwrap(), forged, "{what}: never reset");
+                    assert!(read_keyed(&s.path, s.key.as_deref()).is_err(), "{what}");
+                    // Without the key it is listed, but as not verified, and not charged.
+                    let unverified = read(&s.path).unwrap();
+                    assert!(!unverified.verified && unverified.key_id.is_some(), "{what}");
+                    let no_key = LedgerSpec { key: None, ..s.clone() };
+                    let err = reserve(&no_key, &release("0.25")).unwrap_err().to_string();
+                    assert!(err.contains("a charge needs its key"), "{what}: {err}");
+                } else {
+                    let ledger = read(&s.path).unwrap();
+                    assert!(ledger.verified && ledger.key_id.is_none());
+                    reserve(&s, &release("0.25"))
+                        .unwrap_or_else(|e| panic!("{what}: accepted as today: {e}"));
+                }
+            }
+        }
+    }
+
+    /// A whole older copy verifies with the key: the key's state file refuses it, and a ledger
+    /// put in place of the key's one (deleted, or another ledger) too.
+    #[test]
+    fn the_state_file_refuses_an_older_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("2"));
+        let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+        let old = three_releases(&s);
+        three_releases(&s);
+        let state = ledger_key::read_state(&key).unwrap().unwrap();
+        let ledger = read_keyed(&s.path, s.key.as_deref()).unwrap();
+        assert_eq!((state.records, state.head.as_deref()), (13, Some(ledger.head_hex().as_str())));
+        assert!(ledger.verified && ledger.state_checked);
+        let full = std::fs::read_to_string(&s.path).unwrap();
+        std::fs::write(&s.path, &old).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("fewer than the 13 that the key's state file"), "{err}");
+        assert!(read_keyed(&s.path, s.key.as_deref()).is_err(), "dpstat budget with the key too");
+        std::fs::remove_file(&s.path).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("holds 0 records"), "{err}");
+        // Another ledger of the same key, as long as the first: another head at that count.
+        let other = LedgerSpec { path: dir.path().join("other.jsonl"), dataset: "other".into(), ..s.clone() };
+        let saved = ledger_key::read_state(&key).unwrap().unwrap();
+        ledger_key::write_state(&key, &State { records: 0, head: None }).unwrap();
+        three_releases(&other);
+        three_releases(&other);
+        ledger_key::write_state(&key, &saved).unwrap();
+        std::fs::write(&s.path, std::fs::read_to_string(&other.path).unwrap()).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("another ledger"), "{err}");
+        // The real one back: charged again.
+        std::fs::write(&s.path, &full).unwrap();
+        reserve(&s, &release("0.25")).unwrap();
+    }
+
+    /// A run that stopped after its header and before the state file leaves a state older than
+    /// the ledger, which the ledger extends: accepted, and brought up to date by the next write.
+    /// A missing state file is refused for a charge once the ledger has records.
+    #[test]
+    fn a_state_behind_the_ledger_is_caught_up_and_a_missing_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("2"));
+        let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+        three_releases(&s);
+        let behind = ledger_key::read_state(&key).unwrap().unwrap();
+        three_releases(&s);
+        ledger_key::write_state(&key, &behind).unwrap();
+        reserve(&s, &release("0.25")).unwrap();
+        assert_eq!(ledger_key::read_state(&key).unwrap().unwrap().records, 14);
+        std::fs::remove_file(key.state_path()).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("state file") && err.contains("is missing"), "{err}");
+        let listed = read_keyed(&s.path, s.key.as_deref()).unwrap();
+        assert!(listed.verified && !listed.state_checked, "listed, with the state not checked");
+    }
+
+    /// A key belongs to its ledger: another key, or a key with a keyless ledger, is refused; a
+    /// keyed header is as fixed in length as a keyless one.
+    #[test]
+    fn keys_and_ledgers_must_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("1"));
+        reserve(&s, &release("0.25")).unwrap();
+        let header = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        assert!(header.contains("\"format\":3,\"keyed\":true,\"key_id\":"), "{header}");
+        let other = dir.path().join("other.key");
+        ledger_key::generate(&other).unwrap();
+        let wrong = LedgerSpec { key: Some(other.clone()), ..s.clone() };
+        let err = reserve(&wrong, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("not with the key in"), "{err}");
+        let plain_dir = tempfile::tempdir().unwrap();
+        let plain = spec(&plain_dir, Some("1"));
+        reserve(&plain, &release("0.25")).unwrap();
+        let err = reserve(&LedgerSpec { key: Some(other), ..plain.clone() }, &release("0.25")).unwrap_err();
+        assert!(err.to_string().contains("is not keyed (format 2)"), "{err}");
+        let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+        let head = genesis();
+        assert_eq!(Header::keyed_line(0, &head, &key).len(), Header::keyed_line(u64::MAX, &head, &key).len());
+    }
+
     fn with_delta(dir: &tempfile::TempDir, budget: &str, delta: &str) -> LedgerSpec {
         LedgerSpec { budget_delta: Some(delta.parse().unwrap()), ..spec(dir, Some(budget)) }
     }
