@@ -1,5 +1,5 @@
 //! The budget ledger across invocations of the real binary: charged before the data are read,
-//! one budget per population whatever the file's bytes, tamper-evident, and nothing shown after
+//! one budget per population whatever the file's bytes, tamper-evident (against accidents; keyed, against whoever lacks the key), and nothing shown after
 //! the charge but the release.
 
 mod common;

@@ -368,7 +368,7 @@ pub enum LedgerCommand {
         write, then charge with --ledger-key FILE (or DPSTAT_LEDGER_KEY_FILE=FILE): the ledger is \
         chained with HMAC-SHA256, so records cannot be forged, edited or cut without the key, and \
         FILE.state refuses an older copy of the ledger put back.\n\n\
-        Example:\n  dpstat ledger init --key /etc/dpstat/ledger.key"
+        Example:\n  dpstat ledger init --key ledger.key"
     )]
     Init(LedgerInitArgs),
 }
