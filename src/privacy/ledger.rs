@@ -1622,6 +1622,31 @@ mod tests {
         assert!(listed.verified && !listed.state_checked, "listed, with the state not checked");
     }
 
+    /// A keyed ledger whose run stopped before its header's update is read and mended as a
+    /// plain one is: the stale header's head is the keyed head after the records it counts.
+    #[test]
+    fn a_stale_keyed_header_is_read_and_mended() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("1"));
+        reserve(&s, &release("0.25")).unwrap();
+        let header_then = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        reserve(&s, &release("0.25")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&s.path, format!("{header_then}\n{rest}")).unwrap();
+        let ledger = read_keyed(&s.path, s.key.as_deref()).unwrap();
+        assert_eq!((ledger.records, ledger.verified, ledger.state_checked), (3, true, true));
+        reserve(&s, &release("0.25")).unwrap();
+        let header = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        assert!(header.contains(&read_keyed(&s.path, s.key.as_deref()).unwrap().head_hex()), "{header}");
+        // A stale header with its count raised by hand names a head the key never wrote.
+        let forged = header_then.replacen("\"records\":2 ", "\"records\":3 ", 1);
+        assert_ne!(forged, header_then);
+        std::fs::write(&s.path, format!("{forged}\n{rest}")).unwrap();
+        let err = read_keyed(&s.path, s.key.as_deref()).unwrap_err().to_string();
+        assert!(err.contains("names a last record"), "{err}");
+    }
+
     /// A key belongs to its ledger: another key, or a key with a keyless ledger, is refused; a
     /// keyed header is as fixed in length as a keyless one.
     #[test]
