@@ -31,7 +31,8 @@ const KEY_HEX: usize = 64;
 
 /// The custodian's key, read from its file. Its bytes are never printed, not even by `Debug`.
 pub struct LedgerKey {
-    secret: [u8; 32],
+    /// HMAC keyed once (its inner and outer pads hashed), cloned for every message.
+    keyed: HmacSha256,
     id: [u8; 32],
     path: PathBuf,
 }
@@ -47,7 +48,8 @@ impl LedgerKey {
         let mut id = Sha256::new();
         id.update(b"dpstat ledger key id\n");
         id.update(secret);
-        LedgerKey { secret, id: id.finalize().into(), path: path.to_path_buf() }
+        let keyed = <HmacSha256 as KeyInit>::new_from_slice(&secret).expect("HMAC takes any key length");
+        LedgerKey { keyed, id: id.finalize().into(), path: path.to_path_buf() }
     }
 
     /// The key's id as the ledger's header records it: a hash of the key, which does not reveal it.
@@ -62,8 +64,7 @@ impl LedgerKey {
     /// HMAC-SHA256 under the key of `domain` followed by `parts`: the domain byte keeps the
     /// chain's start, its links and the header's head from ever standing for one another.
     pub fn mac(&self, domain: u8, parts: &[&[u8]]) -> [u8; 32] {
-        let mut mac =
-            <HmacSha256 as KeyInit>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        let mut mac = self.keyed.clone();
         mac.update(&[domain]);
         for part in parts {
             mac.update(part);
