@@ -723,7 +723,7 @@ fn check_state(
             return Err(bad_input(format!(
                 "the key's state file {} is missing, so an older copy of ledger {} put back could not be \
                  told; restore it from a copy (or, only if you trust the ledger as it is, write into it \
-                 {{\"records\":N,\"head\":\"…\"}} as dpstat budget --ledger-key {} prints them); nothing was \
+                 {{\"records\":N,\"head\":\"…\"}} as dpstat budget --format json --ledger-key {} prints them); nothing was \
                  read or charged",
                 state_file.display(),
                 path.display(),
