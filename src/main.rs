@@ -34,6 +34,7 @@ fn main() -> ExitCode {
 fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
     match &query {
         Query::Budget(args) => cmd::budget::report(&args.request(), out),
+        Query::Ledger(dpstat::cli::LedgerCommand::Init(args)) => cmd::ledger::init(&args.key, out),
         Query::Check(args) => cmd::check::run(&args.input.flags(), out),
         Query::Plan(args) => match &args.query {
             dpstat::cli::plan::PlanQuery::Run(run) => {

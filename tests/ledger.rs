@@ -1,5 +1,5 @@
 //! The budget ledger across invocations of the real binary: charged before the data are read,
-//! one budget per population whatever the file's bytes, tamper-evident, and nothing shown after
+//! one budget per population whatever the file's bytes, tamper-evident (against accidents; keyed, against whoever lacks the key), and nothing shown after
 //! the charge but the release.
 
 mod common;
@@ -434,4 +434,180 @@ fn concurrent_releases_never_overspend() {
     let records = records(&ledger);
     let count = |kind: &str| of_type(&records, kind).len();
     assert_eq!((count("charge"), count("released"), count("budget")), (10, 10, 1));
+}
+
+/// `dpstat ledger init --key FILE` writes a random key readable by its owner only, and its
+/// state file; it never overwrites either.
+#[test]
+fn ledger_init_makes_a_private_key_and_never_overwrites_it() {
+    let dir = TempDir::new().unwrap();
+    let key = dir.path().join("ledger.key");
+    let said = stdout_of(unseeded().args(["ledger", "init", "--key"]).arg(&key));
+    assert!(said.contains("key id ") && said.contains("--ledger-key"), "{said}");
+    let text = fs::read_to_string(&key).unwrap();
+    assert!(text.trim().len() == 64 && text.trim().bytes().all(|b| b.is_ascii_hexdigit()), "{text}");
+    let state = dir.path().join("ledger.key.state");
+    assert_eq!(fs::read_to_string(&state).unwrap().trim(), "{\"records\":0}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [&key, &state] {
+            assert_eq!(fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600, "{file:?}");
+        }
+    }
+    fails_with(
+        unseeded().args(["ledger", "init", "--key"]).arg(&key),
+        &["already exists", "never overwritten"],
+    );
+    assert_eq!(fs::read_to_string(&key).unwrap(), text, "the key is kept");
+    let other = dir.path().join("other.key");
+    stdout_of(unseeded().args(["ledger", "init", "--key"]).arg(&other));
+    assert_ne!(fs::read_to_string(&other).unwrap(), text, "every key is drawn anew");
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What someone who can write the ledger but not read the key does to it: the `prev` of every
+/// record from index `relink_from` on made the SHA-256 of the line before it (kept as written
+/// when it is that already), and the header made to count the records and name the SHA-256 of
+/// the last, in its fixed width.
+fn forged(header: &str, records: &[String], relink_from: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for (i, record) in records.iter().enumerate() {
+        let mut line = record.clone();
+        if let Some(previous) = lines.last().filter(|_| i >= relink_from) {
+            let link = sha256_hex(previous.as_bytes());
+            let mut value: serde_json::Value = serde_json::from_str(record).unwrap();
+            if value["prev"] != link.as_str() {
+                value["prev"] = link.into();
+                line = serde_json::to_string(&value).unwrap();
+            }
+        }
+        lines.push(line);
+    }
+    // The header keeps its fixed width, as dpstat rewrites it in place.
+    let start = header.find("\"records\":").unwrap() + 10;
+    let head = sha256_hex(lines.last().unwrap().as_bytes());
+    let mut text = format!("{}{:<20},\"head\":\"{head}\"}}\n", &header[..start], lines.len());
+    assert_eq!(text.len(), header.len() + 1);
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+/// A ledger holding three releases of 0.25 from a budget of 1, keyed with `key` if given.
+fn three_releases(ledger: &Path, key: Option<&Path>) -> String {
+    for i in 0..3 {
+        let mut cmd = release(ledger, "0.25");
+        if i == 0 {
+            cmd.args(["--budget", "1"]);
+        }
+        if let Some(key) = key {
+            cmd.arg("--ledger-key").arg(key);
+        }
+        stdout_of(&mut cmd);
+    }
+    fs::read_to_string(ledger).unwrap()
+}
+
+/// Issue 24's finding: the last release cut away (or a record edited) and the SHA-256 chain and
+/// header recomputed, as anyone who can write the ledger can. A keyless ledger accepts it, as
+/// before: its chain shows accidents only. A keyed one refuses it, given its key by the flag
+/// or by DPSTAT_LEDGER_KEY_FILE, and without the key it is charged nothing.
+#[test]
+fn a_forged_ledger_is_refused_with_a_key_and_accepted_without() {
+    for keyed in [false, true] {
+        let dir = TempDir::new().unwrap();
+        let ledger = dir.path().join("ledger.jsonl");
+        let key = dir.path().join("ledger.key");
+        if keyed {
+            stdout_of(unseeded().args(["ledger", "init", "--key"]).arg(&key));
+        }
+        let good = three_releases(&ledger, keyed.then_some(key.as_path()));
+        let lines: Vec<String> = good.lines().map(String::from).collect();
+        assert_eq!(lines.len(), 8);
+        let cut = forged(&lines[0], &lines[1..6], usize::MAX);
+        let mut edited = lines[1..].to_vec();
+        // The second charge made 1/8 instead of 1/4, and the running totals after it made to follow.
+        edited[3] =
+            edited[3].replace("\"epsilon\":\"1/4\"", "\"epsilon\":\"1/8\"").replace("\"1/2\"", "\"3/8\"");
+        edited[5] = edited[5].replace("\"spent\":\"3/4\"", "\"spent\":\"5/8\"");
+        assert!(edited[3].contains("\"spent\":\"3/8\"") && edited[5].contains("\"spent\":\"5/8\""));
+        let edited = forged(&lines[0], &edited, 4);
+        for (what, bytes, needle) in
+            [("cut", cut, "line 1 names a last record"), ("edited", edited, "line 6 does not follow")]
+        {
+            fs::write(&ledger, &bytes).unwrap();
+            if !keyed {
+                let listing = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+                assert!(!listing.contains("chain "), "{what}: a keyless listing is as before: {listing}");
+                assert!(
+                    listing.contains("spent      0.5") || listing.contains("spent      0.625"),
+                    "{what}: {listing}"
+                );
+                stdout_of(&mut release(&ledger, "0.25"));
+                continue;
+            }
+            fails_with(release(&ledger, "0.25").arg("--ledger-key").arg(&key), &[needle, "never reset"]);
+            fails_with(release(&ledger, "0.25").env("DPSTAT_LEDGER_KEY_FILE", &key), &[needle]);
+            fails_with(
+                unseeded().args(["budget", "--ledger"]).arg(&ledger).arg("--ledger-key").arg(&key),
+                &[needle],
+            );
+            fails_with(&mut release(&ledger, "0.25"), &["is keyed", "a charge needs its key"]);
+            assert_eq!(fs::read_to_string(&ledger).unwrap(), bytes, "{what}: nothing written");
+            let listing = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+            assert!(listing.contains("NOT verified: no --ledger-key given"), "{what}: {listing}");
+            let json = json_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+            assert_eq!((&json["chain"]["keyed"], &json["chain"]["verified"]), (&true.into(), &false.into()));
+        }
+    }
+}
+
+/// A whole older copy of a keyed ledger verifies with the key; its state file refuses it. So
+/// does a deleted ledger. `dpstat budget` with the key says the state was checked.
+#[test]
+fn a_rolled_back_copy_is_refused_with_the_state_file() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let key = dir.path().join("ledger.key");
+    stdout_of(unseeded().args(["ledger", "init", "--key"]).arg(&key));
+    let with_key = |eps: &str| {
+        let mut cmd = release(&ledger, eps);
+        cmd.arg("--ledger-key").arg(&key);
+        cmd
+    };
+    stdout_of(with_key("0.5").args(["--budget", "1"]));
+    let copy = fs::read(&ledger).unwrap();
+    stdout_of(&mut with_key("0.5"));
+    let json = json_of(unseeded().args(["budget", "--ledger"]).arg(&ledger).arg("--ledger-key").arg(&key));
+    assert_eq!(json["chain"]["verified"], true);
+    assert_eq!(json["chain"]["state"], "checked");
+    let state: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("ledger.key.state")).unwrap()).unwrap();
+    assert_eq!((&state["records"], &state["head"]), (&json["records"], &json["head"]));
+    let text = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger).arg("--ledger-key").arg(&key));
+    assert!(text.contains("verified with the key, and not older than the key's state file"), "{text}");
+    let full = fs::read(&ledger).unwrap();
+    fs::write(&ledger, &copy).unwrap();
+    fails_with(
+        &mut with_key("0.5"),
+        &["holds 3 records, fewer than the 5 that the key's state file", "never rolled back"],
+    );
+    fails_with(
+        unseeded().args(["budget", "--ledger"]).arg(&ledger).arg("--ledger-key").arg(&key),
+        &["fewer than the 5"],
+    );
+    assert_eq!(fs::read(&ledger).unwrap(), copy, "nothing written");
+    fs::remove_file(&ledger).unwrap();
+    fails_with(with_key("0.5").args(["--budget", "1"]), &["holds 0 records, fewer than the 5"]);
+    // The ledger as last written: its budget is spent, which is exit 3, not a refusal of the file.
+    fs::write(&ledger, &full).unwrap();
+    let out = with_key("0.5").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
 }

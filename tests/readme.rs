@@ -74,6 +74,7 @@ impl Sandbox {
             .env("PATH", path)
             .env("HOME", &home)
             .env_remove("DPSTAT_LEDGER")
+            .env_remove("DPSTAT_LEDGER_KEY_FILE")
             .env_remove("DPSTAT_INSECURE_SEED")
             .env_remove("COLUMNS");
         if seeded {

@@ -130,6 +130,9 @@ pub enum Query {
         dpstat budget --ledger budget.jsonl\n  \
         dpstat budget --ledger budget.jsonl --format json fixtures/people.csv")]
     Budget(BudgetArgs),
+    /// The custodian's ledger tools: `dpstat ledger init --key FILE` makes the key of a keyed ledger.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
     /// Check a file before releasing from it: every ragged row, non-UTF-8 cell and non-numeric
     /// cell of a numeric column, by row and column. Its report is NOT private: it describes the
     /// rows themselves; it never touches a ledger and releases nothing.
@@ -341,6 +344,11 @@ pub struct LedgerArgs {
     /// the ledger's one budget. Name the population, not the file: every file of it draws on it.
     #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
+    /// The key of a keyed ledger (a file made by `dpstat ledger init --key FILE`, readable by the
+    /// custodian only): records are chained with HMAC-SHA256 and the ledger is checked against
+    /// the key's state file FILE.state. A file, never the key itself, so `ps` cannot show it.
+    #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
+    pub ledger_key: Option<PathBuf>,
 }
 
 impl LedgerArgs {
@@ -351,8 +359,31 @@ impl LedgerArgs {
             budget_delta: self.budget_delta.clone(),
             change_budget: self.change_budget,
             dataset: self.dataset.clone(),
+            key: self.ledger_key.clone(),
         }
     }
+}
+
+/// `dpstat ledger …`: what the custodian runs, never the analyst.
+#[derive(Subcommand, Debug)]
+pub enum LedgerCommand {
+    /// Create a new random 256-bit ledger key in FILE (mode 0600) and its state file FILE.state;
+    /// an existing file is never overwritten.
+    #[command(
+        after_help = "Keep FILE where analysts cannot read it, and FILE's directory where they cannot \
+        write, then charge with --ledger-key FILE (or DPSTAT_LEDGER_KEY_FILE=FILE): the ledger is \
+        chained with HMAC-SHA256, so records cannot be forged, edited or cut without the key, and \
+        FILE.state refuses an older copy of the ledger put back.\n\n\
+        Example:\n  dpstat ledger init --key ledger.key"
+    )]
+    Init(LedgerInitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LedgerInitArgs {
+    /// Where to write the new key (its state goes to FILE.state).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -363,6 +394,10 @@ pub struct BudgetArgs {
     /// Only this dataset; default: every dataset in the ledger.
     #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
+    /// The key of a keyed ledger: verify its chain and compare it with the key's state file.
+    /// Without it a keyed ledger is listed as not verified.
+    #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
+    pub ledger_key: Option<PathBuf>,
     /// Output format (text or json).
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
@@ -413,6 +448,7 @@ impl Query {
             Query::Quantile(a) => ("quantile", a.rank.options(a.levels.clone()), &a.rank.common),
             Query::Median(a) => ("median", a.rank.options(vec![]), &a.rank.common),
             Query::Budget(_)
+            | Query::Ledger(_)
             | Query::Check(_)
             | Query::Plan(_)
             | Query::Completions(_)

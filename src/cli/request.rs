@@ -159,6 +159,7 @@ impl BudgetArgs {
     pub fn request(&self) -> cmd::budget::Request {
         cmd::budget::Request {
             ledger: self.ledger.clone(),
+            key: self.ledger_key.clone(),
             dataset: self.dataset.clone(),
             format: self.format.into(),
             file: self.file.clone(),

@@ -2,7 +2,8 @@
 //! releases charged to it, with a mark where the data changed between two releases. Reads the
 //! ledger read-only under a shared lock, so it never sees half a record, and validates all of it
 //! (chain, header, running totals) as a release does. Reads no data unless given a FILE, whose
-//! fingerprint it then compares with the releases'.
+//! fingerprint it then compares with the releases'. A keyed ledger is verified with
+//! `--ledger-key`; without it it is listed, marked as not verified.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -26,6 +27,8 @@ use crate::report::text::Format;
 #[derive(Clone, Debug)]
 pub struct Request {
     pub ledger: PathBuf,
+    /// `--ledger-key FILE`: the key of a keyed ledger, to verify it.
+    pub key: Option<PathBuf>,
     /// `--dataset NAME`: only this one; else every dataset in the ledger.
     pub dataset: Option<String>,
     pub format: Format,
@@ -40,9 +43,23 @@ struct Report {
     ledger: String,
     records: u64,
     head: String,
+    /// How a keyed ledger's chain was checked (absent for a keyless one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chain: Option<ChainReport>,
     datasets: Vec<DatasetReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<FileReport>,
+}
+
+#[derive(Serialize)]
+struct ChainReport {
+    keyed: bool,
+    key_id: String,
+    /// The HMAC chain was checked with the key; false: its records could be forged.
+    verified: bool,
+    /// "checked" (not older than the key's state file), "missing" (no state file) or
+    /// "not checked" (no key).
+    state: &'static str,
 }
 
 #[derive(Serialize)]
@@ -76,7 +93,7 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
         None => None,
         Some(path) => Some(file_fingerprint(path, args.delimiter)?),
     };
-    let ledger = ledger::read(&args.ledger)?;
+    let ledger = ledger::read_keyed(&args.ledger, args.key.as_deref())?;
     let names: Vec<String> = match &args.dataset {
         Some(name) => {
             let name = ledger::check_dataset_name(name)?;
@@ -107,6 +124,16 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
         ledger: args.ledger.display().to_string(),
         records: ledger.records,
         head: ledger.head_hex(),
+        chain: ledger.key_id.as_ref().map(|id| ChainReport {
+            keyed: true,
+            key_id: id.clone(),
+            verified: ledger.verified,
+            state: match (ledger.verified, ledger.state_checked) {
+                (false, _) => "not checked",
+                (true, true) => "checked",
+                (true, false) => "missing",
+            },
+        }),
         datasets,
         file,
     };
@@ -158,6 +185,15 @@ fn dataset_report(name: &str, account: &Account) -> DatasetReport {
 
 fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Result<()> {
     writeln!(out, "ledger     {} ({} records, head {})", report.ledger, report.records, &report.head[..16])?;
+    if let Some(chain) = &report.chain {
+        let id = &chain.key_id[..16];
+        let how = match chain.state {
+            "not checked" => "NOT verified: no --ledger-key given, so its records could have been forged",
+            "checked" => "verified with the key, and not older than the key's state file",
+            _ => "verified with the key; the key's state file is missing, so an older copy put back would not show",
+        };
+        writeln!(out, "chain      keyed (key id {id}), {how}")?;
+    }
     if report.datasets.is_empty() {
         writeln!(out, "datasets   none yet: the first release with --budget TOTAL records one")?;
     }

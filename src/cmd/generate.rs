@@ -180,6 +180,10 @@ fn environment(roff: &mut Roff, page: &Command) {
     let mut vars = vec![];
     if root || has(page, "ledger") {
         vars.push(("DPSTAT_LEDGER", "the budget ledger when --ledger is not given"));
+        vars.push((
+            "DPSTAT_LEDGER_KEY_FILE",
+            "the key file of a keyed ledger when --ledger-key is not given",
+        ));
     }
     if root || has(page, "eps") && has(page, "file") || page.get_name() == "run" {
         vars.push((
@@ -222,6 +226,7 @@ fn files(roff: &mut Roff, page: &Command) {
     }
     if root || has(page, "ledger") {
         entries.push(("--ledger PATH", "the budget ledger, JSON lines, append-only: one record per release, charged under an exclusive lock before anything is printed"));
+        entries.push(("--ledger-key FILE", "the custodian's key of a keyed ledger (made by dpstat ledger init), and FILE.state beside it: the count and head of the ledger's last append"));
     }
     if root || has(page, "plot") {
         entries.push(("--plot FILE.svg", "an SVG chart written after the release and any ledger charge"));

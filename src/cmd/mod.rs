@@ -6,6 +6,7 @@
 //! - [`describe`]: `dpstat describe`, several columns' count, mean and quantiles in one pass;
 //! - [`plan`]: `dpstat plan`, accuracy without data;
 //! - [`budget`]: `dpstat budget`, a dataset's account in the ledger;
+//! - [`ledger`]: `dpstat ledger init`, the custodian's key of a keyed ledger;
 //! - [`check`]: `dpstat check`, the custodian's pre-flight of a file (not private);
 //! - [`generate`]: `dpstat completions` and `dpstat man`.
 
@@ -13,6 +14,7 @@ pub mod budget;
 pub mod check;
 pub mod describe;
 pub mod generate;
+pub mod ledger;
 pub mod plan;
 pub mod release;
 pub mod run;

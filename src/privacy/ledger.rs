@@ -12,14 +12,22 @@
 //! for. When the release is complete a `released` record names the charge and the fingerprint.
 //! A run that dies in between has spent its ε: budget is lost, never under-counted.
 //!
-//! **Tamper-evident.** The file is JSON lines. Line 1 is a header rewritten in place (fixed
-//! width) after every append: the number of records and the SHA-256 of the last one. Every
-//! record carries its sequence number, the SHA-256 of the record before it (`prev`), and a
-//! charge carries its dataset's running total (`spent`). So a record deleted or edited breaks
-//! the chain or a running total, and a file cut at a line boundary holds fewer records than its
-//! header says: each is refused with the line that is wrong, never rolled back. (A copy of the
-//! whole file taken earlier and put back is consistent in itself; only a copy of the header
-//! kept elsewhere can show that, so `dpstat budget` prints it.)
+//! **A chain, keyless or keyed.** The file is JSON lines. Line 1 is a header rewritten in place
+//! (fixed width) after every append: the number of records and the chain's head. Every record
+//! carries its sequence number, the link of the record before it (`prev`), and a charge carries
+//! its dataset's running total (`spent`). So a record deleted or edited breaks the chain or a
+//! running total, and a file cut at a line boundary holds fewer records than its header says:
+//! each is refused with the line that is wrong, never rolled back. Who this stops depends on
+//! the link (docs/DESIGN.md §5.3):
+//! - keyless (format 2): the link is the SHA-256 of the line and the head that of the last
+//!   line. Anyone can recompute them: this shows accidents, not an adversary, who can cut the
+//!   last records and rewrite the header;
+//! - keyed (format 3, `--ledger-key FILE`): the link is an HMAC-SHA256 of the line under the
+//!   custodian's key ([`super::ledger_key`]) and the head an HMAC of the count and the last
+//!   link, so no record can be forged, edited or cut without the key. Without the key a keyed
+//!   ledger may be listed, marked as not verified, but not charged;
+//! - keyed with the key's state file: a whole older copy put back is refused too, since the
+//!   state file beside the key remembers the count and head of the last append.
 //!
 //! **Currencies.** A dataset's budget is (ε_total, δ_total), δ_total = 0 unless `--budget-delta`
 //! recorded one. A charge states its spend in the currency of its release's guarantee: pure ε
@@ -61,6 +69,7 @@ use crate::numeric::format::hex;
 use crate::privacy::currency::{History, Spend};
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
+use crate::privacy::ledger_key::{self, LedgerKey, State};
 use crate::privacy::renyi::{measure, Measure, Rule};
 use crate::privacy::zcdp::Rho;
 
@@ -86,8 +95,12 @@ pub const DEFAULT_DATASET: &str = "default";
 /// a limit could take all memory (`--ledger /dev/zero`).
 const MAX_LINE: usize = 64 << 10;
 
-/// The format this version writes (line 1 says which).
+/// The format of a keyless ledger (line 1 says which).
 const FORMAT: u32 = 2;
+
+/// The format of a keyed ledger: links and head are HMACs under the custodian's key. A number
+/// of its own, so that an earlier dpstat refuses it by its header instead of failing its chain.
+const KEYED_FORMAT: u32 = 3;
 
 /// What the ledger flags ask for.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +113,8 @@ pub struct LedgerSpec {
     pub change_budget: bool,
     /// `--dataset NAME`, else [`DEFAULT_DATASET`].
     pub dataset: String,
+    /// `--ledger-key FILE`: the custodian's key of a keyed ledger.
+    pub key: Option<PathBuf>,
 }
 
 /// The ledger flags as given (`--ledger`, `--budget`, `--change-budget`, `--dataset`).
@@ -110,6 +125,7 @@ pub struct LedgerFlags {
     pub budget_delta: Option<Delta>,
     pub change_budget: bool,
     pub dataset: Option<String>,
+    pub key: Option<PathBuf>,
 }
 
 impl LedgerSpec {
@@ -122,6 +138,7 @@ impl LedgerSpec {
                 (args.budget_delta.is_some(), "--budget-delta"),
                 (args.change_budget, "--change-budget"),
                 (args.dataset.is_some(), "--dataset"),
+                (args.key.is_some(), "--ledger-key"),
             ];
             return match stray.iter().find(|(given, _)| *given) {
                 Some((_, flag)) => Err(Error::usage(format!(
@@ -149,6 +166,7 @@ impl LedgerSpec {
             budget_delta: args.budget_delta.clone(),
             change_budget: args.change_budget,
             dataset,
+            key: args.key.clone(),
         }))
     }
 }
@@ -171,6 +189,11 @@ struct Header {
     #[serde(rename = "type")]
     kind: String,
     format: u32,
+    /// Format 3: the chain is keyed, by the key with this id.
+    #[serde(default)]
+    keyed: bool,
+    #[serde(default)]
+    key_id: Option<String>,
     records: u64,
     head: String,
 }
@@ -183,6 +206,60 @@ impl Header {
             "{{\"type\":\"ledger\",\"format\":{FORMAT},\"records\":{records:<20},\"head\":\"{}\"}}\n",
             hex(head)
         )
+    }
+
+    /// The header of a keyed ledger, as fixed in length as [`Header::line`].
+    fn keyed_line(records: u64, head: &[u8; 32], key: &LedgerKey) -> String {
+        format!(
+            "{{\"type\":\"ledger\",\"format\":{KEYED_FORMAT},\"keyed\":true,\"key_id\":\"{}\",\"records\":{records:<20},\"head\":\"{}\"}}\n",
+            key.id_hex(),
+            hex(head)
+        )
+    }
+}
+
+/// What links the records: the SHA-256 of each line (keyless), an HMAC-SHA256 under the
+/// custodian's key (keyed), or nothing that can be checked (a keyed ledger read without its key).
+#[derive(Clone, Copy)]
+enum Chain<'a> {
+    Sha256,
+    Keyed(&'a LedgerKey),
+    Unverified,
+}
+
+/// The domains of the keyed chain's HMACs: its start, a record's link, the header's head. The
+/// head is not a link, so the `prev` of record k + 1, which anyone can read, is not a head that
+/// would make the file cut after record k verify.
+const START: u8 = 0;
+const LINK: u8 = 1;
+const HEAD: u8 = 2;
+
+impl Chain<'_> {
+    /// What record 1's `prev` names.
+    fn start(self) -> [u8; 32] {
+        match self {
+            Chain::Sha256 => genesis(),
+            Chain::Keyed(key) => key.mac(START, &[b"dpstat ledger, format 3"]),
+            Chain::Unverified => [0; 32],
+        }
+    }
+
+    /// The link of a record's line: what the next record's `prev` names.
+    fn link(self, line: &str) -> [u8; 32] {
+        match self {
+            Chain::Sha256 => Sha256::digest(line.as_bytes()).into(),
+            Chain::Keyed(key) => key.mac(LINK, &[line.as_bytes()]),
+            Chain::Unverified => [0; 32],
+        }
+    }
+
+    /// The header's head after `records` records whose last link is `link`.
+    fn head(self, records: u64, link: &[u8; 32]) -> [u8; 32] {
+        match self {
+            Chain::Sha256 => *link,
+            Chain::Keyed(key) => key.mac(HEAD, &[&records.to_be_bytes(), link]),
+            Chain::Unverified => [0; 32],
+        }
     }
 }
 
@@ -343,9 +420,20 @@ impl Account {
 #[derive(Debug, Default)]
 pub struct Ledger {
     pub accounts: BTreeMap<String, Account>,
-    /// Records in the file and the SHA-256 of the last one (what the header must say).
+    /// Records in the file and the link of the last one (what the next record's `prev` names;
+    /// for a keyless ledger also the header's head).
     pub records: u64,
     pub head: [u8; 32],
+    /// The id of the key of a keyed ledger.
+    pub key_id: Option<String>,
+    /// The chain was checked: false only for a keyed ledger read without its key.
+    pub verified: bool,
+    /// The ledger was compared with its key's state file (not older than the last append).
+    pub state_checked: bool,
+    /// The header's head as it should read (as it reads, when not verified).
+    shown_head: String,
+    /// The header's head after the record the key's state file counts.
+    head_at_state: Option<[u8; 32]>,
     /// Bytes in the file.
     len: u64,
     /// Charges not yet completed, by sequence number: their dataset.
@@ -357,10 +445,10 @@ impl Ledger {
         self.accounts.get(dataset).cloned().unwrap_or_default()
     }
 
-    /// The SHA-256 of the last record, as the header states it: worth keeping elsewhere, since
-    /// it alone shows that the whole file was not replaced by an older copy.
+    /// The chain's head, as the header states it: worth keeping elsewhere, since without the
+    /// key's state file it alone shows that the whole file was not replaced by an older copy.
     pub fn head_hex(&self) -> String {
-        hex(&self.head)
+        self.shown_head.clone()
     }
 }
 
@@ -462,6 +550,8 @@ pub fn parse_exact(s: &str) -> Option<BigRational> {
 #[derive(Clone, Debug)]
 pub struct Reservation {
     pub path: PathBuf,
+    /// The key the ledger was charged with, which completing the release needs again.
+    pub key: Option<PathBuf>,
     pub seq: u64,
     pub summary: BudgetSummary,
 }
@@ -469,8 +559,7 @@ pub struct Reservation {
 /// Charges a release before its data are read, or refuses it (exit 3 when the budget cannot
 /// pay; nothing is written then). On `Ok` the charge is on disk (fsynced) and the lock released.
 pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
-    let file = open_locked(&spec.path)?;
-    let mut ledger = read_ledger(&file, &spec.path, false)?;
+    let (file, mut ledger, key) = open_to_charge(&spec.path, spec.key.as_deref())?;
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
@@ -523,9 +612,14 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
         spent_rho: account.spent_rho.clone(),
         spent_delta: account.spent_delta.clone(),
     });
-    let seqs = append(&file, &spec.path, &mut ledger, &records)?;
+    let seqs = append(&file, &spec.path, &mut ledger, &records, key.as_ref())?;
     let seq = *seqs.last().context("internal error: a charge wrote no record")?;
-    Ok(Reservation { path: spec.path.clone(), seq, summary: BudgetSummary::new(dataset, &account) })
+    Ok(Reservation {
+        path: spec.path.clone(),
+        key: spec.key.clone(),
+        seq,
+        summary: BudgetSummary::new(dataset, &account),
+    })
     // The lock is released when `file` is dropped here.
 }
 
@@ -622,8 +716,7 @@ fn add_spend(account: &mut Account, spend: &Spend) {
 /// Records that the release charged by `reservation` is complete, read from data with this
 /// fingerprint. Written before the release is printed.
 pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
-    let file = open_locked(&reservation.path)?;
-    let mut ledger = read_ledger(&file, &reservation.path, false)?;
+    let (file, mut ledger, key) = open_to_charge(&reservation.path, reservation.key.as_deref())?;
     if !ledger.open.contains_key(&reservation.seq) {
         return Err(Error::internal(format!(
             "ledger {}: the charge of this release (record {}) is missing; the file was changed during the run",
@@ -633,13 +726,92 @@ pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
         .into());
     }
     let draft = Draft::Released { charge: reservation.seq, fingerprint: fingerprint.to_string() };
-    append(&file, &reservation.path, &mut ledger, &[draft])?;
+    append(&file, &reservation.path, &mut ledger, &[draft], key.as_ref())?;
+    Ok(())
+}
+
+/// Opens a ledger to append to it, locked, read and validated: with the key a keyed ledger
+/// needs (a keyless one refuses a key: its chain cannot show a forgery), and not older than
+/// the key's state file. Everything refused here is refused before anything is written.
+fn open_to_charge(path: &Path, key: Option<&Path>) -> Result<(File, Ledger, Option<LedgerKey>)> {
+    let key = key.map(ledger_key::load).transpose()?;
+    let file = open_locked(path)?;
+    // Read under the ledger's lock, which every writer of the state file holds.
+    let state = key.as_ref().map(ledger_key::read_state).transpose()?.flatten();
+    let ledger = read_ledger(&file, path, false, key.as_ref(), state.as_ref().map(|s| s.records))?;
+    if let (Some(id), false) = (&ledger.key_id, ledger.verified) {
+        return Err(bad_input(format!(
+            "ledger {} is keyed (key id {}): a charge needs its key: give --ledger-key FILE (or set \
+             DPSTAT_LEDGER_KEY_FILE); nothing was read or charged",
+            path.display(),
+            &id[..16]
+        )));
+    }
+    if let Some(key) = &key {
+        check_state(path, &ledger, key, state.as_ref(), true)?;
+    }
+    Ok((file, ledger, key))
+}
+
+/// Compares the ledger with what the key's state file remembers of the last append: fewer
+/// records, or another head at that count, is an older copy put back or another ledger. A
+/// missing state file is refused for a charge (`strict`) once the ledger has records.
+fn check_state(
+    path: &Path,
+    ledger: &Ledger,
+    key: &LedgerKey,
+    state: Option<&State>,
+    strict: bool,
+) -> Result<()> {
+    let state_file = key.state_path();
+    let Some(state) = state else {
+        if strict && ledger.records > 0 {
+            return Err(bad_input(format!(
+                "the key's state file {} is missing, so an older copy of ledger {} put back could not be \
+                 told; restore it from a copy (or, only if you trust the ledger as it is, write into it \
+                 {{\"records\":N,\"head\":\"…\"}} as dpstat budget --format json --ledger-key {} prints them); nothing was \
+                 read or charged",
+                state_file.display(),
+                path.display(),
+                key.path().display()
+            )));
+        }
+        return Ok(());
+    };
+    if ledger.records < state.records {
+        return Err(bad_input(format!(
+            "ledger {} holds {} records, fewer than the {} that the key's state file {} counts: an older \
+             copy was put back or records were removed; a spend is never rolled back: restore the ledger \
+             as it was last written",
+            path.display(),
+            ledger.records,
+            state.records,
+            state_file.display()
+        )));
+    }
+    if state.records > 0 && ledger.head_at_state.map(|h| hex(&h)) != state.head {
+        return Err(bad_input(format!(
+            "ledger {} does not hold the record {} that the key's state file {} names (its head differs): \
+             it is another ledger or a replaced one; one key belongs to one ledger",
+            path.display(),
+            state.records,
+            state_file.display()
+        )));
+    }
     Ok(())
 }
 
 /// Reads and validates a whole ledger under a shared lock (for `dpstat budget`), opening it
-/// read-only: a ledger the reader may not write can still be read.
+/// read-only: a ledger the reader may not write can still be read. A keyed ledger read without
+/// its key is listed with `verified` false.
 pub fn read(path: &Path) -> Result<Ledger> {
+    read_keyed(path, None)
+}
+
+/// [`read`], with the key of a keyed ledger: its chain is verified, and it is compared with the
+/// key's state file when there is one (`state_checked`).
+pub fn read_keyed(path: &Path, key: Option<&Path>) -> Result<Ledger> {
+    let key = key.map(ledger_key::load).transpose()?;
     match std::fs::metadata(path) {
         Err(_) => return Err(bad_input(format!("{}: no such ledger", path.display()))),
         // Opening a FIFO to read would block until a writer comes: refuse it unopened.
@@ -650,7 +822,13 @@ pub fn read(path: &Path) -> Result<Ledger> {
         File::open(path).map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
     check_regular(&file, path)?;
     file.lock_shared().with_context(|| format!("locking ledger {}", path.display()))?;
-    read_ledger(&file, path, true)
+    let state = key.as_ref().map(ledger_key::read_state).transpose()?.flatten();
+    let mut ledger = read_ledger(&file, path, true, key.as_ref(), state.as_ref().map(|s| s.records))?;
+    if let Some(key) = &key {
+        check_state(path, &ledger, key, state.as_ref(), false)?;
+        ledger.state_checked = state.is_some();
+    }
+    Ok(ledger)
 }
 
 /// Opens the ledger to read and write, under an exclusive lock. Not in append mode: the header
@@ -691,10 +869,18 @@ fn genesis() -> [u8; 32] {
     Sha256::digest(b"dpstat ledger, format 2").into()
 }
 
-/// Validates every line: the header, the chain, the sequence numbers, the running totals.
-/// With `keep`, every charge is kept for listing.
-fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
-    let mut ledger = Ledger { head: genesis(), ..Ledger::default() };
+/// Validates every line: the header, the chain (with `key`, if the ledger is keyed), the
+/// sequence numbers, the running totals. With `keep`, every charge is kept for listing; with
+/// `state_at`, the head after that many records is kept for the key's state file.
+fn read_ledger(
+    file: &File,
+    path: &Path,
+    keep: bool,
+    key: Option<&LedgerKey>,
+    state_at: Option<u64>,
+) -> Result<Ledger> {
+    let mut ledger = Ledger { verified: true, ..Ledger::default() };
+    let mut chain = Chain::Sha256;
     let mut reader = BufReader::new(file);
     let mut line = String::new();
     let mut number = 0usize;
@@ -726,10 +912,16 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
         }
         let text = line.trim_end_matches('\n');
         if number == 1 {
-            header = Some(parse_header(text, path)?);
-            if header.as_ref().is_some_and(|h| h.records == 0) {
-                named = Some(ledger.head);
+            let parsed = parse_header(text, path)?;
+            chain = chain_of(&parsed, key, path, &mut ledger)?;
+            ledger.head = chain.start();
+            if parsed.records == 0 {
+                named = Some(chain.head(0, &ledger.head));
             }
+            if state_at == Some(0) {
+                ledger.head_at_state = Some(chain.head(0, &ledger.head));
+            }
+            header = Some(parsed);
             continue;
         }
         let record: Record = serde_json::from_str(text)
@@ -745,7 +937,7 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
                 ),
             ));
         }
-        if record.prev() != hex(&ledger.head) {
+        if !matches!(chain, Chain::Unverified) && record.prev() != hex(&ledger.head) {
             return Err(corrupt(
                 path,
                 number,
@@ -754,13 +946,24 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
         }
         apply(&mut ledger, &record, path, number, keep, &mut listed)?;
         ledger.records = seq;
-        ledger.head = Sha256::digest(text.as_bytes()).into();
+        ledger.head = chain.link(text);
         if header.as_ref().is_some_and(|h| h.records == seq) {
-            named = Some(ledger.head);
+            named = Some(chain.head(seq, &ledger.head));
+        }
+        if state_at == Some(seq) {
+            ledger.head_at_state = Some(chain.head(seq, &ledger.head));
         }
     }
     let Some(header) = header else {
-        return Ok(ledger); // an empty file: a new ledger
+        // An empty file: a new ledger, keyed if a key was given.
+        let chain = key.map_or(Chain::Sha256, Chain::Keyed);
+        ledger.key_id = key.map(LedgerKey::id_hex);
+        ledger.head = chain.start();
+        ledger.shown_head = hex(&chain.head(0, &ledger.head));
+        if state_at == Some(0) {
+            ledger.head_at_state = Some(chain.head(0, &ledger.head));
+        }
+        return Ok(ledger);
     };
     if ledger.records < header.records {
         return Err(bad_input(format!(
@@ -771,7 +974,7 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
             ledger.records
         )));
     }
-    if named.map(|h| hex(&h)) != Some(header.head.clone()) {
+    if ledger.verified && named.map(|h| hex(&h)) != Some(header.head.clone()) {
         return Err(corrupt(
             path,
             1,
@@ -783,12 +986,74 @@ fn read_ledger(file: &File, path: &Path, keep: bool) -> Result<Ledger> {
     }
     // A header counting fewer records than the file holds (a run stopped between its append
     // and the header's update) is read as it is: the records are there, the next write mends it.
+    ledger.shown_head =
+        if ledger.verified { hex(&chain.head(ledger.records, &ledger.head)) } else { header.head.clone() };
     Ok(ledger)
 }
 
+/// The chain a header announces, checked against the key given: a keyed ledger needs its own
+/// key to be verified, and a keyless one is refused with a key, since a key that silently
+/// accepted a keyless ledger would accept one forged in place of a keyed ledger.
+fn chain_of<'k>(
+    header: &Header,
+    key: Option<&'k LedgerKey>,
+    path: &Path,
+    ledger: &mut Ledger,
+) -> Result<Chain<'k>> {
+    let Some(id) = &header.key_id else {
+        return match key {
+            None => Ok(Chain::Sha256),
+            Some(key) => Err(bad_input(format!(
+                "ledger {} is not keyed (format 2), so --ledger-key {} cannot protect it: its SHA-256 chain \
+                 shows accidents, not forgeries; keep it for audit and start a new ledger with the key, \
+                 its budget lowered by what this one records as spent",
+                path.display(),
+                key.path().display()
+            ))),
+        };
+    };
+    ledger.key_id = Some(id.clone());
+    match key {
+        None => {
+            ledger.verified = false;
+            Ok(Chain::Unverified)
+        }
+        Some(key) if key.id_hex() == *id => Ok(Chain::Keyed(key)),
+        Some(key) => Err(bad_input(format!(
+            "ledger {} is keyed with key id {}, not with the key in {} (id {}): give --ledger-key the \
+             ledger's own key",
+            path.display(),
+            &id[..16],
+            key.path().display(),
+            &key.id_hex()[..16]
+        ))),
+    }
+}
+
 fn parse_header(text: &str, path: &Path) -> Result<Header> {
+    let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
     match serde_json::from_str::<Header>(text) {
-        Ok(h) if h.kind == "ledger" && h.format == FORMAT && h.head.len() == 64 => Ok(h),
+        Ok(h)
+            if h.kind == "ledger"
+                && h.format == FORMAT
+                && !h.keyed
+                && h.key_id.is_none()
+                && hex64(&h.head) =>
+        {
+            Ok(h)
+        }
+        Ok(h)
+            if h.kind == "ledger"
+                && h.format == KEYED_FORMAT
+                && h.keyed
+                && h.key_id.as_deref().is_some_and(hex64)
+                && hex64(&h.head) =>
+        {
+            Ok(h)
+        }
+        Ok(h) if h.kind == "ledger" && (h.format == FORMAT || h.format == KEYED_FORMAT) => {
+            Err(corrupt(path, 1, "is a ledger header whose fields do not go together"))
+        }
         Ok(h) if h.kind == "ledger" => Err(corrupt(
             path,
             1,
@@ -970,11 +1235,28 @@ enum Draft {
 /// Appends the records in one write and fsyncs, then brings the header up to date and fsyncs
 /// again. A crash in between leaves a header that counts fewer records than the file holds,
 /// which is read as it is (the records are there) and mended by the next write.
-fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Result<Vec<u64>> {
+///
+/// With a key, the links are HMACs and, last, the key's state file is brought up to date: a
+/// crash before that leaves a state older than the ledger, which the ledger still extends.
+fn append(
+    file: &File,
+    path: &Path,
+    ledger: &mut Ledger,
+    drafts: &[Draft],
+    key: Option<&LedgerKey>,
+) -> Result<Vec<u64>> {
+    let chain = key.map_or(Chain::Sha256, Chain::Keyed);
+    let header_line = |records: u64, link: &[u8; 32]| {
+        let head = chain.head(records, link);
+        match key {
+            None => (Header::line(records, &head), head),
+            Some(key) => (Header::keyed_line(records, &head, key), head),
+        }
+    };
     let mut bytes = Vec::new();
     let mut at = ledger.len;
     if at == 0 {
-        bytes.extend_from_slice(Header::line(0, &ledger.head).as_bytes());
+        bytes.extend_from_slice(header_line(0, &ledger.head).0.as_bytes());
     }
     let mut seqs = Vec::new();
     for draft in drafts {
@@ -1023,7 +1305,7 @@ fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Re
             }
         };
         let line = serde_json::to_string(&record)?;
-        ledger.head = Sha256::digest(line.as_bytes()).into();
+        ledger.head = chain.link(&line);
         ledger.records = seq;
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
@@ -1035,8 +1317,12 @@ fn append(file: &File, path: &Path, ledger: &mut Ledger, drafts: &[Draft]) -> Re
     at += bytes.len() as u64;
     ledger.len = at;
     // One sector at offset 0, so it is written whole or not at all.
-    let header = Header::line(ledger.records, &ledger.head);
+    let (header, head) = header_line(ledger.records, &ledger.head);
     write_at(file, header.as_bytes(), 0).and_then(|()| file.sync_data()).map_err(writing)?;
+    ledger.shown_head = hex(&head);
+    if let Some(key) = key {
+        ledger_key::write_state(key, &State { records: ledger.records, head: Some(hex(&head)) })?;
+    }
     Ok(seqs)
 }
 
@@ -1067,6 +1353,7 @@ mod tests {
             budget_delta: None,
             change_budget: false,
             dataset: DEFAULT_DATASET.into(),
+            key: None,
         }
     }
 
@@ -1217,6 +1504,217 @@ mod tests {
         let err = reserve(&s, &release("0.1")).unwrap_err().to_string();
         assert!(err.contains("earlier dpstat (format 1") && err.contains("new ledger file"), "{err}");
         assert_eq!(std::fs::read_to_string(&s.path).unwrap(), old);
+    }
+
+    /// A ledger keyed with a new key in the same directory.
+    fn keyed(dir: &tempfile::TempDir, budget: Option<&str>) -> LedgerSpec {
+        let key = dir.path().join("ledger.key");
+        if !key.exists() {
+            ledger_key::generate(&key).unwrap();
+        }
+        LedgerSpec { key: Some(key), ..spec(dir, budget) }
+    }
+
+    /// Three charged and completed releases of 0.25 each.
+    fn three_releases(s: &LedgerSpec) -> String {
+        for _ in 0..3 {
+            let r = reserve(s, &release("0.25")).unwrap();
+            complete(&r, "csv-sha256:aa").unwrap();
+        }
+        std::fs::read_to_string(&s.path).unwrap()
+    }
+
+    /// What whoever can write the ledger but not read the key can do to its chain: give every
+    /// record after the first a `prev` that is the SHA-256 of the line before it (a record whose
+    /// `prev` is that already is kept as it is), then a header as [`with_header`] writes it.
+    fn rechained(header: &str, records: &[&str]) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        for record in records {
+            let mut line = record.to_string();
+            if let Some(previous) = lines.last() {
+                let link = hex(&Sha256::digest(previous.as_bytes()));
+                let mut value: serde_json::Value = serde_json::from_str(record).unwrap();
+                if value["prev"] != link.as_str() {
+                    value["prev"] = link.into();
+                    line = serde_json::to_string(&value).unwrap();
+                }
+            }
+            lines.push(line);
+        }
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        with_header(header, &lines, None)
+    }
+
+    /// `records` as they are under a header recomputed without the key: it counts them and
+    /// names `head`, else the SHA-256 of the last, as a keyless header does.
+    fn with_header(header: &str, records: &[&str], head: Option<&str>) -> String {
+        let head = match head {
+            Some(h) => h.to_string(),
+            None => hex(&Sha256::digest(records.last().unwrap_or(&"").as_bytes())),
+        };
+        // In the header's fixed width, as dpstat rewrites it in place.
+        let start = header.find("\"records\":").unwrap() + 10;
+        let mut text = format!("{}{:<20},\"head\":\"{head}\"}}\n", &header[..start], records.len());
+        assert_eq!(text.len(), header.len() + 1);
+        for line in records {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
+
+    /// The finding of issue 24: records cut (or edited) and the chain and header recomputed
+    /// with SHA-256 pass a keyless ledger, and are refused when it is keyed, also with the
+    /// head taken from the `prev` of the first record cut.
+    #[test]
+    fn a_recomputed_chain_passes_a_keyless_ledger_and_not_a_keyed_one() {
+        for keyed_ledger in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = if keyed_ledger { keyed(&dir, Some("1")) } else { spec(&dir, Some("1")) };
+            let good = three_releases(&s);
+            let lines: Vec<&str> = good.lines().collect();
+            let next_prev = serde_json::from_str::<serde_json::Value>(lines[5]).unwrap()["prev"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let edited = lines[6].replace("csv-sha256:aa", "csv-sha256:ab");
+            let mut changed = lines[1..].to_vec();
+            changed[5] = &edited;
+            let forgeries = [
+                ("cut, header recomputed", with_header(lines[0], &lines[1..5], None)),
+                ("cut, head read from the next prev", with_header(lines[0], &lines[1..5], Some(&next_prev))),
+                ("edited, chain recomputed", rechained(lines[0], &changed)),
+            ];
+            for (what, forged) in forgeries {
+                std::fs::write(&s.path, &forged).unwrap();
+                if keyed_ledger {
+                    let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+                    assert!(
+                        err.contains("does not follow") || err.contains("names a last record"),
+                        "{what}: {err}"
+                    );
+                    assert_eq!(std::fs::read_to_string(&s.path).unwrap(), forged, "{what}: never reset");
+                    assert!(read_keyed(&s.path, s.key.as_deref()).is_err(), "{what}");
+                    // Without the key it is listed, but as not verified, and not charged.
+                    let unverified = read(&s.path).unwrap();
+                    assert!(!unverified.verified && unverified.key_id.is_some(), "{what}");
+                    let no_key = LedgerSpec { key: None, ..s.clone() };
+                    let err = reserve(&no_key, &release("0.25")).unwrap_err().to_string();
+                    assert!(err.contains("a charge needs its key"), "{what}: {err}");
+                } else {
+                    let ledger = read(&s.path).unwrap();
+                    assert!(ledger.verified && ledger.key_id.is_none());
+                    reserve(&s, &release("0.25"))
+                        .unwrap_or_else(|e| panic!("{what}: accepted as today: {e}"));
+                }
+            }
+        }
+    }
+
+    /// A whole older copy verifies with the key: the key's state file refuses it, and a ledger
+    /// put in place of the key's one (deleted, or another ledger) too.
+    #[test]
+    fn the_state_file_refuses_an_older_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("2"));
+        let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+        let old = three_releases(&s);
+        three_releases(&s);
+        let state = ledger_key::read_state(&key).unwrap().unwrap();
+        let ledger = read_keyed(&s.path, s.key.as_deref()).unwrap();
+        assert_eq!((state.records, state.head.as_deref()), (13, Some(ledger.head_hex().as_str())));
+        assert!(ledger.verified && ledger.state_checked);
+        let full = std::fs::read_to_string(&s.path).unwrap();
+        std::fs::write(&s.path, &old).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("fewer than the 13 that the key's state file"), "{err}");
+        assert!(read_keyed(&s.path, s.key.as_deref()).is_err(), "dpstat budget with the key too");
+        std::fs::remove_file(&s.path).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("holds 0 records"), "{err}");
+        // Another ledger of the same key, as long as the first: another head at that count.
+        let other = LedgerSpec { path: dir.path().join("other.jsonl"), dataset: "other".into(), ..s.clone() };
+        let saved = ledger_key::read_state(&key).unwrap().unwrap();
+        ledger_key::write_state(&key, &State { records: 0, head: None }).unwrap();
+        three_releases(&other);
+        three_releases(&other);
+        ledger_key::write_state(&key, &saved).unwrap();
+        std::fs::write(&s.path, std::fs::read_to_string(&other.path).unwrap()).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("another ledger"), "{err}");
+        // The real one back: charged again.
+        std::fs::write(&s.path, &full).unwrap();
+        reserve(&s, &release("0.25")).unwrap();
+    }
+
+    /// A run that stopped after its header and before the state file leaves a state older than
+    /// the ledger, which the ledger extends: accepted, and brought up to date by the next write.
+    /// A missing state file is refused for a charge once the ledger has records.
+    #[test]
+    fn a_state_behind_the_ledger_is_caught_up_and_a_missing_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("2"));
+        let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+        three_releases(&s);
+        let behind = ledger_key::read_state(&key).unwrap().unwrap();
+        three_releases(&s);
+        ledger_key::write_state(&key, &behind).unwrap();
+        reserve(&s, &release("0.25")).unwrap();
+        assert_eq!(ledger_key::read_state(&key).unwrap().unwrap().records, 14);
+        std::fs::remove_file(key.state_path()).unwrap();
+        let err = reserve(&s, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("state file") && err.contains("is missing"), "{err}");
+        let listed = read_keyed(&s.path, s.key.as_deref()).unwrap();
+        assert!(listed.verified && !listed.state_checked, "listed, with the state not checked");
+    }
+
+    /// A keyed ledger whose run stopped before its header's update is read and mended as a
+    /// plain one is: the stale header's head is the keyed head after the records it counts.
+    #[test]
+    fn a_stale_keyed_header_is_read_and_mended() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("1"));
+        reserve(&s, &release("0.25")).unwrap();
+        let header_then = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        reserve(&s, &release("0.25")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&s.path, format!("{header_then}\n{rest}")).unwrap();
+        let ledger = read_keyed(&s.path, s.key.as_deref()).unwrap();
+        assert_eq!((ledger.records, ledger.verified, ledger.state_checked), (3, true, true));
+        reserve(&s, &release("0.25")).unwrap();
+        let header = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        assert!(header.contains(&read_keyed(&s.path, s.key.as_deref()).unwrap().head_hex()), "{header}");
+        // A stale header with its count raised by hand names a head the key never wrote.
+        let forged = header_then.replacen("\"records\":2 ", "\"records\":3 ", 1);
+        assert_ne!(forged, header_then);
+        std::fs::write(&s.path, format!("{forged}\n{rest}")).unwrap();
+        let err = read_keyed(&s.path, s.key.as_deref()).unwrap_err().to_string();
+        assert!(err.contains("names a last record"), "{err}");
+    }
+
+    /// A key belongs to its ledger: another key, or a key with a keyless ledger, is refused; a
+    /// keyed header is as fixed in length as a keyless one.
+    #[test]
+    fn keys_and_ledgers_must_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = keyed(&dir, Some("1"));
+        reserve(&s, &release("0.25")).unwrap();
+        let header = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        assert!(header.contains("\"format\":3,\"keyed\":true,\"key_id\":"), "{header}");
+        let other = dir.path().join("other.key");
+        ledger_key::generate(&other).unwrap();
+        let wrong = LedgerSpec { key: Some(other.clone()), ..s.clone() };
+        let err = reserve(&wrong, &release("0.25")).unwrap_err().to_string();
+        assert!(err.contains("not with the key in"), "{err}");
+        let plain_dir = tempfile::tempdir().unwrap();
+        let plain = spec(&plain_dir, Some("1"));
+        reserve(&plain, &release("0.25")).unwrap();
+        let err = reserve(&LedgerSpec { key: Some(other), ..plain.clone() }, &release("0.25")).unwrap_err();
+        assert!(err.to_string().contains("is not keyed (format 2)"), "{err}");
+        let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+        let head = genesis();
+        assert_eq!(Header::keyed_line(0, &head, &key).len(), Header::keyed_line(u64::MAX, &head, &key).len());
     }
 
     fn with_delta(dir: &tempfile::TempDir, budget: &str, delta: &str) -> LedgerSpec {

@@ -17,6 +17,7 @@ pub fn unseeded() -> Command {
     let mut cmd = Command::cargo_bin("dpstat").expect("the dpstat binary is built by cargo test");
     cmd.env_remove("DPSTAT_INSECURE_SEED")
         .env_remove("DPSTAT_LEDGER")
+        .env_remove("DPSTAT_LEDGER_KEY_FILE")
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     cmd
 }
@@ -26,6 +27,7 @@ pub fn seeded(seed: u64) -> Command {
     let mut cmd = Command::cargo_bin("dpstat").expect("the dpstat binary is built by cargo test");
     cmd.env("DPSTAT_INSECURE_SEED", seed.to_string())
         .env_remove("DPSTAT_LEDGER")
+        .env_remove("DPSTAT_LEDGER_KEY_FILE")
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     cmd
 }
