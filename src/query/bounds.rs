@@ -619,17 +619,18 @@ mod tests {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5); // INSECURE: test-only seed
         let values: Vec<f64> = (0..20_000).map(|i| 20_000.0 + (i % 1000) as f64 * 40.0).collect();
         let eps: Epsilon = "1".parse().unwrap();
-        // Within a cut of the data's range [20 000, 59 960], or two; never inside it.
+        // At the first cut outside the data's range [20 000, 59 960] or up to two cuts further
+        // (each further step needs ν < ρ − τ); never inside it.
         for _ in 0..20 {
             let chosen = choose(&fold_of(&values), &eps, &mut rng).expect("20 000 rows are plenty at 1");
-            assert!([8192.0, 16384.0].contains(&chosen.bounds.lower()), "{:?}", chosen.bounds);
-            assert!([65536.0, 131072.0].contains(&chosen.bounds.upper()), "{:?}", chosen.bounds);
+            assert!([4096.0, 8192.0, 16384.0].contains(&chosen.bounds.lower()), "{:?}", chosen.bounds);
+            assert!([65536.0, 131072.0, 262144.0].contains(&chosen.bounds.upper()), "{:?}", chosen.bounds);
         }
         // Negative data are bounded from below by a negative cut, and from above by one or 0.
         let negative: Vec<f64> = values.iter().map(|x| -x / 1000.0).collect();
         let chosen = choose(&fold_of(&negative), &eps, &mut rng).unwrap();
-        assert!([-64.0, -128.0].contains(&chosen.bounds.lower()), "{:?}", chosen.bounds);
-        assert!([-16.0, -8.0].contains(&chosen.bounds.upper()), "{:?}", chosen.bounds);
+        assert!([-64.0, -128.0, -256.0].contains(&chosen.bounds.lower()), "{:?}", chosen.bounds);
+        assert!([-16.0, -8.0, -4.0].contains(&chosen.bounds.upper()), "{:?}", chosen.bounds);
         // All zeros: the two cuts at zero, widened.
         let chosen = choose(&fold_of(&[0.0; 20_000]), &eps, &mut rng).unwrap();
         assert_eq!((chosen.bounds.lower(), chosen.bounds.upper()), (0.0, 2f64.powi(MIN_EXP)));
