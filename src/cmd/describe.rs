@@ -277,6 +277,10 @@ fn count_of(mean: &Release, confidence: Confidence) -> Result<Count, Error> {
     if let Some(n) = mean.noise.rows {
         return Ok(Count::Public(n));
     }
+    // A mean withheld for want of bounds (`run::measure_all`) drew no count.
+    if mean.value.is_none() {
+        return Ok(Count::Withheld);
+    }
     let part = mean
         .noise
         .parts
