@@ -22,13 +22,16 @@ fn mean_without_bounds_charges_exactly_epsilon_and_reports_the_bounds() {
     assert_eq!(json["bounds"]["epsilon_exact"], "1/100");
     // Cuts of the public ladder (powers of two, or 0) on either side of the bulk of the data
     // (incomes from 4 237 to 410 253, median about 40 000), and the note names the same ones.
-    let (lower, upper) = (json["bounds"]["lower"].as_f64().unwrap(), json["bounds"]["upper"].as_f64().unwrap());
+    let (lower, upper) =
+        (json["bounds"]["lower"].as_f64().unwrap(), json["bounds"]["upper"].as_f64().unwrap());
     let on_ladder = |x: f64| x == 0.0 || x.abs().log2().fract() == 0.0;
     assert!(on_ladder(lower) && on_ladder(upper), "{lower} {upper}");
     assert!(lower <= 32_768.0 && upper >= 65_536.0 && upper <= 2f64.powi(21), "{lower} {upper}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&format!("bounds [{lower}, {upper}] were estimated privately with epsilon 0.01 of 0.1")),
+        stderr.contains(&format!(
+            "bounds [{lower}, {upper}] were estimated privately with epsilon 0.01 of 0.1"
+        )),
         "{stderr}"
     );
     // The rest, 9/100, is split between the shifted sum and the count.
@@ -173,15 +176,25 @@ fn thin_data_release_within_reach_of_the_data_or_are_withheld() {
                                 let value: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
                                 // A mean lies within its bounds, a few cuts past the data at most;
                                 // a sum within n times them plus its noise.
-                                let reach = if query == "mean" { 16.0 * largest } else { 16.0 * largest * n as f64 };
-                                assert!(value.is_finite() && value.abs() <= reach, "{query} {shape} {n} {eps}: {value}");
+                                let reach =
+                                    if query == "mean" { 16.0 * largest } else { 16.0 * largest * n as f64 };
+                                assert!(
+                                    value.is_finite() && value.abs() <= reach,
+                                    "{query} {shape} {n} {eps}: {value}"
+                                );
                             }
                             Some(5) => {
                                 withheld += 1;
                                 assert!(out.stdout.is_empty());
-                                let lines: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
+                                let lines: Vec<&str> =
+                                    stderr.lines().filter(|l| !l.contains("warning:")).collect();
                                 assert_eq!(lines.len(), 1, "{stderr}");
-                                for needle in [&format!("{query} of x: no bounds found privately"), "--lower/--upper", "--eps", "rows"] {
+                                for needle in [
+                                    &format!("{query} of x: no bounds found privately"),
+                                    "--lower/--upper",
+                                    "--eps",
+                                    "rows",
+                                ] {
                                     assert!(lines[0].contains(needle), "{needle}: {stderr}");
                                 }
                             }
@@ -211,10 +224,17 @@ fn a_withheld_release_under_a_ledger_is_charged_and_recorded_as_released() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{stderr}");
     assert!(out.stdout.is_empty());
-    assert!(stderr.contains("mean of income: no bounds found privately at epsilon 0.1 (bounds share 0.01)"), "{stderr}");
+    assert!(
+        stderr.contains("mean of income: no bounds found privately at epsilon 0.1 (bounds share 0.01)"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("failed after"), "the outcome is not the fixed failure line: {stderr}");
-    let records: Vec<serde_json::Value> =
-        fs::read_to_string(&ledger).unwrap().lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<serde_json::Value> = fs::read_to_string(&ledger)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let kinds: Vec<&str> = records.iter().map(|r| r["type"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["budget", "charge", "released"], "{records:?}");
     assert_eq!(records[1]["epsilon"], "1/10");
@@ -239,13 +259,37 @@ fn a_slope_beyond_a_double_is_refused_before_the_charge() {
     // Without a ledger too; ordinary bounds still release.
     fails_with(
         dpstat()
-            .args(["regress", "--x", "age", "--y", "income", "--lower", "0,0", "--upper", "1e-300,200000", "--eps", "1"])
+            .args([
+                "regress",
+                "--x",
+                "age",
+                "--y",
+                "income",
+                "--lower",
+                "0,0",
+                "--upper",
+                "1e-300,200000",
+                "--eps",
+                "1",
+            ])
             .arg(fixture("people.csv")),
         &["--x"],
     );
     stdout_of(
         dpstat()
-            .args(["regress", "--x", "age", "--y", "income", "--lower", "0,0", "--upper", "100,200000", "--eps", "1"])
+            .args([
+                "regress",
+                "--x",
+                "age",
+                "--y",
+                "income",
+                "--lower",
+                "0,0",
+                "--upper",
+                "100,200000",
+                "--eps",
+                "1",
+            ])
             .arg(fixture("people.csv")),
     );
 }

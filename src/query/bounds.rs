@@ -51,9 +51,9 @@ use crate::numeric::bounds::{Bounds, Finite};
 use crate::numeric::exact::{decimal, exact};
 use crate::numeric::format::real;
 use crate::numeric::grid::Grid;
+use crate::privacy::above_threshold::AboveThreshold;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
-use crate::privacy::above_threshold::AboveThreshold;
 use crate::privacy::sampler::discrete_laplace_error_bound;
 use crate::report::release::{BoundsInfo, Guarantee, Release};
 
@@ -519,7 +519,10 @@ mod tests {
     #[test]
     fn the_ladder_ascends_through_zero() {
         assert_eq!((cut_value(0), cut_value(CUTS - 1)), (-2f64.powi(64), 2f64.powi(64)));
-        assert_eq!((cut_value(96), cut_value(97), cut_value(98), cut_value(99)), (-2f64.powi(-32), 0.0, 0.0, 2f64.powi(-32)));
+        assert_eq!(
+            (cut_value(96), cut_value(97), cut_value(98), cut_value(99)),
+            (-2f64.powi(-32), 0.0, 0.0, 2f64.powi(-32))
+        );
         assert!((1..CUTS).all(|j| cut_value(j - 1) <= cut_value(j)));
         let values = [0.0, -0.0, 1.5, 2.0, -4.0, -5.0, 1e300, -1e300, 5e-324, -5e-324];
         let below = fold_of(&values).cut_counts();
@@ -655,8 +658,14 @@ mod tests {
         let e = withheld("mean", "x", Some(&"0.1".parse().unwrap()), &"0.01".parse().unwrap());
         assert_eq!(e.exit_code(), crate::error::EXIT_WITHHELD);
         let m = e.message();
-        assert!(m.starts_with("mean of x: no bounds found privately at epsilon 0.1 (bounds share 0.01)"), "{m}");
-        assert!(m.contains("--lower/--upper") && m.contains(&format!("roughly {} rows", roughly(small))), "{m}");
+        assert!(
+            m.starts_with("mean of x: no bounds found privately at epsilon 0.1 (bounds share 0.01)"),
+            "{m}"
+        );
+        assert!(
+            m.contains("--lower/--upper") && m.contains(&format!("roughly {} rows", roughly(small))),
+            "{m}"
+        );
     }
 
     #[test]
