@@ -668,6 +668,23 @@ mod tests {
         );
     }
 
+    /// Two scans, each a threshold and queries at ε_b/4: exactly ε_b, the `bounds` part.
+    #[test]
+    fn the_two_scans_spend_exactly_the_share() {
+        for share in ["0.01", "0.7", "1/3"] {
+            let eps: Epsilon = match share.split_once('/') {
+                Some((n, d)) => {
+                    Epsilon::from_rational(BigRational::new(n.parse().unwrap(), d.parse().unwrap())).unwrap()
+                }
+                None => share.parse().unwrap(),
+            };
+            let scan = Search::new(&eps).scan;
+            let one = scan.threshold_eps.as_rational() + scan.queries_eps.as_rational();
+            assert_eq!(&(one * BigInt::from(2)), eps.as_rational(), "{share}");
+            assert!(scan.monotone && scan.sensitivity == 1);
+        }
+    }
+
     #[test]
     fn bounds_share_is_exact() {
         let eps: Epsilon = "0.1".parse().unwrap();
