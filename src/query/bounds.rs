@@ -348,8 +348,9 @@ fn roughly(n: i128) -> i128 {
 const OUTCOMES_SAFE_UP_TO: u64 = 1 << 16;
 
 /// Checks, before any data is read, that the statistic can be built on every pair of bounds
-/// the private search can return (`outcome` of any two cuts), so that no choice made from the data can fail afterwards: a failure then would be an
-/// output that depends on the data and that nobody was charged for.
+/// the private search can return (`outcome` of any two cuts), so that no choice made from the
+/// data can fail afterwards: a failure then would be an output that depends on the data and that
+/// nobody was charged for.
 pub fn check_every_outcome(
     query: &str,
     rest: &Epsilon,
