@@ -28,7 +28,7 @@
 //!
 //! The constants come from ε_b alone: τ is the threshold noise's one-sided bound at β/2
 //! (β = [`SEARCH_BETA`]), so once a scan is past every row it stops within a cut or two;
-//! S = 10·τ; α is the scan's error bound at β over its queries. With probability ≥ 1 − β per
+//! S = 3·τ; α is the scan's error bound at β over its queries. With probability ≥ 1 − β per
 //! scan: at most τ + α rows lie beyond each bound, U is at most the first cut at or above every
 //! row (L likewise), and the sentinel passes when n ≥ S + α (the "rows needed" of the message).
 //!
@@ -62,9 +62,11 @@ pub const MIN_EXP: i32 = -32;
 pub const TOP_EXP: i32 = 64;
 /// β of the search's public constants (module comment).
 pub const SEARCH_BETA: f64 = 0.05;
-/// S = SENTINEL_FACTOR·τ: the sentinel passes when the rows are about ten times what a bound
-/// may leave beyond itself, so a pair of bounds found clamps few of them.
-const SENTINEL_FACTOR: i128 = 10;
+/// S = SENTINEL_FACTOR·τ: the sentinel passes when the rows are a few times what a bound may
+/// leave beyond itself. 3 releases wherever the former histogram search gave a usable mean and
+/// withholds where it fell back to ±2^64 (bench/bounds.py; 10 withheld more, e.g. 1 000 rows at
+/// ε = 1, where that search's error was 3 %).
+const SENTINEL_FACTOR: i128 = 3;
 /// Exponent fields of an f64 (0 = subnormal, 2047 = inf/NaN, never stored).
 const EXPONENTS: usize = 2047;
 /// Scale of the exact sums: every finite f64 is a multiple of 2^-1074.
