@@ -315,6 +315,10 @@ fn count_of(mean: &Release, confidence: Confidence) -> Result<describe::Count, E
     if let Some(n) = mean.noise.rows {
         return Ok(describe::Count::Public(n));
     }
+    // A mean withheld for want of bounds (`run::measure_all`) drew no count.
+    if mean.value.is_none() {
+        return Ok(describe::Count::Withheld);
+    }
     let part = mean
         .noise
         .parts

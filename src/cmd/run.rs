@@ -55,10 +55,11 @@ use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::rng;
 use crate::query::bounds::Clamped;
 use crate::query::mean::MeanFold;
+use crate::query::statistic::{Context, Statistic};
 use crate::query::sum::SumFold;
 use crate::query::variance::VarianceFold;
 use crate::query::AnyFold;
-use crate::report::release::Guarantee;
+use crate::report::release::{Accuracy, Guarantee, Noise, Published, Release};
 use crate::report::text::{self, Format, Style};
 use crate::report::{svg, table};
 
@@ -173,10 +174,16 @@ fn measure_all(
     for (query, routed) in workload.queries.iter().zip(fold.into_folds()) {
         let job = &query.job;
         let cx = context(job, input, &job.mechanism);
-        let Outcome::Published(release) =
-            publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, rng)?
-        else {
-            return Err(Error::internal("a workload query asked for a second pass").into());
+        let release = match publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, rng) {
+            Ok(Outcome::Published(release)) => release,
+            Ok(Outcome::Again(_)) => {
+                return Err(Error::internal("a workload query asked for a second pass").into())
+            }
+            // A query whose private outcome is "no value" (a describe column's mean that found
+            // no bounds) is that query's release: no value, its line as a note, its share spent;
+            // the other queries release. Nothing in it comes from the rows but that outcome.
+            Err(Error::Withheld(line)) => Published::One(withheld(job, &cx, line)?),
+            Err(e) => return Err(e.into()),
         };
         queries.push(table::Query { name: query.name.clone(), share: job.spend.clone(), release });
     }
@@ -185,6 +192,20 @@ fn measure_all(
     accounting.spends_exactly(&workload.spend())?;
     let guarantee = Guarantee::of(&accounting.total()?, workload.mechanism.delta())?;
     Ok((queries, guarantee))
+}
+
+/// The release of a query whose outcome was [`Error::Withheld`]: no value, the whole share in
+/// its accounting (the outcome is what the share bought), and the line as a note for stderr.
+fn withheld(job: &crate::cmd::release::Job, cx: &Context, line: String) -> Result<Release, Error> {
+    let labels: Vec<String> = job.statistic.columns().into_iter().map(|(c, _)| c.label()).collect();
+    let column = (!labels.is_empty()).then(|| labels.join(","));
+    let accuracy = Accuracy::value(cx.confidence, f64::INFINITY);
+    let noise = Noise::multi(&job.mechanism, cx.neighbours, accuracy);
+    let cost = Cost::spent("withheld", job.spend.clone());
+    let mut release = Release::new(job.statistic.name(), column, cx.filters.to_vec(), noise, cost)?;
+    release.post_processing.push("no value: the private outcome was that there is none".to_string());
+    release.notes.push(line);
+    Ok(release)
 }
 
 /// Every query's fold, fed the same rows in one pass.

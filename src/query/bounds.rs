@@ -1,20 +1,42 @@
-//! **Private clamping bounds** — when `--lower/--upper` are not given, a share of ε finds them.
+//! **Private clamping bounds** — when `--lower/--upper` are not given, a share ε_b of ε finds
+//! them, or finds that the data are too few for it.
 //!
 //! One pass gathers, per sign and per f64 exponent, the row count and the exact sum of the
 //! mantissas (an i128 per exponent cannot overflow: 2^53 per row, fewer than 2^64 rows). From
-//! these the exact sum of the values clamped to any bounds that are ±powers of two follows
+//! these the exact sum of the values clamped to any bounds that are ±powers of two or 0 follows
 //! without a second pass, because every exponent bucket lies wholly below, inside or above such
-//! bounds.
+//! bounds; so do the counts on either side of every cut of the public ladder below.
 //!
-//! The bounds themselves come from a noisy histogram over public log-scale bins: ±[2^k, 2^(k+1))
-//! for k in MIN_EXP..=MAX_EXP and one centre bin (−2^MIN_EXP, 2^MIN_EXP) (Google's approximate
-//! bounds, simplified). Each row lands in one bin, so its L1 sensitivity is 1 (add-remove) or 2
-//! (replace); independent discrete Laplace noise of scale Δ/ε_b makes it ε_b-DP. The bounds are
-//! the outer edges of the lowest and highest bins whose noisy count exceeds a threshold that an
-//! empty bin passes with probability at most β_b/K — post-processing, so free. The query then
-//! runs with ε − ε_b: ε in total by sequential composition. If no bin passes, the widest public
-//! bounds ±2^(MAX_EXP+1) are used, and a note says so: nothing is ever read off the data
-//! without noise.
+//! **The search**: AboveThreshold over a geometric ladder, run from both ends (Dwork, Naor,
+//! Reingold, Rothblum, Vadhan 2009; Lyu, Su, Li 2017 for monotone queries; the scan is that of
+//! Durfee 2023, "Unbounded differentially private quantile and maximum estimation"). The ladder
+//! is the public cuts −2^64 < … < −2^-32 < 0⁻ < 0⁺ < 2^-32 < … < 2^64 (0⁻ has the negative rows
+//! below it, 0⁺ the rows ≤ 0). With n the rows that hold a value and τ, S public (below):
+//! - the upper scan goes up the ladder with the queries S − n (the *sentinel*), then
+//!   τ − #(rows above cut j); U is the cut where it stops;
+//! - the lower scan goes down it with τ − #(rows at or below cut j); L is the cut where it stops.
+//!
+//! Privacy unit and sensitivity: every query is a public constant minus the number of rows in
+//! a ray of the line (all rows, the rows above a cut, the rows at or below one). Adding or
+//! removing a row moves each such count by at most 1, all of one scan's counts the same way;
+//! changing a row from x to x' > x moves every count of an upward ray up or not at all, and
+//! every count of a downward ray down or not at all (likewise for x' < x); a row that enters or
+//! leaves `--where` is an addition or a removal. So under both units Δ = 1 and each scan's
+//! queries are monotone, and each scan, with ε_b/4 for its threshold and ε_b/4 for its queries,
+//! is ε_b/2-DP (`privacy::above_threshold`, c = 1); the two scans compose to ε_b, and the query
+//! then runs with ε − ε_b: ε in total, every part exact.
+//!
+//! The constants come from ε_b alone: τ is the threshold noise's one-sided bound at β/2
+//! (β = [`SEARCH_BETA`]), so once a scan is past every row it stops within a cut or two;
+//! S = 3·τ; α is the scan's error bound at β over its queries. With probability ≥ 1 − β per
+//! scan: at most τ + α rows lie beyond each bound, U is at most the first cut at or above every
+//! row (L likewise), and the sentinel passes when n ≥ S + α (the "rows needed" of the message).
+//!
+//! **No bounds** is an outcome of the search, decided from the two stopping indices only: the
+//! upper scan stopped at its sentinel (too few rows for this ε_b), a scan ran off the ladder
+//! (values beyond ±2^64), or the lower stop is not below the upper one. The release is then
+//! [`Error::Withheld`], whose message names only flags and numbers computed from them, charged
+//! like any release; never a number clamped to meaningless bounds.
 
 use crate::error::Error;
 use num_bigint::BigInt;
@@ -29,18 +51,22 @@ use crate::numeric::bounds::{Bounds, Finite};
 use crate::numeric::exact::{decimal, exact};
 use crate::numeric::format::real;
 use crate::numeric::grid::Grid;
+use crate::privacy::above_threshold::AboveThreshold;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
-use crate::privacy::laplace::{self, Aggregate, Noisy};
 use crate::privacy::sampler::discrete_laplace_error_bound;
-use crate::privacy::unit::Neighbours;
 use crate::report::release::{BoundsInfo, Guarantee, Release};
 
-/// Smallest and largest magnitude exponents of the public bins.
+/// Smallest and largest exponents of the ladder's cuts ±2^k.
 pub const MIN_EXP: i32 = -32;
-pub const MAX_EXP: i32 = 63;
-/// Chance that some empty bin passes the threshold.
-const SPURIOUS_BIN_PROBABILITY: f64 = 0.001;
+pub const TOP_EXP: i32 = 64;
+/// β of the search's public constants (module comment).
+pub const SEARCH_BETA: f64 = 0.05;
+/// S = SENTINEL_FACTOR·τ: the sentinel passes when the rows are a few times what a bound may
+/// leave beyond itself. 3 releases wherever the former histogram search gave a usable mean and
+/// withholds where it fell back to ±2^64 (bench/bounds.py; 10 withheld more, e.g. 1 000 rows at
+/// ε = 1, where that search's error was 3 %).
+const SENTINEL_FACTOR: i128 = 3;
 /// Exponent fields of an f64 (0 = subnormal, 2047 = inf/NaN, never stored).
 const EXPONENTS: usize = 2047;
 /// Scale of the exact sums: every finite f64 is a multiple of 2^-1074.
@@ -80,29 +106,33 @@ impl LogFold {
         self.zeros + self.buckets.iter().map(|b| b[0].0 + b[1].0).sum::<u64>()
     }
 
-    /// Counts per public bin, from the most negative bin to the most positive.
-    pub fn public_bins(&self) -> Vec<u64> {
-        let per_sign = (MAX_EXP - MIN_EXP + 1) as usize;
-        let mut negative = vec![0u64; per_sign];
-        let mut positive = vec![0u64; per_sign];
-        let mut centre = self.zeros;
+    /// For every cut of the ladder, ascending, the rows on its low side: at or below −2^k, below
+    /// 0 (cut 0⁻), at or below 0 (cut 0⁺), below 2^k. A bucket of exponent e holds magnitudes in
+    /// [2^e, 2^(e+1)), so it lies wholly on one side of every cut.
+    pub fn cut_counts(&self) -> Vec<u64> {
+        let exps = (TOP_EXP - MIN_EXP + 1) as usize;
+        // [k]: negative rows with |x| >= 2^(MIN_EXP + k); positive rows with x < 2^(MIN_EXP + k).
+        let mut negative_at_least = vec![0u64; exps];
+        let mut positive_below = vec![0u64; exps];
+        let mut negatives = 0u64;
         for (field, bucket) in self.buckets.iter().enumerate() {
-            // |x| in [2^e, 2^(e+1)); subnormals are below 2^-1022.
-            let e = if field == 0 { -1023 } else { field as i32 - 1023 };
-            for (sign, &(rows, _)) in bucket.iter().enumerate() {
-                if e < MIN_EXP {
-                    centre += rows;
-                    continue;
-                }
-                let k = (e.min(MAX_EXP) - MIN_EXP) as usize;
-                if sign == 1 {
-                    negative[k] += rows;
+            // Subnormals lie below 2^-1022.
+            let e = if field == 0 { -1075 } else { field as i32 - 1023 };
+            let (positive, negative) = (bucket[0].0, bucket[1].0);
+            negatives += negative;
+            for k in 0..exps {
+                if e >= MIN_EXP + k as i32 {
+                    negative_at_least[k] += negative;
                 } else {
-                    positive[k] += rows;
+                    positive_below[k] += positive;
                 }
             }
         }
-        negative.into_iter().rev().chain([centre]).chain(positive).collect()
+        let mut below: Vec<u64> = negative_at_least.into_iter().rev().collect();
+        below.push(negatives);
+        below.push(negatives + self.zeros);
+        below.extend(positive_below.into_iter().map(|p| negatives + self.zeros + p));
+        below
     }
 
     /// The exact sum of every value clamped to [L, U] (L, U ±powers of two or 0), rounded once to
@@ -209,63 +239,120 @@ impl Fold for LogFold {
 pub struct PrivateBounds {
     pub bounds: Bounds,
     pub eps: Epsilon,
-    /// False when no bin passed the threshold and the widest public bounds were used.
-    pub found: bool,
 }
 
-/// Lower and upper edge of public bin i (0 = most negative).
-fn bin_edges(i: usize) -> (f64, f64) {
-    let per_sign = (MAX_EXP - MIN_EXP + 1) as usize;
+/// Number of cuts on the ladder: ±2^k for k in MIN_EXP..=TOP_EXP, and zero twice.
+pub const CUTS: usize = 2 * (TOP_EXP - MIN_EXP + 1) as usize + 2;
+
+/// The value of cut j (0 = −2^TOP_EXP, ascending): a clamping bound at that cut.
+fn cut_value(j: usize) -> f64 {
+    let per_sign = (TOP_EXP - MIN_EXP + 1) as usize;
     let p = |k: i32| 2f64.powi(k);
-    if i < per_sign {
-        let k = MAX_EXP - i as i32;
-        (-p(k + 1), -p(k))
-    } else if i == per_sign {
-        (-p(MIN_EXP), p(MIN_EXP))
+    if j < per_sign {
+        -p(TOP_EXP - j as i32)
+    } else if j < per_sign + 2 {
+        0.0
     } else {
-        let k = MIN_EXP + (i - per_sign - 1) as i32;
-        (p(k), p(k + 1))
+        p(MIN_EXP + (j - per_sign - 2) as i32)
     }
 }
 
-/// Spends `eps` on a noisy histogram of the public bins and picks the bounds.
-pub fn choose(fold: &LogFold, neighbours: Neighbours, eps: &Epsilon, rng: &mut dyn RngCore) -> PrivateBounds {
-    let sensitivity = bins_sensitivity(neighbours);
-    let aggregate = Aggregate {
-        value: fold.public_bins().into_iter().map(i128::from).collect(),
-        sensitivity,
-        // Unused (Laplace only), but true: one or two bins move by 1.
-        l2_squared: sensitivity,
-        grid: Grid::UNIT,
-    };
-    let noisy: Noisy<Vec<BigInt>> = laplace::laplace_each(&aggregate, eps, rng);
-    let bins = noisy.value.len();
-    // One-sided tail: P(Z > t) <= β/K per empty bin, via the two-sided bound at 2β/K.
-    let threshold = BigInt::from(discrete_laplace_error_bound(
-        &noisy.noise.scale,
-        2.0 * SPURIOUS_BIN_PROBABILITY / bins as f64,
-    ));
-    let passing: Vec<usize> = (0..bins).filter(|&i| noisy.value[i] > threshold).collect();
-    let (lower, upper, found) = match (passing.first(), passing.last()) {
-        (Some(&lo), Some(&hi)) => (bin_edges(lo).0, bin_edges(hi).1, true),
-        _ => (-2f64.powi(MAX_EXP + 1), 2f64.powi(MAX_EXP + 1), false),
-    };
-    let finite = |x: f64| Finite::from_f64(x).unwrap_or_else(|| unreachable!("public bin edges are finite"));
-    let bounds = Bounds::new(finite(lower), finite(upper)).unwrap_or_else(|_| unreachable!("edges increase"));
-    PrivateBounds { bounds, eps: eps.clone(), found }
+/// The public parameters of one search at its share ε_b, fixed before any data is read: each of
+/// the two scans is AboveThreshold at ε_b/2 (threshold and queries ε_b/4 each), Δ = 1, monotone.
+#[derive(Clone, Debug)]
+pub struct Search {
+    pub scan: AboveThreshold,
+    /// τ: the offset of every ladder query, the threshold noise's one-sided bound at β/2.
+    pub offset: i128,
+    /// S = SENTINEL_FACTOR·τ: the upper scan's first query is S − n.
+    pub sentinel: i128,
+    /// α: the scan's error bound at β over its queries.
+    pub alpha: i128,
+}
+
+impl Search {
+    pub fn new(eps: &Epsilon) -> Search {
+        let scan = AboveThreshold {
+            sensitivity: 1,
+            monotone: true,
+            threshold_eps: eps.split(4),
+            queries_eps: eps.split(4),
+        };
+        let offset = discrete_laplace_error_bound(&scan.threshold_scale(), SEARCH_BETA);
+        let offset = i128::try_from(offset).unwrap_or(i128::MAX / 64);
+        let alpha = i128::try_from(scan.error_bound(CUTS + 1, SEARCH_BETA)).unwrap_or(i128::MAX / 64);
+        Search { scan, offset, sentinel: offset.saturating_mul(SENTINEL_FACTOR), alpha }
+    }
+
+    /// The rows above which the upper scan passes its sentinel with probability at least 1 − β:
+    /// S + α, from ε_b alone.
+    pub fn rows_needed(&self) -> i128 {
+        self.sentinel.saturating_add(self.alpha)
+    }
+}
+
+/// Runs the two scans (ε_b in total) and picks the bounds; None is the outcome "no bounds":
+/// the upper scan stopped at its sentinel or ran off the ladder, the lower scan ran off it, or
+/// the two stops crossed. Every branch after the scans is post-processing of their two indices.
+pub fn choose(fold: &LogFold, eps: &Epsilon, rng: &mut dyn RngCore) -> Option<PrivateBounds> {
+    let search = Search::new(eps);
+    let below = fold.cut_counts();
+    let n = fold.rows() as i128;
+    let tau = search.offset;
+    // Upper: ascending, the sentinel S − n first, then τ − #(rows above cut j).
+    let upper_queries =
+        std::iter::once(search.sentinel - n).chain(below.iter().map(|&b| tau - (n - b as i128)));
+    let upper = search.scan.run(upper_queries, rng)?.checked_sub(1)?;
+    // Lower: descending, τ − #(rows at or below cut j).
+    let lower = CUTS - 1 - search.scan.run(below.iter().rev().map(|&b| tau - b as i128), rng)?;
+    Some(PrivateBounds { bounds: outcome(lower, upper)?, eps: eps.clone() })
+}
+
+/// The bounds at the lower scan's cut and the upper scan's: None unless lower < upper; the two
+/// cuts at zero (every row that counted was 0) give [0, 2^MIN_EXP].
+fn outcome(lower: usize, upper: usize) -> Option<Bounds> {
+    if lower >= upper {
+        return None;
+    }
+    let (lo, mut hi) = (cut_value(lower), cut_value(upper));
+    if lo == hi {
+        hi = 2f64.powi(MIN_EXP);
+    }
+    Bounds::new(Finite::from_f64(lo)?, Finite::from_f64(hi)?).ok()
+}
+
+/// The outcome "no bounds" as the release of `query` on `column`: only flags and numbers
+/// computed from them (`total` is the statistic's ε, `share` the search's).
+pub fn withheld(query: &str, column: &str, total: Option<&Epsilon>, share: &Epsilon) -> Error {
+    let needed = roughly(Search::new(share).rows_needed());
+    let total = total.map(|t| format!(" {t}")).unwrap_or_default();
+    Error::withheld(format!(
+        "{query} of {column}: no bounds found privately at epsilon{total} (bounds share {share}): \
+         give --lower/--upper, or a larger --eps or --bounds-eps; at this share a column needs \
+         roughly {needed} rows"
+    ))
+}
+
+/// n rounded up to two significant digits.
+fn roughly(n: i128) -> i128 {
+    let mut step = 1i128;
+    while n / step >= 100 {
+        step *= 10;
+    }
+    (n + step - 1) / step * step
 }
 
 /// Up to this ε no outcome of the search can fail a sum's or a mean's grid: the grid is finer
 /// than Δ/ε by less than 2^41, so the largest bound is below 2^41·ε·max(|L|,|U|)/Δ grid units,
-/// and for two public edges max(|L|,|U|)/Δ ≤ 4 (a mean of one bin [2^k, 2^(k+1)]); 2^43·2^16
+/// and for two cuts of the ladder max(|L|,|U|)/Δ ≤ 4 (a mean on [2^k, 2^(k+1)]); 2^43·2^16
 /// is far below the 2^62 limit. Only above it is every outcome tried (a test tries them all at
 /// this ε).
 const OUTCOMES_SAFE_UP_TO: u64 = 1 << 16;
 
 /// Checks, before any data is read, that the statistic can be built on every pair of bounds
-/// the private search can return (the outer edges of any two public bins, or the widest public
-/// bounds), so that no choice made from the data can fail afterwards: a failure then would be an
-/// output that depends on the data and that nobody was charged for.
+/// the private search can return (`outcome` of any two cuts), so that no choice made from the
+/// data can fail afterwards: a failure then would be an output that depends on the data and that
+/// nobody was charged for.
 pub fn check_every_outcome(
     query: &str,
     rest: &Epsilon,
@@ -274,15 +361,8 @@ pub fn check_every_outcome(
     if rest.as_rational() <= &BigRational::from_integer(OUTCOMES_SAFE_UP_TO.into()) {
         return Ok(());
     }
-    let finite =
-        |x: f64| Finite::from_f64(x).ok_or_else(|| Error::internal("a public bin edge is not finite"));
-    let bins = 2 * (MAX_EXP - MIN_EXP + 1) as usize + 1;
-    let widest = 2f64.powi(MAX_EXP + 1);
-    let pairs = (0..bins)
-        .flat_map(|lo| (lo..bins).map(move |hi| (bin_edges(lo).0, bin_edges(hi).1)))
-        .chain([(-widest, widest)]);
-    for (lower, upper) in pairs {
-        let bounds = Bounds::new(finite(lower)?, finite(upper)?)?;
+    let pairs = (0..CUTS).flat_map(|lo| (lo..CUTS).filter_map(move |hi| outcome(lo, hi)));
+    for bounds in pairs {
         if let Err(why) = build(bounds) {
             return Err(Error::usage(format!(
                 "with bounds found privately the {query} gets epsilon {rest}, and some bounds the \
@@ -294,15 +374,6 @@ pub fn check_every_outcome(
         }
     }
     Ok(())
-}
-
-/// L1 sensitivity of the counts over the public bins: each row lies in exactly one bin, so one
-/// bin moves by 1 (add-remove), or one loses a row and another gains it (replace).
-fn bins_sensitivity(neighbours: Neighbours) -> i128 {
-    match neighbours {
-        Neighbours::AddRemove => 1,
-        Neighbours::Replace => 2,
-    }
 }
 
 /// Records in a release that its bounds were found privately and what that cost: in the JSON
@@ -325,22 +396,13 @@ pub fn annotate(mut release: Release, found: &PrivateBounds) -> Result<Release, 
     info.source = "private";
     info.epsilon = Some(found.eps.to_f64_up());
     info.epsilon_exact = Some(found.eps.exact_string());
-    release.notes.push(if found.found {
-        format!(
-            "bounds [{lo}, {hi}] were estimated privately with epsilon {} of {}; \
-             give --lower/--upper to spend all of it on the {}",
-            found.eps,
-            decimal(total.as_rational()),
-            release.query
-        )
-    } else {
-        format!(
-            "no range of values was dense enough to find bounds with epsilon {}: used the widest \
-             public bounds [{lo}, {hi}], so the release is very noisy; give --lower/--upper \
-             or a larger --bounds-eps",
-            found.eps
-        )
-    });
+    release.notes.push(format!(
+        "bounds [{lo}, {hi}] were estimated privately with epsilon {} of {}; \
+         give --lower/--upper to spend all of it on the {}",
+        found.eps,
+        decimal(total.as_rational()),
+        release.query
+    ));
     release.post_processing.push(format!("clamping bounds [{lo}, {hi}] chosen privately"));
     Ok(release)
 }
@@ -399,6 +461,7 @@ pub fn split(eps: &Epsilon, bounds_eps: Option<&Epsilon>) -> Result<(Epsilon, Ep
 mod tests {
     use super::*;
     use crate::privacy::noise::Mechanism;
+    use crate::privacy::unit::Neighbours;
 
     /// The shortcut of [`check_every_outcome`] is sound: at [`OUTCOMES_SAFE_UP_TO`] every outcome
     /// builds a sum and a mean under both units (the search is forced by calling it just above).
@@ -419,7 +482,8 @@ mod tests {
             check_every_outcome("sum", &forced, |b| SumSpec::new(b, unit, &at).map(drop)).unwrap();
             check_every_outcome("mean", &forced, |b| MeanSpec::new(b, unit, &at).map(drop)).unwrap();
         }
-        assert!(tried > 18_000, "every pair of edges is tried: {tried}");
+        // Every pair of cuts lower < upper, twice (one per unit).
+        assert_eq!(tried, 2 * CUTS * (CUTS - 1) / 2, "every pair of cuts is tried");
         let huge: Epsilon = "1e7".parse().unwrap();
         let err = check_every_outcome("sum", &huge, |b| {
             SumSpec::new(b, Neighbours::AddRemove, &Mechanism::Laplace(huge.clone())).map(drop)
@@ -442,20 +506,33 @@ mod tests {
         Bounds::new(Finite::from_f64(l).unwrap(), Finite::from_f64(u).unwrap()).unwrap()
     }
 
+    /// The low side of cut j, by its definition.
+    fn below_by_hand(values: &[f64], j: usize) -> u64 {
+        let v = cut_value(j);
+        let per_sign = (TOP_EXP - MIN_EXP + 1) as usize;
+        let low = |x: f64| match j {
+            _ if j < per_sign => x <= v,
+            _ if j == per_sign => x < 0.0,
+            _ if j == per_sign + 1 => x <= 0.0,
+            _ => x < v,
+        };
+        values.iter().filter(|&&x| low(x)).count() as u64
+    }
+
     #[test]
-    fn bins_partition_the_line() {
-        let per_sign = (MAX_EXP - MIN_EXP + 1) as usize;
-        assert_eq!(bin_edges(per_sign), (-2f64.powi(-32), 2f64.powi(-32)));
-        assert_eq!(bin_edges(per_sign + 1), (2f64.powi(-32), 2f64.powi(-31)));
-        for i in 1..2 * per_sign + 1 {
-            assert_eq!(bin_edges(i - 1).1, bin_edges(i).0);
+    fn the_ladder_ascends_through_zero() {
+        assert_eq!((cut_value(0), cut_value(CUTS - 1)), (-2f64.powi(64), 2f64.powi(64)));
+        assert_eq!(
+            (cut_value(96), cut_value(97), cut_value(98), cut_value(99)),
+            (-2f64.powi(-32), 0.0, 0.0, 2f64.powi(-32))
+        );
+        assert!((1..CUTS).all(|j| cut_value(j - 1) <= cut_value(j)));
+        let values = [0.0, -0.0, 1.5, 2.0, -4.0, -5.0, 1e300, -1e300, 5e-324, -5e-324];
+        let below = fold_of(&values).cut_counts();
+        assert_eq!(below.len(), CUTS);
+        for (j, &b) in below.iter().enumerate() {
+            assert_eq!(b, below_by_hand(&values, j), "cut {j} at {}", cut_value(j));
         }
-        let f = fold_of(&[0.0, -0.0, 1.5, 3.0, -5.0, 1e300, 5e-324]);
-        let bins = f.public_bins();
-        assert_eq!(bins.len(), 2 * per_sign + 1);
-        assert_eq!(bins.iter().sum::<u64>(), 7);
-        assert_eq!(bins[per_sign], 3); // the zeros and the subnormal
-        assert_eq!(bins[per_sign + 1 + 32], 1); // 1.5 in [1, 2)
     }
 
     proptest! {
@@ -478,25 +555,44 @@ mod tests {
             prop_assert!(diff <= BigRational::new(1.into(), 2.into()), "{} vs exact", got);
         }
 
-        /// The counts over the public bins move by at most their declared L1 Δ on neighbouring
-        /// datasets: 1 when a row is added or removed, 2 when one is changed.
+        /// The counts on the low side of every cut are the counts by definition.
         #[test]
-        fn public_bins_move_by_at_most_their_l1_sensitivity(
+        fn cut_counts_match_their_definition(rows in proptest::collection::vec(awkward_value(), 0..40)) {
+            let below = fold_of(&rows).cut_counts();
+            for (j, &b) in below.iter().enumerate() {
+                prop_assert_eq!(b, below_by_hand(&rows, j));
+            }
+        }
+
+        /// Every query of a scan has Δ = 1 and the queries are monotone (module comment): between
+        /// neighbours (a row added, removed or changed) every count of one side of the cuts, and
+        /// n, moves by at most 1, and all of them the same way.
+        #[test]
+        fn scan_queries_are_monotone_with_sensitivity_one(
             rows in proptest::collection::vec(awkward_value(), 1..40),
             other in awkward_value(),
             at in any::<prop::sample::Index>(),
         ) {
-            let l1 = |a: &[f64], b: &[f64]| -> i128 {
-                let (x, y) = (fold_of(a).public_bins(), fold_of(b).public_bins());
-                x.iter().zip(&y).map(|(p, q)| (i128::from(*p) - i128::from(*q)).abs()).sum()
-            };
             let i = at.index(rows.len());
             let crate::query::statistic::Neighbouring { removed, added, changed } =
                 crate::query::statistic::neighbouring(&rows, other, i);
-            for n in [removed, added] {
-                prop_assert!(l1(&rows, &n) <= bins_sensitivity(Neighbours::AddRemove));
+            let counts = |r: &[f64]| {
+                let f = fold_of(r);
+                let n = f.rows() as i128;
+                let below: Vec<i128> = f.cut_counts().into_iter().map(i128::from).collect();
+                // The upper scan's counts (n, then the rows above each cut), the lower scan's.
+                let upper: Vec<i128> = std::iter::once(n).chain(below.iter().map(|b| n - b)).collect();
+                (upper, below)
+            };
+            let (up, low) = counts(&rows);
+            for n in [removed, added, changed] {
+                let (up2, low2) = counts(&n);
+                for (a, b) in [(&up, &up2), (&low, &low2)] {
+                    let moves: Vec<i128> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+                    prop_assert!(moves.iter().all(|d| d.abs() <= 1), "{:?}", moves);
+                    prop_assert!(moves.iter().all(|&d| d >= 0) || moves.iter().all(|&d| d <= 0), "{:?}", moves);
+                }
             }
-            prop_assert!(l1(&rows, &changed) <= bins_sensitivity(Neighbours::Replace));
         }
 
         /// Neighbouring datasets move the one-pass clamped sum by at most the sum's Δ.
@@ -524,17 +620,72 @@ mod tests {
     }
 
     #[test]
-    fn dense_data_gives_tight_bounds_and_empty_data_the_widest() {
+    fn dense_data_gives_tight_bounds_and_thin_data_none() {
         use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5); // INSECURE: test-only seed
         let values: Vec<f64> = (0..20_000).map(|i| 20_000.0 + (i % 1000) as f64 * 40.0).collect();
         let eps: Epsilon = "1".parse().unwrap();
-        let chosen = choose(&fold_of(&values), Neighbours::AddRemove, &eps, &mut rng);
-        assert!(chosen.found);
-        assert_eq!((chosen.bounds.lower(), chosen.bounds.upper()), (16384.0, 65536.0));
-        let none = choose(&fold_of(&[]), Neighbours::AddRemove, &eps, &mut rng);
-        assert!(!none.found);
-        assert_eq!(none.bounds.upper(), 2f64.powi(64));
+        // At the first cut outside the data's range [20 000, 59 960] or up to two cuts further
+        // (each further step needs ν < ρ − τ); never inside it.
+        for _ in 0..20 {
+            let chosen = choose(&fold_of(&values), &eps, &mut rng).expect("20 000 rows are plenty at 1");
+            assert!([4096.0, 8192.0, 16384.0].contains(&chosen.bounds.lower()), "{:?}", chosen.bounds);
+            assert!([65536.0, 131072.0, 262144.0].contains(&chosen.bounds.upper()), "{:?}", chosen.bounds);
+        }
+        // Negative data are bounded from below by a negative cut, and from above by one or 0.
+        let negative: Vec<f64> = values.iter().map(|x| -x / 1000.0).collect();
+        let chosen = choose(&fold_of(&negative), &eps, &mut rng).unwrap();
+        assert!([-64.0, -128.0, -256.0].contains(&chosen.bounds.lower()), "{:?}", chosen.bounds);
+        assert!([-16.0, -8.0, -4.0].contains(&chosen.bounds.upper()), "{:?}", chosen.bounds);
+        // All zeros: the two cuts at zero, widened.
+        let chosen = choose(&fold_of(&[0.0; 20_000]), &eps, &mut rng).unwrap();
+        assert_eq!((chosen.bounds.lower(), chosen.bounds.upper()), (0.0, 2f64.powi(MIN_EXP)));
+        // Nothing, or far fewer rows than the search needs: no bounds, every time.
+        let search = Search::new(&eps);
+        let few = (search.sentinel / 4) as usize;
+        for _ in 0..50 {
+            assert!(choose(&fold_of(&[]), &eps, &mut rng).is_none());
+            assert!(choose(&fold_of(&values[..few]), &eps, &mut rng).is_none());
+        }
+        // Beyond the ladder: no bounds either.
+        assert!(choose(&fold_of(&[1e30; 20_000]), &eps, &mut rng).is_none());
+    }
+
+    /// The rows needed come from ε_b alone and shrink as it grows; the message names the flags.
+    #[test]
+    fn withheld_names_flags_and_the_rows_needed() {
+        let small = Search::new(&"0.01".parse().unwrap()).rows_needed();
+        let large = Search::new(&"0.1".parse().unwrap()).rows_needed();
+        assert!(small > 9 * large && small < 11 * large, "{small} {large}");
+        assert_eq!((roughly(17_041), roughly(99), roughly(1_704)), (18_000, 99, 1_800));
+        let e = withheld("mean", "x", Some(&"0.1".parse().unwrap()), &"0.01".parse().unwrap());
+        assert_eq!(e.exit_code(), crate::error::EXIT_WITHHELD);
+        let m = e.message();
+        assert!(
+            m.starts_with("mean of x: no bounds found privately at epsilon 0.1 (bounds share 0.01)"),
+            "{m}"
+        );
+        assert!(
+            m.contains("--lower/--upper") && m.contains(&format!("roughly {} rows", roughly(small))),
+            "{m}"
+        );
+    }
+
+    /// Two scans, each a threshold and queries at ε_b/4: exactly ε_b, the `bounds` part.
+    #[test]
+    fn the_two_scans_spend_exactly_the_share() {
+        for share in ["0.01", "0.7", "1/3"] {
+            let eps: Epsilon = match share.split_once('/') {
+                Some((n, d)) => {
+                    Epsilon::from_rational(BigRational::new(n.parse().unwrap(), d.parse().unwrap())).unwrap()
+                }
+                None => share.parse().unwrap(),
+            };
+            let scan = Search::new(&eps).scan;
+            let one = scan.threshold_eps.as_rational() + scan.queries_eps.as_rational();
+            assert_eq!(&(one * BigInt::from(2)), eps.as_rational(), "{share}");
+            assert!(scan.monotone && scan.sensitivity == 1);
+        }
     }
 
     #[test]

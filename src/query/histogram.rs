@@ -197,7 +197,9 @@ impl Statistic for Histogram {
     ) -> Result<Measured<Histogram>, Error> {
         match (fold, &self.bins) {
             (Clamped::Private(fold), BinSpec::NumericPrivate { bins, bounds_eps, rest }) => {
-                let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
+                let found = bounds::choose(&fold, bounds_eps, rng).ok_or_else(|| {
+                    bounds::withheld("histogram", &self.column.label(), cx.mechanism.epsilon(), bounds_eps)
+                })?;
                 let bins = BinSpec::Found { bins: Bins::new(found.bounds, *bins), found, rest: rest.clone() };
                 Ok(Measured::Again(Histogram { bins, ..self.clone() }))
             }

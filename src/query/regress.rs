@@ -49,6 +49,7 @@ impl Statistic for Regress {
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Regress, Error> {
         let (columns, bounds) = pair_options("regress", &options, setup, ["--x", "--y"])?;
         let spec = PairSpec::new(&bounds, setup.neighbours, setup.mechanism, true)?;
+        check_slope_printable(&spec)?;
         Ok(Regress { columns, invalid: options.invalid, spec })
     }
 
@@ -131,6 +132,27 @@ impl Statistic for Regress {
     }
 }
 
+/// The slope is at most max|cov| / (the variance's floor G) = h_x·h_y/G in magnitude, and G
+/// follows h_x² (its grid), so a range of x far narrower than y's makes that quotient pass
+/// f64::MAX: the release would be ±f64::MAX, a number that says nothing. Refused before any
+/// data is read, naming the flags; the bound is public (flags and ε only).
+fn check_slope_printable(spec: &PairSpec) -> Result<(), Error> {
+    let Some(squares) = &spec.squares else { return Ok(()) };
+    let largest = spec.max_covariance() / squares.grid.spacing();
+    let limit = BigRational::from_float(crate::numeric::bounds::MAX_PRINTABLE_BOUND)
+        .ok_or_else(|| Error::internal("the printable limit is finite"))?;
+    if largest > limit {
+        return Err(Error::usage(format!(
+            "regress: with these --lower/--upper the slope could reach ±{:e}, beyond ±{:e} (so that \
+             every release fits in a double): the range of --x is too narrow next to that of --y; \
+             give x wider bounds, or rescale a column",
+            rational_to_f64_up(&largest),
+            crate::numeric::bounds::MAX_PRINTABLE_BOUND
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +180,18 @@ mod tests {
         let var = BigRational::from_integer(value("sum_of_squares_x")) * squares.grid.spacing() / &c - &mx * &mx;
         assert_eq!(var, BigRational::from_integer(BigInt::from(2)));
         assert_eq!(cov / var, BigRational::from_integer(BigInt::from(3)));
+    }
+
+    /// Issue 24, item 4: x in [0, 1e-300] next to y in [0, 200000] would release ±f64::MAX;
+    /// refused from the bounds alone. Ordinary bounds, and narrow ones on y, pass.
+    #[test]
+    fn slopes_beyond_a_double_are_refused_from_the_bounds() {
+        let eps = Mechanism::Laplace("1".parse().unwrap());
+        let spec = |x: Bounds, y: Bounds| PairSpec::new(&Pair { x, y }, Neighbours::AddRemove, &eps, true);
+        let wide = spec(bounds(0.0, 1e-300), bounds(0.0, 200000.0)).unwrap();
+        let err = check_slope_printable(&wide).unwrap_err();
+        assert!(err.message().contains("--x") && err.message().contains("--lower/--upper"), "{err}");
+        assert!(check_slope_printable(&spec(bounds(0.0, 100.0), bounds(0.0, 200000.0)).unwrap()).is_ok());
+        assert!(check_slope_printable(&spec(bounds(0.0, 100.0), bounds(0.0, 1e-300)).unwrap()).is_ok());
     }
 }

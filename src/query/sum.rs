@@ -92,7 +92,9 @@ impl Statistic for Sum {
                 self.release(cx, &noisy, &spec.bounds)?
             }
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
-                let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
+                let found = bounds::choose(&fold, bounds_eps, rng).ok_or_else(|| {
+                    bounds::withheld("sum", &self.column.label(), cx.mechanism.epsilon(), bounds_eps)
+                })?;
                 let spec = SumSpec::new(found.bounds, cx.neighbours, &Mechanism::Laplace(rest.clone()))?;
                 let total = fold.clamped_sum_units(&found.bounds, spec.bounds.grid);
                 let noisy = noise::draw(&spec.aggregate(total), &Mechanism::Laplace(rest.clone()), rng);

@@ -33,6 +33,8 @@ pub enum Count {
     Noisy { value: String, bound: f64 },
     /// The public row count (replace): exact, no noise.
     Public(u64),
+    /// None: the mean that carries the count was withheld (no bounds found privately).
+    Withheld,
 }
 
 /// The table: `column epsilon bounds count mean q…`, each value followed by `±bound` (rows of
@@ -57,6 +59,7 @@ pub fn render_text(d: &Described) -> Vec<u8> {
         let count = match &c.count {
             Count::Noisy { value, bound } => format!("{value} ±{}", rounded_up(*bound)),
             Count::Public(n) => format!("{n} ±0"),
+            Count::Withheld => "-".to_string(),
         };
         let mean = match c.mean.value {
             Some(v) => format!("{} ±{}", format_number(v), rounded_up(c.mean.noise.accuracy.error_bound)),

@@ -105,7 +105,9 @@ impl Statistic for Mean {
                 self.release(cx, spec, cx.mechanism, fold.aggregate(), rng)?
             }
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
-                let found = bounds::choose(&fold, cx.neighbours, bounds_eps, rng);
+                let found = bounds::choose(&fold, bounds_eps, rng).ok_or_else(|| {
+                    bounds::withheld("mean", &self.column.label(), cx.mechanism.epsilon(), bounds_eps)
+                })?;
                 let laplace = Mechanism::Laplace(rest.clone());
                 let spec = MeanSpec::new(found.bounds, cx.neighbours, &laplace)?;
                 let sum = fold.clamped_sum_units(&found.bounds, spec.bounds().grid);
