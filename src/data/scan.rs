@@ -219,7 +219,7 @@ mod tests {
     fn ragged_rows_and_missing_index_are_errors() {
         let mut fold = Collect(NumberCell { index: 0, invalid: InvalidPolicy::Error }, vec![]);
         let err = scan(&mut input("a,b\n1,2\n3\n", true), &mut fold).unwrap_err();
-        assert!(err.to_string().contains("row 2 (line 3) has 1 fields"), "{err}");
+        assert!(err.to_string().contains("row 2 (line 3) has 1 field, but"), "{err}");
         let mut fold = Collect(NumberCell { index: 4, invalid: InvalidPolicy::Error }, vec![]);
         let err = scan(&mut input("1,2\n", false), &mut fold).unwrap_err();
         assert!(err.to_string().contains("column 5 does not exist"), "{err}");
@@ -298,16 +298,17 @@ mod parallel_tests {
             let w = *width.get_or_insert(record.len());
             if !tolerant && record.len() != w {
                 return Err(format!(
-                    "{name}: row {row} (line {line}) has {} fields, but the rows before it have {w} \
+                    "{name}: row {row} (line {line}) has {}, but the rows before it have {w} \
                      (is --delimiter right? quote fields that contain it)",
-                    record.len()
+                    count_of(record.len(), "field")
                 ));
             }
             if !tolerant && upto >= w {
                 return Err(format!(
-                    "{name}: column {} does not exist: rows have {w} fields (--col and --where take \
+                    "{name}: column {} does not exist: rows have {} (--col and --where take \
                      1-based numbers with --no-header; check --delimiter)",
-                    upto + 1
+                    upto + 1,
+                    count_of(w, "field")
                 ));
             }
             if let Err(bad) = fold.row(&Row::record(&record)) {
