@@ -21,8 +21,10 @@
 //!
 //! **With bounds** (`--lower/--upper`): the exponential mechanism with this score, run as
 //! permute-and-flip with exp(−ε·(s − s_min)/(2Δu)) (McKenna & Sheldon 2020; the exponential
-//! mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011), over `--resolution`
-//! evenly spaced candidates on [L, U]. ε-DP for the unit Δu was computed under.
+//! mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011), over public candidates
+//! on [L, U]: by default the multiples of a power of ten, every integer for integer bounds at
+//! least 50 apart ([`Candidates::round`]); `--resolution K` evenly spaced points. ε-DP for the
+//! unit Δu was computed under.
 //!
 //! **Without bounds**: AboveThreshold over the fixed public log-scale grid (Durfee 2023), in
 //! [`unbounded`]: the release stays within the data's range unless the data are too few for ε,
@@ -392,6 +394,8 @@ fn level_value(level: &Level, value: f64, eps: &Epsilon, neighbours: Neighbours)
 pub const MAX_RESOLUTION: usize = 1_000_001;
 /// The default grid's coarsest step leaves at least this many steps on [L, U].
 const DEFAULT_STEPS: f64 = 1000.0;
+/// Integer bounds at least this far apart get the integers alone as default candidates.
+const INTEGER_STEPS: f64 = 50.0;
 /// With `--by`, the default grids of all groups share [`MAX_RESOLUTION`] candidates, but a
 /// group's grid may always have this many (the even default grid before issue 24 had 2001).
 const GROUP_FLOOR: usize = 2001;
@@ -442,9 +446,11 @@ impl Candidates {
 
     /// The default candidates on [L, U]: L, U and every multiple of a step 10^k between them,
     /// k chosen from the flags alone (so round values are candidates):
-    /// - the coarsest step that leaves at least [`DEFAULT_STEPS`] (1000) steps on [L, U];
-    /// - at most 1 when L and U are integers, so every integer of [L, U] is a candidate (data
-    ///   of whole numbers have their quantiles among the candidates);
+    /// - 1 when L and U are integers at least [`INTEGER_STEPS`] (50) apart: every integer and
+    ///   nothing between, so whole-number data (ages, counts, incomes) have their quantiles
+    ///   among the candidates and no run of candidates between two integers outweighs them;
+    /// - otherwise the coarsest step that leaves at least [`DEFAULT_STEPS`] (1000) steps on
+    ///   [L, U], at most 1 when L and U are integers (so the integers are candidates too);
     /// - then ten times coarser, as often as needed for at most `cap` candidates (and for
     ///   multiples below 2^53 steps from 0, which f64 holds exactly).
     ///
@@ -458,7 +464,7 @@ impl Candidates {
             return Candidates::linear(bounds, FALLBACK_RESOLUTION.min(cap));
         };
         if integers {
-            k = k.min(0);
+            k = if u - l >= INTEGER_STEPS { 0 } else { k.min(0) };
         }
         let count = |k: i32| {
             let (lo, hi) = (scaled(l, k), scaled(u, k));
@@ -743,12 +749,15 @@ mod tests {
     fn default_grid_holds_every_integer_of_integer_bounds() {
         let cap = default_cap(1);
         for (l, u, count) in [
-            (18, 90, 7_201),        // step 0.01: at least 1000 steps
-            (0, 100, 1_001),        // step 0.1
-            (0, 1, 1_001),          // step 0.001
-            (-5, 3, 8_001),         // step 0.001
-            (0, 200_000, 200_001),  // step 1: every integer
-            (-1000, 1000, 2_001),   // step 1
+            (18, 90, 73),       // 50 steps or more: the integers alone
+            (0, 100, 101),
+            (0, 50, 51),
+            (1, 16, 1_501),     // fewer: step 0.01, at least 1000 steps
+            (0, 49, 4_901),
+            (0, 1, 1_001),      // step 0.001
+            (-5, 3, 8_001),
+            (0, 200_000, 200_001),
+            (-1000, 1000, 2_001),
             (0, 1_000_000, 1_000_001),
         ] {
             let c = round(&l.to_string(), &u.to_string(), cap);
@@ -761,8 +770,8 @@ mod tests {
             }
         }
         // Decimals are the doubles the decimal text parses to.
-        let c = round("18", "90", cap);
-        for text in ["40.01", "40.1", "18.07", "89.99"] {
+        let c = round("1", "16", cap);
+        for text in ["4.01", "4.1", "1.07", "15.99"] {
             assert!(c.values.contains(&text.parse::<f64>().unwrap()), "{text}");
         }
     }
@@ -805,7 +814,7 @@ mod tests {
         assert_eq!(default_cap(11), 90_909);
         assert_eq!(default_cap(100_000), 2_001);
         assert_eq!(round("0", "1000000", default_cap(11)).len(), 10_001);
-        assert_eq!(round("18", "90", default_cap(11)).len(), 7_201);
+        assert_eq!(round("1", "16", default_cap(11)).len(), 1_501);
         assert_eq!(round("0", "1000000", default_cap(100_000)).len(), 1_001);
     }
 
