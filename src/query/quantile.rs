@@ -446,16 +446,16 @@ impl Candidates {
 
     /// The default candidates on [L, U]: L, U and every multiple of a step 10^k between them,
     /// k chosen from the flags alone (so round values are candidates):
-    /// - 1 when L and U are integers at least [`INTEGER_STEPS`] (50) apart: every integer and
+    /// - 1 when L and U are integers at least 50 apart: every integer and
     ///   nothing between, so whole-number data (ages, counts, incomes) have their quantiles
     ///   among the candidates and no run of candidates between two integers outweighs them;
-    /// - otherwise the coarsest step that leaves at least [`DEFAULT_STEPS`] (1000) steps on
+    /// - otherwise the coarsest step that leaves at least 1000 steps on
     ///   [L, U], at most 1 when L and U are integers (so the integers are candidates too);
     /// - then ten times coarser, as often as needed for at most `cap` candidates (and for
     ///   multiples below 2^53 steps from 0, which f64 holds exactly).
     ///
     /// A multiple m·10^k is m·10^k or m/10^−k, the double nearest the decimal (10^±22 and m are
-    /// exact). Bounds whose step would lie outside 10^±22 get [`FALLBACK_RESOLUTION`] even steps.
+    /// exact). Bounds whose step would lie outside 10^±22 get 2001 even points.
     pub fn round(bounds: Bounds, cap: usize) -> Candidates {
         let (l, u) = (bounds.lower(), bounds.upper());
         let integers = l.fract() == 0.0 && u.fract() == 0.0;
