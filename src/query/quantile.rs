@@ -446,11 +446,11 @@ impl Candidates {
 
     /// The default candidates on [L, U]: L, U and every multiple of a step 10^k between them,
     /// k chosen from the flags alone (so round values are candidates):
-    /// - 1 when L and U are integers at least 50 apart: every integer and
-    ///   nothing between, so whole-number data (ages, counts, incomes) have their quantiles
-    ///   among the candidates and no run of candidates between two integers outweighs them;
-    /// - otherwise the coarsest step that leaves at least 1000 steps on
-    ///   [L, U], at most 1 when L and U are integers (so the integers are candidates too);
+    /// - 1 when L and U are integers at least 50 apart: every integer and nothing between, so
+    ///   whole-number data (ages, counts, incomes) have their quantiles among the candidates
+    ///   and no run of candidates between two integers outweighs them;
+    /// - otherwise the coarsest step that leaves at least 1000 steps on [L, U], at most 1 when
+    ///   L and U are integers (so the integers are candidates too);
     /// - then ten times coarser, as often as needed for at most `cap` candidates (and for
     ///   multiples below 2^53 steps from 0, which f64 holds exactly).
     ///
