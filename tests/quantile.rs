@@ -131,7 +131,9 @@ fn several_levels_split_epsilon_exactly() {
     assert_eq!(qs[0]["score_sensitivity"], 3);
     assert_eq!(qs[1]["score_sensitivity"], 1);
     assert!(json.get("value").is_none(), "several levels have no single value");
-    assert_eq!(json["candidates"]["count"], 2001);
+    // [0, 200]: integer bounds 50 or more apart, so the integers alone.
+    assert_eq!(json["candidates"]["count"], 201);
+    assert_eq!(json["candidates"]["grid"], "decimal");
 }
 
 #[test]
@@ -339,4 +341,46 @@ fn medians_and_quantiles_by_group() {
             assert_eq!(got, want, "{unit}: {g}");
         }
     }
+}
+
+/// The default candidates hold every integer of integer bounds: on a column of whole numbers
+/// with many ties (years of schooling, 200 rows, sample median 12) the median released is the
+/// sample median itself, not a value between two integers. Over [1, 16] the default step is
+/// 0.01 (at least 1000 steps); every candidate between the integers is at least 19 rows from
+/// the valid medians.
+#[test]
+fn default_candidates_release_an_integer_median_of_tied_integers() {
+    for seed in 0..40 {
+        let json = json_of(
+            seeded(seed)
+                .args(["median", "--col", "years", "--lower", "1", "--upper", "16", "--eps", "1"])
+                .arg(fixture("education_ties.csv")),
+        );
+        assert_eq!(json["value"], 12.0, "seed {seed}");
+        assert_eq!(json["candidates"]["grid"], "decimal");
+        assert_eq!(json["candidates"]["count"], 1501);
+    }
+}
+
+/// The candidates' cap admits every integer of [0, 10^6], as `--resolution` and as the default;
+/// one more is refused as a resolution and coarsened tenfold as a default (plans: no data read).
+#[test]
+fn the_cap_admits_every_integer_of_a_million() {
+    let plan = |extra: &[&str], upper: &str| {
+        let mut cmd = dpstat();
+        cmd.args(["plan", "median", "--col", "x", "--lower", "0", "--upper", upper, "--eps", "1"])
+            .args(extra);
+        cmd
+    };
+    let assumes = |cmd: &mut assert_cmd::Command| {
+        stdout_of(cmd).lines().find(|l| l.starts_with("assumes")).map(str::to_string).unwrap()
+    };
+    assert!(assumes(&mut plan(&["--resolution", "1000001"], "1000000"))
+        .contains("over 1000001 linear candidates"));
+    assert!(assumes(&mut plan(&[], "1000000")).contains("over 1000001 decimal candidates"));
+    assert!(assumes(&mut plan(&[], "1000001")).contains("over 100002 decimal candidates"));
+    fails_with(
+        &mut plan(&["--resolution", "1000002"], "1000000"),
+        &["--resolution must be between 2 and 1000001"],
+    );
 }

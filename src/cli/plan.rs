@@ -170,7 +170,8 @@ pub struct PlanRankArgs {
     /// Highest candidate U.
     #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
     pub upper: Option<Finite>,
-    /// Number of evenly spaced candidates over [L, U] (default 2001).
+    /// Number of evenly spaced candidates over [L, U], 2 to 1000001 (default: the multiples of a
+    /// power of ten, every integer for integer bounds at least 50 apart).
     #[arg(long, value_name = "K", requires = "lower")]
     pub resolution: Option<usize>,
     #[command(flatten)]

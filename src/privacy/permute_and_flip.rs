@@ -21,14 +21,16 @@ use super::sampler::{bernoulli_exp, uniform_below};
 pub fn permute_and_flip(scores: &[u128], sensitivity: u128, eps: &Epsilon, rng: &mut dyn RngCore) -> usize {
     let best = scores.iter().copied().min().unwrap_or(0);
     let mut order: Vec<usize> = (0..scores.len()).collect();
-    // Fisher–Yates with exact uniform draws.
-    for i in (1..order.len()).rev() {
-        let j = uniform_below(rng, &BigUint::from(i as u64 + 1));
-        order.swap(i, j.to_usize().unwrap_or(i));
-    }
     let two_delta = BigRational::from_integer(BigInt::from(2 * sensitivity.max(1)));
     let rate = eps.as_rational() / two_delta;
-    for &r in &order {
+    // Fisher–Yates drawn as the visits go, with exact uniform draws: visit i is uniform over
+    // the candidates not visited yet, so the visits follow a uniformly random order, and no
+    // draw is spent on the order of candidates never reached (most, on a grid of 10^6).
+    for i in 0..order.len() {
+        let left = BigUint::from((order.len() - i) as u64);
+        let j = i + uniform_below(rng, &left).to_usize().unwrap_or(0);
+        order.swap(i, j);
+        let r = order[i];
         let gamma = &rate * BigInt::from(scores[r] - best);
         if bernoulli_exp(rng, &gamma) {
             return r;

@@ -21,8 +21,10 @@
 //!
 //! **With bounds** (`--lower/--upper`): the exponential mechanism with this score, run as
 //! permute-and-flip with exp(−ε·(s − s_min)/(2Δu)) (McKenna & Sheldon 2020; the exponential
-//! mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011), over `--resolution`
-//! evenly spaced candidates on [L, U]. ε-DP for the unit Δu was computed under.
+//! mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011), over public candidates
+//! on [L, U]: by default the multiples of a power of ten, every integer for integer bounds at
+//! least 50 apart ([`Candidates::round`]); `--resolution K` evenly spaced points. ε-DP for the
+//! unit Δu was computed under.
 //!
 //! **Without bounds**: AboveThreshold over the fixed public log-scale grid (Durfee 2023), in
 //! [`unbounded`]: the release stays within the data's range unless the data are too few for ε,
@@ -103,7 +105,11 @@ impl Statistic for Quantile {
                 // bounds that could overflow into an infinite or NaN candidate.
                 let bounds = Bounds::new(l, u)?;
                 bounds.check_printable()?;
-                (Candidates::linear(bounds, k.unwrap_or(DEFAULT_RESOLUTION)), Method::Exponential)
+                let candidates = match k {
+                    Some(k) => Candidates::linear(bounds, k),
+                    None => Candidates::round(bounds, default_cap(setup.groups)),
+                };
+                (candidates, Method::Exponential)
             }
             _ => {
                 // n is public only under replace without filters.
@@ -383,10 +389,25 @@ fn level_value(level: &Level, value: f64, eps: &Epsilon, neighbours: Neighbours)
         }
 }
 
-/// Default number of candidates of an even grid over [L, U].
-pub const DEFAULT_RESOLUTION: usize = 2001;
-/// Most candidates a grid may have (memory and the O(K) selection stay small).
-pub const MAX_RESOLUTION: usize = 1_000_000;
+/// Most candidates a grid may have: every integer of [0, 10^6]. The counts take 16 bytes a
+/// candidate (16 MB at the cap), per copy of the fold.
+pub const MAX_RESOLUTION: usize = 1_000_001;
+/// The default grid's coarsest step leaves at least this many steps on [L, U].
+const DEFAULT_STEPS: f64 = 1000.0;
+/// Integer bounds at least this far apart get the integers alone as default candidates.
+const INTEGER_STEPS: f64 = 50.0;
+/// With `--by`, the default grids of all groups share [`MAX_RESOLUTION`] candidates, but a
+/// group's grid may always have this many (the even default grid before issue 24 had 2001).
+const GROUP_FLOOR: usize = 2001;
+/// Candidates of the even grid used when the bounds are too small or too large for a power-of-ten
+/// step that f64 holds exactly (10^-22 to 10^22).
+const FALLBACK_RESOLUTION: usize = 2001;
+
+/// The most candidates the default grid of a query with `groups` groups (1 without `--by`)
+/// may have: from the flags alone, so the memory check before any charge sees it.
+pub fn default_cap(groups: usize) -> usize {
+    (MAX_RESOLUTION / groups.max(1)).max(GROUP_FLOOR)
+}
 /// The public log-scale grid used without bounds: ±2^e·(1 + j/STEPS) for e in
 /// LOG_MIN_EXP..=LOG_MAX_EXP, plus 0 — about 3 % relative resolution from 1e-6 to 1.8e19.
 const LOG_MIN_EXP: i32 = -20;
@@ -423,6 +444,47 @@ impl Candidates {
         Candidates::from_sorted(values, "linear")
     }
 
+    /// The default candidates on [L, U]: L, U and every multiple of a step 10^k between them,
+    /// k chosen from the flags alone (so round values are candidates):
+    /// - 1 when L and U are integers at least 50 apart: every integer and nothing between, so
+    ///   whole-number data (ages, counts, incomes) have their quantiles among the candidates
+    ///   and no run of candidates between two integers outweighs them;
+    /// - otherwise the coarsest step that leaves at least 1000 steps on [L, U], at most 1 when
+    ///   L and U are integers (so the integers are candidates too);
+    /// - then ten times coarser, as often as needed for at most `cap` candidates (and for
+    ///   multiples below 2^53 steps from 0, which f64 holds exactly).
+    ///
+    /// A multiple m·10^k is m·10^k or m/10^−k, the double nearest the decimal (10^±22 and m are
+    /// exact). Bounds whose step would lie outside 10^±22 get 2001 even points.
+    pub fn round(bounds: Bounds, cap: usize) -> Candidates {
+        let (l, u) = (bounds.lower(), bounds.upper());
+        let integers = l.fract() == 0.0 && u.fract() == 0.0;
+        let steps = |k: i32| scaled(u, k) - scaled(l, k);
+        let Some(mut k) = (-22..=22).rev().find(|&k| steps(k) >= DEFAULT_STEPS) else {
+            return Candidates::linear(bounds, FALLBACK_RESOLUTION.min(cap));
+        };
+        if integers {
+            k = if u - l >= INTEGER_STEPS { 0 } else { k.min(0) };
+        }
+        let count = |k: i32| {
+            let (lo, hi) = (scaled(l, k), scaled(u, k));
+            let (first, last) = (lo.ceil(), hi.floor());
+            let ends = usize::from(first != lo) + usize::from(last != hi);
+            let exact = lo.abs().max(hi.abs()) < 2f64.powi(53);
+            exact.then(|| (last - first + 1.0).max(0.0) as usize + ends)
+        };
+        while count(k).is_none_or(|c| c > cap) {
+            k += 1;
+            if k > 22 {
+                return Candidates::linear(bounds, FALLBACK_RESOLUTION.min(cap));
+            }
+        }
+        let (first, last) = (scaled(l, k).ceil() as i64, scaled(u, k).floor() as i64);
+        let mut values: Vec<f64> = (first..=last).map(|m| unscaled(m as f64, k).clamp(l, u)).collect();
+        values.extend([l, u]);
+        Candidates::from_sorted(values, "decimal")
+    }
+
     /// The fixed log-scale grid used when no bounds are given.
     pub fn log_scale() -> Candidates {
         let mut positive = Vec::new();
@@ -436,6 +498,29 @@ impl Candidates {
         values.push(0.0);
         values.extend(positive);
         Candidates::from_sorted(values, "log")
+    }
+
+    /// The index of the first candidate >= x (`values.len()` if none), as `partition_point`
+    /// finds it. On the even grids (`linear`, `decimal`: evenly spaced but for the bounds) a
+    /// guess from x's place in [L, U] is corrected by a walk, which ends at the same index from
+    /// any start; a binary search over 10^6 candidates cost the scan a cache miss per step.
+    pub fn position(&self, x: f64) -> usize {
+        let values = &self.values;
+        let k = values.len();
+        if self.kind == "log" || !x.is_finite() || k < 2 {
+            return values.partition_point(|&c| c < x);
+        }
+        let (first, last) = (values[0], values[k - 1]);
+        // Saturating casts: a NaN or negative guess is 0, a huge one k.
+        let guess = ((x - first) / (last - first) * (k - 1) as f64).ceil() as usize;
+        let mut i = guess.min(k);
+        while i > 0 && values[i - 1] >= x {
+            i -= 1;
+        }
+        while i < k && values[i] < x {
+            i += 1;
+        }
+        i
     }
 
     fn from_sorted(mut values: Vec<f64>, kind: &'static str) -> Candidates {
@@ -462,6 +547,24 @@ impl Candidates {
 
     pub fn last(&self) -> f64 {
         self.values[self.values.len() - 1]
+    }
+}
+
+/// x / 10^k, rounded once (10^|k| is exact for |k| <= 22).
+fn scaled(x: f64, k: i32) -> f64 {
+    if k >= 0 {
+        x / 10f64.powi(k)
+    } else {
+        x * 10f64.powi(-k)
+    }
+}
+
+/// m·10^k, the double nearest the decimal when m and 10^|k| are exact.
+fn unscaled(m: f64, k: i32) -> f64 {
+    if k >= 0 {
+        m * 10f64.powi(k)
+    } else {
+        m / 10f64.powi(-k)
     }
 }
 
@@ -524,7 +627,7 @@ impl QuantileFold {
 
     pub fn add(&mut self, x: f64) {
         let values = &self.candidates.values;
-        let i = values.partition_point(|&c| c < x);
+        let i = self.candidates.position(x);
         if values.get(i) == Some(&x) {
             self.equal[i] += 1;
         } else {
@@ -652,6 +755,112 @@ mod tests {
         assert_eq!(scores[12], 20);
         // 11: #(x <= 11) = 50, 50 rows below: 200 − 2·50 = 100.
         assert_eq!(scores[10], 100);
+    }
+
+    fn round(l: &str, u: &str, cap: usize) -> Candidates {
+        Candidates::round(Bounds::new(l.parse().unwrap(), u.parse().unwrap()).unwrap(), cap)
+    }
+
+    fn assert_grid(c: &Candidates, l: f64, u: f64) {
+        assert!(c.values.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
+        assert_eq!((c.first(), c.last()), (l, u));
+    }
+
+    /// With integer bounds every integer of [L, U] is a candidate, whatever the width, up to
+    /// the cap; finer steps are powers of ten, so round decimals are candidates too.
+    #[test]
+    fn default_grid_holds_every_integer_of_integer_bounds() {
+        let cap = default_cap(1);
+        for (l, u, count) in [
+            (18, 90, 73),       // 50 steps or more: the integers alone
+            (0, 100, 101),
+            (0, 50, 51),
+            (1, 16, 1_501),     // fewer: step 0.01, at least 1000 steps
+            (0, 49, 4_901),
+            (0, 1, 1_001),      // step 0.001
+            (-5, 3, 8_001),
+            (0, 200_000, 200_001),
+            (-1000, 1000, 2_001),
+            (0, 1_000_000, 1_000_001),
+        ] {
+            let c = round(&l.to_string(), &u.to_string(), cap);
+            assert_grid(&c, l as f64, u as f64);
+            assert_eq!(c.len(), count, "[{l}, {u}]");
+            assert_eq!(c.kind, "decimal");
+            let values: std::collections::HashSet<u64> = c.values.iter().map(|v| v.to_bits()).collect();
+            for i in l..=u {
+                assert!(values.contains(&(i as f64).to_bits()), "[{l}, {u}] lacks {i}");
+            }
+        }
+        // Decimals are the doubles the decimal text parses to.
+        let c = round("1", "16", cap);
+        for text in ["4.01", "4.1", "1.07", "15.99"] {
+            assert!(c.values.contains(&text.parse::<f64>().unwrap()), "{text}");
+        }
+    }
+
+    /// One integer past [0, 10^6] does not fit the cap: the step becomes 10, and the bounds
+    /// stay candidates.
+    #[test]
+    fn default_grid_is_coarsened_tenfold_past_the_cap() {
+        let c = round("0", "1000001", default_cap(1));
+        assert_grid(&c, 0.0, 1_000_001.0);
+        assert_eq!(c.len(), 100_002);
+        assert!(c.values[..c.len() - 1].iter().all(|v| v % 10.0 == 0.0));
+        assert!(c.len() <= MAX_RESOLUTION);
+        // Integer bounds far from 0: coarsened until the multiples are exact in f64.
+        let c = round("1e15", "1000000000000001", default_cap(1));
+        assert_grid(&c, 1e15, 1e15 + 1.0);
+    }
+
+    /// Non-integer bounds: the coarsest power of ten with at least 1000 steps, plus the bounds.
+    #[test]
+    fn default_grid_steps_are_powers_of_ten() {
+        let c = round("0.5", "3.7", default_cap(1));
+        assert_grid(&c, 0.5, 3.7);
+        assert_eq!(c.len(), 3_201); // 0.500, 0.501, …, 3.700
+        assert!(c.values.contains(&1.234));
+        let c = round("-0.25", "1234.5", default_cap(1));
+        assert_grid(&c, -0.25, 1234.5);
+        // Step 1 (1234.75 steps >= 1000): the integers 0..=1234, and both bounds.
+        assert_eq!(c.len(), 1_235 + 2);
+        // Too narrow for 10^-22 steps: the even grid.
+        let c = round("0", "1e-25", default_cap(1));
+        assert_eq!((c.kind, c.len()), ("linear", FALLBACK_RESOLUTION));
+    }
+
+    /// With `--by`, the groups share the cap (never below the floor): the grid is coarsened by
+    /// the number of groups, which the flags give.
+    #[test]
+    fn grouped_default_grids_share_the_cap() {
+        assert_eq!(default_cap(1), 1_000_001);
+        assert_eq!(default_cap(11), 90_909);
+        assert_eq!(default_cap(100_000), 2_001);
+        assert_eq!(round("0", "1000000", default_cap(11)).len(), 10_001);
+        assert_eq!(round("1", "16", default_cap(11)).len(), 1_501);
+        assert_eq!(round("0", "1000000", default_cap(100_000)).len(), 1_001);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The guessed-and-walked position is the binary search's on every grid.
+        #[test]
+        fn positions_match_a_binary_search(
+            x in prop_oneof![awkward_value(), -100.0..1100.0f64, (-2000i32..2000).prop_map(|i| f64::from(i) / 2.0)],
+            grid in 0..5usize,
+        ) {
+            let c = match grid {
+                0 => round("0", "1000", default_cap(1)),
+                1 => round("-0.25", "1234.5", default_cap(1)),
+                2 => round("0.5", "3.7", default_cap(1)),
+                3 => Candidates::linear(Bounds::new("-1000".parse().unwrap(), "1e6".parse().unwrap()).unwrap(), 101),
+                _ => Candidates::log_scale(),
+            };
+            prop_assert_eq!(c.position(x), c.values.partition_point(|&v| v < x));
+            for &v in c.values.iter().step_by(97) {
+                prop_assert_eq!(c.position(v), c.values.partition_point(|&w| w < v));
+            }
+        }
     }
 
     #[test]

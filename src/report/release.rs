@@ -279,7 +279,8 @@ pub struct CandidateInfo {
     pub count: usize,
     pub lower: f64,
     pub upper: f64,
-    /// "linear" (even grid over [L, U]) or "log" (the fixed public log-scale grid).
+    /// "decimal" (the default: multiples of a power of ten on [L, U]), "linear" (`--resolution`:
+    /// an even grid over [L, U]) or "log" (the fixed public log-scale grid, without bounds).
     pub grid: &'static str,
 }
 
