@@ -27,8 +27,11 @@
 
 mod common;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use clap::CommandFactory;
 use dpstat::cli::Cli;
@@ -253,7 +256,21 @@ fn readme_examples_print_what_the_readme_shows() {
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     // Blocks are independent (each has its own sandbox), so they run on a few threads; each
     // block's commands still run in order, sharing its directory and `$?`.
-    let outcomes = common::parallel_map(WORKERS, blocks.len(), |b| run_block(&blocks[b]));
+    let done = AtomicUsize::new(0);
+    let outcomes = common::parallel_map(WORKERS, blocks.len(), |b| {
+        let start = Instant::now();
+        let outcome = run_block(&blocks[b]);
+        // Past the harness's capture: a slow block (a plan that solves for ε) is not silence.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "readme: block {}/{} (README.md line {}) ran in {:.1} s",
+            done.fetch_add(1, Ordering::Relaxed) + 1,
+            blocks.len(),
+            blocks[b].open + 1,
+            start.elapsed().as_secs_f64()
+        );
+        outcome
+    });
     let mut failures = vec![];
     // Back to front, so a blessed block's new length does not move the blocks before it.
     for (block, (failed, rewritten)) in blocks.iter().zip(outcomes).rev() {
