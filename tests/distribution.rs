@@ -1,7 +1,11 @@
-//! End-to-end statistical tests (docs/DESIGN.md §6.3–§6.5): the real binary is run many times with
-//! different `DPSTAT_INSECURE_SEED` values and its releases are tested against the distribution
-//! that README.md and docs/DESIGN.md declare — χ² for integer (discrete Laplace) noise, Kolmogorov–Smirnov
-//! plus a scale test for real-valued noise — and against the accuracy bound and the grid it prints.
+//! Statistical tests of the noise (docs/DESIGN.md §8), in two layers. The real binary is run with
+//! different `DPSTAT_INSECURE_SEED` values (sections 1–9) and its releases are tested against the
+//! distribution that README.md and docs/DESIGN.md declare — χ² for integer (discrete Laplace)
+//! noise, Kolmogorov–Smirnov plus a scale test for real-valued noise — and against the accuracy
+//! bound and the grid it prints; a few hundred runs per configuration, which check the wiring
+//! and the law at a coarse resolution (each test prints its power). The same laws are tested at
+//! full power on draws made in-process through the library's mechanisms (section 10: thousands
+//! of draws a second where a run of the binary is a process), each test asserting its power.
 //!
 //! Every test has a fixed significance level (`ALPHA`), fixed seeds and hand-computed truths
 //! (checked against the fixtures by `fixtures_hold_the_stated_truth`). The runs of one
