@@ -25,8 +25,13 @@
 //! Unix only: the examples are shell commands.
 #![cfg(unix)]
 
+mod common;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use clap::CommandFactory;
 use dpstat::cli::Cli;
@@ -35,6 +40,9 @@ const UNSEEDED: &str = "<!-- check: unseeded -->";
 const SEED_WARNING: &str = "DPSTAT_INSECURE_SEED is set:";
 /// A warning that an unseeded run may or may not print, depending on the noise it drew.
 const NOISE_DEPENDENT: &str = "covers every value it can take";
+/// Blocks (or help pages) run at once, each in its own sandbox: each command is a process or
+/// two that spend part of their life starting, so a few more than the cores keep them busy.
+const WORKERS: usize = 4;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -247,30 +255,27 @@ fn readme_examples_print_what_the_readme_shows() {
     assert!(blocks.len() >= 10, "the README's examples were not found: {} blocks", blocks.len());
     let bless = std::env::var_os("README_BLESS").is_some();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    // Blocks are independent (each has its own sandbox), so they run on a few threads; each
+    // block's commands still run in order, sharing its directory and `$?`.
+    let done = AtomicUsize::new(0);
+    let outcomes = common::parallel_map(WORKERS, blocks.len(), |b| {
+        let start = Instant::now();
+        let outcome = run_block(&blocks[b]);
+        // Past the harness's capture: a slow block (a plan that solves for ε) is not silence.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "readme: block {}/{} (README.md line {}) ran in {:.1} s",
+            done.fetch_add(1, Ordering::Relaxed) + 1,
+            blocks.len(),
+            blocks[b].open + 1,
+            start.elapsed().as_secs_f64()
+        );
+        outcome
+    });
     let mut failures = vec![];
     // Back to front, so a blessed block's new length does not move the blocks before it.
-    for block in blocks.iter().rev() {
-        let sandbox = Sandbox::new();
-        let mut last = 0;
-        let mut rewritten = vec![];
-        for example in &block.examples {
-            let (status, printed) = sandbox.run(&example.command(), last, block.seeded);
-            last = status;
-            let (want, got) = (example.expected.join("\n"), trimmed(&printed).join("\n"));
-            let (want_cmp, got_cmp) =
-                if block.seeded { (want.clone(), got.clone()) } else { (masked(&want), masked(&got)) };
-            if want_cmp.trim_end() != got_cmp.trim_end() {
-                failures.push(format!(
-                    "README.md line {}: $ {}\n--- the README shows:\n{want}\n--- dpstat printed (exit {status}):\n{got}",
-                    example.line,
-                    example.written.join("\n")
-                ));
-            }
-            for (k, written) in example.written.iter().enumerate() {
-                rewritten.push(if k == 0 { format!("$ {written}") } else { written.clone() });
-            }
-            rewritten.extend(trimmed(&printed));
-        }
+    for (block, (failed, rewritten)) in blocks.iter().zip(outcomes).rev() {
+        failures.extend(failed);
         if bless {
             lines.splice(block.open + 1..block.close, rewritten);
         }
@@ -287,6 +292,34 @@ fn readme_examples_print_what_the_readme_shows() {
         failures.join("\n\n"),
         failures.len()
     );
+}
+
+/// Runs a block's examples in order in a new sandbox: the failures (as messages), and the
+/// block's body as dpstat prints it now (for `README_BLESS`).
+fn run_block(block: &Block) -> (Vec<String>, Vec<String>) {
+    let sandbox = Sandbox::new();
+    let mut last = 0;
+    let mut failures = vec![];
+    let mut rewritten = vec![];
+    for example in &block.examples {
+        let (status, printed) = sandbox.run(&example.command(), last, block.seeded);
+        last = status;
+        let (want, got) = (example.expected.join("\n"), trimmed(&printed).join("\n"));
+        let (want_cmp, got_cmp) =
+            if block.seeded { (want.clone(), got.clone()) } else { (masked(&want), masked(&got)) };
+        if want_cmp.trim_end() != got_cmp.trim_end() {
+            failures.push(format!(
+                "README.md line {}: $ {}\n--- the README shows:\n{want}\n--- dpstat printed (exit {status}):\n{got}",
+                example.line,
+                example.written.join("\n")
+            ));
+        }
+        for (k, written) in example.written.iter().enumerate() {
+            rewritten.push(if k == 0 { format!("$ {written}") } else { written.clone() });
+        }
+        rewritten.extend(trimmed(&printed));
+    }
+    (failures, rewritten)
 }
 
 /// The examples in `--help`: every line that starts with `dpstat `, and every `dpstat …` in
@@ -335,12 +368,15 @@ fn subcommand_paths() -> Vec<Vec<String>> {
 
 #[test]
 fn help_examples_run_from_the_repository_root() {
-    let sandbox = Sandbox::new();
-    let mut ran = 0;
-    let mut failures = vec![];
-    for path in subcommand_paths() {
+    // One sandbox per help page, the pages on a few threads; a page's examples run in order.
+    let paths = subcommand_paths();
+    let pages = common::parallel_map(WORKERS, paths.len(), |p| {
+        let path = &paths[p];
+        let sandbox = Sandbox::new();
         let (status, help) = sandbox.run(&format!("dpstat {} --help", path.join(" ")), 0, false);
         assert_eq!(status, 0, "dpstat {} --help", path.join(" "));
+        let mut ran = 0;
+        let mut failures = vec![];
         for example in help_examples(&help) {
             // The test seed is refused with a ledger, by design: those run as in production.
             let seeded = !example.contains("--ledger");
@@ -353,7 +389,10 @@ fn help_examples_run_from_the_repository_root() {
                     .push(format!("dpstat {} --help: {example}\n  exit {status}: {printed}", path.join(" ")));
             }
         }
-    }
+        (ran, failures)
+    });
+    let ran: usize = pages.iter().map(|(ran, _)| ran).sum();
+    let failures: Vec<String> = pages.into_iter().flat_map(|(_, failures)| failures).collect();
     assert!(ran >= 25, "only {ran} examples found in --help");
     assert!(failures.is_empty(), "--help examples that fail:\n{}", failures.join("\n"));
 }

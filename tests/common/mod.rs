@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use assert_cmd::Command;
 
@@ -107,4 +108,36 @@ pub fn one_number(text: &str) -> f64 {
     let x: f64 = line.parse().unwrap_or_else(|e| panic!("not a number ({e}): {text:?}"));
     assert!(x.is_finite(), "not finite: {text:?}");
     x
+}
+
+/// Calls `f(0..n)` on `workers` threads and returns the results in order; a panic in any call
+/// is resumed on the caller's thread. For tests that run many independent processes or draws:
+/// a process spends much of its life waiting to start and to be reaped, so a few more workers
+/// than cores keep the cores busy.
+pub fn parallel_map<T: Send>(workers: usize, n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers.clamp(1, n.max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return mine;
+                        }
+                        mine.push((i, f(i)));
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            match handle.join() {
+                Ok(mine) => mine.into_iter().for_each(|(i, t)| results[i] = Some(t)),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    results.into_iter().map(|r| r.expect("every index ran")).collect()
 }
