@@ -5,7 +5,7 @@ mod common;
 
 use std::fs;
 
-use common::{dpstat, fails_with, fixture, stdout_of};
+use common::{dpstat, fails_with, fixture, seeded, stdout_of};
 use serde_json::Value;
 
 /// A column of people.csv, as numbers.
@@ -200,4 +200,24 @@ fn mistakes_are_refused_before_reading() {
     for (args, needles) in cases {
         fails_with(dpstat().arg("describe").args(args).args(["--eps", "1"]).arg(&people), needles);
     }
+}
+
+/// A column whose mean and quantiles are withheld (no bounds on 200 rows at a small ε) keeps its
+/// place in the table: "-" under mean and each level, the header's levels from the other
+/// columns, and the shared count (the same rows) as its count.
+#[test]
+fn a_withheld_column_keeps_its_row_and_the_shared_count() {
+    let out = seeded(3)
+        .args(["describe", "--cols", "income,age:0:100", "--eps", "0.5", "--invalid", "impute=0"])
+        .arg(fixture("people.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["column", "epsilon", "bounds", "count", "mean", "q0.5"], "{text}");
+    let (income, age) = (&rows[1], &rows[2]);
+    assert_eq!((income[0], income[2], income[5], income[6]), ("income", "-", "-", "-"), "{text}");
+    assert_eq!(income[3..5], age[4..6], "one shared count (age's bounds are two words): {text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("income.quantile: q=0.5 of income: too few rows"));
 }

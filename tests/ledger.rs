@@ -185,7 +185,7 @@ fn errors_are_no_oracle_under_a_ledger() {
     }
     assert_eq!(hiv.stderr, cancer.stderr);
     assert!(String::from_utf8_lossy(&hiv.stderr)
-        .contains("--invalid error (the default) is refused with --ledger"));
+        .contains("with --ledger, add --invalid skip or --invalid impute=V"));
     assert!(!ledger.exists() || records(&ledger).is_empty(), "nothing charged");
     // With a policy: both release, both are charged, and nothing but the number differs.
     for invalid in ["skip", "impute=0"] {

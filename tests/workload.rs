@@ -251,10 +251,7 @@ fn failures_print_and_charge_nothing() {
         .arg(&bad)
         .args(["--dataset", "x", "--budget", "1", "--ledger"])
         .arg(&ledger);
-    fails_with(
-        &mut cmd,
-        &["line 6: query 'income_mean': --invalid error (the default) is refused with --ledger"],
-    );
+    fails_with(&mut cmd, &["line 6: query 'income_mean': with --ledger, add --invalid skip"]);
     assert_eq!(fs::read(&ledger).unwrap(), before);
     let mut cmd = unseeded();
     cmd.arg("run")

@@ -51,7 +51,7 @@ use crate::query::options::{Level, Options, Setup};
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
 use crate::report::describe::{self, Described};
-use crate::report::release::{Published, Release};
+use crate::report::release::{Number, Published, Release};
 use crate::report::table;
 use crate::report::text::{Format, Style};
 
@@ -291,13 +291,17 @@ fn summary(request: &Request, queries: &[table::Query]) -> Result<Described, Err
     };
     let mut columns = Vec::with_capacity(request.columns.len());
     // The shared count, when there is one, comes first; each mean lists it as a part.
+    let shared = match queries.first().map(|q| &q.release) {
+        Some(Published::One(r)) if request.shares_count() => Some(r.clone()),
+        _ => None,
+    };
     let queries = if request.shares_count() { queries.get(1..).unwrap_or_default() } else { queries };
     for ((column, pair), eps) in request.columns.iter().zip(queries.chunks(2)).zip(request.shares()?) {
         let [mean, quantiles] = pair else {
             return Err(Error::internal("describe makes two queries a column"));
         };
         let mean = one(mean)?;
-        let count = count_of(&mean, request.confidence)?;
+        let count = count_of(&mean, shared.as_ref(), request.confidence)?;
         columns.push(describe::Column {
             name: column.name.clone(),
             eps,
@@ -311,13 +315,21 @@ fn summary(request: &Request, queries: &[table::Query]) -> Result<Described, Err
 
 /// The column's count: the mean's noisy count part (add-remove; its own, or the shared one)
 /// with the bound of its discrete Laplace noise at the confidence, or the public n (replace).
-fn count_of(mean: &Release, confidence: Confidence) -> Result<describe::Count, Error> {
+fn count_of(
+    mean: &Release,
+    shared: Option<&Release>,
+    confidence: Confidence,
+) -> Result<describe::Count, Error> {
     if let Some(n) = mean.noise.rows {
         return Ok(describe::Count::Public(n));
     }
-    // A mean withheld for want of bounds (`run::measure_all`) drew no count.
+    // A mean withheld for want of bounds (`run::measure_all`) drew no count of its own; the
+    // shared count, when there is one, is still this column's count (the same rows).
     if mean.value.is_none() {
-        return Ok(describe::Count::Withheld);
+        return Ok(match shared.map(|r| (&r.value, r.noise.accuracy.error_bound)) {
+            Some((Some(Number::Integer(v)), bound)) => describe::Count::Noisy { value: v.to_string(), bound },
+            _ => describe::Count::Withheld,
+        });
     }
     let part = mean
         .noise

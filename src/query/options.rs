@@ -171,12 +171,11 @@ pub fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>)
 /// row matching `--where` hold text in this column?) that no noise protects.
 pub fn check_invalid_policy(invalid: InvalidPolicy, setup: &Setup) -> Result<(), Error> {
     if invalid == InvalidPolicy::Error && setup.ledger {
+        // The fix first and short; why after it (a bad cell would stop a charged run, and the
+        // stop would answer a question about the rows that no noise protects).
         return Err(Error::usage(
-            "--invalid error (the default) is refused with --ledger: a bad cell would stop the release \
-             after its charge, and the stop would reveal something about the rows that no noise \
-             protects; choose --invalid skip (drop such rows) or --invalid impute=V (use V instead; in a \
-             workload invalid = \"skip\" or \"impute=V\"), and run `dpstat check FILE` first to see \
-             which cells are bad",
+            "with --ledger, add --invalid skip or --invalid impute=V (in a workload: invalid = \"skip\"): \
+             under a ledger a bad cell may not stop a charged release; `dpstat check FILE` lists them",
         ));
     }
     let neighbours = setup.neighbours;

@@ -294,6 +294,23 @@ impl Quantile {
             }
         };
         let per_level = &split.per_level;
+        // A level that would more likely than not land outside the data's range carries no
+        // information: the whole release is withheld (its outcome, from the noisy count and
+        // public scales only, is post-processing of what was drawn).
+        for level in &spec.levels {
+            let at = unbounded::mechanism(level, cx.neighbours, filtered, per_level);
+            let wild = unbounded::wild_probability(&at, level, rows_low, k);
+            if wild >= WITHHELD_WILD {
+                return Err(Error::withheld(format!(
+                    "q={} of {}: too few rows for epsilon {per_level} per level without bounds: with \
+                     {rows_said}, the release would lie outside the range of the data with \
+                     probability up to {}; give --lower/--upper, a larger --eps or more rows",
+                    real(level.to_f64()),
+                    self.column.label(),
+                    real((wild * 1000.0).ceil() / 1000.0)
+                )));
+            }
+        }
         let mut warnings = vec![];
         let quantiles: Vec<QuantileValue> = spec
             .levels
@@ -392,6 +409,9 @@ fn level_value(level: &Level, value: f64, eps: &Epsilon, neighbours: Neighbours)
 /// Most candidates a grid may have: every integer of [0, 10^6]. The counts take 16 bytes a
 /// candidate (16 MB at the cap), per copy of the fold.
 pub const MAX_RESOLUTION: usize = 1_000_001;
+/// A bounds-free level whose release may lie outside the data's range with probability (bounded
+/// above) this large is withheld rather than released with a warning (issue 24, item 4).
+const WITHHELD_WILD: f64 = 0.5;
 /// The default grid's coarsest step leaves at least this many steps on [L, U].
 const DEFAULT_STEPS: f64 = 1000.0;
 /// Integer bounds at least this far apart get the integers alone as default candidates.

@@ -40,10 +40,12 @@ pub enum Count {
 /// The table: `column epsilon bounds count mean q…`, each value followed by `±bound` (rows of
 /// rank for quantiles), and a last row with the total ε and the confidence of the bounds.
 pub fn render_text(d: &Described) -> Vec<u8> {
+    // Every column asks for the same levels; a column whose quantiles were withheld has none,
+    // so the header comes from the first that has them.
     let levels: Vec<String> = d
         .columns
-        .first()
-        .and_then(|c| c.quantiles.quantiles.as_ref())
+        .iter()
+        .find_map(|c| c.quantiles.quantiles.as_ref())
         .map(|qs| qs.iter().map(|q| format!("q{}", real(q.q))).collect())
         .unwrap_or_default();
     let mut header =
@@ -66,8 +68,11 @@ pub fn render_text(d: &Described) -> Vec<u8> {
             None => "-".to_string(),
         };
         let mut row = vec![c.name.clone(), exact_decimal(c.eps.as_rational()), bounds, count, mean];
-        for q in c.quantiles.quantiles.iter().flatten() {
-            row.push(format!("{} ±{} rows", real(q.value), rounded_up(q.rank_error_bound)));
+        match &c.quantiles.quantiles {
+            Some(qs) => row.extend(
+                qs.iter().map(|q| format!("{} ±{} rows", real(q.value), rounded_up(q.rank_error_bound))),
+            ),
+            None => row.extend(levels.iter().map(|_| "-".to_string())),
         }
         rows.push(row);
     }
