@@ -431,7 +431,17 @@ fn plain_and_private_bounds_releases_print_what_they_charge() {
     for kind in KINDS {
         for unit in UNITS {
             // An ε with a thirds split that does not terminate as a decimal: exactness shows.
-            let (json, charge) = charged(kind.args, unit, "0.7");
+            // Bounds-free quantiles need more rows than people.csv at this ε, or they are
+            // withheld (issue 24): they run on the income column of 20 000 rows.
+            let bounds_free =
+                matches!(kind.args[0], "quantile" | "median") && !kind.args.contains(&"--lower");
+            let (json, charge) = if bounds_free {
+                let args: Vec<&str> =
+                    kind.args.iter().map(|a| if *a == "age" { "income" } else { a }).collect();
+                charged_on(&args, unit, "0.7", "incomes_20k.csv")
+            } else {
+                charged(kind.args, unit, "0.7")
+            };
             assert_eq!(printed(&json), charge, "{:?} {unit}", kind.args);
             assert_eq!(charge, exact("7/10"));
             if let Some(args) = kind.private_bounds {
