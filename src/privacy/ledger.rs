@@ -1467,18 +1467,25 @@ mod tests {
         assert!(err.to_string().contains("line 1 names a last record"), "{err}");
     }
 
+    /// Two charges of 0.25, then the header put back as it was after the first: what a run
+    /// that stopped between its append and the header's update leaves.
+    fn stale_header_after_two_charges(s: &LedgerSpec) -> (String, String) {
+        reserve(s, &release("0.25")).unwrap();
+        let header_then = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
+        reserve(s, &release("0.25")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&s.path, format!("{header_then}\n{rest}")).unwrap();
+        (header_then, rest)
+    }
+
     /// A run that stopped between its append and the header's update left a consistent file
     /// with a stale header: it is read with every record, and the next write mends the header.
     #[test]
     fn a_stale_header_is_read_and_mended() {
         let dir = tempfile::tempdir().unwrap();
         let s = spec(&dir, Some("1"));
-        reserve(&s, &release("0.25")).unwrap();
-        let header_then = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
-        reserve(&s, &release("0.25")).unwrap();
-        let text = std::fs::read_to_string(&s.path).unwrap();
-        let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
-        std::fs::write(&s.path, format!("{header_then}\n{rest}")).unwrap();
+        stale_header_after_two_charges(&s);
         assert_eq!(remaining(&s.path, DEFAULT_DATASET), Some(BigRational::new(1.into(), 2.into())));
         reserve(&s, &release("0.25")).unwrap();
         let ledger = read(&s.path).unwrap();
@@ -1674,12 +1681,7 @@ mod tests {
     fn a_stale_keyed_header_is_read_and_mended() {
         let dir = tempfile::tempdir().unwrap();
         let s = keyed(&dir, Some("1"));
-        reserve(&s, &release("0.25")).unwrap();
-        let header_then = std::fs::read_to_string(&s.path).unwrap().lines().next().unwrap().to_string();
-        reserve(&s, &release("0.25")).unwrap();
-        let text = std::fs::read_to_string(&s.path).unwrap();
-        let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
-        std::fs::write(&s.path, format!("{header_then}\n{rest}")).unwrap();
+        let (header_then, rest) = stale_header_after_two_charges(&s);
         let ledger = read_keyed(&s.path, s.key.as_deref()).unwrap();
         assert_eq!((ledger.records, ledger.verified, ledger.state_checked), (3, true, true));
         reserve(&s, &release("0.25")).unwrap();
