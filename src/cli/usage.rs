@@ -16,7 +16,12 @@ pub fn message(error: &clap::Error, command: &Command, args: &[String]) -> Strin
         return missing_subcommand(command, args);
     }
     let mut line = what(error);
-    for tip in tips(error) {
+    let neighbour = neighbour_tip(error);
+    let tips = match neighbour {
+        Some(tip) => vec![tip.to_string()],
+        None => tips(error),
+    };
+    for tip in tips {
         line.push_str("; tip: ");
         line.push_str(&tip);
     }
@@ -87,6 +92,30 @@ fn what(error: &clap::Error) -> String {
         .unwrap_or_else(|| "the command line is not valid".to_string())
 }
 
+/// Flags of the tools next to dpstat in a pipeline (xsv, xan, qsv, csvkit, ripgrep) and what
+/// dpstat says instead: clap's nearest spelling is often another flag altogether (`--quiet` came
+/// out as `--budget`).
+const NEIGHBOURS: &[(&[&str], &str)] = &[
+    (&["--group-by", "--groupby", "--group", "--groups"], "dpstat groups with --by COL and --keys K1,K2 (or --discover)"),
+    (&["--columns", "--select", "--fields"], "one column is --col COL; two are --cols X,Y (covariance, describe)"),
+    (&["--output", "--out", "--output-file"], "the release goes to standard output (redirect it with > FILE); --plot FILE.svg writes a chart; -o is --format"),
+    (&["--quiet", "--silent"], "stdout holds only the release; notes and warnings go to stderr (2>/dev/null hides them)"),
+    (&["--sep", "--separator", "--delim"], "the field separator is --delimiter C (-d)"),
+    (&["--filter", "--search", "--regex"], "rows are filtered with --where COL=VALUE (also !=, <, <=, >, >=, in, not in, empty)"),
+    (&["--json"], "JSON output is --format json (-o json)"),
+    (&["--seed"], "noise is seeded from the operating system; DPSTAT_INSECURE_SEED=N makes it reproducible for tests only (not private)"),
+];
+
+/// dpstat's own tip for an unknown flag that a neighbouring tool has.
+fn neighbour_tip(error: &clap::Error) -> Option<&'static str> {
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else { return None };
+    let flag = arg.split('=').next().unwrap_or(arg);
+    NEIGHBOURS.iter().find(|(names, _)| names.contains(&flag)).map(|(_, tip)| *tip)
+}
+
 /// clap's suggestions: a similar subcommand, flag or value, and its other tips.
 fn tips(error: &clap::Error) -> Vec<String> {
     let mut tips = vec![];
@@ -137,6 +166,26 @@ mod tests {
     use super::*;
     use crate::cli::Cli;
     use clap::{CommandFactory, Parser};
+
+    /// Flags of neighbouring tools get dpstat's own answer, not clap's nearest spelling.
+    #[test]
+    fn neighbours_flags_get_dpstats_answer() {
+        for (flag, says) in [
+            ("--group-by=region", "--by COL"),
+            ("--quiet", "stderr"),
+            ("--output", "standard output"),
+            ("--json", "--format json"),
+        ] {
+            let args = ["dpstat", "count", "--eps", "1", flag];
+            let err = Cli::try_parse_from(args).unwrap_err();
+            let line = message(&err, &Cli::command(), &args.map(String::from));
+            assert!(line.contains(says) && !line.contains("similar"), "{flag}: {line}");
+        }
+        // Anything else keeps clap's suggestion.
+        let args = ["dpstat", "count", "--epss", "1"];
+        let err = Cli::try_parse_from(args).unwrap_err();
+        assert!(message(&err, &Cli::command(), &args.map(String::from)).contains("similar"));
+    }
 
     /// What the binary printed before this module: clap's rendered message up to the first
     /// blank line, `tip:` lines joined on, and ` (see --help)`.
