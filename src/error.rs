@@ -36,9 +36,10 @@ pub enum Error {
     /// `dpstat check` found problems in the file.
     Problems(String),
     /// The release decided, from noisy quantities only, that it has no value to print (too many
-    /// keys for `--max-keys`, no bounds found privately). This outcome *is* the differentially
-    /// private release: its message may name only flags and noisy or public numbers, never a
-    /// row, and under a ledger it is charged and recorded as released.
+    /// keys for `--max-keys`, no bounds found privately, a bounds-free quantile too likely
+    /// outside the data). This outcome *is* the differentially private release: its message may
+    /// name only flags and noisy or public numbers, never a row, and under a ledger it is
+    /// charged and recorded as released.
     Withheld(String),
 }
 
