@@ -17,12 +17,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use hmac::{KeyInit, Mac};
-use rand::TryRngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{bad_input, Error};
 use crate::numeric::format::hex;
+use crate::privacy::rng;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
@@ -97,10 +97,7 @@ pub fn generate(path: &Path) -> Result<LedgerKey> {
             )));
         }
     }
-    let mut secret = [0u8; 32];
-    rand::rngs::OsRng.try_fill_bytes(&mut secret).map_err(|e| {
-        Error::internal(format!("reading the operating system's random number generator: {e}"))
-    })?;
+    let secret = rng::secret_bytes::<32>()?;
     let key = LedgerKey::from_secret(secret, path);
     write_new(path, format!("{}\n", hex(&secret)).as_bytes())?;
     write_new(&state, state_line(&State { records: 0, head: None }).as_bytes())?;

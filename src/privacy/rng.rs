@@ -1,5 +1,6 @@
 //! Randomness enters here and only here: ChaCha20 seeded once per run from the operating
-//! system's CSPRNG, or, for tests, from `DPSTAT_INSECURE_SEED`, announced on stderr.
+//! system's CSPRNG, or, for tests, from `DPSTAT_INSECURE_SEED`, announced on stderr; and the
+//! secret bytes of a ledger key ([`secret_bytes`]), always from the operating system.
 
 use std::io::Write;
 
@@ -29,6 +30,18 @@ pub fn system_rng() -> Result<ChaCha20Rng, Error> {
             Ok(ChaCha20Rng::seed_from_u64(seed)) // INSECURE: test hook only
         }
     }
+}
+
+/// Secret bytes (a ledger key) straight from the operating system's CSPRNG. Never from
+/// `DPSTAT_INSECURE_SEED`: a reproducible key would let anyone who knows the seed forge the
+/// ledger it protects, and a key outlives the test that made it.
+pub fn secret_bytes<const N: usize>() -> Result<[u8; N], Error> {
+    use rand::TryRngCore;
+    let mut secret = [0u8; N];
+    rand::rngs::OsRng.try_fill_bytes(&mut secret).map_err(|e| {
+        Error::internal(format!("reading the operating system's random number generator: {e}"))
+    })?;
+    Ok(secret)
 }
 
 /// Whether this run's noise comes from `DPSTAT_INSECURE_SEED` (reproducible, not private).
