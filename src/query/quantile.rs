@@ -297,9 +297,17 @@ impl Quantile {
         // A level that would more likely than not land outside the data's range carries no
         // information: the whole release is withheld (its outcome, from the noisy count and
         // public scales only, is post-processing of what was drawn).
-        for level in &spec.levels {
-            let at = unbounded::mechanism(level, cx.neighbours, filtered, per_level);
-            let wild = unbounded::wild_probability(&at, level, rows_low, k);
+        let judged: Vec<_> = spec
+            .levels
+            .iter()
+            .map(|level| {
+                let at = unbounded::mechanism(level, cx.neighbours, filtered, per_level);
+                let wild = unbounded::wild_probability(&at, level, rows_low, k);
+                (level, at, wild)
+            })
+            .collect();
+        for (level, _, wild) in &judged {
+            let wild = *wild;
             if wild >= WITHHELD_WILD {
                 return Err(Error::withheld(format!(
                     "q={} of {}: too few rows for epsilon {per_level} per level without bounds: with \
@@ -312,13 +320,11 @@ impl Quantile {
             }
         }
         let mut warnings = vec![];
-        let quantiles: Vec<QuantileValue> = spec
-            .levels
+        let quantiles: Vec<QuantileValue> = judged
             .iter()
             .zip(chosen)
-            .map(|(level, &value)| {
-                let at = unbounded::mechanism(level, cx.neighbours, filtered, per_level);
-                let wild = unbounded::wild_probability(&at, level, rows_low, k);
+            .map(|((level, at, wild), &value)| {
+                let (level, wild) = (*level, *wild);
                 let warning = (wild > beta / 2.0).then(|| {
                     format!(
                         "q={}: the data look too few for epsilon {per_level} per level: with {rows_said}, \
