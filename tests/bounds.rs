@@ -247,51 +247,24 @@ fn a_withheld_release_under_a_ledger_is_charged_and_recorded_as_released() {
 /// exit 2, before the ledger is touched.
 #[test]
 fn a_slope_beyond_a_double_is_refused_before_the_charge() {
+    const REGRESS: [&str; 9] = ["regress", "--x", "age", "--y", "income", "--lower", "0,0", "--eps", "1"];
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     let mut cmd = unseeded();
-    cmd.args(["regress", "--x", "age", "--y", "income", "--lower", "0,0", "--upper", "1e-300,200000"])
-        .args(["--eps", "1", "--invalid", "skip", "--budget", "10", "--ledger"])
+    cmd.args(REGRESS)
+        .args(["--upper", "1e-300,200000", "--invalid", "skip", "--budget", "10", "--ledger"])
         .arg(&ledger)
         .arg(fixture("people.csv"));
     fails_with(&mut cmd, &["regress", "--x", "--lower/--upper"]);
     assert!(!ledger.exists() || fs::read_to_string(&ledger).unwrap().lines().count() <= 1, "nothing charged");
     // Without a ledger too; ordinary bounds still release.
-    fails_with(
-        dpstat()
-            .args([
-                "regress",
-                "--x",
-                "age",
-                "--y",
-                "income",
-                "--lower",
-                "0,0",
-                "--upper",
-                "1e-300,200000",
-                "--eps",
-                "1",
-            ])
-            .arg(fixture("people.csv")),
-        &["--x"],
-    );
-    stdout_of(
-        dpstat()
-            .args([
-                "regress",
-                "--x",
-                "age",
-                "--y",
-                "income",
-                "--lower",
-                "0,0",
-                "--upper",
-                "100,200000",
-                "--eps",
-                "1",
-            ])
-            .arg(fixture("people.csv")),
-    );
+    let upper = |u: &str| {
+        let mut cmd = dpstat();
+        cmd.args(REGRESS).args(["--upper", u]).arg(fixture("people.csv"));
+        cmd
+    };
+    fails_with(&mut upper("1e-300,200000"), &["--x"]);
+    stdout_of(&mut upper("100,200000"));
 }
 
 /// describe: a column without bounds whose search finds none shows no mean (its count is the
