@@ -1142,7 +1142,6 @@ fn above_threshold_distribution(queries: &[i64], threshold_scale: f64, query_sca
 fn bounds_free_quantiles_follow_above_threshold() {
     let runs = quantile_at_runs();
     let xs: Vec<f64> = column("people.csv", "age").iter().map(|s| s.parse().unwrap()).collect();
-    let n = xs.len() as i64;
     let grid = log_grid();
     // (level index, a, b, ascending, threshold and query scale)
     for (level, a, b, ascending, scale) in [(0usize, 1i64, 4i64, false, 8.0), (1, 1, 2, true, 4.0)] {
@@ -1153,19 +1152,7 @@ fn bounds_free_quantiles_follow_above_threshold() {
             );
             assert_eq!(run.str(&format!("/quantiles/{level}/epsilon_exact")), "1/1");
         }
-        let order: Vec<usize> =
-            if ascending { (0..grid.len()).collect() } else { (0..grid.len()).rev().collect() };
-        let queries: Vec<i64> = order
-            .iter()
-            .map(|&i| {
-                let c = grid[i];
-                if ascending {
-                    b * xs.iter().filter(|&&x| x <= c).count() as i64 - a * n
-                } else {
-                    b * xs.iter().filter(|&&x| x >= c).count() as i64 - (b - a) * n
-                }
-            })
-            .collect();
+        let (order, queries) = scan_queries(&xs, &grid, a, b, ascending);
         let probs = above_threshold_distribution(&queries, scale, scale);
         assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         let (cells, expected) = chi2_cells(&probs, runs.len());
@@ -1768,25 +1755,12 @@ fn library_gaussian_sum_is_normal_on_its_grid() {
 fn library_above_threshold_follows_its_law() {
     const DRAWS: usize = 8000;
     let xs: Vec<f64> = column("people.csv", "age").iter().map(|s| s.parse().unwrap()).collect();
-    let n = xs.len() as i64;
     let grid = log_grid();
     let levels = [(0u64, 1i64, 4i64, false, 8.0), (1, 1, 2, true, 4.0)];
     parallel_map(levels.len(), |l| {
         let (seed, a, b, ascending, scale) = levels[l];
         let name = format!("AboveThreshold, level {a}/{b}, scales {scale}");
-        let order: Vec<usize> =
-            if ascending { (0..grid.len()).collect() } else { (0..grid.len()).rev().collect() };
-        let all: Vec<i64> = order
-            .iter()
-            .map(|&i| {
-                let c = grid[i];
-                if ascending {
-                    b * xs.iter().filter(|&&x| x <= c).count() as i64 - a * n
-                } else {
-                    b * xs.iter().filter(|&&x| x >= c).count() as i64 - (b - a) * n
-                }
-            })
-            .collect();
+        let (_, all) = scan_queries(&xs, &grid, a, b, ascending);
         let reach = (12.0 * scale) as i64;
         let start = all.iter().position(|&g| g >= -reach).expect("the queries reach the threshold");
         let end = all.iter().position(|&g| g > reach).expect("and pass it");
@@ -1865,4 +1839,25 @@ fn library_discovery_follows_the_thresholded_laplace_law() {
         observed[if count < tau { 0 } else { (count.min(last) - tau + 1) as usize }] += 1;
     }
     assert_chi2(name, &observed, &probs);
+}
+
+/// The AboveThreshold queries of a bounds-free quantile at level a/b over `grid`, in scan order
+/// (DESIGN §3.6): b·#(x <= c) − a·n ascending, b·#(x >= c) − (b − a)·n descending; with the
+/// grid indices in that order.
+fn scan_queries(xs: &[f64], grid: &[f64], a: i64, b: i64, ascending: bool) -> (Vec<usize>, Vec<i64>) {
+    let n = xs.len() as i64;
+    let order: Vec<usize> =
+        if ascending { (0..grid.len()).collect() } else { (0..grid.len()).rev().collect() };
+    let queries = order
+        .iter()
+        .map(|&i| {
+            let c = grid[i];
+            if ascending {
+                b * xs.iter().filter(|&&x| x <= c).count() as i64 - a * n
+            } else {
+                b * xs.iter().filter(|&&x| x >= c).count() as i64 - (b - a) * n
+            }
+        })
+        .collect();
+    (order, queries)
 }
