@@ -204,7 +204,7 @@ impl FromStr for Filter {
         let text = s.trim();
         let (column, rest) = match text.strip_prefix('"') {
             Some(quoted) => {
-                let (column, rest) = unquote(quoted).ok_or_else(|| {
+                let (column, rest) = list::close(quoted).ok_or_else(|| {
                     format!("'{s}': the quoted column has no closing quote (a quote inside is doubled: \"a\"\"b\")")
                 })?;
                 // A word operator right after the closing quote needs no space before it.
@@ -221,23 +221,6 @@ impl FromStr for Filter {
         let test = test_of(&rest).map_err(|why| format!("'{s}': {why}"))?;
         Ok(Filter { column, test })
     }
-}
-
-/// The quoted column (the text after its opening quote) and what follows its closing quote.
-fn unquote(quoted: &str) -> Option<(String, &str)> {
-    let mut column = String::new();
-    let mut chars = quoted.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if c != '"' {
-            column.push(c);
-        } else if chars.peek().map(|&(_, n)| n) == Some('"') {
-            column.push('"');
-            chars.next();
-        } else {
-            return Some((column, &quoted[i + 1..]));
-        }
-    }
-    None
 }
 
 /// Where the operator starts in an unquoted filter: the first symbol (`=`, `!`, `<`, `>`), or

@@ -66,8 +66,9 @@ pub fn items(list: &str) -> Result<Vec<Item>, String> {
 }
 
 /// The quoted text after an opening quote, up to its closing quote (doubled quotes undoubled),
-/// and what follows that quote; None when the quote is never closed.
-fn close(quoted: &str) -> Option<(String, &str)> {
+/// and what follows that quote; None when the quote is never closed. Also how a `--where`
+/// filter reads a quoted column name (`data::filter`).
+pub fn close(quoted: &str) -> Option<(String, &str)> {
     let mut text = String::new();
     let mut chars = quoted.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
