@@ -20,6 +20,7 @@ use crate::cli::values::{
     number, BoundPair, ColumnPair, Delimiter, DescribeColumns, Format, MaxKeys, Neighbours, Noise, Threads,
 };
 use crate::cmd::release::InputFlags;
+use crate::cmd::release::PersonFlags;
 use crate::cmd::release::PrivacyFlags;
 use crate::data::cell::InvalidPolicy;
 use crate::data::filter::Filter;
@@ -27,6 +28,7 @@ use crate::data::source::{CsvOptions, Source};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::Bounds;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger::{Budget, LedgerFlags};
@@ -239,11 +241,52 @@ pub struct Common {
     #[arg(short = 'k', long, value_name = "K1,K2,...", requires = "by")]
     pub keys: Option<Keys>,
     #[command(flatten)]
+    pub person: PersonArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
     pub input: InputArgs,
+}
+
+/// The person as the privacy unit: the id column and how many rows of each person are kept.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PersonArgs {
+    /// Protect people, not rows: COL (or COL1,COL2 for a composite id) names the person each
+    /// row belongs to. Each person's rows are bounded (--max-rows-per-id and, with --by,
+    /// --max-groups-per-id and --max-rows-per-group), and ε is then one person's, whatever the
+    /// number of rows they have.
+    #[arg(long, value_name = "COL[,COL]", help_heading = "Privacy unit")]
+    pub privacy_id: Option<String>,
+    /// With --privacy-id: the most rows of one person a release uses (1 to 10000; default 1),
+    /// chosen at random, the same whatever the order of the rows. The noise grows with it.
+    #[arg(long, value_name = "K", requires = "privacy_id", help_heading = "Privacy unit")]
+    pub max_rows_per_id: Option<u32>,
+    /// With --privacy-id and --by: the most groups one person's rows count in (default 1).
+    #[arg(long, value_name = "G", requires = "privacy_id", help_heading = "Privacy unit")]
+    pub max_groups_per_id: Option<u32>,
+    /// With --privacy-id and --by: the most rows of one person in one group (default
+    /// --max-rows-per-id).
+    #[arg(long, value_name = "K", requires = "privacy_id", help_heading = "Privacy unit")]
+    pub max_rows_per_group: Option<u32>,
+}
+
+impl PersonArgs {
+    /// The person flags as a request takes them; None without --privacy-id.
+    pub fn flags(&self) -> Option<PersonFlags> {
+        let ids = self.privacy_id.clone()?;
+        let rows = self.max_rows_per_id.unwrap_or(1);
+        Some(PersonFlags {
+            ids,
+            bounds: Bounds {
+                rows,
+                groups: self.max_groups_per_id.unwrap_or(1),
+                rows_per_group: self.max_rows_per_group.unwrap_or(rows),
+            },
+            grouped_flags: self.max_groups_per_id.is_some() || self.max_rows_per_group.is_some(),
+        })
+    }
 }
 
 /// How a release is printed: the same for every query and for a workload.

@@ -17,6 +17,7 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
         neighbours: common.neighbours.into(),
         filters: common.filters.clone(),
         by: common.by.clone().map(|by| (by, common.keys.clone())),
+        person: common.person.flags(),
         format: common.output.format.into(),
         style: common.output.style(),
         confidence: common.output.confidence,

@@ -146,6 +146,7 @@ impl Request {
             discover_by: None,
             spend: mechanism.spend(),
             mechanism,
+            person: None,
             neighbours: self.neighbours,
             format: self.format,
             confidence: self.confidence,

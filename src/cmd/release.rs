@@ -20,6 +20,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use rand::RngCore;
 
+use crate::data::bound::{self, Bounded, Plan};
 use crate::data::filter::{Filter, FilterSpec};
 use crate::data::input::Input;
 use crate::data::route::{FilterList, GroupBy, Routed};
@@ -27,7 +28,9 @@ use crate::data::scan;
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
 use crate::error::{bad_input, is_withheld, Error};
 use crate::numeric::bins::Keys;
+use crate::numeric::list;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::{Bounds, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
@@ -142,6 +145,72 @@ impl PrivacyFlags {
     }
 }
 
+/// `--privacy-id` and the contribution bounds, as given.
+#[derive(Clone, Debug)]
+pub struct PersonFlags {
+    /// The id column, or a CSV list of them.
+    pub ids: String,
+    pub bounds: Bounds,
+    /// Whether --max-groups-per-id or --max-rows-per-group was given (they need --by).
+    pub grouped_flags: bool,
+}
+
+/// The person as the privacy unit, validated: the id columns and the bounds.
+#[derive(Clone, Debug)]
+pub struct Person {
+    pub ids: Vec<ColumnRef>,
+    pub bounds: Bounds,
+}
+
+impl Person {
+    /// Validates `flags` for a release of `kind`, grouped or not.
+    pub fn new(
+        flags: &PersonFlags,
+        has_header: bool,
+        grouped: bool,
+        neighbours: Neighbours,
+    ) -> Result<Person, Error> {
+        flags.bounds.check().map_err(Error::usage)?;
+        if flags.grouped_flags && !grouped {
+            return Err(Error::usage(
+                "--max-groups-per-id and --max-rows-per-group bound a person's rows across --by groups: \
+                 add --by COL, or bound the rows with --max-rows-per-id alone",
+            ));
+        }
+        if neighbours == Neighbours::Replace {
+            return Err(Error::usage(
+                "--privacy-id with --neighbours replace: replace keeps the number of rows public, but a \
+                 person has any number of rows; use add-remove (the default), whose epsilon also covers \
+                 replacing one person at twice its value",
+            ));
+        }
+        let items = list::values(&flags.ids).map_err(|e| Error::usage(format!("--privacy-id: {e}")))?;
+        if items.is_empty() || items.iter().any(|i| i.trim().is_empty()) {
+            return Err(Error::usage("--privacy-id needs a column (or COL1,COL2 for an id made of several)"));
+        }
+        let ids = items
+            .iter()
+            .map(|i| ColumnRef::parse(i, has_header, "--privacy-id"))
+            .collect::<Result<_, _>>()?;
+        Ok(Person { ids, bounds: flags.bounds })
+    }
+
+    /// The unit a release states.
+    pub fn unit(&self, grouped: bool) -> Unit {
+        Unit::person(self.ids.iter().map(ColumnRef::label).collect(), &self.bounds, grouped)
+    }
+
+    /// The mechanism a statistic runs at on the bounded rows: the release's, divided by what one
+    /// person can move it by (`privacy::contribution`).
+    pub fn row_mechanism(&self, mechanism: &Mechanism, grouped: bool) -> Mechanism {
+        let factor = self.bounds.factor(grouped);
+        match mechanism {
+            Mechanism::Laplace(_) => mechanism.split(factor.pure),
+            Mechanism::Gaussian { .. } => mechanism.split(factor.rho),
+        }
+    }
+}
+
 /// A release as the command line asks for it, before validation.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -153,6 +222,8 @@ pub struct Request {
     pub filters: Vec<Filter>,
     /// `--by COL` with its `--keys` (None with `--discover`).
     pub by: Option<(String, Option<Keys>)>,
+    /// `--privacy-id` and its bounds.
+    pub person: Option<PersonFlags>,
     pub format: Format,
     /// `--with-error`, `--round`.
     pub style: Style,
@@ -176,8 +247,11 @@ pub struct Job {
     /// `--by COL --discover`: one release per key found in COL.
     pub discover_by: Option<(ColumnRef, Discovery)>,
     pub statistic: AnyStatistic,
-    /// The noise and its ε or ρ.
+    /// The noise and its ε or ρ; with `--privacy-id`, at row level on the bounded rows (the
+    /// release's divided by [`Person::row_mechanism`]'s factor).
     pub mechanism: Mechanism,
+    /// `--privacy-id`: bound each person's rows, and state the release per person.
+    pub person: Option<Person>,
     /// What the release spends: ε, ρ, or (ε, δ) with `--discover`.
     pub spend: Spend,
     pub neighbours: Neighbours,
@@ -229,6 +303,17 @@ impl Job {
                 request.kind
             )));
         }
+        let person = match &request.person {
+            None => None,
+            Some(flags) => {
+                if discover_by.is_some() || options.discover.is_some() {
+                    return Err(Error::usage(
+                        "--privacy-id with --discover is not supported yet: list the keys with --keys",
+                    ));
+                }
+                Some(Person::new(flags, has_header, group.is_some(), request.neighbours)?)
+            }
+        };
         let spend = match (&mechanism, discover_by.as_ref().map(|d| &d.1).or(options.discover.as_ref())) {
             (Mechanism::Laplace(eps), Some(d)) => Spend::Approx { eps: eps.clone(), delta: d.delta.clone() },
             (m, _) => m.spend(),
@@ -238,6 +323,12 @@ impl Job {
             // Every key found may be a group: the memory checks count them all.
             (None, Some((_, d))) => d.max_keys.max(2),
             (None, None) => 1,
+        };
+        // The statistic runs at row level on the bounded rows: what it is given and checks its
+        // options against is the release's budget divided by what one person moves it by.
+        let mechanism = match &person {
+            Some(p) => p.row_mechanism(&mechanism, group.is_some()),
+            None => mechanism,
         };
         let setup = Setup {
             mechanism: &mechanism,
@@ -281,6 +372,7 @@ impl Job {
             discover_by,
             statistic,
             mechanism,
+            person,
             spend,
             neighbours: request.neighbours,
             format: request.format,
@@ -467,15 +559,38 @@ impl Visitor for Scan<'_, '_> {
         if let Some((by, discovery)) = &job.discover_by {
             return discovered(job, &statistic, by, discovery, input, rng, meter);
         }
+        // One key for every pass: a second pass keeps the same rows of each person.
+        let key = job.person.as_ref().map(|_| rng::selection_key()).transpose()?;
         loop {
             let (filters, by) = routing(&job.filters, job.group.as_ref(), input)?;
-            let mut routed = Routed::new(empty_fold(&statistic, input)?, filters, by);
-            scan::check_memory(input, &routed)?;
-            meter.before_rows(input)?;
-            scan::scan(input, &mut routed)?;
+            let fold = empty_fold(&statistic, input)?;
+            let folds = match (&job.person, key) {
+                (Some(person), Some(key)) => {
+                    let plan = bound_plan(person, &statistic, filters, by.clone(), input, key)?;
+                    let mut bounded = Bounded::new(plan, Routed::new(fold, vec![], by));
+                    scan::check_memory(input, &bounded)?;
+                    meter.before_rows(input)?;
+                    scan::scan(input, &mut bounded)?;
+                    bounded.finish().map_err(|f| bound_failure(input, f))?.groups
+                }
+                _ => {
+                    let mut routed = Routed::new(fold, filters, by);
+                    scan::check_memory(input, &routed)?;
+                    meter.before_rows(input)?;
+                    scan::scan(input, &mut routed)?;
+                    routed.groups
+                }
+            };
             let cx = context(job, input, &job.mechanism);
-            match publish(&statistic, routed.groups, job.group.as_ref(), &cx, rng)? {
-                Outcome::Published(published) => return Ok(published),
+            match publish(&statistic, folds, job.group.as_ref(), &cx, rng)? {
+                Outcome::Published(mut published) => {
+                    if let Some(person) = &job.person {
+                        let grouped = job.group.is_some();
+                        let factor = person.bounds.factor(grouped);
+                        published.per_person(person.unit(grouped), factor, group::PER_PERSON)?;
+                    }
+                    return Ok(published);
+                }
                 Outcome::Again(next) => {
                     // The second pass of a statistic that needed the first one's release.
                     input.reopen(&job.input.source, &job.input.csv)?;
@@ -483,6 +598,40 @@ impl Visitor for Scan<'_, '_> {
                 }
             }
         }
+    }
+}
+
+/// What bounding needs: the id columns, the columns the statistic and `--by` read (the only
+/// cells kept), the filters (applied first), the groups, the bounds and the key.
+pub fn bound_plan<S: Statistic>(
+    person: &Person,
+    statistic: &S,
+    filters: FilterList,
+    group: Option<GroupBy>,
+    input: &Input,
+    key: [u8; 16],
+) -> Result<Plan> {
+    let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<Vec<_>>>()?;
+    let mut keep = statistic
+        .columns()
+        .into_iter()
+        .map(|(c, flag)| input.resolve(c, flag))
+        .collect::<Result<Vec<_>>>()?;
+    keep.extend(group.as_ref().map(|g| g.index));
+    Ok(Plan { ids, keep, filters, group, bounds: person.bounds, key, cap: bound::cap() })
+}
+
+/// The message of a bounded scan that failed after the rows were read: a cell the statistic
+/// refused (its row is not known any more), or the temporary files.
+pub fn bound_failure(input: &Input, failure: bound::Failure) -> anyhow::Error {
+    match failure {
+        bound::Failure::Cell(bad) => bad_input(format!(
+            "{}: column '{}': {} (in a row kept for its person; `dpstat check` names its line)",
+            input.name(),
+            input.column_label(bad.column),
+            bad.why
+        )),
+        bound::Failure::Temp(why) => Error::internal(why).into(),
     }
 }
 

@@ -644,6 +644,7 @@ impl SourceText<'_> {
             statistic,
             spend: mechanism.spend(),
             mechanism,
+            person: None,
             neighbours,
             format,
             style: Style::default(),

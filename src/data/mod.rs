@@ -1,8 +1,9 @@
 //! Reading the data, knowing nothing of noise or of the statistics: the source and its options,
 //! the input (file, standard input, gzip), one row's view, cells and their parsing, the scan and
-//! its parallel form for plain files, routing rows through filters and groups, and the dataset
-//! fingerprint.
+//! its parallel form for plain files, routing rows through filters and groups, bounding each
+//! person's rows (`--privacy-id`), and the dataset fingerprint.
 
+pub mod bound;
 pub mod cell;
 pub mod filter;
 pub mod fingerprint;

@@ -20,6 +20,7 @@ use num_rational::BigRational;
 use num_traits::Zero;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use super::contribution::Factor;
 use super::currency::Spend;
 use super::epsilon::Epsilon;
 use super::zcdp::Rho;
@@ -35,6 +36,10 @@ pub enum Cost {
     Sequential { name: Option<String>, parts: Vec<Cost> },
     /// Parts computed on disjoint rows: the largest is the cost of all of them.
     Parallel { name: Option<String>, parts: Vec<Cost> },
+    /// A row-level cost on rows bounded per person (`privacy::contribution`): one person moves
+    /// it as `factor` rows would, so its ε counts `factor.pure` times and its ρ `factor.rho`
+    /// times (group privacy).
+    Person { factor: Factor, inner: Box<Cost> },
 }
 
 /// What a tree of costs adds up to, exactly, in the currency of its guarantee.
@@ -141,7 +146,16 @@ impl Cost {
             Cost::Part { spend, .. } => Cost::Part { name: label, spend },
             Cost::Sequential { parts, .. } => Cost::Sequential { name: Some(label), parts },
             Cost::Parallel { parts, .. } => Cost::Parallel { name: Some(label), parts },
+            Cost::Person { factor, inner } => Cost::Person { factor, inner: Box::new(inner.named(label)) },
         }
+    }
+
+    /// A row-level cost as one person's (the identity at [`Factor::ONE`]).
+    pub fn per_person(self, factor: Factor) -> Cost {
+        if factor == Factor::ONE {
+            return self;
+        }
+        Cost::Person { factor, inner: Box::new(self) }
     }
 
     /// The exact total of the whole: a sum over sequential parts, a maximum over parallel ones,
@@ -150,6 +164,13 @@ impl Cost {
     pub fn total(&self) -> Result<Total, Error> {
         match self {
             Cost::Part { spend, .. } => Ok(Total::of(spend)),
+            Cost::Person { factor, inner } => match inner.total()? {
+                Total::Pure(e) => Ok(Total::Pure(e * BigInt::from(factor.pure))),
+                Total::Zcdp(r) => Ok(Total::Zcdp(r * BigInt::from(factor.rho))),
+                // Group privacy costs (ε, δ) more than a factor (δ grows by k·e^((k−1)ε)):
+                // keys found in the data count persons instead (query::discover).
+                Total::Approx { .. } => Err(Error::internal("an (epsilon, delta) cost scaled per person")),
+            },
             Cost::Sequential { parts, .. } | Cost::Parallel { parts, .. } => {
                 let sequential = matches!(self, Cost::Sequential { .. });
                 let mut totals = parts.iter().map(Cost::total);
@@ -203,6 +224,26 @@ impl Serialize for Cost {
         let total = self.total().map_err(serde::ser::Error::custom)?;
         let mut map = serializer.serialize_map(None)?;
         let (name, composition, parts) = match self {
+            Cost::Person { factor, inner } => {
+                // The inner tree, one level down, after the person's total and its factor.
+                let exact = |r: &BigRational| format!("{}/{}", r.numer(), r.denom());
+                map.serialize_entry("composition", "per person")?;
+                map.serialize_entry("rows_factor", &factor.pure)?;
+                match &total {
+                    Total::Pure(e) => {
+                        map.serialize_entry("epsilon", &rational_to_f64_up(e))?;
+                        map.serialize_entry("epsilon_exact", &exact(e))?;
+                    }
+                    Total::Zcdp(r) => {
+                        map.serialize_entry("rho_factor", &factor.rho)?;
+                        map.serialize_entry("rho", &rational_to_f64_up(r))?;
+                        map.serialize_entry("rho_exact", &exact(r))?;
+                    }
+                    Total::Approx { .. } => {}
+                }
+                map.serialize_entry("row_level", inner)?;
+                return map.end();
+            }
             Cost::Part { name, .. } => (Some(name), None, None),
             Cost::Sequential { name, parts } => (name.as_ref(), Some("sequential"), Some(parts)),
             Cost::Parallel { name, parts } => (name.as_ref(), Some("parallel"), Some(parts)),

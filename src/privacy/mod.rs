@@ -11,6 +11,7 @@
 pub mod above_threshold;
 pub mod accountant;
 pub mod accuracy;
+pub mod contribution;
 pub mod currency;
 pub mod delta;
 pub mod epsilon;

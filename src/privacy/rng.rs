@@ -1,6 +1,7 @@
 //! Randomness enters here and only here: ChaCha20 seeded once per run from the operating
 //! system's CSPRNG, or, for tests, from `DPSTAT_INSECURE_SEED`, announced on stderr; and the
-//! secret bytes of a ledger key ([`secret_bytes`]), always from the operating system.
+//! secret bytes of a ledger key ([`secret_bytes`]), always from the operating system; and the key
+//! that chooses each person's rows ([`selection_key`]).
 
 use std::io::Write;
 
@@ -42,6 +43,24 @@ pub fn secret_bytes<const N: usize>() -> Result<[u8; N], Error> {
         Error::internal(format!("reading the operating system's random number generator: {e}"))
     })?;
     Ok(secret)
+}
+
+/// The key of this run's choice of rows per person (`data::bound`): from the operating system,
+/// or, under `DPSTAT_INSECURE_SEED`, derived from the seed (SHA-256 of a label and the seed), so
+/// that seeded runs keep the same rows. Never drawn from the noise generator: the rows kept
+/// must not depend on, or use up, the noise.
+pub fn selection_key() -> Result<[u8; 16], Error> {
+    let Some(seed) = std::env::var_os(INSECURE_SEED_VAR) else { return secret_bytes::<16>() };
+    let seed: u64 = seed
+        .to_str()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| Error::usage(format!("{INSECURE_SEED_VAR} must be an unsigned 64-bit integer")))?;
+    use sha2::Digest;
+    let digest =
+        sha2::Sha256::new().chain_update(b"dpstat selection key").chain_update(seed.to_le_bytes()).finalize();
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest[..16]);
+    Ok(key)
 }
 
 /// Whether this run's noise comes from `DPSTAT_INSECURE_SEED` (reproducible, not private).

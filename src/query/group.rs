@@ -75,6 +75,12 @@ pub fn count_l2_squared(neighbours: Neighbours) -> i128 {
 }
 
 /// The wording of the composition in every grouped release.
+/// The composition of a grouped release per person (`--privacy-id`).
+pub const PER_PERSON: &str = "per person: a person's kept rows fall in at most --max-groups-per-id groups, at most \
+     --max-rows-per-group in each and --max-rows-per-id in all, so together they move the groups' releases as \
+     rows_factor rows would; every group is released at epsilon divided by rows_factor (rho by rho_factor) on the \
+     bounded rows, and the whole costs epsilon, charged once";
+
 pub fn composition_note(neighbours: Neighbours) -> &'static str {
     match neighbours {
         Neighbours::AddRemove => {

@@ -13,6 +13,7 @@ use crate::numeric::exact::rational_to_f64_up;
 use crate::numeric::grid::{Grid, GridBounds};
 use crate::privacy::accountant::{Cost, Total};
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::{Factor, Unit};
 use crate::privacy::delta::Delta;
 use crate::privacy::ledger::BudgetSummary;
 use crate::privacy::noise::{Calibrated, Drawn, Mechanism};
@@ -28,6 +29,9 @@ pub struct Release {
     pub column: Option<String>,
     #[serde(rename = "where", skip_serializing_if = "Vec::is_empty")]
     pub filters: Vec<String>,
+    /// What one neighbour adds or removes: a row, or a person with their bounds.
+    #[serde(flatten)]
+    pub unit: Unit,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Number>,
     /// The noisy aggregate exactly, in grid units (real-valued queries).
@@ -463,6 +467,7 @@ impl Release {
             query,
             column,
             filters,
+            unit: Unit::Row,
             value: None,
             value_units: None,
             bins: None,
@@ -478,6 +483,64 @@ impl Release {
             budget: None,
             insecure_seed: false,
         })
+    }
+}
+
+impl Release {
+    /// See [`Published::per_person`].
+    fn per_person(&mut self, unit: Unit, factor: Factor) -> Result<(), Error> {
+        self.accounting =
+            std::mem::replace(&mut self.accounting, Cost::sequential(vec![])).per_person(factor);
+        self.noise.guarantee = Guarantee::of(&self.accounting.total()?, self.noise.conversion.as_ref())?;
+        let (pure, rho) = (factor.pure, factor.rho);
+        let l2 = f64::from(rho).sqrt();
+        let noise = &mut self.noise;
+        scale(&mut noise.sensitivity, f64::from(pure));
+        scale(&mut noise.l2_sensitivity, l2);
+        for part in &mut noise.parts {
+            scale(&mut part.epsilon, f64::from(pure));
+            scale_exact(&mut part.epsilon_exact, pure);
+            scale(&mut part.rho, f64::from(rho));
+            scale_exact(&mut part.rho_exact, rho);
+            scale(&mut part.sensitivity, f64::from(pure));
+            scale(&mut part.l2_sensitivity, l2);
+        }
+        for bounds in noise.bounds.iter_mut().chain(noise.bounds_y.iter_mut()) {
+            scale(&mut bounds.epsilon, f64::from(pure));
+            scale_exact(&mut bounds.epsilon_exact, pure);
+        }
+        for q in self.quantiles.iter_mut().flatten() {
+            let mut eps = Some(q.epsilon);
+            scale(&mut eps, f64::from(pure));
+            q.epsilon = eps.unwrap_or(q.epsilon);
+            let mut exact = Some(std::mem::take(&mut q.epsilon_exact));
+            scale_exact(&mut exact, pure);
+            q.epsilon_exact = exact.unwrap_or_default();
+            q.score_sensitivity = q.score_sensitivity.saturating_mul(u128::from(pure));
+        }
+        self.unit = unit;
+        Ok(())
+    }
+}
+
+/// `x·by`, rounded up (these are stated budgets and sensitivities: never understated).
+fn scale(x: &mut Option<f64>, by: f64) {
+    if let Some(v) = x {
+        let product = *v * by;
+        // The exact residual of the product: positive means it was rounded down.
+        *v = if v.mul_add(by, -product) > 0.0 { product.next_up() } else { product };
+    }
+}
+
+/// An exact `n/d` text times a whole number, reduced.
+fn scale_exact(x: &mut Option<String>, by: u32) {
+    if let Some(text) = x {
+        if let Some((n, d)) = text.split_once('/') {
+            if let (Ok(n), Ok(d)) = (n.parse::<BigInt>(), d.parse::<BigInt>()) {
+                let r = num_rational::BigRational::new(n * BigInt::from(by), d);
+                *text = format!("{}/{}", r.numer(), r.denom());
+            }
+        }
     }
 }
 
@@ -500,6 +563,8 @@ pub struct GroupedRelease {
     #[serde(flatten)]
     pub guarantee: Guarantee,
     pub neighbours: &'static str,
+    #[serde(flatten)]
+    pub unit: Unit,
     pub composition: &'static str,
     /// Keys found in the data (`--by COL --discover`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -559,6 +624,7 @@ impl GroupedRelease {
             by,
             guarantee,
             neighbours: neighbours.name(),
+            unit: Unit::Row,
             composition,
             discovery: None,
             post_processing: vec![],
@@ -609,6 +675,28 @@ impl Published {
             Published::Grouped(g) => {
                 g.insecure_seed = true;
                 g.groups.iter_mut().for_each(|group| group.release.insecure_seed = true);
+            }
+        }
+    }
+
+    /// Restates a release computed at row level on rows bounded per person as one person's:
+    /// its accounting scaled by `factor` (so its ε or ρ is what was charged) and every ε, ρ and
+    /// sensitivity it shows multiplied to match; the noise itself (scale, σ, the error bounds)
+    /// is what it was. `composition` replaces a grouped release's parallel-composition note.
+    pub fn per_person(&mut self, unit: Unit, factor: Factor, composition: &'static str) -> Result<(), Error> {
+        match self {
+            Published::One(r) => r.per_person(unit, factor),
+            Published::Grouped(g) => {
+                g.accounting =
+                    std::mem::replace(&mut g.accounting, Cost::sequential(vec![])).per_person(factor);
+                let conversion = g.groups.first().and_then(|x| x.release.noise.conversion.clone());
+                g.guarantee = Guarantee::of(&g.accounting.total()?, conversion.as_ref())?;
+                g.composition = composition;
+                for group in &mut g.groups {
+                    group.release.per_person(unit.clone(), factor)?;
+                }
+                g.unit = unit;
+                Ok(())
             }
         }
     }

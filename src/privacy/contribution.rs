@@ -1,0 +1,210 @@
+//! The person as the privacy unit (`--privacy-id`): how far bounding each person's rows lets a
+//! row-level mechanism protect a person, and what a release states about it.
+//!
+//! **The transformation.** `data::bound` keeps, of each person's rows (those that passed
+//! `--where`), at most `groups` (G) of the `--by` groups they appear in, at most
+//! `rows_per_group` (K_g) rows in each, and at most `rows` (K) rows in all, chosen by a keyed
+//! hash of the person's id and rows only. Adding or removing one person (with any number of
+//! rows) therefore adds or removes at most K of the kept rows, at most K_g of them in any one
+//! group and in at most G groups, and changes no other person's kept rows.
+//!
+//! **The guarantee** (group privacy; Dwork & Roth 2014, Thm 2.2 for ε; Bun & Steinke 2016,
+//! Prop. 1.9 for ρ). A release whose mechanisms are ε'-DP (ρ'-zCDP) under one row added or
+//! removed is, on the bounded rows, Kε'-DP (K²ρ'-zCDP) under one person added or removed. For
+//! one release per `--by` group (each ε'-DP on its own group's rows, the groups disjoint) a
+//! person with r_g kept rows in group g moves the whole by Σ r_g·ε' ≤ T·ε', T = min(K, G·K'_g),
+//! K'_g = min(K_g, K); in ρ by Σ r_g²·ρ' ≤ K'_g·T·ρ'. So a release of budget ε runs its
+//! mechanisms at ε' = ε/[`Factor::pure`] and a Gaussian one at ρ' = ρ/[`Factor::rho`], and every
+//! sensitivity it states is the row-level one times that factor (Laplace: Δ₁·T; Gaussian:
+//! Δ₂·√(K'_g·T)). The argument holds for every pure or zCDP mechanism in dpstat without
+//! looking inside it, which is why the statistics need no person-level code of their own.
+//!
+//! Under `--neighbours replace` the number of rows is public; with persons it is not (a person
+//! has any number of rows), so person-level releases are add-remove only.
+
+use serde::Serialize;
+
+use crate::numeric::list;
+
+/// The largest value of each bound: K² must fit the factor of ρ (a `u32`).
+pub const MAX_BOUND: u32 = 10_000;
+
+/// The contribution bounds of one person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// K: rows per person, in all.
+    pub rows: u32,
+    /// G: `--by` groups per person.
+    pub groups: u32,
+    /// K_g: rows per person in one group.
+    pub rows_per_group: u32,
+}
+
+impl Default for Bounds {
+    /// One row per person, in one group: a release then counts people, as BigQuery's
+    /// defaults do.
+    fn default() -> Bounds {
+        Bounds { rows: 1, groups: 1, rows_per_group: 1 }
+    }
+}
+
+/// By how much the row-level budget of a release is multiplied for one person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Factor {
+    /// T: for ε (and for every Δ₁ the release states).
+    pub pure: u32,
+    /// K'_g·T: for ρ (and, square-rooted, for every Δ₂).
+    pub rho: u32,
+}
+
+impl Factor {
+    /// Row level: nothing changes.
+    pub const ONE: Factor = Factor { pure: 1, rho: 1 };
+}
+
+impl Bounds {
+    /// The factor for a release that is one statistic over all kept rows (`grouped` false) or
+    /// one per `--by` group.
+    pub fn factor(&self, grouped: bool) -> Factor {
+        let k = self.rows;
+        if !grouped {
+            return Factor { pure: k, rho: k * k };
+        }
+        let per_group = self.rows_per_group.min(k);
+        let total = k.min(self.groups.saturating_mul(per_group));
+        Factor { pure: total, rho: per_group * total }
+    }
+
+    /// An error naming the flag whose value is out of 1..=[`MAX_BOUND`].
+    pub fn check(&self) -> Result<(), String> {
+        for (value, flag) in [
+            (self.rows, "--max-rows-per-id"),
+            (self.groups, "--max-groups-per-id"),
+            (self.rows_per_group, "--max-rows-per-group"),
+        ] {
+            if value == 0 || value > MAX_BOUND {
+                return Err(format!("{flag} {value}: give a whole number from 1 to {MAX_BOUND}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a release states about its privacy unit (`unit` in JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "unit", rename_all = "lowercase")]
+pub enum Unit {
+    /// One row: what every release protected before `--privacy-id`.
+    Row,
+    /// One person, named by the values of `privacy_id`, with at most the bounds' rows kept.
+    Person {
+        privacy_id: Vec<String>,
+        max_rows_per_id: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_groups_per_id: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_rows_per_group: Option<u32>,
+        /// The factor the row-level budget was multiplied by (see the module).
+        factor: u32,
+    },
+}
+
+impl Unit {
+    /// A person-level unit of a release (grouped or not) under `bounds`.
+    pub fn person(privacy_id: Vec<String>, bounds: &Bounds, grouped: bool) -> Unit {
+        Unit::Person {
+            privacy_id,
+            max_rows_per_id: bounds.rows,
+            max_groups_per_id: grouped.then_some(bounds.groups),
+            max_rows_per_group: grouped.then_some(bounds.rows_per_group),
+            factor: bounds.factor(grouped).pure,
+        }
+    }
+
+    /// How the ledger and `dpstat budget` name the unit: `row`, or `person:ID` (the id columns
+    /// CSV-joined). A dataset's budget is spent in one unit only.
+    pub fn ledger_name(&self) -> String {
+        match self {
+            Unit::Row => "row".to_string(),
+            Unit::Person { privacy_id, .. } => format!("person:{}", list::join(privacy_id)),
+        }
+    }
+
+    /// One line for text output: None for a row, whose releases look as they always did.
+    pub fn line(&self) -> Option<String> {
+        match self {
+            Unit::Row => None,
+            Unit::Person { privacy_id, max_rows_per_id, max_groups_per_id, max_rows_per_group, .. } => {
+                let mut line = format!(
+                    "one person (by {}), at most {max_rows_per_id} row{} each",
+                    privacy_id.join(", "),
+                    if *max_rows_per_id == 1 { "" } else { "s" }
+                );
+                if let (Some(g), Some(k)) = (max_groups_per_id, max_rows_per_group) {
+                    line.push_str(&format!(
+                        ", in at most {g} group{}, {k} per group",
+                        if *g == 1 { "" } else { "s" }
+                    ));
+                }
+                Some(line)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factors_follow_the_three_bounds() {
+        let b = |rows, groups, rows_per_group| Bounds { rows, groups, rows_per_group };
+        assert_eq!(b(10, 1, 1).factor(false), Factor { pure: 10, rho: 100 });
+        // Grouped: T = min(K, G·K'_g), ρ factor K'_g·T.
+        assert_eq!(b(10, 3, 2).factor(true), Factor { pure: 6, rho: 12 });
+        assert_eq!(b(5, 3, 4).factor(true), Factor { pure: 5, rho: 20 });
+        assert_eq!(b(3, 2, 9).factor(true), Factor { pure: 3, rho: 9 }, "K_g above K counts as K");
+        assert_eq!(Bounds::default().factor(true), Factor::ONE);
+        assert_eq!(b(MAX_BOUND, MAX_BOUND, MAX_BOUND).factor(true).rho, MAX_BOUND * MAX_BOUND);
+    }
+
+    /// The ρ factor bounds Σ r_g² over every way a person can spread rows within the bounds.
+    #[test]
+    fn the_rho_factor_bounds_every_spread_of_rows() {
+        for rows in 1..8u32 {
+            for groups in 1..5u32 {
+                for per in 1..6u32 {
+                    let f = Bounds { rows, groups, rows_per_group: per }.factor(true);
+                    let per = per.min(rows);
+                    // The worst spread fills groups with K'_g rows until K runs out.
+                    let (mut left, mut squares, mut total) = (rows, 0, 0);
+                    for _ in 0..groups {
+                        let r = per.min(left);
+                        (left, squares, total) = (left - r, squares + r * r, total + r);
+                    }
+                    assert_eq!(f.pure, total, "{rows} {groups} {per}");
+                    assert!(squares <= f.rho, "{rows} {groups} {per}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bounds_out_of_range_name_their_flag() {
+        let zero = Bounds { rows: 0, ..Bounds::default() };
+        assert!(zero.check().unwrap_err().contains("--max-rows-per-id 0"));
+        let big = Bounds { groups: MAX_BOUND + 1, ..Bounds::default() };
+        assert!(big.check().unwrap_err().contains("--max-groups-per-id"));
+    }
+
+    #[test]
+    fn units_name_themselves() {
+        assert_eq!(serde_json::to_value(Unit::Row).unwrap(), serde_json::json!({"unit": "row"}));
+        let person = Unit::person(vec!["id".into()], &Bounds { rows: 3, groups: 2, rows_per_group: 1 }, true);
+        let json = serde_json::to_value(&person).unwrap();
+        assert_eq!(json["unit"], "person");
+        assert_eq!(json["factor"], 2);
+        assert_eq!(person.ledger_name(), "person:id");
+        assert!(person.line().unwrap().contains("at most 3 rows each, in at most 2 groups, 1 per group"));
+    }
+}
