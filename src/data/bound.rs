@@ -40,6 +40,10 @@ pub const BUCKETS: usize = 64;
 /// The default for the rows held in memory before they spill, all copies together.
 pub const DEFAULT_CAP: usize = 128 << 20;
 
+/// A spilled file smaller than this is read whole whatever the cap (splitting it again would
+/// cost more files than it saves memory).
+const MIN_SPLIT: usize = 64 << 10;
+
 /// Overrides [`DEFAULT_CAP`], in bytes (tests force the spill with a small one).
 pub const CAP_VAR: &str = "DPSTAT_ID_MEMORY";
 
@@ -346,7 +350,7 @@ impl<'p> Chooser<'p> {
         let io = |e: String| Failure::Temp(e);
         let size = file.seek(std::io::SeekFrom::End(0)).map_err(|e| io(read_error(&e)))? as usize;
         file.rewind().map_err(|e| io(read_error(&e)))?;
-        if size <= self.plan.cap.max(1 << 20) || level >= 4 {
+        if size <= self.plan.cap.max(MIN_SPLIT) || level >= 4 {
             let mut bytes = Vec::with_capacity(size);
             file.read_to_end(&mut bytes).map_err(|e| io(read_error(&e)))?;
             return self.bucket(&bytes, fold).map_err(Failure::Cell);
@@ -479,4 +483,189 @@ fn read_error(e: &std::io::Error) -> String {
 /// How the id columns read in messages.
 pub fn id_label(names: &[String]) -> String {
     list::join(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::filter::Test;
+    use crate::numeric::bins::Keys;
+    use csv::ByteRecord;
+
+    /// The rows it is fed, as `column 1, column 2` texts, in order.
+    #[derive(Clone, Debug, Default)]
+    struct Seen(Vec<String>);
+
+    impl Fold for Seen {
+        fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+            let cell = |i| String::from_utf8_lossy(row.get(i).unwrap_or(b"?")).into_owned();
+            self.0.push(format!("{} {} {}", cell(0), cell(1), cell(2)));
+            Ok(())
+        }
+        fn merge(&mut self, other: Self) {
+            self.0.extend(other.0);
+        }
+        fn widest_column(&self) -> Option<usize> {
+            Some(2)
+        }
+    }
+
+    fn plan(bounds: Bounds, key: u8, cap: usize, group: bool) -> Plan {
+        let group = group.then(|| GroupBy { index: 1, keys: Arc::new("a,b,c,d".parse::<Keys>().unwrap()) });
+        Plan { ids: vec![0], keep: vec![2, 1, 0], filters: vec![], group, bounds, key: [key; 16], cap }
+    }
+
+    /// The rows kept of `rows` (id, group, value), fed in `parts` consecutive parts to copies
+    /// that are merged in order, as the parallel scan does.
+    fn kept(plan: Plan, rows: &[[String; 3]], parts: usize) -> Vec<String> {
+        let whole = Bounded::new(plan, Seen::default());
+        let size = rows.len().div_ceil(parts.max(1)).max(1);
+        let mut copies: Vec<_> = rows
+            .chunks(size)
+            .map(|chunk| {
+                let mut copy = whole.clone();
+                for r in chunk {
+                    copy.row(&Row::record(&ByteRecord::from(r.to_vec()))).unwrap();
+                }
+                copy
+            })
+            .collect();
+        let mut first = copies.remove(0);
+        for c in copies {
+            first.merge(c);
+        }
+        first.finish().unwrap().0
+    }
+
+    fn row(id: &str, group: &str, value: usize) -> [String; 3] {
+        [id.to_string(), group.to_string(), value.to_string()]
+    }
+
+    /// People with 1 to 40 rows over four groups, some rows repeated.
+    fn people(n: usize) -> Vec<[String; 3]> {
+        let mut rows = vec![];
+        for p in 0..n {
+            for r in 0..(1 + (p * 7) % 40) {
+                rows.push(row(&format!("p{p}"), ["a", "b", "c", "zz"][(p + r) % 4], (r * 3) % 11));
+            }
+        }
+        rows
+    }
+
+    /// A deterministic shuffle.
+    fn shuffled(rows: &[[String; 3]], seed: u64) -> Vec<[String; 3]> {
+        let mut out = rows.to_vec();
+        let mut x = seed | 1;
+        for i in (1..out.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        out
+    }
+
+    /// The same rows in the same order reach the statistic whatever the row order, the cut into
+    /// parts, and whether the rows stayed in memory or went through the temporary files (a
+    /// cap of 0 spills at every row; 2 KiB spills now and then).
+    #[test]
+    fn the_rows_kept_depend_on_the_rows_alone() {
+        let rows = people(120);
+        for (bounds, group) in [
+            (Bounds { rows: 3, groups: 1, rows_per_group: 3 }, false),
+            (Bounds { rows: 5, groups: 2, rows_per_group: 2 }, true),
+        ] {
+            let want = kept(plan(bounds, 1, usize::MAX, group), &rows, 1);
+            for (seed, parts, cap) in
+                [(1, 1, usize::MAX), (2, 3, usize::MAX), (3, 4, 0), (4, 2, 2048), (5, 7, 0)]
+            {
+                let got = kept(plan(bounds, 1, cap, group), &shuffled(&rows, seed), parts);
+                assert_eq!(got, want, "seed {seed}, {parts} parts, cap {cap}");
+            }
+            let other_key = kept(plan(bounds, 2, usize::MAX, group), &rows, 1);
+            assert_ne!(other_key, want, "another key keeps other rows");
+        }
+    }
+
+    /// Spilled files larger than the cap are split again by another hash: same rows.
+    #[test]
+    fn a_large_spilled_bucket_is_split_again() {
+        let rows: Vec<_> = (0..40_000).map(|i| row(&format!("person{}", i % 9000), "a", i % 13)).collect();
+        let bounds = Bounds { rows: 2, groups: 1, rows_per_group: 2 };
+        let want = kept(plan(bounds, 3, usize::MAX, false), &rows, 1);
+        assert_eq!(kept(plan(bounds, 3, 1, false), &shuffled(&rows, 9), 3), want);
+        assert_eq!(want.len(), 9000 * 2);
+    }
+
+    /// Neighbours: adding one person (1, K or 10,000 rows) adds at most K kept rows, at most
+    /// K_g in a group and in at most G groups, and every other person keeps the same rows.
+    #[test]
+    fn one_person_moves_at_most_the_bounds_and_no_one_else() {
+        let rows = people(60);
+        let bounds = Bounds { rows: 4, groups: 2, rows_per_group: 3 };
+        for group in [false, true] {
+            let base = kept(plan(bounds, 5, usize::MAX, group), &rows, 1);
+            for extra in [1, 4, 10_000] {
+                let mut more = rows.clone();
+                more.extend((0..extra).map(|i| row("new", ["a", "b", "c", "d", "q"][i % 5], i)));
+                let with = kept(plan(bounds, 5, usize::MAX, group), &shuffled(&more, 3), 3);
+                let (new, others): (Vec<String>, Vec<String>) =
+                    with.into_iter().partition(|r| r.starts_with("new "));
+                assert_eq!(others, base, "another person's rows changed");
+                assert!(new.len() <= 4 && !new.is_empty(), "{extra} rows kept {}", new.len());
+                if group {
+                    let mut per = std::collections::HashMap::<String, u32>::new();
+                    for r in &new {
+                        // The group as routed: a key not listed is `other`.
+                        let g = r.split(' ').nth(1).unwrap_or_default();
+                        let g = if ["a", "b", "c", "d"].contains(&g) { g } else { "other" };
+                        *per.entry(g.to_string()).or_default() += 1;
+                    }
+                    assert!(per.len() <= 2 && per.values().all(|&n| n <= 3), "{per:?}");
+                }
+            }
+        }
+    }
+
+    /// A person with R distinct rows keeps each with probability K/R, and with repeated rows
+    /// each copy counts: χ² over 3,000 keys (p > 0.001 at 3 or 1 degrees of freedom).
+    #[test]
+    fn each_row_is_kept_with_probability_k_over_r() {
+        let rows: Vec<_> = (0..4).map(|v| row("x", "a", v)).collect();
+        let bounds = Bounds { rows: 1, groups: 1, rows_per_group: 1 };
+        let mut counts = [0f64; 4];
+        let trials = 3000;
+        for key in 0..trials {
+            let mut p = plan(bounds, 0, usize::MAX, false);
+            p.key = (key as u128).to_le_bytes();
+            let got = kept(p, &rows, 1);
+            let v: usize = got[0].split(' ').nth(2).unwrap().parse().unwrap();
+            counts[v] += 1.0;
+        }
+        let expected = trials as f64 / 4.0;
+        let chi2: f64 = counts.iter().map(|c| (c - expected).powi(2) / expected).sum();
+        assert!(chi2 < 16.27, "chi2 {chi2} over {counts:?}");
+        // Three copies of one row and one other: the copies are kept 3/4 of the time.
+        let rows = vec![row("x", "a", 1), row("x", "a", 1), row("x", "a", 1), row("x", "a", 2)];
+        let mut ones = 0f64;
+        for key in 0..trials {
+            let mut p = plan(bounds, 0, usize::MAX, false);
+            p.key = (key as u128 + 7_000_000).to_le_bytes();
+            ones += f64::from(u8::from(kept(p, &rows, 1)[0] == "x a 1"));
+        }
+        let (e1, e0) = (trials as f64 * 0.75, trials as f64 * 0.25);
+        let chi2 = (ones - e1).powi(2) / e1 + (trials as f64 - ones - e0).powi(2) / e0;
+        assert!(chi2 < 10.83, "copies kept {ones} of {trials}");
+    }
+
+    /// Filters run before the choice, so a person's kept rows are chosen among those that pass.
+    #[test]
+    fn filters_apply_before_the_choice() {
+        let rows: Vec<_> = (0..50).map(|v| row("x", if v < 45 { "a" } else { "b" }, v)).collect();
+        let mut p = plan(Bounds { rows: 3, groups: 1, rows_per_group: 3 }, 4, usize::MAX, false);
+        p.filters = vec![(1, Test::Equals(b"b".to_vec().into()))];
+        let got = kept(p, &rows, 2);
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(|r| r.starts_with("x b ")), "{got:?}");
+    }
 }

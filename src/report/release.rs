@@ -498,24 +498,18 @@ impl Release {
         scale(&mut noise.sensitivity, f64::from(pure));
         scale(&mut noise.l2_sensitivity, l2);
         for part in &mut noise.parts {
-            scale(&mut part.epsilon, f64::from(pure));
-            scale_exact(&mut part.epsilon_exact, pure);
-            scale(&mut part.rho, f64::from(rho));
-            scale_exact(&mut part.rho_exact, rho);
+            scale_exact(&mut part.epsilon, &mut part.epsilon_exact, pure);
+            scale_exact(&mut part.rho, &mut part.rho_exact, rho);
             scale(&mut part.sensitivity, f64::from(pure));
             scale(&mut part.l2_sensitivity, l2);
         }
         for bounds in noise.bounds.iter_mut().chain(noise.bounds_y.iter_mut()) {
-            scale(&mut bounds.epsilon, f64::from(pure));
-            scale_exact(&mut bounds.epsilon_exact, pure);
+            scale_exact(&mut bounds.epsilon, &mut bounds.epsilon_exact, pure);
         }
         for q in self.quantiles.iter_mut().flatten() {
-            let mut eps = Some(q.epsilon);
-            scale(&mut eps, f64::from(pure));
-            q.epsilon = eps.unwrap_or(q.epsilon);
-            let mut exact = Some(std::mem::take(&mut q.epsilon_exact));
-            scale_exact(&mut exact, pure);
-            q.epsilon_exact = exact.unwrap_or_default();
+            let (mut eps, mut exact) = (Some(q.epsilon), Some(std::mem::take(&mut q.epsilon_exact)));
+            scale_exact(&mut eps, &mut exact, pure);
+            (q.epsilon, q.epsilon_exact) = (eps.unwrap_or(q.epsilon), exact.unwrap_or_default());
             q.score_sensitivity = q.score_sensitivity.saturating_mul(u128::from(pure));
         }
         self.unit = unit;
@@ -532,15 +526,14 @@ fn scale(x: &mut Option<f64>, by: f64) {
     }
 }
 
-/// An exact `n/d` text times a whole number, reduced.
-fn scale_exact(x: &mut Option<String>, by: u32) {
-    if let Some(text) = x {
-        if let Some((n, d)) = text.split_once('/') {
-            if let (Ok(n), Ok(d)) = (n.parse::<BigInt>(), d.parse::<BigInt>()) {
-                let r = num_rational::BigRational::new(n * BigInt::from(by), d);
-                *text = format!("{}/{}", r.numer(), r.denom());
-            }
-        }
+/// An exact `n/d` text times a whole number, reduced, and its rounded-up value beside it.
+fn scale_exact(value: &mut Option<f64>, exact: &mut Option<String>, by: u32) {
+    let Some(text) = exact else { return };
+    let Some((n, d)) = text.split_once('/') else { return };
+    if let (Ok(n), Ok(d)) = (n.parse::<BigInt>(), d.parse::<BigInt>()) {
+        let r = num_rational::BigRational::new(n * BigInt::from(by), d);
+        *text = format!("{}/{}", r.numer(), r.denom());
+        *value = Some(rational_to_f64_up(&r));
     }
 }
 
