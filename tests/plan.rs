@@ -301,3 +301,40 @@ fn two_column_statistics_say_why_they_are_not_planned() {
         );
     }
 }
+
+/// `--max-rows-per-id K1,K2,...` plans a release per person at each K: the bound at K is the
+/// row-level bound at ε/K (here a count: the discrete Laplace tail at scale K/ε), K = 1 is the
+/// row-level plan, and solving for ε multiplies it by K.
+#[test]
+fn plans_per_person_at_each_k() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = common::stdout_of(common::dpstat().args(["plan"]).args(args).args(["--format", "json"]));
+        serde_json::from_str(&out).unwrap()
+    };
+    let plan = json(&["count", "--eps", "1", "--max-rows-per-id", "1,4"]);
+    let rows = plan["per_person"].as_array().unwrap();
+    assert_eq!(rows[0]["error_bound"], plan["error_bound"]);
+    let at_quarter = json(&["count", "--eps", "0.25"]);
+    assert_eq!(rows[1]["error_bound"], at_quarter["error_bound"], "K = 4 at ε = 1 is a row at ε = 1/4");
+    let solved = json(&["count", "--error", "10", "--max-rows-per-id", "1,10"]);
+    let eps: Vec<f64> = solved["per_person"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["epsilon_decimal"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!((eps[1] / eps[0] - 10.0).abs() < 0.05, "{eps:?}");
+    common::fails_with(
+        common::dpstat().args([
+            "plan",
+            "count",
+            "--eps",
+            "1",
+            "--max-rows-per-id",
+            "2",
+            "--neighbours",
+            "replace",
+        ]),
+        &["--max-rows-per-id", "add-remove"],
+    );
+}

@@ -107,6 +107,10 @@ pub struct PlanTarget {
     /// Output format (text or json).
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
+    /// Plan a release per person (--privacy-id) keeping at most K rows each, for every K listed
+    /// (e.g. 1,2,5,10): the error bound (or, with --error, the ε) at each K.
+    #[arg(long, value_name = "K1,K2,...", value_delimiter = ',')]
+    pub max_rows_per_id: Vec<u32>,
 }
 
 /// `dpstat plan sum|mean`: the bounds, as the query takes them.

@@ -87,7 +87,7 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         }
         PlanQuery::Run(_) => return Err(Error::internal("a workload plan is not a query's")),
     };
-    let PlanTarget { eps, error, neighbours, noise, delta, confidence, format } = target;
+    let PlanTarget { eps, error, neighbours, noise, delta, confidence, format, max_rows_per_id } = target;
     let format: text::Format = (*format).into();
     if format == text::Format::Chart {
         return Err(Error::usage("--format chart draws a release; dpstat plan prints --format text or json"));
@@ -118,6 +118,8 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         rows,
         target,
         format,
+        rows_per_id: max_rows_per_id.clone(),
+        factor: crate::privacy::contribution::Factor::ONE,
     };
     request.check()?;
     Ok(request)

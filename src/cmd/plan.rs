@@ -35,6 +35,7 @@ use anyhow::Result;
 use crate::error::Error;
 use crate::numeric::format::real as show;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::{Bounds, Factor};
 use std::path::PathBuf;
 
 use crate::cmd::release::{InputFlags, NoiseKind};
@@ -50,7 +51,7 @@ use crate::query::options::{Options, Setup};
 use crate::query::statistic::{PlanContext, Planned, Statistic};
 use crate::query::AnyStatistic;
 use crate::report::plan::{
-    render_text, render_workload, Comparison, QueryComparison, Report, WorkloadReport,
+    render_text, render_workload, Comparison, PerPerson, QueryComparison, Report, WorkloadReport,
 };
 use crate::report::text::Format;
 
@@ -77,6 +78,10 @@ pub struct Request {
     pub rows: Option<u64>,
     pub target: Target,
     pub format: Format,
+    /// `--max-rows-per-id K1,K2,...`: plan the release per person at each K as well.
+    pub rows_per_id: Vec<u32>,
+    /// What one person's rows multiply the row-level budget by (one row: 1).
+    pub factor: Factor,
 }
 
 /// What to solve for.
@@ -127,6 +132,15 @@ impl Request {
                 "--format chart draws a release; dpstat plan prints --format text or json",
             ));
         }
+        for &k in &self.rows_per_id {
+            Bounds { rows: k, ..Bounds::default() }.check().map_err(Error::usage)?;
+        }
+        if !self.rows_per_id.is_empty() && self.neighbours == Neighbours::Replace {
+            return Err(Error::usage(
+                "--max-rows-per-id plans a release per person, which is add-remove only (the number of \
+                 rows is private once rows are grouped by person): leave out --neighbours replace",
+            ));
+        }
         if self.rows == Some(0) {
             return Err(Error::usage("--rows must be at least 1: a mean over 0 rows has no value"));
         }
@@ -150,8 +164,8 @@ impl Request {
     /// (ε, δ)-DP.
     fn mechanism(&self, eps: &Epsilon) -> Result<Mechanism, Error> {
         match (self.noise, &self.delta) {
-            (NoiseKind::Laplace, _) => Ok(Mechanism::Laplace(eps.clone())),
-            (NoiseKind::Gaussian, Some(delta)) => gaussian_at(eps, delta),
+            (NoiseKind::Laplace, _) => Ok(Mechanism::Laplace(eps.clone()).split(self.factor.pure)),
+            (NoiseKind::Gaussian, Some(delta)) => Ok(gaussian_at(eps, delta)?.split(self.factor.rho)),
             (NoiseKind::Gaussian, None) => Err(Error::usage("--noise gaussian needs --delta D")),
         }
     }
@@ -185,8 +199,30 @@ impl Request {
         Ok(Evaluation { eps: eps.clone(), planned: statistic.plan(&cx)? })
     }
 
-    /// Plans at the given ε, or finds the smallest 3-digit decimal ε that meets the target.
+    /// Plans at the given ε, or finds the smallest 3-digit decimal ε that meets the target;
+    /// with `--max-rows-per-id`, also at each K per person.
     pub fn solve(&self) -> Result<Report, Error> {
+        let mut report = self.solve_rows()?;
+        for &k in &self.rows_per_id {
+            // A person's K rows: the statistic runs at ε/K (ρ/K²) on the bounded rows and its
+            // bound is the release's (privacy::contribution); K = 1 is the row-level plan.
+            let per = Request {
+                factor: Bounds { rows: k, ..Bounds::default() }.factor(false),
+                rows_per_id: vec![],
+                ..self.clone()
+            };
+            let planned = per.solve_rows()?;
+            report.per_person.push(PerPerson {
+                max_rows_per_id: k,
+                epsilon_decimal: planned.epsilon_decimal,
+                error_bound: planned.noise.accuracy.error_bound,
+            });
+        }
+        Ok(report)
+    }
+
+    /// [`Request::solve`] at this request's factor alone.
+    fn solve_rows(&self) -> Result<Report, Error> {
         match &self.target {
             Target::Epsilon(eps) => self.report(self.evaluate(eps)?, None, None),
             Target::Error(target) => {
@@ -260,6 +296,7 @@ impl Request {
             assumptions,
             warnings,
             comparison,
+            per_person: vec![],
             reads_data: false,
             draws_noise: false,
             charges_ledger: false,

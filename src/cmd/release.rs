@@ -449,6 +449,9 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     }
     out.write_all(&bytes)?;
     out.flush()?;
+    if let Some(line) = job.person.as_ref().and_then(|p| p.unit(job.group.is_some()).line()) {
+        note_line(&format!("privacy unit: {line}"));
+    }
     // Notes may carry released values (privately chosen bounds): only after the charge.
     if let Published::One(release) = &published {
         for note in &release.notes {

@@ -39,10 +39,28 @@ pub struct Report {
     /// With `--delta`: Laplace at ε against Gaussian at the same (ε, δ).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// With `--max-rows-per-id`: the plan of a release per person at each K.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_person: Vec<PerPerson>,
     pub reads_data: bool,
     pub draws_noise: bool,
     pub charges_ledger: bool,
 }
+
+/// A release per person at one K (`--privacy-id` with `--max-rows-per-id K`): its ε (the
+/// planned one, or the one solved for) and the error bound of its noise. Rows a person has
+/// beyond K are dropped, a bias that depends on the data and that no plan can state.
+#[derive(Clone, Debug, Serialize)]
+pub struct PerPerson {
+    pub max_rows_per_id: u32,
+    pub epsilon_decimal: String,
+    pub error_bound: f64,
+}
+
+/// What a plan per person adds to the text, under its table.
+pub const PER_PERSON_NOTE: &str = "the noise alone: a larger K keeps more of the rows of people \
+     who have many (less bias, which depends on the data and which no plan can state) and adds noise \
+     in proportion";
 
 /// Laplace noise at ε against Gaussian noise at the largest ρ that is (ε, δ)-DP: both
 /// releases would be (ε, δ)-DP, and the one with the smaller bound gives less error.
@@ -369,6 +387,17 @@ pub fn render_text(r: &Report) -> String {
             }
         },
     ));
+    for p in &r.per_person {
+        let bound = show(p.error_bound);
+        let eps =
+            if r.target_error.is_some() { format!(", epsilon {}", p.epsilon_decimal) } else { String::new() };
+        let rows =
+            if p.max_rows_per_id == 1 { "1 row".to_string() } else { format!("{} rows", p.max_rows_per_id) };
+        lines.push(("per person", format!("at most {rows} each{eps}: ±{bound}")));
+    }
+    if !r.per_person.is_empty() {
+        lines.push(("", PER_PERSON_NOTE.to_string()));
+    }
     for a in &r.assumptions {
         lines.push(("assumes", a.clone()));
     }
