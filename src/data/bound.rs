@@ -88,6 +88,8 @@ struct Spill {
 #[derive(Debug)]
 pub struct Bounded<F> {
     shared: Arc<Shared>,
+    /// The plan's bounds, or the K chosen after the scan.
+    bounds: Bounds,
     buckets: Vec<Vec<u8>>,
     held: usize,
     inner: F,
@@ -98,6 +100,7 @@ impl<F: Clone> Clone for Bounded<F> {
     fn clone(&self) -> Self {
         Bounded {
             shared: self.shared.clone(),
+            bounds: self.bounds,
             buckets: vec![Vec::new(); BUCKETS],
             held: 0,
             inner: self.inner.clone(),
@@ -111,13 +114,54 @@ impl<F: Fold> Bounded<F> {
     pub fn new(mut plan: Plan, inner: F) -> Bounded<F> {
         plan.keep.sort_unstable();
         plan.keep.dedup();
+        let bounds = plan.bounds;
         let shared = Shared { plan, held: AtomicUsize::new(0), spill: Mutex::new(Spill::default()) };
-        Bounded { shared: Arc::new(shared), buckets: vec![Vec::new(); BUCKETS], held: 0, inner }
+        Bounded { shared: Arc::new(shared), bounds, buckets: vec![Vec::new(); BUCKETS], held: 0, inner }
     }
 
     /// Chooses every person's rows and folds them into the inner fold; returns it, or a cell
     /// the inner fold refused, or why the temporary files failed.
-    pub fn finish(mut self) -> Result<F, Failure> {
+    pub fn finish(self) -> Result<F, Failure> {
+        let inner = self.inner.clone();
+        self.finish_into(inner)
+    }
+
+    /// As [`Bounded::finish`], into another fold (one built once the bounds were known: the
+    /// statistic of `--max-rows-per-id auto` runs at an ε that depends on the K chosen).
+    pub fn finish_into<G: Fold>(mut self, mut inner: G) -> Result<G, Failure> {
+        let shared = self.shared.clone();
+        let mut chooser = Chooser::new(&shared.plan, self.bounds);
+        self.traverse(&mut |bytes| chooser.bucket(bytes, &mut inner).map_err(Failure::Cell))?;
+        Ok(inner)
+    }
+
+    /// How many persons have r rows, for r in 1..=`cap` (index r − 1), and more than `cap`
+    /// (the last entry): the rows-per-person distribution `--max-rows-per-id auto` reads.
+    pub fn rows_per_person(&mut self, cap: usize) -> Result<Vec<u64>, Failure> {
+        let ids = self.shared.plan.ids.len();
+        let mut counts = vec![0u64; cap + 1];
+        self.traverse(&mut |bytes| {
+            for_persons(bytes, ids, |rows| {
+                counts[rows.len().min(cap + 1) - 1] += 1;
+                Ok(())
+            })
+            .map_err(Failure::Cell)
+        })?;
+        Ok(counts)
+    }
+
+    /// The K of [`Plan::bounds`] chosen after the scan (`--max-rows-per-id auto`); K_g follows it
+    /// when it was K.
+    pub fn set_rows(&mut self, rows: u32) {
+        if self.bounds.rows_per_group == self.bounds.rows {
+            self.bounds.rows_per_group = rows;
+        }
+        self.bounds.rows = rows;
+    }
+
+    /// Calls `visit` with the bytes of every bucket, in bucket order: from memory, or once
+    /// anything spilled, from the temporary files (read again on every call).
+    fn traverse(&mut self, visit: &mut dyn FnMut(&[u8]) -> Result<(), Failure>) -> Result<(), Failure> {
         let spilled = {
             let spill = self.shared.spill.lock().map_err(|_| Failure::Temp(poisoned()))?;
             if let Some(e) = &spill.error {
@@ -125,24 +169,19 @@ impl<F: Fold> Bounded<F> {
             }
             !spill.files.is_empty()
         };
-        let shared = self.shared.clone();
-        let mut chooser = Chooser::new(&shared.plan);
         if !spilled {
-            for bucket in std::mem::take(&mut self.buckets) {
-                chooser.bucket(&bucket, &mut self.inner).map_err(Failure::Cell)?;
-            }
-            return Ok(self.inner);
+            return self.buckets.iter().try_for_each(|b| visit(b));
         }
         self.spill_all();
-        let mut spill =
-            std::mem::take(&mut *self.shared.spill.lock().map_err(|_| Failure::Temp(poisoned()))?);
-        if let Some(e) = spill.error {
-            return Err(Failure::Temp(e));
+        let shared = self.shared.clone();
+        let mut spill = shared.spill.lock().map_err(|_| Failure::Temp(poisoned()))?;
+        if let Some(e) = &spill.error {
+            return Err(Failure::Temp(e.clone()));
         }
         for file in &mut spill.files {
-            chooser.file(file, 1, &mut self.inner)?;
+            read_file(file, 1, &shared.plan, visit)?;
         }
-        Ok(self.inner)
+        Ok(())
     }
 
     /// Appends every bucket to its file; an error is kept for [`Bounded::finish`].
@@ -317,6 +356,7 @@ fn records(bytes: &[u8], ids: usize) -> Vec<Rec<'_>> {
 /// Chooses each person's rows and replays them into a fold.
 struct Chooser<'p> {
     plan: &'p Plan,
+    bounds: Bounds,
     /// Where the `--by` column is among the kept cells.
     by_slot: Option<usize>,
     /// Scratch for one replayed row.
@@ -325,64 +365,14 @@ struct Chooser<'p> {
 }
 
 impl<'p> Chooser<'p> {
-    fn new(plan: &'p Plan) -> Chooser<'p> {
+    fn new(plan: &'p Plan, bounds: Bounds) -> Chooser<'p> {
         let by_slot = plan.group.as_ref().and_then(|g| plan.keep.iter().position(|&k| k == g.index));
-        Chooser { plan, by_slot, line: Vec::new(), ends: Vec::new() }
+        Chooser { plan, bounds, by_slot, line: Vec::new(), ends: Vec::new() }
     }
 
-    /// A bucket held in memory.
+    /// A bucket's bytes.
     fn bucket<F: Fold>(&mut self, bytes: &[u8], fold: &mut F) -> Result<(), BadCell> {
-        let mut recs = records(bytes, self.plan.ids.len());
-        // Persons together, each person's rows in the order of their bytes (for j).
-        recs.sort_unstable_by(|a, b| a.id.cmp(b.id).then_with(|| a.body.cmp(b.body)));
-        let mut start = 0;
-        while start < recs.len() {
-            let end = start + recs[start..].iter().take_while(|r| r.id == recs[start].id).count();
-            self.person(&recs[start..end], fold)?;
-            start = end;
-        }
-        Ok(())
-    }
-
-    /// A spilled bucket: read whole if it fits the cap (or cannot be split further), else split
-    /// by another hash of the id into files read one at a time.
-    fn file<F: Fold>(&mut self, file: &mut std::fs::File, level: u8, fold: &mut F) -> Result<(), Failure> {
-        let io = |e: String| Failure::Temp(e);
-        let size = file.seek(std::io::SeekFrom::End(0)).map_err(|e| io(read_error(&e)))? as usize;
-        file.rewind().map_err(|e| io(read_error(&e)))?;
-        if size <= self.plan.cap.max(MIN_SPLIT) || level >= 4 {
-            let mut bytes = Vec::with_capacity(size);
-            file.read_to_end(&mut bytes).map_err(|e| io(read_error(&e)))?;
-            return self.bucket(&bytes, fold).map_err(Failure::Cell);
-        }
-        let mut parts = (0..BUCKETS)
-            .map(|_| tempfile::tempfile())
-            .collect::<std::io::Result<Vec<_>>>()
-            .map_err(|e| io(temp_error(&e)))?;
-        let mut reader = std::io::BufReader::new(&mut *file);
-        let mut writers: Vec<_> = parts.iter_mut().map(std::io::BufWriter::new).collect();
-        let mut head = [0u8; 4];
-        let mut record = Vec::new();
-        loop {
-            match reader.read_exact(&mut head) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                Err(e) => return Err(io(read_error(&e))),
-            }
-            let len = u32::from_le_bytes(head) as usize;
-            record.resize(len, 0);
-            reader.read_exact(&mut record).map_err(|e| io(read_error(&e)))?;
-            let id_len = records_id_len(&record, self.plan.ids.len());
-            let w = &mut writers[bucket_of(&self.plan.key, level, &record[..id_len])];
-            w.write_all(&head).and_then(|()| w.write_all(&record)).map_err(|e| io(temp_error(&e)))?;
-        }
-        for w in writers {
-            w.into_inner().map_err(|e| io(temp_error(e.error())))?;
-        }
-        for part in &mut parts {
-            self.file(part, level + 1, fold)?;
-        }
-        Ok(())
+        for_persons(bytes, self.plan.ids.len(), |rows| self.person(rows, fold))
     }
 
     /// One person's rows (sorted by their bytes): choose, then replay the kept ones.
@@ -401,7 +391,7 @@ impl<'p> Chooser<'p> {
             std::hash::Hasher::write(&mut h, &j.to_le_bytes());
             ranked.push((h.finish128().as_u128(), i));
         }
-        let bounds = &plan.bounds;
+        let bounds = &self.bounds;
         if let (Some(g), Some(slot)) = (&plan.group, self.by_slot) {
             // The person's groups, each ranked by (id, label); keep the G lowest.
             let group_of = |r: &Rec| g.keys.index(cell_at(r.body, slot).unwrap_or_default().trim_ascii());
@@ -457,6 +447,70 @@ impl<'p> Chooser<'p> {
         let row = Row::line(&self.line, 0, &self.ends, false, width, &[], 0);
         fold.row(&row)
     }
+}
+
+/// A spilled bucket: read whole if it fits the cap (or cannot be split further), else split
+/// by another hash of the id into files read one at a time.
+fn read_file(
+file: &mut std::fs::File,
+level: u8,
+plan: &Plan,
+visit: &mut dyn FnMut(&[u8]) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let io = |e: String| Failure::Temp(e);
+    let size = file.seek(std::io::SeekFrom::End(0)).map_err(|e| io(read_error(&e)))? as usize;
+    file.rewind().map_err(|e| io(read_error(&e)))?;
+    if size <= plan.cap.max(MIN_SPLIT) || level >= 4 {
+        let mut bytes = Vec::with_capacity(size);
+        file.read_to_end(&mut bytes).map_err(|e| io(read_error(&e)))?;
+        return visit(&bytes);
+    }
+    let mut parts = (0..BUCKETS)
+        .map(|_| tempfile::tempfile())
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| io(temp_error(&e)))?;
+    let mut reader = std::io::BufReader::new(&mut *file);
+    let mut writers: Vec<_> = parts.iter_mut().map(std::io::BufWriter::new).collect();
+    let mut head = [0u8; 4];
+    let mut record = Vec::new();
+    loop {
+        match reader.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(io(read_error(&e))),
+        }
+        let len = u32::from_le_bytes(head) as usize;
+        record.resize(len, 0);
+        reader.read_exact(&mut record).map_err(|e| io(read_error(&e)))?;
+        let id_len = records_id_len(&record, plan.ids.len());
+        let w = &mut writers[bucket_of(&plan.key, level, &record[..id_len])];
+        w.write_all(&head).and_then(|()| w.write_all(&record)).map_err(|e| io(temp_error(&e)))?;
+    }
+    for w in writers {
+        w.into_inner().map_err(|e| io(temp_error(e.error())))?;
+    }
+    for part in &mut parts {
+        read_file(part, level + 1, plan, visit)?;
+    }
+    Ok(())
+}
+
+/// Calls `each` with every person's rows of a bucket's bytes: persons in the order of their
+/// encoded ids, each person's rows in the order of their bytes (so copies of a row are adjacent).
+fn for_persons<'b>(
+    bytes: &'b [u8],
+    ids: usize,
+    mut each: impl FnMut(&[Rec<'b>]) -> Result<(), BadCell>,
+) -> Result<(), BadCell> {
+    let mut recs = records(bytes, ids);
+    recs.sort_unstable_by(|a, b| a.id.cmp(b.id).then_with(|| a.body.cmp(b.body)));
+    let mut start = 0;
+    while start < recs.len() {
+        let end = start + recs[start..].iter().take_while(|r| r.id == recs[start].id).count();
+        each(&recs[start..end])?;
+        start = end;
+    }
+    Ok(())
 }
 
 /// The kept cell in `slot` of an encoded body.
