@@ -46,6 +46,16 @@
 //!
 //! Ledgers written before these fields existed read unchanged: their charges are pure ε.
 //!
+//! **One privacy unit per dataset.** A charge records the unit its release protects
+//! ([`crate::privacy::contribution::Unit::ledger_name`]): `row`, or `person:COL[,COL]` under
+//! `--privacy-id`. The ε of a budget is a guarantee about one unit, and ε spent per row is not
+//! ε per person (a person with K rows is only Kε-protected by it), so a dataset's budget is
+//! spent in the unit of its first charge, and a charge in another unit is refused (exit 3)
+//! before anything is written or read. The field is written only for a person (`"unit":
+//! "person:patient"`), so row-level records are as they always were and a record without it
+//! reads as `row`; like every field it is covered by the chain, and an older dpstat refuses a
+//! record that has it instead of reading a person-level budget as a row-level one.
+//!
 //! Every change happens under an exclusive lock on the file (`flock`), readers take a shared
 //! one; the file must be a regular file and a line may hold at most 64 KiB.
 
@@ -63,7 +73,7 @@ use num_traits::{Signed, Zero};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{bad_input, Error};
+use crate::error::{bad_input, shown, Error};
 use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up};
 use crate::numeric::format::hex;
 use crate::privacy::currency::{History, Spend};
@@ -90,6 +100,9 @@ impl FromStr for Budget {
 
 /// The dataset a release draws on without `--dataset`.
 pub const DEFAULT_DATASET: &str = "default";
+
+/// The unit of a charge record without a `unit` field: every release before `--privacy-id`.
+pub const ROW_UNIT: &str = "row";
 
 /// The longest line a ledger may hold: a record is a few hundred bytes, and a line read without
 /// a limit could take all memory (`--ledger /dev/zero`).
@@ -290,6 +303,9 @@ pub enum Record {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         column: Option<String>,
         neighbours: String,
+        /// The privacy unit, written only when it is not [`ROW_UNIT`] (absent: `row`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unit: Option<String>,
         /// Exact ε as numerator/denominator (pure and (ε, δ) charges).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         epsilon: Option<String>,
@@ -340,6 +356,8 @@ pub struct Charge {
     pub query: String,
     pub column: Option<String>,
     pub neighbours: String,
+    /// The privacy unit of the release: `row` or `person:COL[,COL]` (`Unit::ledger_name`).
+    pub unit: String,
     pub spend: Spend,
 }
 
@@ -351,6 +369,8 @@ pub struct Entry {
     pub query: String,
     pub column: Option<String>,
     pub neighbours: String,
+    /// `row` or `person:COL[,COL]`.
+    pub unit: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epsilon: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -382,6 +402,8 @@ pub struct Account {
     pub spent_delta: BigRational,
     /// Every charge by currency, for the composition rules.
     pub history: History,
+    /// The privacy unit of every charge: that of the first one (None before it).
+    pub unit: Option<String>,
     pub releases: Vec<Entry>,
 }
 
@@ -599,7 +621,8 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
             (asked.clone(), delta)
         }
     };
-    admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset)
+    same_unit(account.unit.as_deref(), &charge.unit, dataset, &spec.path)
+        .and_then(|()| admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset))
         .map_err(|why| anyhow::Error::from(Error::Budget(why)))?;
     account.total = Some(total);
     account.delta = delta;
@@ -621,6 +644,25 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
         summary: BudgetSummary::new(dataset, &account),
     })
     // The lock is released when `file` is dropped here.
+}
+
+/// Whether a charge in unit `asked` may draw on a dataset whose charges are in unit `spent_in`
+/// (None: no charge yet); the refusal, with what to do, when it may not.
+pub fn same_unit(spent_in: Option<&str>, asked: &str, dataset: &str, path: &Path) -> Result<(), String> {
+    let Some(spent_in) = spent_in.filter(|u| *u != asked) else { return Ok(()) };
+    let ids = |unit: &str| unit.strip_prefix("person:").map(|ids| shown(ids, 80));
+    let fix = match ids(spent_in) {
+        Some(ids) if asked == ROW_UNIT => format!("add --privacy-id {ids}"),
+        Some(ids) => format!("give --privacy-id {ids} instead"),
+        None => "drop --privacy-id".to_string(),
+    };
+    Err(format!(
+        "dataset {dataset} in ledger {} is spent per {}; this release is per {}: {fix}, or charge it to \
+         another --dataset; nothing was read, released or charged",
+        path.display(),
+        shown(spent_in, 80),
+        shown(asked, 80)
+    ))
 }
 
 /// Whether a dataset's history `before` plus `spend` fits its budget (ε_total, δ_total), by the
@@ -1119,6 +1161,7 @@ fn apply(
             query,
             column,
             neighbours,
+            unit,
             epsilon,
             epsilon_decimal,
             rho,
@@ -1140,6 +1183,20 @@ fn apply(
             if account.total.is_none() {
                 return Err(corrupt(path, number, "charges a dataset with no budget recorded before it"));
             }
+            let unit = unit.as_deref().unwrap_or(ROW_UNIT);
+            if unit != ROW_UNIT && unit.strip_prefix("person:").is_none_or(str::is_empty) {
+                return Err(corrupt(path, number, "has a unit that is neither row nor person:COLUMN"));
+            }
+            // dpstat never writes a charge in another unit than its dataset's: one that is
+            // there was written by hand.
+            if account.unit.as_deref().is_some_and(|first| first != unit) {
+                return Err(corrupt(
+                    path,
+                    number,
+                    "charges its dataset in another privacy unit than the charges before it",
+                ));
+            }
+            account.unit.get_or_insert_with(|| unit.to_string());
             add_spend(account, &spend);
             account.history.add(&spend);
             // A running total that is 0 so far is left out of the record.
@@ -1166,6 +1223,7 @@ fn apply(
                     query: query.clone(),
                     column: column.clone(),
                     neighbours: neighbours.clone(),
+                    unit: unit.to_string(),
                     epsilon: epsilon.clone(),
                     epsilon_decimal: *epsilon_decimal,
                     rho: rho.clone(),
@@ -1288,6 +1346,7 @@ fn append(
                     query: charge.query.clone(),
                     column: charge.column.clone(),
                     neighbours: charge.neighbours.clone(),
+                    unit: (charge.unit != ROW_UNIT).then(|| charge.unit.clone()),
                     epsilon: eps.map(Epsilon::exact_string),
                     epsilon_decimal: eps.map(Epsilon::to_f64_up),
                     rho: rho.map(Rho::exact_string),
@@ -1366,7 +1425,13 @@ mod tests {
     }
 
     fn spending(spend: Spend) -> Charge {
-        Charge { query: "count".into(), column: None, neighbours: "add-remove".into(), spend }
+        Charge {
+            query: "count".into(),
+            column: None,
+            neighbours: "add-remove".into(),
+            unit: ROW_UNIT.into(),
+            spend,
+        }
     }
 
     fn remaining(path: &Path, dataset: &str) -> Option<BigRational> {
