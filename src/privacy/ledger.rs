@@ -1917,4 +1917,133 @@ mod tests {
         assert_eq!(charged(Some("1/10"), Some("1/10"), None), None);
         assert_eq!(charged(None, None, Some("1/10")), None);
     }
+
+    fn per(unit: &str, eps: &str) -> Charge {
+        Charge { unit: unit.into(), ..release(eps) }
+    }
+
+    /// A dataset is spent in the unit of its first charge: a charge in another (row after
+    /// person, person after row, or another id column) is refused with exit 3 and nothing
+    /// written, whatever budget is left; other datasets keep their own unit.
+    #[test]
+    fn a_dataset_is_spent_in_one_privacy_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let people = named(&dir, Some("1"), "people");
+        reserve(&people, &per("person:patient", "0.1")).unwrap();
+        reserve(&people, &per("person:patient", "0.1")).unwrap();
+        let message = refusal(&people, &release("0.1"));
+        assert!(
+            message.contains("dataset people in ledger")
+                && message.contains(
+                    "is spent per person:patient; this release is per row: add --privacy-id patient"
+                ),
+            "{message}"
+        );
+        let message = refusal(&people, &per("person:visit", "0.1"));
+        assert!(message.contains("this release is per person:visit: give --privacy-id patient"), "{message}");
+        let rows = named(&dir, Some("1"), "rows");
+        reserve(&rows, &release("0.1")).unwrap();
+        let message = refusal(&rows, &per("person:patient", "0.1"));
+        assert!(
+            message.contains("is spent per row; this release is per person:patient: drop --privacy-id"),
+            "{message}"
+        );
+        // Refused before the budget is looked at: even a charge it could not pay says the unit.
+        assert!(refusal(&rows, &per("person:patient", "5")).contains("spent per row"));
+        let ledger = read(&people.path).unwrap();
+        let units = |name: &str| {
+            let account = ledger.account(name);
+            (account.unit.clone(), account.releases.iter().map(|e| e.unit.clone()).collect::<Vec<_>>())
+        };
+        let patient = "person:patient".to_string();
+        assert_eq!(units("people"), (Some(patient.clone()), vec![patient.clone(), patient]));
+        assert_eq!(units("rows"), (Some("row".into()), vec!["row".into()]));
+        assert_eq!(ledger.account("none").unit, None, "no charge, no unit yet");
+    }
+
+    /// A row-level charge is written without a `unit` (as before the field existed) and a record
+    /// without one reads as row; a person-level one names its unit.
+    #[test]
+    fn a_record_without_a_unit_is_row_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(&dir, Some("1"));
+        reserve(&s, &release("0.1")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        assert!(!text.contains("unit"), "{text}");
+        // A record as dpstat wrote it before the field existed.
+        let old = "{\"type\":\"charge\",\"seq\":2,\"time\":\"2026-01-01T00:00:00Z\",\"dataset\":\"default\",\"query\":\"count\",\"neighbours\":\"add-remove\",\"epsilon\":\"1/10\",\"epsilon_decimal\":0.1,\"spent\":\"1/10\",\"prev\":\"x\"}";
+        let Record::Charge { unit, .. } = serde_json::from_str(old).unwrap() else { panic!("a charge") };
+        assert_eq!(unit, None);
+        assert_eq!(read(&s.path).unwrap().account(DEFAULT_DATASET).unit.as_deref(), Some(ROW_UNIT));
+        let message = refusal(&s, &per("person:id", "0.1"));
+        assert!(message.contains("spent per row"), "{message}");
+        let other = named(&dir, Some("1"), "other");
+        reserve(&other, &per("person:id", "0.1")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        assert!(text.contains("\"neighbours\":\"add-remove\",\"unit\":\"person:id\","), "{text}");
+    }
+
+    /// The unit is chained like every field: edited anywhere (renamed, removed so that the
+    /// charge reads as row, or the last record's) the ledger is refused, plain or keyed; and a
+    /// charge in another unit than its dataset's, chain recomputed, is refused as written by hand.
+    #[test]
+    fn an_edited_unit_is_refused() {
+        for keyed_ledger in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = if keyed_ledger { keyed(&dir, Some("1")) } else { spec(&dir, Some("1")) };
+            for _ in 0..2 {
+                let r = reserve(&s, &per("person:patient", "0.25")).unwrap();
+                complete(&r, "csv-sha256:aa").unwrap();
+            }
+            let good = std::fs::read_to_string(&s.path).unwrap();
+            let read_back = || read_keyed(&s.path, s.key.as_deref());
+            let lines: Vec<&str> = good.lines().collect();
+            let last_charge = lines[4];
+            assert!(last_charge.contains("\"unit\":\"person:patient\""), "{last_charge}");
+            let edits = [
+                (good.replacen("person:patient", "person:visit", 1), "prev hash"),
+                (good.replacen(",\"unit\":\"person:patient\"", "", 1), "prev hash"),
+                (good.replacen("person:patient", "row", 1), "prev hash"),
+            ];
+            for (bad, needle) in edits {
+                assert_ne!(bad, good);
+                std::fs::write(&s.path, &bad).unwrap();
+                let err = reserve(&s, &per("person:patient", "0.1")).unwrap_err().to_string();
+                assert!(err.contains(needle), "{keyed_ledger}: {err}");
+                assert!(read_back().is_err());
+                assert_eq!(std::fs::read_to_string(&s.path).unwrap(), bad, "never reset");
+            }
+            // The unit of the last record, which no `prev` names: the header's head does.
+            let fresh = tempfile::tempdir().unwrap();
+            let one = if keyed_ledger { keyed(&fresh, Some("1")) } else { spec(&fresh, Some("1")) };
+            reserve(&one, &per("person:patient", "0.25")).unwrap();
+            let text = std::fs::read_to_string(&one.path).unwrap();
+            let ours: Vec<&str> = text.lines().collect();
+            let renamed = ours[2].replace("person:patient", "person:visit");
+            let mut forged = vec![text.replacen(ours[2], &renamed, 1)];
+            if keyed_ledger {
+                // Also with the header recomputed without the key (a keyless one would pass).
+                forged.push(with_header(ours[0], &[ours[1], &renamed], None));
+            }
+            for bad in forged {
+                std::fs::write(&one.path, &bad).unwrap();
+                let err = read_keyed(&one.path, one.key.as_deref()).unwrap_err().to_string();
+                assert!(err.contains("line 1 names a last record"), "{keyed_ledger}: {err}");
+            }
+            let edited = lines[4].replace("person:patient", "person:visit");
+            if !keyed_ledger {
+                // Without a key the chain can be recomputed (docs/DESIGN.md §5.3): the reader
+                // still refuses a dataset charged in two units.
+                let mixed = rechained(lines[0], &[lines[1], lines[2], lines[3], &edited]);
+                std::fs::write(&s.path, &mixed).unwrap();
+                let err = read_back().unwrap_err().to_string();
+                assert!(err.contains("line 5 charges its dataset in another privacy unit"), "{err}");
+                let nonsense =
+                    rechained(lines[0], &[lines[1], &lines[2].replace("person:patient", "person:")]);
+                std::fs::write(&s.path, &nonsense).unwrap();
+                let err = read_back().unwrap_err().to_string();
+                assert!(err.contains("neither row nor person:COLUMN"), "{err}");
+            }
+        }
+    }
 }
