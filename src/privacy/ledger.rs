@@ -277,6 +277,7 @@ impl Chain<'_> {
 }
 
 /// One record (line 2 onwards).
+#[allow(clippy::large_enum_variant)] // one at a time, as each line is read
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Record {
