@@ -611,3 +611,88 @@ fn a_rolled_back_copy_is_refused_with_the_state_file() {
     let out = with_key("0.5").output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A count of fixtures/patients.csv charged to `ledger`, per person (`--privacy-id name`) or
+/// per row.
+fn patients(ledger: &Path, person: bool) -> assert_cmd::Command {
+    let mut cmd = unseeded();
+    cmd.args(["count", "--eps", "0.1", "--ledger"]).arg(ledger);
+    if person {
+        cmd.args(["--privacy-id", "name"]);
+    }
+    cmd.arg(fixture("patients.csv"));
+    cmd
+}
+
+/// Expects exit 3 (a budget refusal), nothing on stdout, one line on stderr with every needle,
+/// and the ledger's bytes as they were.
+fn refused_by_unit(cmd: &mut assert_cmd::Command, ledger: &Path, needles: &[&str]) {
+    let before = fs::read(ledger).unwrap();
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{needle:?}: {stderr}");
+    }
+    assert_eq!(fs::read(ledger).unwrap(), before, "the ledger is unchanged");
+}
+
+/// A dataset's budget is spent in the privacy unit of its first release: a row-level release
+/// after a person-level one is refused (exit 3, nothing printed or written), and the reverse
+/// too; `dpstat budget` shows each dataset's unit and each release's.
+#[test]
+fn a_dataset_is_spent_per_person_or_per_row_never_both() {
+    let dir = TempDir::new().unwrap();
+    let people = dir.path().join("people.jsonl");
+    stdout_of(patients(&people, true).args(["--budget", "1"]));
+    stdout_of(&mut patients(&people, true));
+    refused_by_unit(
+        &mut patients(&people, false),
+        &people,
+        &["is spent per person:name; this release is per row: add --privacy-id name", "--dataset"],
+    );
+    // A workload is charged per row.
+    let workload = dir.path().join("count.toml");
+    fs::write(&workload, "epsilon = 0.1\n\n[[query]]\nname = \"n\"\nkind = \"count\"\n").unwrap();
+    let mut run = unseeded();
+    run.arg("run").arg(&workload).arg("--ledger").arg(&people).arg(fixture("patients.csv"));
+    refused_by_unit(&mut run, &people, &["spent per person:name; this release is per row"]);
+    let records = records(&people);
+    let charges = of_type(&records, "charge");
+    assert_eq!(charges.len(), 2);
+    assert!(charges.iter().all(|c| c["unit"] == "person:name"), "{records:?}");
+
+    let rows = dir.path().join("rows.jsonl");
+    stdout_of(patients(&rows, false).args(["--budget", "1"]));
+    let mut grouped = patients(&rows, true);
+    grouped.args(["--by", "diagnosis", "--keys", "flu,HIV"]);
+    refused_by_unit(
+        &mut grouped,
+        &rows,
+        &["is spent per row; this release is per person:name: drop --privacy-id", "--dataset"],
+    );
+    assert!(!fs::read_to_string(&rows).unwrap().contains("unit"), "row-level records carry no unit");
+    // Under another dataset name the person-level release has a budget of its own.
+    stdout_of(grouped.args(["--dataset", "by-person", "--budget", "1"]));
+
+    let json = json_of(unseeded().args(["budget", "--ledger"]).arg(&rows));
+    let units: Vec<(&str, &str, Vec<&str>)> = json["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let releases = d["releases"].as_array().unwrap().iter().map(|r| r["unit"].as_str().unwrap());
+            (d["dataset"].as_str().unwrap(), d["unit"].as_str().unwrap(), releases.collect())
+        })
+        .collect();
+    assert_eq!(units, [("by-person", "person:name", vec!["person:name"]), ("default", "row", vec!["row"])]);
+    let text = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&rows));
+    let person = text.split("dataset    default").next().unwrap();
+    assert!(person.contains("\nunit       person:name\n"), "{text}");
+    assert!(
+        !text.split("dataset    default").nth(1).unwrap().contains("unit"),
+        "row: listed as before: {text}"
+    );
+}

@@ -66,6 +66,9 @@ struct ChainReport {
 struct DatasetReport {
     #[serde(flatten)]
     summary: BudgetSummary,
+    /// The privacy unit every release of the dataset is charged in: `row` or
+    /// `person:COL[,COL]` (None: no release charged yet).
+    unit: Option<String>,
     releases: Vec<ReleaseReport>,
 }
 
@@ -180,7 +183,7 @@ fn dataset_report(name: &str, account: &Account) -> DatasetReport {
             ReleaseReport { entry: entry.clone(), data_changed }
         })
         .collect();
-    DatasetReport { summary: BudgetSummary::new(name, account), releases }
+    DatasetReport { summary: BudgetSummary::new(name, account), unit: account.unit.clone(), releases }
 }
 
 fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Result<()> {
@@ -229,6 +232,10 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
             a.remaining().map_or_else(|| "none recorded".to_string(), |r| rounded(&r, Round::Down));
         writeln!(out)?;
         writeln!(out, "dataset    {}", shown(&dataset.summary.dataset, 60))?;
+        // A row-level dataset is listed as it always was; a person-level one says so.
+        if let Some(unit) = dataset.unit.as_deref().filter(|u| *u != ledger::ROW_UNIT) {
+            writeln!(out, "unit       {}", shown(unit, 60))?;
+        }
         writeln!(out, "budget     {total}")?;
         writeln!(out, "spent      {spent}")?;
         writeln!(out, "remaining  {remaining}")?;

@@ -420,6 +420,10 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         query,
         column: job.statistic.column().map(ColumnRef::label),
         neighbours: job.neighbours.name().to_string(),
+        unit: job
+            .person
+            .as_ref()
+            .map_or_else(|| ledger::ROW_UNIT.to_string(), |p| p.unit(job.group.is_some()).ledger_name()),
         spend: job.spend.clone(),
     };
     let mut meter = Meter::new(job.ledger.as_ref(), charge);

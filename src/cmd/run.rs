@@ -150,6 +150,8 @@ pub fn release_all(
         query: batch.ledger_query.to_string(),
         column: Some(batch.ledger_column.clone()),
         neighbours: workload.neighbours.name().to_string(),
+        // Workloads release per row until they take --privacy-id.
+        unit: ledger::ROW_UNIT.to_string(),
         spend: workload.spend(),
     };
     let mut meter = Meter::new(ledger, charge);

@@ -46,6 +46,16 @@
 //!
 //! Ledgers written before these fields existed read unchanged: their charges are pure ε.
 //!
+//! **One privacy unit per dataset.** A charge records the unit its release protects
+//! ([`crate::privacy::contribution::Unit::ledger_name`]): `row`, or `person:COL[,COL]` under
+//! `--privacy-id`. The ε of a budget is a guarantee about one unit, and ε spent per row is not
+//! ε per person (a person with K rows is only Kε-protected by it), so a dataset's budget is
+//! spent in the unit of its first charge, and a charge in another unit is refused (exit 3)
+//! before anything is written or read. The field is written only for a person (`"unit":
+//! "person:patient"`), so row-level records are as they always were and a record without it
+//! reads as `row`; like every field it is covered by the chain, and an older dpstat refuses a
+//! record that has it instead of reading a person-level budget as a row-level one.
+//!
 //! Every change happens under an exclusive lock on the file (`flock`), readers take a shared
 //! one; the file must be a regular file and a line may hold at most 64 KiB.
 
@@ -63,7 +73,7 @@ use num_traits::{Signed, Zero};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{bad_input, Error};
+use crate::error::{bad_input, shown, Error};
 use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up};
 use crate::numeric::format::hex;
 use crate::privacy::currency::{History, Spend};
@@ -90,6 +100,9 @@ impl FromStr for Budget {
 
 /// The dataset a release draws on without `--dataset`.
 pub const DEFAULT_DATASET: &str = "default";
+
+/// The unit of a charge record without a `unit` field: every release before `--privacy-id`.
+pub const ROW_UNIT: &str = "row";
 
 /// The longest line a ledger may hold: a record is a few hundred bytes, and a line read without
 /// a limit could take all memory (`--ledger /dev/zero`).
@@ -264,6 +277,7 @@ impl Chain<'_> {
 }
 
 /// One record (line 2 onwards).
+#[allow(clippy::large_enum_variant)] // one at a time, as each line is read
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Record {
@@ -290,6 +304,9 @@ pub enum Record {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         column: Option<String>,
         neighbours: String,
+        /// The privacy unit, written only when it is not [`ROW_UNIT`] (absent: `row`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unit: Option<String>,
         /// Exact ε as numerator/denominator (pure and (ε, δ) charges).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         epsilon: Option<String>,
@@ -340,6 +357,8 @@ pub struct Charge {
     pub query: String,
     pub column: Option<String>,
     pub neighbours: String,
+    /// The privacy unit of the release: `row` or `person:COL[,COL]` (`Unit::ledger_name`).
+    pub unit: String,
     pub spend: Spend,
 }
 
@@ -351,6 +370,8 @@ pub struct Entry {
     pub query: String,
     pub column: Option<String>,
     pub neighbours: String,
+    /// `row` or `person:COL[,COL]`.
+    pub unit: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epsilon: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -382,6 +403,8 @@ pub struct Account {
     pub spent_delta: BigRational,
     /// Every charge by currency, for the composition rules.
     pub history: History,
+    /// The privacy unit of every charge: that of the first one (None before it).
+    pub unit: Option<String>,
     pub releases: Vec<Entry>,
 }
 
@@ -599,7 +622,8 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
             (asked.clone(), delta)
         }
     };
-    admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset)
+    same_unit(account.unit.as_deref(), &charge.unit, dataset, &spec.path)
+        .and_then(|()| admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset))
         .map_err(|why| anyhow::Error::from(Error::Budget(why)))?;
     account.total = Some(total);
     account.delta = delta;
@@ -621,6 +645,25 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
         summary: BudgetSummary::new(dataset, &account),
     })
     // The lock is released when `file` is dropped here.
+}
+
+/// Whether a charge in unit `asked` may draw on a dataset whose charges are in unit `spent_in`
+/// (None: no charge yet); the refusal, with what to do, when it may not.
+pub fn same_unit(spent_in: Option<&str>, asked: &str, dataset: &str, path: &Path) -> Result<(), String> {
+    let Some(spent_in) = spent_in.filter(|u| *u != asked) else { return Ok(()) };
+    let ids = |unit: &str| unit.strip_prefix("person:").map(|ids| shown(ids, 80));
+    let fix = match ids(spent_in) {
+        Some(ids) if asked == ROW_UNIT => format!("add --privacy-id {ids}"),
+        Some(ids) => format!("give --privacy-id {ids} instead"),
+        None => "drop --privacy-id".to_string(),
+    };
+    Err(format!(
+        "dataset {dataset} in ledger {} is spent per {}; this release is per {}: {fix}, or charge it to \
+         another --dataset; nothing was read, released or charged",
+        path.display(),
+        shown(spent_in, 80),
+        shown(asked, 80)
+    ))
 }
 
 /// Whether a dataset's history `before` plus `spend` fits its budget (ε_total, δ_total), by the
@@ -1119,6 +1162,7 @@ fn apply(
             query,
             column,
             neighbours,
+            unit,
             epsilon,
             epsilon_decimal,
             rho,
@@ -1140,6 +1184,20 @@ fn apply(
             if account.total.is_none() {
                 return Err(corrupt(path, number, "charges a dataset with no budget recorded before it"));
             }
+            let unit = unit.as_deref().unwrap_or(ROW_UNIT);
+            if unit != ROW_UNIT && unit.strip_prefix("person:").is_none_or(str::is_empty) {
+                return Err(corrupt(path, number, "has a unit that is neither row nor person:COLUMN"));
+            }
+            // dpstat never writes a charge in another unit than its dataset's: one that is
+            // there was written by hand.
+            if account.unit.as_deref().is_some_and(|first| first != unit) {
+                return Err(corrupt(
+                    path,
+                    number,
+                    "charges its dataset in another privacy unit than the charges before it",
+                ));
+            }
+            account.unit.get_or_insert_with(|| unit.to_string());
             add_spend(account, &spend);
             account.history.add(&spend);
             // A running total that is 0 so far is left out of the record.
@@ -1166,6 +1224,7 @@ fn apply(
                     query: query.clone(),
                     column: column.clone(),
                     neighbours: neighbours.clone(),
+                    unit: unit.to_string(),
                     epsilon: epsilon.clone(),
                     epsilon_decimal: *epsilon_decimal,
                     rho: rho.clone(),
@@ -1288,6 +1347,7 @@ fn append(
                     query: charge.query.clone(),
                     column: charge.column.clone(),
                     neighbours: charge.neighbours.clone(),
+                    unit: (charge.unit != ROW_UNIT).then(|| charge.unit.clone()),
                     epsilon: eps.map(Epsilon::exact_string),
                     epsilon_decimal: eps.map(Epsilon::to_f64_up),
                     rho: rho.map(Rho::exact_string),
@@ -1366,7 +1426,13 @@ mod tests {
     }
 
     fn spending(spend: Spend) -> Charge {
-        Charge { query: "count".into(), column: None, neighbours: "add-remove".into(), spend }
+        Charge {
+            query: "count".into(),
+            column: None,
+            neighbours: "add-remove".into(),
+            unit: ROW_UNIT.into(),
+            spend,
+        }
     }
 
     fn remaining(path: &Path, dataset: &str) -> Option<BigRational> {
@@ -1851,5 +1917,134 @@ mod tests {
         assert_eq!(charged(Some("1/10"), None, None), Some(Spend::Pure("0.1".parse().unwrap())));
         assert_eq!(charged(Some("1/10"), Some("1/10"), None), None);
         assert_eq!(charged(None, None, Some("1/10")), None);
+    }
+
+    fn per(unit: &str, eps: &str) -> Charge {
+        Charge { unit: unit.into(), ..release(eps) }
+    }
+
+    /// A dataset is spent in the unit of its first charge: a charge in another (row after
+    /// person, person after row, or another id column) is refused with exit 3 and nothing
+    /// written, whatever budget is left; other datasets keep their own unit.
+    #[test]
+    fn a_dataset_is_spent_in_one_privacy_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let people = named(&dir, Some("1"), "people");
+        reserve(&people, &per("person:patient", "0.1")).unwrap();
+        reserve(&people, &per("person:patient", "0.1")).unwrap();
+        let message = refusal(&people, &release("0.1"));
+        assert!(
+            message.contains("dataset people in ledger")
+                && message.contains(
+                    "is spent per person:patient; this release is per row: add --privacy-id patient"
+                ),
+            "{message}"
+        );
+        let message = refusal(&people, &per("person:visit", "0.1"));
+        assert!(message.contains("this release is per person:visit: give --privacy-id patient"), "{message}");
+        let rows = named(&dir, Some("1"), "rows");
+        reserve(&rows, &release("0.1")).unwrap();
+        let message = refusal(&rows, &per("person:patient", "0.1"));
+        assert!(
+            message.contains("is spent per row; this release is per person:patient: drop --privacy-id"),
+            "{message}"
+        );
+        // Refused before the budget is looked at: even a charge it could not pay says the unit.
+        assert!(refusal(&rows, &per("person:patient", "5")).contains("spent per row"));
+        let ledger = read(&people.path).unwrap();
+        let units = |name: &str| {
+            let account = ledger.account(name);
+            (account.unit.clone(), account.releases.iter().map(|e| e.unit.clone()).collect::<Vec<_>>())
+        };
+        let patient = "person:patient".to_string();
+        assert_eq!(units("people"), (Some(patient.clone()), vec![patient.clone(), patient]));
+        assert_eq!(units("rows"), (Some("row".into()), vec!["row".into()]));
+        assert_eq!(ledger.account("none").unit, None, "no charge, no unit yet");
+    }
+
+    /// A row-level charge is written without a `unit` (as before the field existed) and a record
+    /// without one reads as row; a person-level one names its unit.
+    #[test]
+    fn a_record_without_a_unit_is_row_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(&dir, Some("1"));
+        reserve(&s, &release("0.1")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        assert!(!text.contains("unit"), "{text}");
+        // A record as dpstat wrote it before the field existed.
+        let old = "{\"type\":\"charge\",\"seq\":2,\"time\":\"2026-01-01T00:00:00Z\",\"dataset\":\"default\",\"query\":\"count\",\"neighbours\":\"add-remove\",\"epsilon\":\"1/10\",\"epsilon_decimal\":0.1,\"spent\":\"1/10\",\"prev\":\"x\"}";
+        let Record::Charge { unit, .. } = serde_json::from_str(old).unwrap() else { panic!("a charge") };
+        assert_eq!(unit, None);
+        assert_eq!(read(&s.path).unwrap().account(DEFAULT_DATASET).unit.as_deref(), Some(ROW_UNIT));
+        let message = refusal(&s, &per("person:id", "0.1"));
+        assert!(message.contains("spent per row"), "{message}");
+        let other = named(&dir, Some("1"), "other");
+        reserve(&other, &per("person:id", "0.1")).unwrap();
+        let text = std::fs::read_to_string(&s.path).unwrap();
+        assert!(text.contains("\"neighbours\":\"add-remove\",\"unit\":\"person:id\","), "{text}");
+    }
+
+    /// The unit is chained like every field: edited anywhere (renamed, removed so that the
+    /// charge reads as row, or the last record's) the ledger is refused, plain or keyed; and a
+    /// charge in another unit than its dataset's, chain recomputed, is refused as written by hand.
+    #[test]
+    fn an_edited_unit_is_refused() {
+        for keyed_ledger in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = if keyed_ledger { keyed(&dir, Some("1")) } else { spec(&dir, Some("1")) };
+            for _ in 0..2 {
+                let r = reserve(&s, &per("person:patient", "0.25")).unwrap();
+                complete(&r, "csv-sha256:aa").unwrap();
+            }
+            let good = std::fs::read_to_string(&s.path).unwrap();
+            let read_back = || read_keyed(&s.path, s.key.as_deref());
+            let lines: Vec<&str> = good.lines().collect();
+            let last_charge = lines[4];
+            assert!(last_charge.contains("\"unit\":\"person:patient\""), "{last_charge}");
+            let edits = [
+                (good.replacen("person:patient", "person:visit", 1), "prev hash"),
+                (good.replacen(",\"unit\":\"person:patient\"", "", 1), "prev hash"),
+                (good.replacen("person:patient", "row", 1), "prev hash"),
+            ];
+            for (bad, needle) in edits {
+                assert_ne!(bad, good);
+                std::fs::write(&s.path, &bad).unwrap();
+                let err = reserve(&s, &per("person:patient", "0.1")).unwrap_err().to_string();
+                assert!(err.contains(needle), "{keyed_ledger}: {err}");
+                assert!(read_back().is_err());
+                assert_eq!(std::fs::read_to_string(&s.path).unwrap(), bad, "never reset");
+            }
+            // The unit of the last record, which no `prev` names: the header's head does.
+            let fresh = tempfile::tempdir().unwrap();
+            let one = if keyed_ledger { keyed(&fresh, Some("1")) } else { spec(&fresh, Some("1")) };
+            reserve(&one, &per("person:patient", "0.25")).unwrap();
+            let text = std::fs::read_to_string(&one.path).unwrap();
+            let ours: Vec<&str> = text.lines().collect();
+            let renamed = ours[2].replace("person:patient", "person:visit");
+            let mut forged = vec![text.replacen(ours[2], &renamed, 1)];
+            if keyed_ledger {
+                // Also with the header recomputed without the key (a keyless one would pass).
+                forged.push(with_header(ours[0], &[ours[1], &renamed], None));
+            }
+            for bad in forged {
+                std::fs::write(&one.path, &bad).unwrap();
+                let err = read_keyed(&one.path, one.key.as_deref()).unwrap_err().to_string();
+                assert!(err.contains("line 1 names a last record"), "{keyed_ledger}: {err}");
+            }
+            let edited = lines[4].replace("person:patient", "person:visit");
+            if !keyed_ledger {
+                // Without a key the chain can be recomputed (docs/DESIGN.md §5.3): the reader
+                // still refuses a dataset charged in two units.
+                let mixed = rechained(lines[0], &[lines[1], lines[2], lines[3], &edited]);
+                std::fs::write(&s.path, &mixed).unwrap();
+                let err = read_back().unwrap_err().to_string();
+                assert!(err.contains("line 5 charges its dataset in another privacy unit"), "{err}");
+                let nonsense =
+                    rechained(lines[0], &[lines[1], &lines[2].replace("person:patient", "person:")]);
+                std::fs::write(&s.path, &nonsense).unwrap();
+                let err = read_back().unwrap_err().to_string();
+                assert!(err.contains("neither row nor person:COLUMN"), "{err}");
+            }
+        }
     }
 }
