@@ -208,3 +208,42 @@ fn flags_that_cannot_hold_are_refused_before_reading() {
         &["--privacy-id"],
     );
 }
+
+/// `--max-rows-per-id auto` spends a tenth of ε choosing K (a private 0.9 quantile of rows per
+/// person among public round values), states it, and its accounting still adds up to ε: the
+/// choice's tenth, then the release per person at nine tenths.
+#[test]
+fn auto_chooses_k_privately_and_accounts_for_it() {
+    let args = ["count", "--eps", "1", "--privacy-id", "patient", "--max-rows-per-id", "auto"];
+    let v = release(5, &fixture(VISITS), &args);
+    let k = v["max_rows_per_id"].as_u64().unwrap();
+    assert!(
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100].contains(&k) || k > 100,
+        "{k}"
+    );
+    assert_eq!(v["auto"]["epsilon_exact"], "1/10");
+    assert_eq!(v["epsilon_exact"], "1/1");
+    let parts = v["accounting"]["parts"].as_array().unwrap();
+    assert_eq!(parts[0]["epsilon_exact"], "1/10");
+    assert_eq!(
+        (parts[1]["composition"].as_str(), parts[1]["epsilon_exact"].as_str()),
+        (Some("per person"), Some("9/10"))
+    );
+    assert_eq!(parts[1]["rows_factor"].as_u64(), Some(k));
+    // The same seed chooses the same K on the sorted copy and through the spill.
+    assert_eq!(release(5, &fixture("visits_sorted.csv"), &args), v);
+    assert_eq!(json_of(seeded(5).env("DPSTAT_ID_MEMORY", "0").args(args).arg(fixture(VISITS))), v);
+    fails_with(
+        seeded(1)
+            .args(["count", "--noise", "gaussian", "--eps", "1", "--delta", "1e-6"])
+            .args(["--privacy-id", "patient", "--max-rows-per-id", "auto"])
+            .arg(fixture(VISITS)),
+        &["--max-rows-per-id auto", "gaussian"],
+    );
+    fails_with(
+        seeded(1)
+            .args(["count", "--eps", "1", "--privacy-id", "patient", "--max-rows-per-id", "many"])
+            .arg(fixture(VISITS)),
+        &["'many'", "auto"],
+    );
+}

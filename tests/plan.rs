@@ -315,7 +315,10 @@ fn plans_per_person_at_each_k() {
     let rows = plan["per_person"].as_array().unwrap();
     assert_eq!(rows[0]["error_bound"], plan["accuracy"]["error_bound"]);
     let at_quarter = json(&["count", "--eps", "0.25"]);
-    assert_eq!(rows[1]["error_bound"], at_quarter["accuracy"]["error_bound"], "K = 4 at ε = 1 is a row at ε = 1/4");
+    assert_eq!(
+        rows[1]["error_bound"], at_quarter["accuracy"]["error_bound"],
+        "K = 4 at ε = 1 is a row at ε = 1/4"
+    );
     let solved = json(&["count", "--error", "10", "--max-rows-per-id", "1,10"]);
     let eps: Vec<f64> = solved["per_person"]
         .as_array()

@@ -261,8 +261,10 @@ pub struct PersonArgs {
     pub privacy_id: Option<String>,
     /// With --privacy-id: the most rows of one person a release uses (1 to 10000; default 1),
     /// chosen at random, the same whatever the order of the rows. The noise grows with it.
-    #[arg(long, value_name = "K", requires = "privacy_id", help_heading = "Privacy unit")]
-    pub max_rows_per_id: Option<u32>,
+    /// `auto` spends a tenth of --eps choosing K privately: about the 0.9 quantile of the
+    /// number of rows per person.
+    #[arg(long, value_name = "K|auto", requires = "privacy_id", help_heading = "Privacy unit")]
+    pub max_rows_per_id: Option<RowsPerId>,
     /// With --privacy-id and --by: the most groups one person's rows count in (default 1).
     #[arg(long, value_name = "G", requires = "privacy_id", help_heading = "Privacy unit")]
     pub max_groups_per_id: Option<u32>,
@@ -276,7 +278,11 @@ impl PersonArgs {
     /// The person flags as a request takes them; None without --privacy-id.
     pub fn flags(&self) -> Option<PersonFlags> {
         let ids = self.privacy_id.clone()?;
-        let rows = self.max_rows_per_id.unwrap_or(1);
+        let auto = self.max_rows_per_id == Some(RowsPerId::Auto);
+        let rows = match self.max_rows_per_id {
+            Some(RowsPerId::Rows(k)) => k,
+            _ => 1,
+        };
         Some(PersonFlags {
             ids,
             bounds: Bounds {
@@ -285,7 +291,32 @@ impl PersonArgs {
                 rows_per_group: self.max_rows_per_group.unwrap_or(rows),
             },
             grouped_flags: self.max_groups_per_id.is_some() || self.max_rows_per_group.is_some(),
+            auto,
+            rows_per_group_given: self.max_rows_per_group.is_some(),
         })
+    }
+}
+
+/// `--max-rows-per-id`: a number, or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowsPerId {
+    Rows(u32),
+    Auto,
+}
+
+impl std::str::FromStr for RowsPerId {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RowsPerId, String> {
+        match s.trim() {
+            "auto" => Ok(RowsPerId::Auto),
+            t => t.parse().map(RowsPerId::Rows).map_err(|_| {
+                format!(
+                    "'{}' is not a whole number of rows from 1 to 10000, or auto",
+                    crate::error::shown(t, 20)
+                )
+            }),
+        }
     }
 }
 

@@ -29,8 +29,9 @@ use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
 use crate::error::{bad_input, is_withheld, Error};
 use crate::numeric::bins::Keys;
 use crate::numeric::list;
+use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
-use crate::privacy::contribution::{Bounds, Unit};
+use crate::privacy::contribution::{self, Bounds, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
@@ -153,6 +154,44 @@ pub struct PersonFlags {
     pub bounds: Bounds,
     /// Whether --max-groups-per-id or --max-rows-per-group was given (they need --by).
     pub grouped_flags: bool,
+    /// `--max-rows-per-id auto`.
+    pub auto: bool,
+    /// Whether --max-rows-per-group was given (else it follows K, chosen or not).
+    pub rows_per_group_given: bool,
+}
+
+/// `--max-rows-per-id auto`: what choosing K privately, then rebuilding the statistic at the
+/// ε that K leaves it, needs.
+#[derive(Clone, Debug)]
+pub struct AutoRows {
+    /// ε spent choosing K (a tenth of the release's).
+    pub epsilon: Epsilon,
+    /// The release's own mechanism, at the nine tenths left, before the person's factor.
+    pub release: Mechanism,
+    pub kind: &'static str,
+    pub options: Options,
+    pub neighbours: Neighbours,
+    pub has_header: bool,
+    pub groups: usize,
+    pub filtered: bool,
+    pub ledger: bool,
+    /// Whether --max-rows-per-group was given (else K_g follows the K chosen).
+    pub rows_per_group_given: bool,
+}
+
+impl AutoRows {
+    /// The statistic's setup at `mechanism`, as `Job::new` validated it.
+    pub fn setup<'m>(&self, mechanism: &'m Mechanism) -> Setup<'m> {
+        Setup {
+            mechanism,
+            neighbours: self.neighbours,
+            has_header: self.has_header,
+            groups: self.groups,
+            filtered: self.filtered,
+            private_bounds: true,
+            ledger: self.ledger,
+        }
+    }
 }
 
 /// The person as the privacy unit, validated: the id columns and the bounds.
@@ -160,6 +199,8 @@ pub struct PersonFlags {
 pub struct Person {
     pub ids: Vec<ColumnRef>,
     pub bounds: Bounds,
+    /// `--max-rows-per-id auto` (then `bounds.rows` is set once K is chosen).
+    pub auto: Option<AutoRows>,
 }
 
 impl Person {
@@ -192,7 +233,13 @@ impl Person {
             .iter()
             .map(|i| ColumnRef::parse(i, has_header, "--privacy-id"))
             .collect::<Result<_, _>>()?;
-        Ok(Person { ids, bounds: flags.bounds })
+        Ok(Person { ids, bounds: flags.bounds, auto: None })
+    }
+
+    /// The bounds once K is `rows` (K_g follows K unless it was given).
+    pub fn with_rows(&self, rows: u32, rows_per_group_given: bool) -> Bounds {
+        let rows_per_group = if rows_per_group_given { self.bounds.rows_per_group } else { rows };
+        Bounds { rows, rows_per_group, ..self.bounds }
     }
 
     /// The unit a release states.
@@ -203,7 +250,14 @@ impl Person {
     /// The mechanism a statistic runs at on the bounded rows: the release's, divided by what one
     /// person can move it by (`privacy::contribution`).
     pub fn row_mechanism(&self, mechanism: &Mechanism, grouped: bool) -> Mechanism {
-        let factor = self.bounds.factor(grouped);
+        row_mechanism(mechanism, &self.bounds, grouped)
+    }
+}
+
+/// `mechanism` divided by what one person can move a release under `bounds` by.
+pub fn row_mechanism(mechanism: &Mechanism, bounds: &Bounds, grouped: bool) -> Mechanism {
+    {
+        let factor = bounds.factor(grouped);
         match mechanism {
             Mechanism::Laplace(_) => mechanism.split(factor.pure),
             Mechanism::Gaussian { .. } => mechanism.split(factor.rho),
@@ -326,7 +380,48 @@ impl Job {
         };
         // The statistic runs at row level on the bounded rows: what it is given and checks its
         // options against is the release's budget divided by what one person moves it by.
+        let mut person = person;
+        if let (Some(p), Some(flags)) = (person.as_mut(), &request.person) {
+            if flags.auto {
+                let Mechanism::Laplace(eps) = &mechanism else {
+                    return Err(Error::usage(
+                        "--max-rows-per-id auto spends a tenth of --eps (pure epsilon) choosing K; with \
+                         --noise gaussian give K as a number (dpstat plan --max-rows-per-id 1,2,5,10 shows \
+                         the noise at each)",
+                    ));
+                };
+                let (share, whole) = contribution::AUTO_SHARE;
+                let auto = AutoRows {
+                    epsilon: eps.share(share, whole),
+                    release: Mechanism::Laplace(eps.share(whole - share, whole)),
+                    kind: request.kind,
+                    options: options.clone(),
+                    neighbours: request.neighbours,
+                    has_header,
+                    groups,
+                    filtered: !request.filters.is_empty(),
+                    ledger: request.ledger.path.is_some(),
+                    rows_per_group_given: flags.rows_per_group_given,
+                };
+                // K is known only after the scan, and nothing the rows decide may stop the run
+                // after the charge: the statistic must take the ε of the smallest and of the
+                // largest K now.
+                for k in [contribution::MAX_BOUND, 1] {
+                    let m = row_mechanism(
+                        &auto.release,
+                        &p.with_rows(k, flags.rows_per_group_given),
+                        group.is_some(),
+                    );
+                    AnyStatistic::new(request.kind, options.clone(), &auto.setup(&m))?;
+                }
+                p.bounds = p.with_rows(1, flags.rows_per_group_given);
+                p.auto = Some(auto);
+            }
+        }
         let mechanism = match &person {
+            Some(Person { auto: Some(auto), bounds, .. }) => {
+                row_mechanism(&auto.release, bounds, group.is_some())
+            }
             Some(p) => p.row_mechanism(&mechanism, group.is_some()),
             None => mechanism,
         };
@@ -453,7 +548,7 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     }
     out.write_all(&bytes)?;
     out.flush()?;
-    if let Some(line) = job.person.as_ref().and_then(|p| p.unit(job.group.is_some()).line()) {
+    if let Some(line) = published.unit().line() {
         note_line(&format!("privacy unit: {line}"));
     }
     // Notes may carry released values (privately chosen bounds): only after the charge.
@@ -568,17 +663,41 @@ impl Visitor for Scan<'_, '_> {
         }
         // One key for every pass: a second pass keeps the same rows of each person.
         let key = job.person.as_ref().map(|_| rng::selection_key()).transpose()?;
+        let grouped = job.group.is_some();
+        // With `--max-rows-per-id auto`: K, once chosen (on the first pass), and the mechanism
+        // it leaves the statistic.
+        let (mut chosen, mut mechanism) = (None::<u32>, job.mechanism.clone());
         loop {
             let (filters, by) = routing(&job.filters, job.group.as_ref(), input)?;
             let fold = empty_fold(&statistic, input)?;
             let folds = match (&job.person, key) {
                 (Some(person), Some(key)) => {
                     let plan = bound_plan(person, &statistic, filters, by.clone(), input, key)?;
-                    let mut bounded = Bounded::new(plan, Routed::new(fold, vec![], by));
+                    let mut bounded = Bounded::new(plan, Routed::new(fold, vec![], by.clone()));
                     scan::check_memory(input, &bounded)?;
                     meter.before_rows(input)?;
                     scan::scan(input, &mut bounded)?;
-                    bounded.finish().map_err(|f| bound_failure(input, f))?.groups
+                    match (&person.auto, chosen) {
+                        (Some(auto), None) => {
+                            let counts = bounded
+                                .rows_per_person(contribution::MAX_BOUND as usize)
+                                .map_err(|f| bound_failure(input, f))?;
+                            let k = contribution::choose_rows(&counts, &auto.epsilon, rng);
+                            chosen = Some(k);
+                            let bounds = bounds_at(person, chosen);
+                            bounded.set_bounds(bounds);
+                            mechanism = row_mechanism(&auto.release, &bounds, grouped);
+                            // Validated at every K before the charge (`Job::new`).
+                            statistic =
+                                S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
+                            let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
+                            bounded.finish_into(fold).map_err(|f| bound_failure(input, f))?.groups
+                        }
+                        _ => {
+                            bounded.set_bounds(bounds_at(person, chosen));
+                            bounded.finish().map_err(|f| bound_failure(input, f))?.groups
+                        }
+                    }
                 }
                 _ => {
                     let mut routed = Routed::new(fold, filters, by);
@@ -588,13 +707,23 @@ impl Visitor for Scan<'_, '_> {
                     routed.groups
                 }
             };
-            let cx = context(job, input, &job.mechanism);
+            let cx = context(job, input, &mechanism);
             match publish(&statistic, folds, job.group.as_ref(), &cx, rng)? {
                 Outcome::Published(mut published) => {
                     if let Some(person) = &job.person {
-                        let grouped = job.group.is_some();
-                        let factor = person.bounds.factor(grouped);
-                        published.per_person(person.unit(grouped), factor, group::PER_PERSON)?;
+                        let bounds = bounds_at(person, chosen);
+                        let mut unit =
+                            Unit::person(person.ids.iter().map(ColumnRef::label).collect(), &bounds, grouped);
+                        published.per_person(unit.clone(), bounds.factor(grouped), group::PER_PERSON)?;
+                        if let (Some(auto), Unit::Person { auto: chosen_by, .. }) = (&person.auto, &mut unit)
+                        {
+                            let (a, b) = contribution::AUTO_QUANTILE;
+                            *chosen_by = Some(contribution::AutoRows {
+                                quantile: format!("{a}/{b}"),
+                                epsilon_exact: auto.epsilon.exact_string(),
+                            });
+                            published.spent_first(Cost::part("max_rows_per_id auto", &auto.epsilon), unit)?;
+                        }
                     }
                     return Ok(published);
                 }
@@ -605,6 +734,15 @@ impl Visitor for Scan<'_, '_> {
                 }
             }
         }
+    }
+}
+
+/// A person's bounds with K as chosen by `--max-rows-per-id auto` (K_g following it unless
+/// given), or as given.
+fn bounds_at(person: &Person, chosen: Option<u32>) -> Bounds {
+    match (chosen, &person.auto) {
+        (Some(k), Some(auto)) => person.with_rows(k, auto.rows_per_group_given),
+        _ => person.bounds,
     }
 }
 

@@ -150,13 +150,9 @@ impl<F: Fold> Bounded<F> {
         Ok(counts)
     }
 
-    /// The K of [`Plan::bounds`] chosen after the scan (`--max-rows-per-id auto`); K_g follows it
-    /// when it was K.
-    pub fn set_rows(&mut self, rows: u32) {
-        if self.bounds.rows_per_group == self.bounds.rows {
-            self.bounds.rows_per_group = rows;
-        }
-        self.bounds.rows = rows;
+    /// Bounds decided after the scan (`--max-rows-per-id auto`), instead of [`Plan::bounds`].
+    pub fn set_bounds(&mut self, bounds: Bounds) {
+        self.bounds = bounds;
     }
 
     /// Calls `visit` with the bytes of every bucket, in bucket order: from memory, or once
@@ -452,10 +448,10 @@ impl<'p> Chooser<'p> {
 /// A spilled bucket: read whole if it fits the cap (or cannot be split further), else split
 /// by another hash of the id into files read one at a time.
 fn read_file(
-file: &mut std::fs::File,
-level: u8,
-plan: &Plan,
-visit: &mut dyn FnMut(&[u8]) -> Result<(), Failure>,
+    file: &mut std::fs::File,
+    level: u8,
+    plan: &Plan,
+    visit: &mut dyn FnMut(&[u8]) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let io = |e: String| Failure::Temp(e);
     let size = file.seek(std::io::SeekFrom::End(0)).map_err(|e| io(read_error(&e)))? as usize;

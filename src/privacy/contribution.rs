@@ -22,8 +22,11 @@
 //! Under `--neighbours replace` the number of rows is public; with persons it is not (a person
 //! has any number of rows), so person-level releases are add-remove only.
 
+use rand::RngCore;
 use serde::Serialize;
 
+use super::epsilon::Epsilon;
+use super::permute_and_flip::permute_and_flip;
 use crate::numeric::list;
 
 /// The largest value of each bound: K² must fit the factor of ρ (a `u32`).
@@ -90,6 +93,61 @@ impl Bounds {
     }
 }
 
+/// `--max-rows-per-id auto`: the share of ε spent choosing K, as numerator/denominator.
+pub const AUTO_SHARE: (u32, u32) = (1, 10);
+/// The quantile of the rows-per-person distribution that K is chosen at, as a/b.
+pub const AUTO_QUANTILE: (u128, u128) = (9, 10);
+
+/// The values `--max-rows-per-id auto` chooses among: 1 to 10, then 12, 15, 20, 25, 30, 40,
+/// 50, 60, 80, 100 times each power of ten up to [`MAX_BOUND`] (40 values). Few round
+/// candidates keep the choice's error small (it grows with the log of their number) and lose
+/// little: K = 47 and K = 50 give nearly the same release.
+pub fn auto_candidates() -> Vec<u32> {
+    let mut out: Vec<u32> = (1..=10).collect();
+    let mut decade = 1;
+    while decade * 100 <= MAX_BOUND {
+        out.extend([12, 15, 20, 25, 30, 40, 50, 60, 80, 100].map(|m| m * decade));
+        decade *= 10;
+    }
+    out
+}
+
+/// K for `--max-rows-per-id auto`: a private 0.9-quantile of how many rows each person has
+/// (`counts[r − 1]` persons have r rows, the last entry those with more than
+/// [`MAX_BOUND`]), so that about nine persons in ten keep all their rows.
+///
+/// Permute-and-flip (McKenna & Sheldon 2020) over [`auto_candidates`] with the quantile score
+/// of Smith (2011): for K, s(K) = |b·c(K) − a·n| where c(K) is the number of persons with at
+/// most K rows, n the number of persons and a/b = 9/10. One person added or removed moves c(K)
+/// by at most 1 and n by 1, so s by at most max(a, b − a) = 9: the choice is ε-DP with the
+/// person as the unit, each person counted once whatever their rows (the rows are grouped by
+/// person before this is read, `data::bound`). The same approach as Tumult Analytics' and
+/// Google's contribution-bound tuning; its ε is a stated share of the release's. Its rank error
+/// is (2·9/ε)·ln(40/β)/10 persons at confidence 1 − β, so it needs many persons to be useful.
+pub fn choose_rows(counts: &[u64], eps: &Epsilon, rng: &mut dyn RngCore) -> u32 {
+    let (a, b) = AUTO_QUANTILE;
+    let n: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+    let candidates = auto_candidates();
+    let scores: Vec<u128> = candidates
+        .iter()
+        .map(|&k| {
+            let at_most: u128 = counts.iter().take(k as usize).map(|&c| u128::from(c)).sum();
+            (b * at_most).abs_diff(a * n)
+        })
+        .collect();
+    let sensitivity = a.max(b - a);
+    candidates[permute_and_flip(&scores, sensitivity, eps, rng)]
+}
+
+/// How K was chosen with `--max-rows-per-id auto` (`auto` in the unit's JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AutoRows {
+    /// The quantile of rows per person K was chosen at.
+    pub quantile: String,
+    /// The ε spent choosing (part of the release's), exactly.
+    pub epsilon_exact: String,
+}
+
 /// What a release states about its privacy unit (`unit` in JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "unit", rename_all = "lowercase")]
@@ -106,6 +164,9 @@ pub enum Unit {
         max_rows_per_group: Option<u32>,
         /// The factor the row-level budget was multiplied by (see the module).
         factor: u32,
+        /// Set when K was chosen privately (`--max-rows-per-id auto`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        auto: Option<AutoRows>,
     },
 }
 
@@ -118,6 +179,7 @@ impl Unit {
             max_groups_per_id: grouped.then_some(bounds.groups),
             max_rows_per_group: grouped.then_some(bounds.rows_per_group),
             factor: bounds.factor(grouped).pure,
+            auto: None,
         }
     }
 
@@ -126,7 +188,12 @@ impl Unit {
     pub fn ledger_name(&self) -> String {
         match self {
             Unit::Row => "row".to_string(),
-            Unit::Person { privacy_id, .. } => format!("person:{}", list::join(privacy_id)),
+            Unit::Person { privacy_id, .. } => {
+                // The same person whatever order the id columns are named in.
+                let mut ids = privacy_id.clone();
+                ids.sort();
+                format!("person:{}", list::join(&ids))
+            }
         }
     }
 
@@ -134,11 +201,14 @@ impl Unit {
     pub fn line(&self) -> Option<String> {
         match self {
             Unit::Row => None,
-            Unit::Person { privacy_id, max_rows_per_id, max_groups_per_id, max_rows_per_group, .. } => {
+            Unit::Person {
+                privacy_id, max_rows_per_id, max_groups_per_id, max_rows_per_group, auto, ..
+            } => {
                 let mut line = format!(
-                    "one person (by {}), at most {max_rows_per_id} row{} each",
+                    "one person (by {}), at most {max_rows_per_id} row{} each{}",
                     privacy_id.join(", "),
-                    if *max_rows_per_id == 1 { "" } else { "s" }
+                    if *max_rows_per_id == 1 { "" } else { "s" },
+                    if auto.is_some() { " (chosen privately: --max-rows-per-id auto)" } else { "" }
                 );
                 if let (Some(g), Some(k)) = (max_groups_per_id, max_rows_per_group) {
                     line.push_str(&format!(
@@ -197,6 +267,53 @@ mod tests {
         assert!(big.check().unwrap_err().contains("--max-groups-per-id"));
     }
 
+    /// The choice lands near the 0.9 quantile on data with many persons, and moves by at most
+    /// e^ε in probability between neighbours (one person with 10,000 rows added).
+    #[test]
+    fn auto_k_is_a_private_quantile_of_rows_per_person() {
+        use rand::SeedableRng;
+        let mut counts = vec![0u64; MAX_BOUND as usize + 1];
+        // 10,000 persons: 1 row (5,000), 2 (3,000), 7 (1,000), 30 (1,000): the 0.9 quantile is 7.
+        for (r, c) in [(1, 5000), (2, 3000), (7, 1000), (30, 1000)] {
+            counts[r - 1] = c;
+        }
+        let eps: Epsilon = "1".parse().unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let picks: Vec<u32> = (0..40).map(|_| choose_rows(&counts, &eps, &mut rng)).collect();
+        let near = picks.iter().filter(|&&k| (7..30).contains(&k)).count();
+        assert!(near >= 38, "{near} of 40 in 7..30: {picks:?}");
+        assert_eq!(auto_candidates().len(), 40);
+        assert_eq!(auto_candidates().last(), Some(&MAX_BOUND));
+        // Neighbours: P(K = k) within e^ε both ways for a few k, estimated on a small dataset.
+        let small = |extra: bool| {
+            let mut c = vec![0u64; MAX_BOUND as usize + 1];
+            c[0] = 6;
+            c[2] = 3;
+            if extra {
+                c[MAX_BOUND as usize] += 1;
+            }
+            c
+        };
+        let (a, b) = (small(false), small(true));
+        let eps: Epsilon = "0.5".parse().unwrap();
+        let trials = 4_000;
+        let freq = |c: &[u64], rng: &mut rand_chacha::ChaCha20Rng| {
+            let mut f = std::collections::HashMap::<u32, f64>::new();
+            for _ in 0..trials {
+                *f.entry(choose_rows(c, &eps, rng)).or_default() += 1.0 / trials as f64;
+            }
+            f
+        };
+        let (fa, fb) = (freq(&a, &mut rng), freq(&b, &mut rng));
+        for k in [1, 2, 3] {
+            let (pa, pb) = (fa.get(&k).copied().unwrap_or(0.0), fb.get(&k).copied().unwrap_or(0.0));
+            if pa > 0.02 && pb > 0.02 {
+                // e^0.5 ≈ 1.65, with room for sampling error.
+                assert!(pa / pb < 1.65 * 1.3 && pb / pa < 1.65 * 1.3, "k {k}: {pa} vs {pb}");
+            }
+        }
+    }
+
     #[test]
     fn units_name_themselves() {
         assert_eq!(serde_json::to_value(Unit::Row).unwrap(), serde_json::json!({"unit": "row"}));
@@ -205,6 +322,8 @@ mod tests {
         assert_eq!(json["unit"], "person");
         assert_eq!(json["factor"], 2);
         assert_eq!(person.ledger_name(), "person:id");
+        let both = |ids: [&str; 2]| Unit::person(ids.map(String::from).to_vec(), &Bounds::default(), false);
+        assert_eq!(both(["b", "a"]).ledger_name(), both(["a", "b"]).ledger_name());
         assert!(person.line().unwrap().contains("at most 3 rows each, in at most 2 groups, 1 per group"));
     }
 }

@@ -694,6 +694,40 @@ impl Published {
         }
     }
 
+    /// The unit the release states.
+    pub fn unit(&self) -> &Unit {
+        match self {
+            Published::One(r) => &r.unit,
+            Published::Grouped(g) => &g.unit,
+        }
+    }
+
+    /// A part spent before the release's own (`--max-rows-per-id auto`'s choice of K), added to
+    /// its accounting and guarantee, and the unit that states it.
+    pub fn spent_first(&mut self, part: Cost, unit: Unit) -> Result<(), Error> {
+        let prepend = |accounting: &mut Cost| {
+            let own = std::mem::replace(accounting, Cost::sequential(vec![]));
+            *accounting = Cost::sequential(vec![part.clone(), own]);
+        };
+        match self {
+            Published::One(r) => {
+                prepend(&mut r.accounting);
+                r.noise.guarantee = Guarantee::of(&r.accounting.total()?, r.noise.conversion.as_ref())?;
+                r.unit = unit;
+            }
+            Published::Grouped(g) => {
+                prepend(&mut g.accounting);
+                let conversion = g.groups.first().and_then(|x| x.release.noise.conversion.clone());
+                g.guarantee = Guarantee::of(&g.accounting.total()?, conversion.as_ref())?;
+                for group in &mut g.groups {
+                    group.release.unit = unit.clone();
+                }
+                g.unit = unit;
+            }
+        }
+        Ok(())
+    }
+
     pub fn set_budget(&mut self, budget: BudgetSummary) {
         match self {
             Published::One(r) => r.budget = Some(budget),
