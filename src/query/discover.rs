@@ -609,7 +609,9 @@ pub fn per_bin(selection_noise: &Calibrated, cx: &Context) -> Accuracy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::count::CountFold;
+    use crate::data::bound::{Bounded, Plan};
+    use crate::privacy::accountant::Total;
+    use crate::query::count::{Count, CountFold};
     use csv::ByteRecord;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
@@ -786,5 +788,201 @@ mod tests {
                 laws[1].iter().filter(|(s, _)| s.contains(&"c".to_string())).map(|(_, p)| p).sum();
             assert!(shown <= 0.01 + slack, "{unit:?}: the new key shows with probability {shown}");
         }
+    }
+
+    /// Persons' rows (id, key) bounded by `bounds` and counted per person, as the scan does
+    /// with `--privacy-id` (a `cap` of 0 forces every row through the temporary files).
+    fn person_keys(rows: &[(&str, &str)], bounds: Bounds, cap: usize) -> Keyed<CountFold> {
+        let persons = Persons { unit: Unit::Row, bounds };
+        let plan = Plan { ids: vec![0], keep: vec![], filters: vec![], group: None, bounds, key: [7; 16], cap };
+        let keyed = Keyed::new(1, 10_000, CountFold::default()).per_person(persons.keys_each());
+        let mut bounded = Bounded::found_keys(plan, 1, keyed);
+        for (id, key) in rows {
+            bounded.row(&Row::record(&ByteRecord::from(vec![*id, *key]))).unwrap();
+        }
+        bounded.finish().unwrap()
+    }
+
+    /// Key → (distinct persons, kept rows).
+    fn tally(keyed: Keyed<CountFold>) -> BTreeMap<String, (u64, u64)> {
+        let keys = keyed.into_keys(&roomy(), &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
+        keys.into_iter().map(|(k, (n, f))| (String::from_utf8(k.to_vec()).unwrap(), (n, f.rows))).collect()
+    }
+
+    /// Five persons in `a` (one with three rows), three in `b`.
+    fn base_rows() -> Vec<(String, String)> {
+        let mut rows: Vec<(String, String)> = (1..=5).map(|i| (format!("p{i}"), "a".to_string())).collect();
+        rows.extend((6..=8).map(|i| (format!("p{i}"), "b".to_string())));
+        rows.extend([("p1".to_string(), "a".to_string()), ("p1".to_string(), "a".to_string())]);
+        rows
+    }
+
+    fn as_refs(rows: &[(String, String)]) -> Vec<(&str, &str)> {
+        rows.iter().map(|(i, k)| (i.as_str(), k.as_str())).collect()
+    }
+
+    /// Neighbours that differ by one person with 40 rows in one key: that key's count of
+    /// persons moves by exactly 1 (its kept rows by at most K_g), and no other key moves; the
+    /// spilled path counts the same.
+    #[test]
+    fn a_heavy_person_raises_their_key_by_one() {
+        let bounds = Bounds { rows: 3, groups: 1, rows_per_group: 3 };
+        let base = base_rows();
+        let mut heavy = base.clone();
+        heavy.extend((0..40).map(|_| ("z".to_string(), "a".to_string())));
+        let before = tally(person_keys(&as_refs(&base), bounds, 1 << 30));
+        let after = tally(person_keys(&as_refs(&heavy), bounds, 1 << 30));
+        assert_eq!(before["a"].0, 5, "p1's three rows count once");
+        assert_eq!(after["a"].0, before["a"].0 + 1);
+        assert_eq!(after["a"].1, before["a"].1 + 3, "the heavy person keeps K_g rows");
+        assert_eq!(after["b"], before["b"]);
+        assert_eq!(after.len(), before.len());
+        assert_eq!(tally(person_keys(&as_refs(&heavy), bounds, 0)), after, "spilled and in memory differ");
+    }
+
+    /// A person with rows in six keys adds 1 to exactly g = min(G, K) keys' counts (at most g
+    /// new keys), changes nothing else, and the keys chosen do not depend on the row order.
+    #[test]
+    fn a_person_in_many_keys_counts_in_at_most_g() {
+        let base = base_rows();
+        let mut wide = base.clone();
+        for k in ["a", "b", "k1", "k2", "k3", "k4"] {
+            wide.extend([("y".to_string(), k.to_string()), ("y".to_string(), k.to_string())]);
+        }
+        for (bounds, g) in [
+            (Bounds { rows: 5, groups: 2, rows_per_group: 5 }, 2),
+            (Bounds { rows: 1, groups: 2, rows_per_group: 1 }, 1),
+            (Bounds { rows: 10, groups: 4, rows_per_group: 1 }, 4),
+        ] {
+            let before = tally(person_keys(&as_refs(&base), bounds, 1 << 30));
+            let after = tally(person_keys(&as_refs(&wide), bounds, 1 << 30));
+            let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+            let moved: Vec<i64> = keys
+                .iter()
+                .map(|k| {
+                    let (b, a) = (before.get(*k).map_or(0, |c| c.0), after.get(*k).map_or(0, |c| c.0));
+                    a as i64 - b as i64
+                })
+                .filter(|d| *d != 0)
+                .collect();
+            assert_eq!(moved, vec![1; g], "{bounds:?}: the counts moved by {moved:?}");
+            let rows_added: u64 = after.values().map(|c| c.1).sum::<u64>() - before.values().map(|c| c.1).sum::<u64>();
+            assert!(rows_added <= u64::from(bounds.factor(true).pure), "{bounds:?}: {rows_added} rows");
+            let mut reversed = wide.clone();
+            reversed.reverse();
+            assert_eq!(tally(person_keys(&as_refs(&reversed), bounds, 0)), after, "{bounds:?}");
+        }
+    }
+
+    /// The parts of a discovery's budget add up to exactly the ε and δ it is charged, and each
+    /// key's share times g is the selection's, for every g.
+    #[test]
+    fn shares_add_up_to_the_charge() {
+        let eps: Epsilon = "0.7".parse().unwrap();
+        let d = discovery(100_000);
+        for g in [1, 2, 7] {
+            for counted in [true, false] {
+                let s = Shares::new(&eps, &d, counted, g).unwrap();
+                let statistic = s.statistic_eps.as_ref().map(|e| e.as_rational().clone()).unwrap_or_default();
+                assert_eq!(s.cap.eps.as_rational() + s.selection_eps.as_rational() + statistic, *eps.as_rational());
+                assert_eq!(s.cap.delta.as_rational() + s.cap.rest_delta.as_rational(), *d.delta.as_rational());
+                let times_g = |r: &BigRational| r * BigInt::from(g);
+                assert_eq!(times_g(s.per_key_eps.as_rational()), *s.selection_eps.as_rational());
+                assert_eq!(times_g(s.per_key_delta.as_rational()), *s.cap.rest_delta.as_rational());
+                assert_eq!(s.statistic_eps.is_none(), counted);
+            }
+        }
+    }
+
+    /// A person-level discovery's accounting: the key cap and the selection are (ε, δ) parts
+    /// per person, the statistic a per-person node over its row-level costs, and the whole is
+    /// exactly the (ε, δ) charged; the selection's threshold is the per-key one.
+    #[test]
+    fn person_discovery_accounts_for_exactly_the_charge() {
+        let mut rows = base_rows();
+        for i in 0..60 {
+            rows.push((format!("q{i}"), "big".to_string()));
+            rows.push((format!("q{i}"), "big".to_string()));
+        }
+        let eps: Epsilon = "4".parse().unwrap();
+        let d = discovery(10_000);
+        let mechanism = Mechanism::Laplace(eps.clone());
+        let cx = Context {
+            mechanism: &mechanism,
+            neighbours: Neighbours::AddRemove,
+            confidence: "0.95".parse().unwrap(),
+            grouped: true,
+            filters: &[],
+            source: "test",
+        };
+        let charged = Total::Approx { eps: eps.as_rational().clone(), delta: d.delta.as_rational().clone() };
+        // One row per person and key: the counts are the selection's; else the statistic runs
+        // at its share divided by the factor T = min(K, G·K_g).
+        for (bounds, counted) in [
+            (Bounds { rows: 1, groups: 1, rows_per_group: 1 }, true),
+            (Bounds { rows: 4, groups: 2, rows_per_group: 2 }, false),
+        ] {
+            let persons = Persons { unit: Unit::person(vec!["id".into()], &bounds, true), bounds };
+            let keyed = person_keys(&as_refs(&rows), bounds, 1 << 30);
+            let mut rng = ChaCha20Rng::seed_from_u64(3); // INSECURE: test-only seed
+            let grouped =
+                publish(&Count::default(), keyed, "k".into(), &d, &cx, Some(&persons), &mut rng).unwrap();
+            assert_eq!(grouped.accounting.total().unwrap(), charged, "{bounds:?}");
+            let Cost::Sequential { parts, .. } = &grouped.accounting else { panic!("{:?}", grouped.accounting) };
+            let shares = Shares::new(&eps, &d, counted, persons.keys_each()).unwrap();
+            assert_eq!(parts[0], shares.cap.cost());
+            assert_eq!(parts[1], Cost::spent("keys", shares.selection_spend()));
+            match (counted, &parts[2..]) {
+                (true, []) => {}
+                (false, [Cost::Person { factor, inner }]) => {
+                    assert_eq!(*factor, bounds.factor(true));
+                    let row_level = shares.statistic_eps.clone().unwrap().split(factor.pure);
+                    assert_eq!(inner.total().unwrap(), Total::Pure(row_level.as_rational().clone()));
+                }
+                (_, rest) => panic!("{bounds:?}: {rest:?}"),
+            }
+            let about = grouped.discovery.as_ref().unwrap();
+            let per_key = threshold(&shares.per_key_eps, &shares.per_key_delta, Neighbours::AddRemove);
+            assert_eq!(about.threshold, saturating_i128(&per_key.tau));
+            assert_eq!(about.per_person.as_ref().unwrap().keys_per_person, persons.keys_each());
+            assert_eq!(grouped.unit, persons.unit);
+            // "big" (60 persons) is released, in the person unit.
+            assert!(grouped.groups.iter().any(|g| g.key == "big"), "{bounds:?}");
+            assert!(grouped.groups.iter().all(|g| g.release.unit == persons.unit));
+        }
+    }
+
+    /// The key cap's test when a unit adds up to g = 3 keys: its margin is ⌈3·ln(1/δ_c)/ε_c⌉ + 2
+    /// and its failure event within δ_c; on neighbours whose numbers of keys differ by 3 at the
+    /// boundary, the withheld frequencies stay within e^(ε_c) both ways (exactly e^(ε_c) apart
+    /// in law), which a scale of 1/ε_c would break (e^(3ε_c)).
+    #[test]
+    fn the_cap_test_for_persons_is_private_on_neighbours() {
+        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(120), 3).unwrap();
+        // ε_c = 1, δ_c = 1e-7: 3·16.118 = 48.35, m = 49 + 2.
+        assert_eq!(cap.margin, BigInt::from(51));
+        let q = (-1f64 / 3.0).exp();
+        let m = 51.0;
+        assert!(q.powf(m + 1.0) / (1.0 + q) * (1.0 + 1f64.exp()) <= 1e-7);
+        for g in [1u32, 2, 5, 40] {
+            let c = KeyCap::new(&"2".parse().unwrap(), &discovery(100_000), g).unwrap();
+            let (e, qg) = (0.2f64, (-0.2f64 / f64::from(g)).exp());
+            let m = c.margin.to_string().parse::<f64>().unwrap();
+            assert!(qg.powf(m + 1.0) / (1.0 + qg) * (1.0 + e.exp()) <= 1e-7 * (1.0 + 1e-9), "g {g}");
+        }
+        // Withheld iff D + Z > 120 − 51 = 69, Z of scale 3.
+        let mut rng = ChaCha20Rng::seed_from_u64(12); // INSECURE: test-only seed
+        let draws = 20_000;
+        let mut withheld = |d: usize| {
+            (0..draws).filter(|_| cap.test(d, false, &mut rng).is_err()).count() as f64 / draws as f64
+        };
+        let (low, high) = (withheld(66), withheld(69));
+        let (exact_low, exact_high) = (q.powi(4) / (1.0 + q), q / (1.0 + q));
+        // sd of each frequency < 0.0035: 5 sd.
+        assert!((low - exact_low).abs() < 0.018 && (high - exact_high).abs() < 0.018, "{low} {high}");
+        let e = std::f64::consts::E;
+        assert!(high <= e * low + 0.05 && (1.0 - low) <= e * (1.0 - high) + 0.05, "{low} {high}");
+        assert_eq!(withheld(10), 0.0);
+        assert!(KeyCap::new(&"10".parse().unwrap(), &discovery(51), 3).is_err(), "C <= m is refused");
     }
 }
