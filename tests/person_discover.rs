@@ -20,7 +20,9 @@ fn visits() -> std::path::PathBuf {
 /// `count --by clinic --discover` at ε = 1, δ = 1e-7, with `extra` flags, under `seed`.
 fn count_by_clinic(seed: u64, extra: &[&str]) -> Value {
     let mut cmd = seeded(seed);
-    cmd.args(["count", "--by", "clinic", "--discover", "--eps", "1", "--delta", "1e-7"]).args(extra).arg(visits());
+    cmd.args(["count", "--by", "clinic", "--discover", "--eps", "1", "--delta", "1e-7"])
+        .args(extra)
+        .arg(visits());
     json_of(&mut cmd)
 }
 
@@ -69,13 +71,22 @@ fn a_key_of_one_person_with_fifty_rows_is_released_per_row_but_not_per_person() 
 #[test]
 fn a_person_in_g_keys_raises_the_threshold_and_the_parts_add_up() {
     let one = count_by_clinic(5, &["--privacy-id", "patient", "--max-rows-per-id", "4"]);
-    let two = count_by_clinic(5, &["--privacy-id", "patient", "--max-rows-per-id", "4", "--max-groups-per-id", "2"]);
+    let two = count_by_clinic(
+        5,
+        &["--privacy-id", "patient", "--max-rows-per-id", "4", "--max-groups-per-id", "2"],
+    );
     let (p1, p2) = (&one["discovery"]["per_person"], &two["discovery"]["per_person"]);
     assert_eq!((p1["keys_per_person"].as_u64(), p2["keys_per_person"].as_u64()), (Some(1), Some(2)));
     // Half of the nine tenths of ε for the selection; each key a g-th of it.
     assert_eq!(p1["epsilon_exact"], "9/20");
-    assert_eq!((p1["epsilon_per_key_exact"].as_str(), p1["delta_per_key_exact"].as_str()), (Some("9/20"), Some("9/100000000")));
-    assert_eq!((p2["epsilon_per_key_exact"].as_str(), p2["delta_per_key_exact"].as_str()), (Some("9/40"), Some("9/200000000")));
+    assert_eq!(
+        (p1["epsilon_per_key_exact"].as_str(), p1["delta_per_key_exact"].as_str()),
+        (Some("9/20"), Some("9/100000000"))
+    );
+    assert_eq!(
+        (p2["epsilon_per_key_exact"].as_str(), p2["delta_per_key_exact"].as_str()),
+        (Some("9/40"), Some("9/200000000"))
+    );
     let tau = |r: &Value| r["discovery"]["threshold"].as_i64().unwrap();
     assert!(tau(&two) > tau(&one) + 30, "{} {}", tau(&one), tau(&two));
     let margin = |r: &Value| r["discovery"]["key_cap"]["margin"].as_i64().unwrap();
@@ -88,8 +99,14 @@ fn a_person_in_g_keys_raises_the_threshold_and_the_parts_add_up() {
         let parts = release["accounting"]["parts"].as_array().unwrap();
         let names: Vec<&str> = parts.iter().map(|p| p["name"].as_str().unwrap_or("")).collect();
         assert_eq!(names, ["key cap", "keys", ""], "{release}");
-        assert_eq!((parts[0]["epsilon_exact"].as_str(), parts[0]["delta_exact"].as_str()), (Some("1/10"), Some("1/100000000")));
-        assert_eq!((parts[1]["epsilon_exact"].as_str(), parts[1]["delta_exact"].as_str()), (Some("9/20"), Some("9/100000000")));
+        assert_eq!(
+            (parts[0]["epsilon_exact"].as_str(), parts[0]["delta_exact"].as_str()),
+            (Some("1/10"), Some("1/100000000"))
+        );
+        assert_eq!(
+            (parts[1]["epsilon_exact"].as_str(), parts[1]["delta_exact"].as_str()),
+            (Some("9/20"), Some("9/100000000"))
+        );
         assert_eq!(parts[2]["composition"], "per person");
         assert_eq!(parts[2]["epsilon_exact"], "9/20");
     }
@@ -108,8 +125,24 @@ fn a_person_in_g_keys_raises_the_threshold_and_the_parts_add_up() {
 #[test]
 fn a_mean_per_person_is_exact_and_order_free() {
     let args = [
-        "mean", "--col", "cost", "--lower", "0", "--upper", "100", "--by", "clinic", "--discover", "--eps", "1",
-        "--delta", "1e-7", "--privacy-id", "patient", "--max-rows-per-id", "3",
+        "mean",
+        "--col",
+        "cost",
+        "--lower",
+        "0",
+        "--upper",
+        "100",
+        "--by",
+        "clinic",
+        "--discover",
+        "--eps",
+        "1",
+        "--delta",
+        "1e-7",
+        "--privacy-id",
+        "patient",
+        "--max-rows-per-id",
+        "3",
     ];
     let release = json_of(seeded(9).args(args).arg(visits()));
     assert_eq!(release["epsilon_exact"], "1/1");

@@ -47,6 +47,31 @@
 //! names only flags and m. `--max-keys` <= m is refused before the charge (the test would
 //! withhold almost surely). Before this, a file with more keys or a longer key stopped the run
 //! after the charge, and the exit code answered a membership question exactly (issue 24).
+//!
+//! **Per person** (`--privacy-id`, add-remove only). The rows are bounded first
+//! (`data::bound`, [`Bounded::found_keys`](crate::data::bound::Bounded::found_keys)): each
+//! person keeps at most G keys (the G lowest keyed hashes of (id, key), the rule of public
+//! groups), K_g rows in each and K in all, so a person's kept rows fall in at most
+//! g = min(G, K) keys ([`Persons::keys_each`]). The keys count **distinct persons**, not rows (or
+//! τ would have to grow with K): bounding replays each person's kept rows together and then
+//! calls `Fold::person_end`, so [`Keyed::per_person`] counts a person once per key holding one
+//! number per key, never a set of persons, and the rows wait in bounding's spillable buckets.
+//! Adding or removing a person then moves at most g keys' counts by 1 each and D by at most g:
+//! - the key cap's test runs at sensitivity g: noise of scale g/ε_c, margin
+//!   ⌈g·ln(1/δ_c)/ε_c⌉ + g − 1 ([`KeyCap::new`]), still (ε_c, δ_c)-DP per person;
+//! - each key is thresholded at (ε_s/g, δ_s/g), (ε_s, δ_s)-DP per person by basic composition
+//!   over the g keys a person touches ([`select_per_key`], with its citations);
+//! - the statistic in the kept groups runs on the bounded rows at its share divided by the
+//!   factor T = min(K, G·K'_g) (`privacy::contribution`, group privacy), restated per person
+//!   (`Published::per_person`), ε_stat-DP per person; releasing only the kept groups is
+//!   post-processing of the selection and of the statistic computed in every possible group.
+//!
+//! So the whole is (ε_c + ε_s + ε_stat, δ_c + δ_s) = (ε, δ)-DP per person; the accounting tree
+//! has the parts `key cap` and `keys` as (ε, δ) spent per person directly, and the groups as a
+//! per-person node over their row-level costs (group privacy does not scale (ε, δ) parts, which
+//! is why the selection counts persons instead). A count of at most one row per person and key
+//! (min(K_g, K) = 1, the default) is the selection's own noisy count of persons, which is then
+//! its count of kept rows; another count, or any other statistic, takes half of the rest.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -72,8 +97,8 @@ use crate::privacy::unit::Neighbours;
 pub use crate::query::options::Discovery;
 use crate::query::statistic::{Context, Measured, Statistic};
 use crate::report::release::{
-    saturating_i128, Accuracy, DiscoveryInfo, Group, GroupedRelease, KeyCapInfo, Noise, Number, PersonSelection,
-    Published, Release, PER_BIN,
+    saturating_i128, Accuracy, DiscoveryInfo, Group, GroupedRelease, KeyCapInfo, Noise, Number,
+    PersonSelection, Published, Release, PER_BIN,
 };
 
 /// `--max-keys` when not given.
@@ -280,7 +305,8 @@ impl<F: Fold> Fold for Keyed<F> {
     /// large.
     fn heap_bytes(&self) -> usize {
         let entry = MAX_KEY_BYTES + ENTRY_BYTES + std::mem::size_of::<F>() + self.empty.heap_bytes();
-        let one_person = self.person.as_ref().map_or(0, |(_, each)| *each as usize * (MAX_KEY_BYTES + ENTRY_BYTES));
+        let one_person =
+            self.person.as_ref().map_or(0, |(_, each)| *each as usize * (MAX_KEY_BYTES + ENTRY_BYTES));
         self.max_keys.saturating_mul(entry).saturating_add(one_person)
     }
 }
@@ -435,7 +461,9 @@ impl Shares {
         };
         let per_key_eps = selection_eps.split(cap.per_unit);
         let per_key_delta = Delta::from_rational(cap.rest_delta.as_rational() / BigInt::from(cap.per_unit))
-            .map_err(|e| Error::usage(format!("--delta: its share for each of {} keys: {e}", cap.per_unit)))?;
+            .map_err(|e| {
+            Error::usage(format!("--delta: its share for each of {} keys: {e}", cap.per_unit))
+        })?;
         Ok(Shares { cap, selection_eps, per_key_eps, per_key_delta, statistic_eps })
     }
 
@@ -474,7 +502,11 @@ impl Shares {
 /// the row-level selection applied to persons; the optimum for g = 1 is Desfontaines, Voss,
 /// Gipson, Mandayam, "Differentially private partition selection", PoPETs 2022, which
 /// releases no counts (here the counts are released with the keys, so Laplace it is).
-pub fn select_per_key<F>(keys: Keys<F>, shares: &Shares, rng: &mut dyn RngCore) -> Result<Selection<F>, Error> {
+pub fn select_per_key<F>(
+    keys: Keys<F>,
+    shares: &Shares,
+    rng: &mut dyn RngCore,
+) -> Result<Selection<F>, Error> {
     select(keys, &shares.per_key_eps, &shares.per_key_delta, Neighbours::AddRemove, rng)
 }
 
@@ -562,10 +594,18 @@ pub fn publish<S: Statistic>(
         }
     };
     let keys_cost = Cost::spent("keys", spend);
-    let accounting = Cost::sequential([shares.cap.cost(), keys_cost].into_iter().chain(groups_cost).collect());
+    let accounting =
+        Cost::sequential([shares.cap.cost(), keys_cost].into_iter().chain(groups_cost).collect());
     let composition = if persons.is_some() { PER_PERSON_COMPOSITION } else { COMPOSITION };
-    let mut grouped =
-        GroupedRelease::with_accounting(statistic.name(), column, by, cx.neighbours, composition, groups, accounting)?;
+    let mut grouped = GroupedRelease::with_accounting(
+        statistic.name(),
+        column,
+        by,
+        cx.neighbours,
+        composition,
+        groups,
+        accounting,
+    )?;
     let mut about = info(&selection.threshold, &shares.cap, released);
     if let Some(p) = persons {
         about.per_person = Some(shares.person_info());
@@ -794,7 +834,8 @@ mod tests {
     /// with `--privacy-id` (a `cap` of 0 forces every row through the temporary files).
     fn person_keys(rows: &[(&str, &str)], bounds: Bounds, cap: usize) -> Keyed<CountFold> {
         let persons = Persons { unit: Unit::Row, bounds };
-        let plan = Plan { ids: vec![0], keep: vec![], filters: vec![], group: None, bounds, key: [7; 16], cap };
+        let plan =
+            Plan { ids: vec![0], keep: vec![], filters: vec![], group: None, bounds, key: [7; 16], cap };
         let keyed = Keyed::new(1, 10_000, CountFold::default()).per_person(persons.keys_each());
         let mut bounded = Bounded::found_keys(plan, 1, keyed);
         for (id, key) in rows {
@@ -866,7 +907,8 @@ mod tests {
                 .filter(|d| *d != 0)
                 .collect();
             assert_eq!(moved, vec![1; g], "{bounds:?}: the counts moved by {moved:?}");
-            let rows_added: u64 = after.values().map(|c| c.1).sum::<u64>() - before.values().map(|c| c.1).sum::<u64>();
+            let rows_added: u64 =
+                after.values().map(|c| c.1).sum::<u64>() - before.values().map(|c| c.1).sum::<u64>();
             assert!(rows_added <= u64::from(bounds.factor(true).pure), "{bounds:?}: {rows_added} rows");
             let mut reversed = wide.clone();
             reversed.reverse();
@@ -884,8 +926,14 @@ mod tests {
             for counted in [true, false] {
                 let s = Shares::new(&eps, &d, counted, g).unwrap();
                 let statistic = s.statistic_eps.as_ref().map(|e| e.as_rational().clone()).unwrap_or_default();
-                assert_eq!(s.cap.eps.as_rational() + s.selection_eps.as_rational() + statistic, *eps.as_rational());
-                assert_eq!(s.cap.delta.as_rational() + s.cap.rest_delta.as_rational(), *d.delta.as_rational());
+                assert_eq!(
+                    s.cap.eps.as_rational() + s.selection_eps.as_rational() + statistic,
+                    *eps.as_rational()
+                );
+                assert_eq!(
+                    s.cap.delta.as_rational() + s.cap.rest_delta.as_rational(),
+                    *d.delta.as_rational()
+                );
                 let times_g = |r: &BigRational| r * BigInt::from(g);
                 assert_eq!(times_g(s.per_key_eps.as_rational()), *s.selection_eps.as_rational());
                 assert_eq!(times_g(s.per_key_delta.as_rational()), *s.cap.rest_delta.as_rational());
@@ -928,7 +976,9 @@ mod tests {
             let grouped =
                 publish(&Count::default(), keyed, "k".into(), &d, &cx, Some(&persons), &mut rng).unwrap();
             assert_eq!(grouped.accounting.total().unwrap(), charged, "{bounds:?}");
-            let Cost::Sequential { parts, .. } = &grouped.accounting else { panic!("{:?}", grouped.accounting) };
+            let Cost::Sequential { parts, .. } = &grouped.accounting else {
+                panic!("{:?}", grouped.accounting)
+            };
             let shares = Shares::new(&eps, &d, counted, persons.keys_each()).unwrap();
             assert_eq!(parts[0], shares.cap.cost());
             assert_eq!(parts[1], Cost::spent("keys", shares.selection_spend()));
