@@ -314,8 +314,8 @@ impl Job {
             Some(flags) => {
                 if options.discover.is_some() {
                     return Err(Error::usage(
-                        "histogram --discover with --privacy-id is not supported yet: count persons' rows \
-                         per key with count --by COL --discover",
+                        "histogram --discover with --privacy-id is not supported yet: count --by COL \
+                         --discover --privacy-id ID releases the same keys with their counts per person",
                     ));
                 }
                 let grouped = group.is_some() || discover_by.is_some();

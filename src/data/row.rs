@@ -20,7 +20,8 @@ pub trait Fold: Clone + Send {
 
     /// Called by contribution bounding (`data::bound`) after the last kept row of one person,
     /// which it replays person by person: a fold that counts distinct persons (keys found in
-    /// the data, `query::discover`) closes the person here. Nothing else needs it.
+    /// the data, `query::discover`) closes the person here. Nothing else needs it; a wrapper
+    /// around such a fold must pass it on.
     fn person_end(&mut self) {}
 }
 
