@@ -1035,4 +1035,44 @@ mod tests {
         assert_eq!(withheld(10), 0.0);
         assert!(KeyCap::new(&"10".parse().unwrap(), &discovery(51), 3).is_err(), "C <= m is refused");
     }
+
+    /// Empirical privacy of the per-key selection for persons: a person who creates two keys
+    /// (g = 2) moves the released key sets by at most δ_s at e^(ε_s) (hockey-stick divergence,
+    /// both ways), while thresholding each key at the whole (ε_s, δ_s) instead lets the two new
+    /// keys show with about twice δ_s, which the same check catches.
+    #[test]
+    fn a_person_creating_g_keys_moves_the_released_sets_by_at_most_delta() {
+        let mut rng = ChaCha20Rng::seed_from_u64(21); // INSECURE: test-only seed
+        let eps: Epsilon = "1".parse().unwrap();
+        let delta: Delta = "0.05".parse().unwrap();
+        let keys = |entries: &[(&str, u64)]| -> Keys<()> {
+            entries.iter().map(|(k, n)| (k.as_bytes().to_vec().into_boxed_slice(), (*n, ()))).collect()
+        };
+        let (d, neighbour) = (keys(&[("a", 40)]), keys(&[("a", 40), ("c", 1), ("d", 1)]));
+        let per_key = (eps.split(2), Delta::from_rational(delta.as_rational() / BigInt::from(2)).unwrap());
+        let n = 40_000;
+        let e = std::f64::consts::E;
+        let mut divergences = vec![];
+        for (k_eps, k_delta) in [per_key, (eps.clone(), delta.clone())] {
+            let t = threshold(&k_eps, &k_delta, Neighbours::AddRemove);
+            let mut laws = vec![];
+            for data in [&d, &neighbour] {
+                let mut law: BTreeMap<Vec<String>, f64> = BTreeMap::new();
+                for _ in 0..n {
+                    let s =
+                        select_at(data.clone(), &k_eps, t.clone(), Neighbours::AddRemove, &mut rng).unwrap();
+                    *law.entry(s.kept.into_iter().map(|(k, _, _)| k).collect()).or_default() +=
+                        1.0 / n as f64;
+                }
+                laws.push(law);
+            }
+            let divergence = |p: &BTreeMap<Vec<String>, f64>, q: &BTreeMap<Vec<String>, f64>| {
+                p.iter().map(|(s, &ps)| (ps - e * q.get(s).copied().unwrap_or(0.0)).max(0.0)).sum::<f64>()
+            };
+            divergences.push(divergence(&laws[1], &laws[0]).max(divergence(&laws[0], &laws[1])));
+        }
+        let slack = 4.0 * (0.05 / n as f64).sqrt();
+        assert!(divergences[0] <= 0.05 + slack, "per key (ε/2, δ/2): {}", divergences[0]);
+        assert!(divergences[1] > 0.05 + slack, "per key (ε, δ) went unnoticed: {}", divergences[1]);
+    }
 }
