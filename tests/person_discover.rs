@@ -161,6 +161,29 @@ fn a_mean_per_person_is_exact_and_order_free() {
     std::fs::write(&reversed, lines.join("\n") + "\n").unwrap();
     let again = json_of(seeded(9).args(args).arg(&reversed));
     assert_eq!(again["groups"], release["groups"]);
+    // Every row through the temporary files: the same persons, the same release.
+    let spilled = json_of(seeded(9).env("DPSTAT_ID_MEMORY", "0").args(args).arg(visits()));
+    assert_eq!(spilled["groups"], release["groups"]);
+}
+
+/// The key cap per person: over the cap, the release is withheld (exit 5, nothing on stdout),
+/// the outcome of its noisy test; with g = 2 the same cap is below the larger margin
+/// (⌈2·ln(1e8)/10⌉ + 1 = 5 at ε_c = 10) and refused before anything is read.
+#[test]
+fn the_key_cap_per_person_withholds_or_refuses() {
+    let over = ["--eps", "100", "--max-keys", "3", "--privacy-id", "patient"];
+    let mut cmd = seeded(1);
+    cmd.args(["count", "--by", "clinic", "--discover", "--delta", "1e-7"]).args(over).arg(visits());
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more distinct keys than --max-keys 3"));
+    let mut cmd = seeded(1);
+    cmd.args(["count", "--by", "clinic", "--discover", "--delta", "1e-7"])
+        .args(over)
+        .args(["--max-rows-per-id", "2", "--max-groups-per-id", "2"])
+        .arg(visits());
+    fails_with(&mut cmd, &["--max-keys 3", "must exceed 5"]);
 }
 
 /// What the guarantee does not cover is refused before anything is read: replace with a
