@@ -105,7 +105,7 @@ impl PrivacyFlags {
                         let discovery = Discovery { delta: delta.clone(), max_keys: self.max_keys };
                         // The key cap's test is part of the release: a cap it cannot pass is
                         // refused now, before anything is read or charged.
-                        discover::KeyCap::new(&eps, &discovery)?;
+                        discover::KeyCap::new(&eps, &discovery, 1)?;
                         Some(discovery)
                     }
                     (true, None) => {
@@ -247,6 +247,11 @@ impl Person {
         Unit::person(self.ids.iter().map(ColumnRef::label).collect(), &self.bounds, grouped)
     }
 
+    /// The person as a discovery's unit (`query::discover`): its unit and bounds.
+    pub fn persons(&self) -> discover::Persons {
+        discover::Persons { unit: self.unit(true), bounds: self.bounds }
+    }
+
     /// The mechanism a statistic runs at on the bounded rows: the release's, divided by what one
     /// person can move it by (`privacy::contribution`).
     pub fn row_mechanism(&self, mechanism: &Mechanism, grouped: bool) -> Mechanism {
@@ -302,7 +307,8 @@ pub struct Job {
     pub discover_by: Option<(ColumnRef, Discovery)>,
     pub statistic: AnyStatistic,
     /// The noise and its ε or ρ; with `--privacy-id`, at row level on the bounded rows (the
-    /// release's divided by [`Person::row_mechanism`]'s factor).
+    /// release's divided by [`Person::row_mechanism`]'s factor), except with `--discover`,
+    /// whose publication divides the whole ε itself.
     pub mechanism: Mechanism,
     /// `--privacy-id`: bound each person's rows, and state the release per person.
     pub person: Option<Person>,
@@ -360,12 +366,22 @@ impl Job {
         let person = match &request.person {
             None => None,
             Some(flags) => {
-                if discover_by.is_some() || options.discover.is_some() {
+                if options.discover.is_some() {
                     return Err(Error::usage(
-                        "--privacy-id with --discover is not supported yet: list the keys with --keys",
+                        "histogram --discover with --privacy-id is not supported yet: count --by COL \
+                         --discover --privacy-id ID releases the same keys with their counts per person",
                     ));
                 }
-                Some(Person::new(flags, has_header, group.is_some(), request.neighbours)?)
+                let grouped = group.is_some() || discover_by.is_some();
+                let person = Person::new(flags, has_header, grouped, request.neighbours)?;
+                if let (Some((_, discovery)), Mechanism::Laplace(eps)) = (&discover_by, &mechanism) {
+                    // The key cap's margin and each key's δ grow with the keys a person adds:
+                    // refused now if they do not fit, before anything is read or charged.
+                    let persons = person.persons();
+                    let counted = request.kind == "count" && persons.one_row_per_key();
+                    discover::Shares::new(eps, discovery, counted, persons.keys_each())?;
+                }
+                Some(person)
             }
         };
         let spend = match (&mechanism, discover_by.as_ref().map(|d| &d.1).or(options.discover.as_ref())) {
@@ -379,9 +395,15 @@ impl Job {
             (None, None) => 1,
         };
         // The statistic runs at row level on the bounded rows: what it is given and checks its
-        // options against is the release's budget divided by what one person moves it by.
+        // options against is the release's budget divided by what one person moves it by. A
+        // discovery divides its budget itself (`query::discover::publish`), as without persons.
         let mut person = person;
         if let (Some(p), Some(flags)) = (person.as_mut(), &request.person) {
+            if flags.auto && discover_by.is_some() {
+                return Err(Error::usage(
+                    "--max-rows-per-id auto with --discover is not supported: give K as a number",
+                ));
+            }
             if flags.auto {
                 let Mechanism::Laplace(eps) = &mechanism else {
                     return Err(Error::usage(
@@ -422,8 +444,8 @@ impl Job {
             Some(Person { auto: Some(auto), bounds, .. }) => {
                 row_mechanism(&auto.release, bounds, group.is_some())
             }
-            Some(p) => p.row_mechanism(&mechanism, group.is_some()),
-            None => mechanism,
+            Some(p) if discover_by.is_none() => p.row_mechanism(&mechanism, group.is_some()),
+            _ => mechanism,
         };
         let setup = Setup {
             mechanism: &mechanism,
@@ -781,7 +803,9 @@ pub fn bound_failure(input: &Input, failure: bound::Failure) -> anyhow::Error {
 }
 
 /// `--by COL --discover`: one pass counting every key of COL (and folding the statistic per
-/// key), then the selection and the statistic in every key kept (`query::discover`).
+/// key), then the selection and the statistic in every key kept (`query::discover`). With
+/// `--privacy-id`, the rows are bounded per person first and replayed person by person, so the
+/// keys count distinct persons without holding any set of persons.
 fn discovered<S: Statistic>(
     job: &Job,
     statistic: &S,
@@ -797,15 +821,30 @@ fn discovered<S: Statistic>(
         .into_iter()
         .map(|(c, flag)| input.resolve(c, flag))
         .collect::<Result<Vec<_>>>()?;
-    let keyed = discover::keyed_fold(statistic, &indices, input.resolve(by, "--by")?, discovery);
-    let mut routed = Routed::new(keyed, filters, None);
-    scan::check_memory(input, &routed)?;
-    meter.before_rows(input)?;
-    scan::scan(input, &mut routed)?;
+    let column = input.resolve(by, "--by")?;
+    let keyed = discover::keyed_fold(statistic, &indices, column, discovery);
+    let persons = job.person.as_ref().map(Person::persons);
+    let keyed = match (&job.person, &persons) {
+        (Some(person), Some(persons)) => {
+            let key = rng::selection_key()?;
+            let plan = bound_plan(person, statistic, filters, None, input, key)?;
+            let mut bounded = Bounded::found_keys(plan, column, keyed.per_person(persons.keys_each()));
+            scan::check_memory(input, &bounded)?;
+            meter.before_rows(input)?;
+            scan::scan(input, &mut bounded)?;
+            bounded.finish().map_err(|f| bound_failure(input, f))?
+        }
+        _ => {
+            let mut routed = Routed::new(keyed, filters, None);
+            scan::check_memory(input, &routed)?;
+            meter.before_rows(input)?;
+            scan::scan(input, &mut routed)?;
+            routed.groups.pop().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?
+        }
+    };
     let cx = context(job, input, &job.mechanism);
-    let keyed = routed.groups.pop().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?;
-    let mut published =
-        Published::Grouped(discover::publish(statistic, keyed, by.label(), discovery, &cx, rng)?);
+    let release = discover::publish(statistic, keyed, by.label(), discovery, &cx, persons.as_ref(), rng)?;
+    let mut published = Published::Grouped(release);
     if rng::is_seeded() {
         published.mark_insecure_seed();
     }

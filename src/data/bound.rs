@@ -30,7 +30,7 @@ use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
 
 use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
-use crate::data::row::{text_cell, BadCell, Fold, Row};
+use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
 use crate::numeric::list;
 use crate::privacy::contribution::Bounds;
 
@@ -76,6 +76,9 @@ struct Shared {
     held: AtomicUsize,
     /// One temporary file per bucket, once anything spilled; the first I/O error.
     spill: Mutex<Spill>,
+    /// Keys found in the data (`--by COL --discover`): COL, whose keys ([`key_of`]) are the
+    /// groups instead of `plan.group`'s public ones.
+    found: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -111,11 +114,24 @@ impl<F: Clone> Clone for Bounded<F> {
 impl<F: Fold> Bounded<F> {
     /// `inner` reads full rows by their column numbers; it sees only the kept rows, with the
     /// cells of `plan.keep` and every other cell empty.
-    pub fn new(mut plan: Plan, inner: F) -> Bounded<F> {
+    pub fn new(plan: Plan, inner: F) -> Bounded<F> {
+        Bounded::grouping(plan, None, inner)
+    }
+
+    /// [`Bounded::new`] for keys found in the data: the groups are the keys of column `found`
+    /// (each cell's [`key_of`], as `query::discover` counts them), chosen per person by the same
+    /// keyed rule as public groups; `plan.group` must be None. The inner fold sees each
+    /// person's kept rows together, then [`Fold::person_end`].
+    pub fn found_keys(mut plan: Plan, found: usize, inner: F) -> Bounded<F> {
+        plan.keep.push(found);
+        Bounded::grouping(plan, Some(found), inner)
+    }
+
+    fn grouping(mut plan: Plan, found: Option<usize>, inner: F) -> Bounded<F> {
         plan.keep.sort_unstable();
         plan.keep.dedup();
         let bounds = plan.bounds;
-        let shared = Shared { plan, held: AtomicUsize::new(0), spill: Mutex::new(Spill::default()) };
+        let shared = Shared { plan, held: AtomicUsize::new(0), spill: Mutex::new(Spill::default()), found };
         Bounded { shared: Arc::new(shared), bounds, buckets: vec![Vec::new(); BUCKETS], held: 0, inner }
     }
 
@@ -130,7 +146,7 @@ impl<F: Fold> Bounded<F> {
     /// statistic of `--max-rows-per-id auto` runs at an ε that depends on the K chosen).
     pub fn finish_into<G: Fold>(mut self, mut inner: G) -> Result<G, Failure> {
         let shared = self.shared.clone();
-        let mut chooser = Chooser::new(&shared.plan, self.bounds);
+        let mut chooser = Chooser::new(&shared.plan, self.bounds, shared.found);
         self.traverse(&mut |bytes| chooser.bucket(bytes, &mut inner).map_err(Failure::Cell))?;
         Ok(inner)
     }
@@ -353,7 +369,7 @@ fn records(bytes: &[u8], ids: usize) -> Vec<Rec<'_>> {
 struct Chooser<'p> {
     plan: &'p Plan,
     bounds: Bounds,
-    /// Where the `--by` column is among the kept cells.
+    /// Where the `--by` column (public keys, or keys found in the data) is among the kept cells.
     by_slot: Option<usize>,
     /// Scratch for one replayed row.
     line: Vec<u8>,
@@ -361,8 +377,9 @@ struct Chooser<'p> {
 }
 
 impl<'p> Chooser<'p> {
-    fn new(plan: &'p Plan, bounds: Bounds) -> Chooser<'p> {
-        let by_slot = plan.group.as_ref().and_then(|g| plan.keep.iter().position(|&k| k == g.index));
+    fn new(plan: &'p Plan, bounds: Bounds, found: Option<usize>) -> Chooser<'p> {
+        let by = plan.group.as_ref().map(|g| g.index).or(found);
+        let by_slot = by.and_then(|index| plan.keep.iter().position(|&k| k == index));
         Chooser { plan, bounds, by_slot, line: Vec::new(), ends: Vec::new() }
     }
 
@@ -388,28 +405,33 @@ impl<'p> Chooser<'p> {
             ranked.push((h.finish128().as_u128(), i));
         }
         let bounds = &self.bounds;
-        if let (Some(g), Some(slot)) = (&plan.group, self.by_slot) {
-            // The person's groups, each ranked by (id, label); keep the G lowest.
-            let group_of = |r: &Rec| g.keys.index(cell_at(r.body, slot).unwrap_or_default().trim_ascii());
-            let mut groups: Vec<(u128, usize)> = Vec::new();
-            for r in rows {
-                let gi = group_of(r);
-                if !groups.iter().any(|&(_, x)| x == gi) {
+        if let Some(slot) = self.by_slot {
+            // The person's groups, each ranked by (id, label); keep the G lowest. A label is a
+            // public key's (or `other`) or, with keys found in the data, the key itself.
+            let labels: Vec<&[u8]> = rows.iter().map(|r| group_label(plan, r.body, slot)).collect();
+            let mut distinct = labels.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let mut groups: Vec<(u128, &[u8])> = distinct
+                .into_iter()
+                .map(|label| {
                     let mut h = hasher;
                     std::hash::Hasher::write(&mut h, b"group");
-                    std::hash::Hasher::write(&mut h, r.id);
-                    std::hash::Hasher::write(&mut h, g.keys.label(gi).as_bytes());
-                    groups.push((h.finish128().as_u128(), gi));
-                }
-            }
+                    std::hash::Hasher::write(&mut h, rows[0].id);
+                    std::hash::Hasher::write(&mut h, label);
+                    (h.finish128().as_u128(), label)
+                })
+                .collect();
             groups.sort_unstable();
             groups.truncate(bounds.groups as usize);
-            ranked.retain(|&(_, i)| groups.iter().any(|&(_, x)| x == group_of(&rows[i])));
+            // The kept labels in byte order, for the lookup of each row's.
+            let mut kept: Vec<&[u8]> = groups.iter().map(|&(_, label)| label).collect();
+            kept.sort_unstable();
+            ranked.retain(|&(_, i)| kept.binary_search(&labels[i]).is_ok());
             ranked.sort_unstable();
-            let mut taken = vec![0u32; groups.len()];
+            let mut taken = vec![0u32; kept.len()];
             ranked.retain(|&(_, i)| {
-                let gi = group_of(&rows[i]);
-                let at = groups.iter().position(|&(_, x)| x == gi).unwrap_or_default();
+                let at = kept.binary_search(&labels[i]).unwrap_or_default();
                 taken[at] += 1;
                 taken[at] <= bounds.rows_per_group
             });
@@ -420,6 +442,7 @@ impl<'p> Chooser<'p> {
         for &(_, i) in &ranked {
             self.replay(rows[i].body, fold)?;
         }
+        fold.person_end();
         Ok(())
     }
 
@@ -507,6 +530,16 @@ fn for_persons<'b>(
         start = end;
     }
     Ok(())
+}
+
+/// The label of the group of an encoded row whose group cell is in `slot`: its public key's
+/// (`other` for a cell not listed), or without public keys the key the cell counts under.
+fn group_label<'a>(plan: &'a Plan, body: &'a [u8], slot: usize) -> &'a [u8] {
+    let cell = cell_at(body, slot).unwrap_or_default().trim_ascii();
+    match &plan.group {
+        Some(g) => g.keys.label(g.keys.index(cell)).as_bytes(),
+        None => key_of(cell),
+    }
 }
 
 /// The kept cell in `slot` of an encoded body.

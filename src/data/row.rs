@@ -17,6 +17,12 @@ pub trait Fold: Clone + Send {
     fn heap_bytes(&self) -> usize {
         0
     }
+
+    /// Called by contribution bounding (`data::bound`) after the last kept row of one person,
+    /// which it replays person by person: a fold that counts distinct persons (keys found in
+    /// the data, `query::discover`) closes the person here. Nothing else needs it; a wrapper
+    /// around such a fold must pass it on.
+    fn person_end(&mut self) {}
 }
 
 /// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord` (tests), or a
@@ -167,6 +173,28 @@ impl<'a> Row<'a> {
 pub struct BadCell {
     pub column: usize,
     pub why: String,
+}
+
+/// The longest key of a grouping found in the data (`--discover`): a longer cell counts under
+/// its first this many bytes (a key is a label, not a document), cut back to a character
+/// boundary ([`key_of`]).
+pub const MAX_KEY_BYTES: usize = 256;
+
+/// The key a cell counts under: its first [`MAX_KEY_BYTES`] bytes, cut back so that it does not
+/// end inside a UTF-8 character. A function of the cell alone, so the rows' keys do not depend
+/// on each other (`query::discover`); here because contribution bounding (`data::bound`) must
+/// group a person's rows under the same keys as the count does.
+pub fn key_of(cell: &[u8]) -> &[u8] {
+    if cell.len() <= MAX_KEY_BYTES {
+        return cell;
+    }
+    let mut end = MAX_KEY_BYTES;
+    // A continuation byte (0b10xx_xxxx) at `end` means the cut would split a character; at most
+    // three steps back reach its first byte (in text that is not UTF-8, stop after three).
+    while end > MAX_KEY_BYTES - 3 && cell[end] & 0xC0 == 0x80 {
+        end -= 1;
+    }
+    &cell[..end]
 }
 
 /// The trimmed bytes of a cell (empty if the row is shorter).

@@ -100,6 +100,8 @@ pub fn threshold(eps: &Epsilon, delta: &Delta, unit: Neighbours) -> Threshold {
 /// p·(1 + e^(ε_c)) <= δ_c, which makes the forced test (ε_c, δ_c)-DP (the DESIGN §9.5 argument).
 /// ln(1/δ_c) is irrational for rational δ_c ≠ 1, so the quotient is never an integer and its
 /// ceiling is decided by refinement; an undecided one takes the larger m, which is safe.
+/// For a count of sensitivity g (the keys one person adds), `query::discover::KeyCap` takes
+/// this margin at ε_c/g and adds g − 1.
 pub fn cap_margin(eps: &Epsilon, delta: &Delta) -> BigInt {
     let a = eps.as_rational().clone();
     let inverse_delta = delta.as_rational().recip();

@@ -47,8 +47,33 @@
 //! names only flags and m. `--max-keys` <= m is refused before the charge (the test would
 //! withhold almost surely). Before this, a file with more keys or a longer key stopped the run
 //! after the charge, and the exit code answered a membership question exactly (issue 24).
+//!
+//! **Per person** (`--privacy-id`, add-remove only). The rows are bounded first
+//! (`data::bound`, [`Bounded::found_keys`](crate::data::bound::Bounded::found_keys)): each
+//! person keeps at most G keys (the G lowest keyed hashes of (id, key), the rule of public
+//! groups), K_g rows in each and K in all, so a person's kept rows fall in at most
+//! g = min(G, K) keys ([`Persons::keys_each`]). The keys count **distinct persons**, not rows (or
+//! τ would have to grow with K): bounding replays each person's kept rows together and then
+//! calls `Fold::person_end`, so [`Keyed::per_person`] counts a person once per key holding one
+//! number per key, never a set of persons, and the rows wait in bounding's spillable buckets.
+//! Adding or removing a person then moves at most g keys' counts by 1 each and D by at most g:
+//! - the key cap's test runs at sensitivity g: noise of scale g/ε_c, margin
+//!   ⌈g·ln(1/δ_c)/ε_c⌉ + g − 1 ([`KeyCap::new`]), still (ε_c, δ_c)-DP per person;
+//! - each key is thresholded at (ε_s/g, δ_s/g), (ε_s, δ_s)-DP per person by basic composition
+//!   over the g keys a person touches ([`select_per_key`], with its citations);
+//! - the statistic in the kept groups runs on the bounded rows at its share divided by the
+//!   factor T = min(K, G·K'_g) (`privacy::contribution`, group privacy), restated per person
+//!   (`Published::per_person`), ε_stat-DP per person; releasing only the kept groups is
+//!   post-processing of the selection and of the statistic computed in every possible group.
+//!
+//! So the whole is (ε_c + ε_s + ε_stat, δ_c + δ_s) = (ε, δ)-DP per person; the accounting tree
+//! has the parts `key cap` and `keys` as (ε, δ) spent per person directly, and the groups as a
+//! per-person node over their row-level costs (group privacy does not scale (ε, δ) parts, which
+//! is why the selection counts persons instead). A count of at most one row per person and key
+//! (min(K_g, K) = 1, the default) is the selection's own noisy count of persons, which is then
+//! its count of kept rows; another count, or any other statistic, takes half of the rest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -60,6 +85,7 @@ use crate::error::Error;
 use crate::numeric::grid::Grid;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy;
+use crate::privacy::contribution::{Bounds, Factor, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
@@ -71,31 +97,14 @@ use crate::privacy::unit::Neighbours;
 pub use crate::query::options::Discovery;
 use crate::query::statistic::{Context, Measured, Statistic};
 use crate::report::release::{
-    saturating_i128, Accuracy, DiscoveryInfo, Group, GroupedRelease, KeyCapInfo, Noise, Number, Release,
-    PER_BIN,
+    saturating_i128, Accuracy, DiscoveryInfo, Group, GroupedRelease, KeyCapInfo, Noise, Number,
+    PersonSelection, Published, Release, PER_BIN,
 };
 
 /// `--max-keys` when not given.
 pub const DEFAULT_MAX_KEYS: usize = 100_000;
-/// The longest key: a longer cell counts under its first this many bytes (a key is a label,
-/// not a document), cut back to a character boundary ([`key_of`]).
-pub const MAX_KEY_BYTES: usize = 256;
-
-/// The key a cell counts under: its first [`MAX_KEY_BYTES`] bytes, cut back so that it does not
-/// end inside a UTF-8 character. A function of the cell alone (module doc), so the rows' keys do
-/// not depend on each other.
-pub fn key_of(cell: &[u8]) -> &[u8] {
-    if cell.len() <= MAX_KEY_BYTES {
-        return cell;
-    }
-    let mut end = MAX_KEY_BYTES;
-    // A continuation byte (0b10xx_xxxx) at `end` means the cut would split a character; at most
-    // three steps back reach its first byte (in text that is not UTF-8, stop after three).
-    while end > MAX_KEY_BYTES - 3 && cell[end] & 0xC0 == 0x80 {
-        end -= 1;
-    }
-    &cell[..end]
-}
+/// The longest key, and the key a cell counts under (in `data::row`, which bounding shares).
+pub use crate::data::row::{key_of, MAX_KEY_BYTES};
 
 /// The share of a discovery release that pays for the key cap's noisy test (module doc): ε/10
 /// and δ/10, and the margin m. Flags only.
@@ -103,6 +112,9 @@ pub fn key_of(cell: &[u8]) -> &[u8] {
 pub struct KeyCap {
     /// C, `--max-keys`.
     pub max_keys: usize,
+    /// g: how many distinct keys one unit can add, the sensitivity of their number D (1 for a
+    /// row; for a person, the keys they keep rows in: [`Persons::keys_each`]).
+    pub per_unit: u32,
     /// ε_c: the test's share of ε.
     pub eps: Epsilon,
     /// δ_c: the test's share of δ.
@@ -115,9 +127,17 @@ pub struct KeyCap {
 }
 
 impl KeyCap {
-    /// The test's shares of `eps` and `discovery.delta`; refuses a `--max-keys` the test would
-    /// almost surely exceed (before the charge: flags only).
-    pub fn new(eps: &Epsilon, discovery: &Discovery) -> Result<KeyCap, Error> {
+    /// The test's shares of `eps` and `discovery.delta` when one unit adds at most `per_unit`
+    /// keys; refuses a `--max-keys` the test would almost surely exceed (before the charge:
+    /// flags only).
+    ///
+    /// With g = `per_unit`, D has sensitivity g, so the test's noise has scale g/ε_c (ε_c-DP)
+    /// and its margin is m = ⌈g·ln(1/δ_c)/ε_c⌉ + g − 1 (`cap_margin` at ε_c/g, plus g − 1): with
+    /// q = e^(−ε_c/g) the forced outcome differs from the pure test with probability
+    /// p = q^(m+1)/(1 + q), and p·(1 + e^(ε_c)) = q^(m+1)·(1 + q^(−g))/(1 + q) <= q^(m+1−g)
+    /// (as q^g <= q) <= δ_c. At g = 1 this is the row-level m = ⌈ln(1/δ_c)/ε_c⌉.
+    pub fn new(eps: &Epsilon, discovery: &Discovery, per_unit: u32) -> Result<KeyCap, Error> {
+        let per_unit = per_unit.max(1);
         let tenth = BigRational::new(BigInt::one(), BigInt::from(10));
         let delta_of = |r: BigRational| {
             Delta::from_rational(r)
@@ -126,7 +146,7 @@ impl KeyCap {
         let delta = delta_of(discovery.delta.as_rational() * &tenth)?;
         let rest_delta = delta_of(discovery.delta.as_rational() * (BigRational::one() - &tenth))?;
         let cap_eps = eps.share(1, 10);
-        let margin = cap_margin(&cap_eps, &delta);
+        let margin = cap_margin(&cap_eps.split(per_unit), &delta) + BigInt::from(per_unit - 1);
         if BigInt::from(discovery.max_keys) <= margin {
             return Err(Error::usage(format!(
                 "--max-keys {} leaves no room for the noisy test of the key cap at this --eps and                  --delta: it must exceed {margin}, and exceed the number of keys by about twice that                  for the keys to be released",
@@ -135,6 +155,7 @@ impl KeyCap {
         }
         Ok(KeyCap {
             max_keys: discovery.max_keys,
+            per_unit,
             eps: cap_eps,
             rest_eps: eps.share(9, 10),
             delta,
@@ -154,7 +175,8 @@ impl KeyCap {
     fn test(&self, observed: usize, overflow: bool, rng: &mut dyn RngCore) -> Result<(), Error> {
         let c = BigInt::from(self.max_keys);
         let d = if overflow { &c + 1 } else { BigInt::from(observed) };
-        let noisy = d.clone() + discrete_laplace(rng, &self.eps.as_rational().recip());
+        let scale = BigRational::from_integer(self.per_unit.into()) / self.eps.as_rational();
+        let noisy = d.clone() + discrete_laplace(rng, &scale);
         if d > c || noisy > &c - &self.margin {
             return Err(Error::withheld(format!(
                 "more distinct keys than --max-keys {} allows, by a noisy test that is part of this                  release (epsilon {} and delta {} of it); nothing else is released: raise --max-keys                  to the number of keys plus {}, or narrow the rows with --where",
@@ -170,7 +192,8 @@ impl KeyCap {
 /// What one entry of the key map costs besides its key and fold (tree node share, box, count).
 const ENTRY_BYTES: usize = 64;
 
-/// Every observed key (its bytes) with its row count and its own fold, in byte order.
+/// Every observed key (its bytes) with its row count (with persons: its number of distinct
+/// persons) and its own fold, in byte order.
 pub type Keys<F> = BTreeMap<Box<[u8]>, (u64, F)>;
 
 /// Per observed key (the trimmed cell of column `index`): its row count and its own fold.
@@ -183,11 +206,25 @@ pub struct Keyed<F> {
     /// More distinct keys than the cap were seen (the keys are then dropped: the release is
     /// withheld whatever they hold).
     overflow: bool,
+    /// Counting persons ([`Keyed::per_person`]): the keys the current person's rows fell in so
+    /// far, and the most one person can have.
+    person: Option<(HashSet<Box<[u8]>>, u32)>,
 }
 
 impl<F: Fold> Keyed<F> {
     pub fn new(index: usize, max_keys: usize, empty: F) -> Keyed<F> {
-        Keyed { index, max_keys, empty, keys: BTreeMap::new(), overflow: false }
+        Keyed { index, max_keys, empty, keys: BTreeMap::new(), overflow: false, person: None }
+    }
+
+    /// Counts distinct persons per key instead of rows: fed by contribution bounding
+    /// (`data::bound`), which replays each person's kept rows together and then calls
+    /// [`Fold::person_end`], a key counts a person once, at the person's first row in it. So
+    /// what is held is one number per key, never a set of persons; the set held is the keys of
+    /// one person, at most `keys_each` of them. Parts are never merged here (bounding replays
+    /// into one fold), and merged parts would have to hold disjoint persons.
+    pub fn per_person(mut self, keys_each: u32) -> Keyed<F> {
+        self.person = Some((HashSet::new(), keys_each));
+        self
     }
 
     /// The keys observed, each with its row count and fold, in byte order, once the key cap's
@@ -214,8 +251,13 @@ impl<F: Fold> Fold for Keyed<F> {
             return Ok(());
         }
         let key = key_of(text_cell(row, self.index));
-        if let Some((rows, fold)) = self.keys.get_mut(key) {
-            *rows += 1;
+        // A row counts, or with persons the person's first row in this key.
+        let counts = match &mut self.person {
+            None => true,
+            Some((seen, _)) => !seen.contains(key) && seen.insert(key.into()),
+        };
+        if let Some((n, fold)) = self.keys.get_mut(key) {
+            *n += u64::from(counts);
             return fold.row(row);
         }
         if self.keys.len() >= self.max_keys {
@@ -224,8 +266,14 @@ impl<F: Fold> Fold for Keyed<F> {
         }
         let mut fold = self.empty.clone();
         fold.row(row)?;
-        self.keys.insert(key.into(), (1, fold));
+        self.keys.insert(key.into(), (u64::from(counts), fold));
         Ok(())
+    }
+
+    fn person_end(&mut self) {
+        if let Some((seen, _)) = &mut self.person {
+            seen.clear();
+        }
     }
 
     fn merge(&mut self, other: Self) {
@@ -257,7 +305,9 @@ impl<F: Fold> Fold for Keyed<F> {
     /// large.
     fn heap_bytes(&self) -> usize {
         let entry = MAX_KEY_BYTES + ENTRY_BYTES + std::mem::size_of::<F>() + self.empty.heap_bytes();
-        self.max_keys.saturating_mul(entry)
+        let one_person =
+            self.person.as_ref().map_or(0, |(_, each)| *each as usize * (MAX_KEY_BYTES + ENTRY_BYTES));
+        self.max_keys.saturating_mul(entry).saturating_add(one_person)
     }
 }
 
@@ -347,6 +397,7 @@ pub fn info(selection_threshold: &Threshold, cap: &KeyCap, released: usize) -> D
             delta_exact: cap.delta.exact_string(),
         },
         keys_released: released,
+        per_person: None,
     }
 }
 
@@ -359,35 +410,145 @@ pub fn selection_note(tau: &BigInt) -> String {
     )
 }
 
+/// The person as the unit of a discovery (`--privacy-id`): what the release states, and the
+/// bounds each person's rows were cut to before the keys were counted.
+#[derive(Clone, Debug)]
+pub struct Persons {
+    pub unit: Unit,
+    pub bounds: Bounds,
+}
+
+impl Persons {
+    /// g: the most keys one person's kept rows fall in: G (`--max-groups-per-id`), and never
+    /// more than K, since every such key holds one of the person's at most K kept rows.
+    pub fn keys_each(&self) -> u32 {
+        self.bounds.groups.min(self.bounds.rows)
+    }
+
+    /// Whether a person keeps at most one row per key (min(K_g, K) = 1): then a key's number of
+    /// persons is its number of kept rows, and a count is the selection's own noisy count.
+    pub fn one_row_per_key(&self) -> bool {
+        self.bounds.rows_per_group.min(self.bounds.rows) == 1
+    }
+}
+
+/// How a discovery release splits its (ε, δ), from flags only: the key cap's test, the
+/// selection and the statistic in the released groups (module doc).
+#[derive(Clone, Debug)]
+pub struct Shares {
+    pub cap: KeyCap,
+    /// ε_s of the selection per unit: all that the key cap leaves when the released counts are
+    /// the selection's own, else half of it. Its δ_s is `cap.rest_delta`.
+    pub selection_eps: Epsilon,
+    /// What each key's count is thresholded at, (ε_s/g, δ_s/g) with g = `cap.per_unit`
+    /// ([`select_per_key`]).
+    pub per_key_eps: Epsilon,
+    pub per_key_delta: Delta,
+    /// ε of the statistic in the released groups per unit (the other half); None when the
+    /// counts are the selection's.
+    pub statistic_eps: Option<Epsilon>,
+}
+
+impl Shares {
+    /// The shares of `eps` and `discovery.delta` for a release whose counts are the selection's
+    /// (`counted`) or not, when one unit adds to at most `per_unit` keys.
+    pub fn new(eps: &Epsilon, discovery: &Discovery, counted: bool, per_unit: u32) -> Result<Shares, Error> {
+        let cap = KeyCap::new(eps, discovery, per_unit)?;
+        let (selection_eps, statistic_eps) = if counted {
+            (cap.rest_eps.clone(), None)
+        } else {
+            (cap.rest_eps.split(2), Some(cap.rest_eps.split(2)))
+        };
+        let per_key_eps = selection_eps.split(cap.per_unit);
+        let per_key_delta = Delta::from_rational(cap.rest_delta.as_rational() / BigInt::from(cap.per_unit))
+            .map_err(|e| {
+            Error::usage(format!("--delta: its share for each of {} keys: {e}", cap.per_unit))
+        })?;
+        Ok(Shares { cap, selection_eps, per_key_eps, per_key_delta, statistic_eps })
+    }
+
+    /// What the selection spends per unit, (ε_s, δ_s).
+    pub fn selection_spend(&self) -> Spend {
+        Spend::Approx { eps: self.selection_eps.clone(), delta: self.cap.rest_delta.clone() }
+    }
+
+    /// What a release states about a selection that counted persons.
+    fn person_info(&self) -> PersonSelection {
+        PersonSelection {
+            counts: "distinct persons",
+            keys_per_person: self.cap.per_unit,
+            epsilon: self.selection_eps.to_f64_up(),
+            epsilon_exact: self.selection_eps.exact_string(),
+            epsilon_per_key: self.per_key_eps.to_f64_up(),
+            epsilon_per_key_exact: self.per_key_eps.exact_string(),
+            delta_per_key: self.per_key_delta.to_f64_up(),
+            delta_per_key_exact: self.per_key_delta.exact_string(),
+        }
+    }
+}
+
+/// The selection when one unit (a person) adds 1 to the counts of at most g keys (g =
+/// `shares.cap.per_unit`): every key's count is thresholded as a row-level selection at
+/// (ε_s/g, δ_s/g), and the whole is (ε_s, δ_s)-DP per unit.
+///
+/// **Proof** (add-remove; the form of Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo,
+/// Gipson, "Differentially private SQL with bounded user contribution", PoPETs 2020, and of
+/// Google's `PartitionSelection` with `max_partitions_contributed`). Each key's output (nothing,
+/// or its noisy count if it reaches τ) depends on its own count and its own independent noise
+/// only, and for a count that moves by 1 (a key created or removed included) it is
+/// (ε_s/g, δ_s/g)-DP ([`threshold`] with one row per key). A person moves at most g keys'
+/// counts by 1 each and no other key's output law, so by basic composition over those keys
+/// (Dwork & Roth 2014, Thm 3.16) the release is (ε_s, δ_s)-DP per person. For g = 1 this is
+/// the row-level selection applied to persons; the optimum for g = 1 is Desfontaines, Voss,
+/// Gipson, Mandayam, "Differentially private partition selection", PoPETs 2022, which
+/// releases no counts (here the counts are released with the keys, so Laplace it is).
+pub fn select_per_key<F>(
+    keys: Keys<F>,
+    shares: &Shares,
+    rng: &mut dyn RngCore,
+) -> Result<Selection<F>, Error> {
+    select(keys, &shares.per_key_eps, &shares.per_key_delta, Neighbours::AddRemove, rng)
+}
+
 /// `--by COL --discover`: the selection, then `statistic` in every released group (module doc).
-/// `cx` carries the whole ε (Laplace) and the privacy unit.
+/// `cx` carries the whole ε (Laplace) and the privacy unit; with `persons`, the keyed fold
+/// counted distinct persons on rows bounded per person (`data::bound`).
 pub fn publish<S: Statistic>(
     statistic: &S,
     keyed: Keyed<S::Fold>,
     by: String,
     discovery: &Discovery,
     cx: &Context,
+    persons: Option<&Persons>,
     rng: &mut dyn RngCore,
 ) -> Result<GroupedRelease, Error> {
     let eps = cx.epsilon()?;
-    let cap = KeyCap::new(eps, discovery)?;
-    let keys = keyed.into_keys(&cap, rng)?;
-    let counting = statistic.name() == "count";
-    // A count is the selection's own noisy count; anything else gets half of what the key cap
-    // leaves.
-    let selection_eps = if counting { cap.rest_eps.clone() } else { cap.rest_eps.split(2) };
-    let selection = select(keys, &selection_eps, &cap.rest_delta, cx.neighbours, rng)?;
-    let spend = Spend::Approx { eps: selection_eps.clone(), delta: cap.rest_delta.clone() };
+    // A count is the selection's own noisy count (with persons, when a person keeps one row per
+    // key); anything else gets half of what the key cap leaves.
+    let counted = statistic.name() == "count" && persons.is_none_or(Persons::one_row_per_key);
+    let shares = Shares::new(eps, discovery, counted, persons.map_or(1, Persons::keys_each))?;
+    let keys = keyed.into_keys(&shares.cap, rng)?;
+    let selection = match persons {
+        None => select(keys, &shares.selection_eps, &shares.cap.rest_delta, cx.neighbours, rng)?,
+        Some(_) => select_per_key(keys, &shares, rng)?,
+    };
+    let spend = shares.selection_spend();
     let tau = selection.threshold.tau.clone();
     let mut groups = Vec::with_capacity(selection.kept.len());
-    let rest = Mechanism::Laplace(cap.rest_eps.split(2));
+    // The statistic runs at row level on the bounded rows: its ε divided by what one person
+    // moves the groups' releases by (`privacy::contribution`; 1 for rows).
+    let factor = persons.map_or(Factor::ONE, |p| p.bounds.factor(true));
+    let statistic_eps = shares.statistic_eps.clone().unwrap_or_else(|| shares.selection_eps.clone());
+    let row_eps = statistic_eps.split(factor.pure);
+    let rest = Mechanism::Laplace(row_eps.clone());
     let inner = Context { mechanism: &rest, grouped: true, ..*cx };
     for (key, noisy, fold) in selection.kept {
-        let release = if counting {
+        let release = if counted {
             let accuracy = Accuracy::value(cx.confidence, accuracy::single(&selection.noise, cx.confidence));
             let noise = Noise::single(&selection.noise, cx.neighbours, accuracy);
             let release = cx.release(statistic, noise, Cost::spent("count", spend.clone()))?;
-            Release { value: Some(Number::Integer(saturating_i128(&noisy))), ..release }
+            let unit = persons.map_or(Unit::Row, |p| p.unit.clone());
+            Release { value: Some(Number::Integer(saturating_i128(&noisy))), unit, ..release }
         } else {
             match statistic.measure(fold, &inner, rng)? {
                 Measured::Release(release) => release,
@@ -398,28 +559,59 @@ pub fn publish<S: Statistic>(
         };
         groups.push(Group { key, release });
     }
-    let keys_cost = Cost::spent("keys", spend);
-    let accounting = if counting {
-        Cost::sequential(vec![cap.cost(), keys_cost])
-    } else if groups.is_empty() {
-        // The statistic's share is spent whether or not a key was kept.
-        Cost::sequential(vec![cap.cost(), keys_cost, Cost::part("groups", &cap.rest_eps.split(2))])
-    } else {
-        let each = groups.iter().map(|g| g.release.accounting.clone().named(&g.key)).collect();
-        Cost::sequential(vec![cap.cost(), keys_cost, Cost::parallel(each).named("groups")])
-    };
     let column = statistic.columns().first().map(|(c, _)| c.label());
     let released = groups.len();
+    let (groups, groups_cost) = if counted {
+        (groups, None)
+    } else {
+        // The statistic's share is spent whether or not a key was kept.
+        let cost = if groups.is_empty() {
+            Cost::part("groups", &row_eps)
+        } else {
+            Cost::parallel(groups.iter().map(|g| g.release.accounting.clone().named(&g.key)).collect())
+                .named("groups")
+        };
+        match persons {
+            None => (groups, Some(cost)),
+            Some(p) => {
+                // The groups' row-level releases restated per person: costs × the factor.
+                let part = GroupedRelease::with_accounting(
+                    statistic.name(),
+                    column.clone(),
+                    by.clone(),
+                    cx.neighbours,
+                    PER_PERSON_COMPOSITION,
+                    groups,
+                    cost,
+                )?;
+                let mut part = Published::Grouped(part);
+                part.per_person(p.unit.clone(), factor, PER_PERSON_COMPOSITION)?;
+                let Published::Grouped(part) = part else {
+                    return Err(Error::internal("a grouped release restated as one"));
+                };
+                (part.groups, Some(part.accounting))
+            }
+        }
+    };
+    let keys_cost = Cost::spent("keys", spend);
+    let accounting =
+        Cost::sequential([shares.cap.cost(), keys_cost].into_iter().chain(groups_cost).collect());
+    let composition = if persons.is_some() { PER_PERSON_COMPOSITION } else { COMPOSITION };
     let mut grouped = GroupedRelease::with_accounting(
         statistic.name(),
         column,
         by,
         cx.neighbours,
-        COMPOSITION,
+        composition,
         groups,
         accounting,
     )?;
-    grouped.discovery = Some(info(&selection.threshold, &cap, released));
+    let mut about = info(&selection.threshold, &shares.cap, released);
+    if let Some(p) = persons {
+        about.per_person = Some(shares.person_info());
+        grouped.unit = p.unit.clone();
+    }
+    grouped.discovery = Some(about);
     grouped.post_processing = vec![selection_note(&tau)];
     Ok(grouped)
 }
@@ -430,6 +622,16 @@ pub const COMPOSITION: &str = "keys found in the data by partition selection: a 
      gets discrete Laplace noise and only keys reaching the threshold are released, (epsilon, delta)-DP; \
      for statistics other than count, the rest of epsilon is split in halves between the selection and \
      the groups' releases (parallel composition across the disjoint groups)";
+
+/// How a discovered grouping composes per person (`--privacy-id`).
+pub const PER_PERSON_COMPOSITION: &str = "keys found in the data by partition selection, per person: each \
+     person's rows are bounded first, so they fall in at most keys_per_person keys; a noisy test of the \
+     number of distinct keys (sensitivity keys_per_person) against --max-keys takes a tenth of epsilon and \
+     delta; each observed key's number of distinct persons gets discrete Laplace noise at epsilon and delta \
+     of the selection divided by keys_per_person, and only keys reaching the threshold are released; for \
+     a statistic other than a count of one row per person and key, the rest of epsilon is split in halves \
+     between the selection and the groups' releases, which run at their half divided by rows_factor on the \
+     bounded rows (group privacy), so the whole is (epsilon, delta)-DP per person";
 
 /// A histogram's bins from the selection: every released key with its noisy count.
 pub fn counts_of<F>(selection: &Selection<F>) -> Vec<(String, i128)> {
@@ -447,7 +649,9 @@ pub fn per_bin(selection_noise: &Calibrated, cx: &Context) -> Accuracy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::count::CountFold;
+    use crate::data::bound::{Bounded, Plan};
+    use crate::privacy::accountant::Total;
+    use crate::query::count::{Count, CountFold};
     use csv::ByteRecord;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
@@ -466,7 +670,7 @@ mod tests {
 
     /// A cap far above any test here: its test lets every small key set through.
     fn roomy() -> KeyCap {
-        KeyCap::new(&"1".parse().unwrap(), &discovery(10_000)).unwrap()
+        KeyCap::new(&"1".parse().unwrap(), &discovery(10_000), 1).unwrap()
     }
 
     #[test]
@@ -503,10 +707,10 @@ mod tests {
     #[test]
     fn past_the_cap_nothing_is_kept_and_the_release_is_withheld() {
         // ε_c = 0.1, δ_c = 1e-7: m = ⌈16.12/0.1⌉ = 162, so a cap of 162 is refused.
-        let err = KeyCap::new(&"1".parse().unwrap(), &discovery(162)).unwrap_err();
+        let err = KeyCap::new(&"1".parse().unwrap(), &discovery(162), 1).unwrap_err();
         assert!(matches!(&err, Error::Usage(m) if m.contains("must exceed 162")), "{err:?}");
         // ε = 10: ε_c = 1, m = ⌈ln(1e7)⌉ = 17; C = 40 withholds iff D + Z > 23.
-        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(40)).unwrap();
+        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(40), 1).unwrap();
         assert_eq!(cap.margin, BigInt::from(17));
         assert_eq!(cap.rest_eps.as_rational() + cap.eps.as_rational(), BigRational::from_integer(10.into()));
         let mut rng = ChaCha20Rng::seed_from_u64(4);
@@ -531,7 +735,7 @@ mod tests {
     /// the cap, a dataset and its neighbour are both released.
     #[test]
     fn the_cap_test_is_private_on_neighbours() {
-        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(40)).unwrap();
+        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(40), 1).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(11); // INSECURE: test-only seed
         let draws = 20_000;
         let withheld = |d: usize, rng: &mut ChaCha20Rng| {
@@ -624,5 +828,251 @@ mod tests {
                 laws[1].iter().filter(|(s, _)| s.contains(&"c".to_string())).map(|(_, p)| p).sum();
             assert!(shown <= 0.01 + slack, "{unit:?}: the new key shows with probability {shown}");
         }
+    }
+
+    /// Persons' rows (id, key) bounded by `bounds` and counted per person, as the scan does
+    /// with `--privacy-id` (a `cap` of 0 forces every row through the temporary files).
+    fn person_keys(rows: &[(&str, &str)], bounds: Bounds, cap: usize) -> Keyed<CountFold> {
+        let persons = Persons { unit: Unit::Row, bounds };
+        let plan =
+            Plan { ids: vec![0], keep: vec![], filters: vec![], group: None, bounds, key: [7; 16], cap };
+        let keyed = Keyed::new(1, 10_000, CountFold::default()).per_person(persons.keys_each());
+        let mut bounded = Bounded::found_keys(plan, 1, keyed);
+        for (id, key) in rows {
+            bounded.row(&Row::record(&ByteRecord::from(vec![*id, *key]))).unwrap();
+        }
+        bounded.finish().unwrap()
+    }
+
+    /// Key → (distinct persons, kept rows).
+    fn tally(keyed: Keyed<CountFold>) -> BTreeMap<String, (u64, u64)> {
+        let keys = keyed.into_keys(&roomy(), &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
+        keys.into_iter().map(|(k, (n, f))| (String::from_utf8(k.to_vec()).unwrap(), (n, f.rows))).collect()
+    }
+
+    /// Five persons in `a` (one with three rows), three in `b`.
+    fn base_rows() -> Vec<(String, String)> {
+        let mut rows: Vec<(String, String)> = (1..=5).map(|i| (format!("p{i}"), "a".to_string())).collect();
+        rows.extend((6..=8).map(|i| (format!("p{i}"), "b".to_string())));
+        rows.extend([("p1".to_string(), "a".to_string()), ("p1".to_string(), "a".to_string())]);
+        rows
+    }
+
+    fn as_refs(rows: &[(String, String)]) -> Vec<(&str, &str)> {
+        rows.iter().map(|(i, k)| (i.as_str(), k.as_str())).collect()
+    }
+
+    /// Neighbours that differ by one person with 40 rows in one key: that key's count of
+    /// persons moves by exactly 1 (its kept rows by at most K_g), and no other key moves; the
+    /// spilled path counts the same.
+    #[test]
+    fn a_heavy_person_raises_their_key_by_one() {
+        let bounds = Bounds { rows: 3, groups: 1, rows_per_group: 3 };
+        let base = base_rows();
+        let mut heavy = base.clone();
+        heavy.extend((0..40).map(|_| ("z".to_string(), "a".to_string())));
+        let before = tally(person_keys(&as_refs(&base), bounds, 1 << 30));
+        let after = tally(person_keys(&as_refs(&heavy), bounds, 1 << 30));
+        assert_eq!(before["a"].0, 5, "p1's three rows count once");
+        assert_eq!(after["a"].0, before["a"].0 + 1);
+        assert_eq!(after["a"].1, before["a"].1 + 3, "the heavy person keeps K_g rows");
+        assert_eq!(after["b"], before["b"]);
+        assert_eq!(after.len(), before.len());
+        assert_eq!(tally(person_keys(&as_refs(&heavy), bounds, 0)), after, "spilled and in memory differ");
+    }
+
+    /// A person with rows in six keys adds 1 to exactly g = min(G, K) keys' counts (at most g
+    /// new keys), changes nothing else, and the keys chosen do not depend on the row order.
+    #[test]
+    fn a_person_in_many_keys_counts_in_at_most_g() {
+        let base = base_rows();
+        let mut wide = base.clone();
+        for k in ["a", "b", "k1", "k2", "k3", "k4"] {
+            wide.extend([("y".to_string(), k.to_string()), ("y".to_string(), k.to_string())]);
+        }
+        for (bounds, g) in [
+            (Bounds { rows: 5, groups: 2, rows_per_group: 5 }, 2),
+            (Bounds { rows: 1, groups: 2, rows_per_group: 1 }, 1),
+            (Bounds { rows: 10, groups: 4, rows_per_group: 1 }, 4),
+        ] {
+            let before = tally(person_keys(&as_refs(&base), bounds, 1 << 30));
+            let after = tally(person_keys(&as_refs(&wide), bounds, 1 << 30));
+            let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+            let moved: Vec<i64> = keys
+                .iter()
+                .map(|k| {
+                    let (b, a) = (before.get(*k).map_or(0, |c| c.0), after.get(*k).map_or(0, |c| c.0));
+                    a as i64 - b as i64
+                })
+                .filter(|d| *d != 0)
+                .collect();
+            assert_eq!(moved, vec![1; g], "{bounds:?}: the counts moved by {moved:?}");
+            let rows_added: u64 =
+                after.values().map(|c| c.1).sum::<u64>() - before.values().map(|c| c.1).sum::<u64>();
+            assert!(rows_added <= u64::from(bounds.factor(true).pure), "{bounds:?}: {rows_added} rows");
+            let mut reversed = wide.clone();
+            reversed.reverse();
+            assert_eq!(tally(person_keys(&as_refs(&reversed), bounds, 0)), after, "{bounds:?}");
+        }
+    }
+
+    /// The parts of a discovery's budget add up to exactly the ε and δ it is charged, and each
+    /// key's share times g is the selection's, for every g.
+    #[test]
+    fn shares_add_up_to_the_charge() {
+        let eps: Epsilon = "0.7".parse().unwrap();
+        let d = discovery(100_000);
+        for g in [1, 2, 7] {
+            for counted in [true, false] {
+                let s = Shares::new(&eps, &d, counted, g).unwrap();
+                let statistic = s.statistic_eps.as_ref().map(|e| e.as_rational().clone()).unwrap_or_default();
+                assert_eq!(
+                    s.cap.eps.as_rational() + s.selection_eps.as_rational() + statistic,
+                    *eps.as_rational()
+                );
+                assert_eq!(
+                    s.cap.delta.as_rational() + s.cap.rest_delta.as_rational(),
+                    *d.delta.as_rational()
+                );
+                let times_g = |r: &BigRational| r * BigInt::from(g);
+                assert_eq!(times_g(s.per_key_eps.as_rational()), *s.selection_eps.as_rational());
+                assert_eq!(times_g(s.per_key_delta.as_rational()), *s.cap.rest_delta.as_rational());
+                assert_eq!(s.statistic_eps.is_none(), counted);
+            }
+        }
+    }
+
+    /// A person-level discovery's accounting: the key cap and the selection are (ε, δ) parts
+    /// per person, the statistic a per-person node over its row-level costs, and the whole is
+    /// exactly the (ε, δ) charged; the selection's threshold is the per-key one.
+    #[test]
+    fn person_discovery_accounts_for_exactly_the_charge() {
+        let mut rows = base_rows();
+        for i in 0..60 {
+            rows.push((format!("q{i}"), "big".to_string()));
+            rows.push((format!("q{i}"), "big".to_string()));
+        }
+        let eps: Epsilon = "4".parse().unwrap();
+        let d = discovery(10_000);
+        let mechanism = Mechanism::Laplace(eps.clone());
+        let cx = Context {
+            mechanism: &mechanism,
+            neighbours: Neighbours::AddRemove,
+            confidence: "0.95".parse().unwrap(),
+            grouped: true,
+            filters: &[],
+            source: "test",
+        };
+        let charged = Total::Approx { eps: eps.as_rational().clone(), delta: d.delta.as_rational().clone() };
+        // One row per person and key: the counts are the selection's; else the statistic runs
+        // at its share divided by the factor T = min(K, G·K_g).
+        for (bounds, counted) in [
+            (Bounds { rows: 1, groups: 1, rows_per_group: 1 }, true),
+            (Bounds { rows: 4, groups: 2, rows_per_group: 2 }, false),
+        ] {
+            let persons = Persons { unit: Unit::person(vec!["id".into()], &bounds, true), bounds };
+            let keyed = person_keys(&as_refs(&rows), bounds, 1 << 30);
+            let mut rng = ChaCha20Rng::seed_from_u64(3); // INSECURE: test-only seed
+            let grouped =
+                publish(&Count::default(), keyed, "k".into(), &d, &cx, Some(&persons), &mut rng).unwrap();
+            assert_eq!(grouped.accounting.total().unwrap(), charged, "{bounds:?}");
+            let Cost::Sequential { parts, .. } = &grouped.accounting else {
+                panic!("{:?}", grouped.accounting)
+            };
+            let shares = Shares::new(&eps, &d, counted, persons.keys_each()).unwrap();
+            assert_eq!(parts[0], shares.cap.cost());
+            assert_eq!(parts[1], Cost::spent("keys", shares.selection_spend()));
+            match (counted, &parts[2..]) {
+                (true, []) => {}
+                (false, [Cost::Person { factor, inner }]) => {
+                    assert_eq!(*factor, bounds.factor(true));
+                    let row_level = shares.statistic_eps.clone().unwrap().split(factor.pure);
+                    assert_eq!(inner.total().unwrap(), Total::Pure(row_level.as_rational().clone()));
+                }
+                (_, rest) => panic!("{bounds:?}: {rest:?}"),
+            }
+            let about = grouped.discovery.as_ref().unwrap();
+            let per_key = threshold(&shares.per_key_eps, &shares.per_key_delta, Neighbours::AddRemove);
+            assert_eq!(about.threshold, saturating_i128(&per_key.tau));
+            assert_eq!(about.per_person.as_ref().unwrap().keys_per_person, persons.keys_each());
+            assert_eq!(grouped.unit, persons.unit);
+            // "big" (60 persons) is released, in the person unit.
+            assert!(grouped.groups.iter().any(|g| g.key == "big"), "{bounds:?}");
+            assert!(grouped.groups.iter().all(|g| g.release.unit == persons.unit));
+        }
+    }
+
+    /// The key cap's test when a unit adds up to g = 3 keys: its margin is ⌈3·ln(1/δ_c)/ε_c⌉ + 2
+    /// and its failure event within δ_c; on neighbours whose numbers of keys differ by 3 at the
+    /// boundary, the withheld frequencies stay within e^(ε_c) both ways (exactly e^(ε_c) apart
+    /// in law), which a scale of 1/ε_c would break (e^(3ε_c)).
+    #[test]
+    fn the_cap_test_for_persons_is_private_on_neighbours() {
+        let cap = KeyCap::new(&"10".parse().unwrap(), &discovery(120), 3).unwrap();
+        // ε_c = 1, δ_c = 1e-7: 3·16.118 = 48.35, m = 49 + 2.
+        assert_eq!(cap.margin, BigInt::from(51));
+        let q = (-1f64 / 3.0).exp();
+        let m = 51.0;
+        assert!(q.powf(m + 1.0) / (1.0 + q) * (1.0 + 1f64.exp()) <= 1e-7);
+        for g in [1u32, 2, 5, 40] {
+            let c = KeyCap::new(&"2".parse().unwrap(), &discovery(100_000), g).unwrap();
+            let (e, qg) = (0.2f64, (-0.2f64 / f64::from(g)).exp());
+            let m = c.margin.to_string().parse::<f64>().unwrap();
+            assert!(qg.powf(m + 1.0) / (1.0 + qg) * (1.0 + e.exp()) <= 1e-7 * (1.0 + 1e-9), "g {g}");
+        }
+        // Withheld iff D + Z > 120 − 51 = 69, Z of scale 3.
+        let mut rng = ChaCha20Rng::seed_from_u64(12); // INSECURE: test-only seed
+        let draws = 20_000;
+        let mut withheld = |d: usize| {
+            (0..draws).filter(|_| cap.test(d, false, &mut rng).is_err()).count() as f64 / draws as f64
+        };
+        let (low, high) = (withheld(66), withheld(69));
+        let (exact_low, exact_high) = (q.powi(4) / (1.0 + q), q / (1.0 + q));
+        // sd of each frequency < 0.0035: 5 sd.
+        assert!((low - exact_low).abs() < 0.018 && (high - exact_high).abs() < 0.018, "{low} {high}");
+        let e = std::f64::consts::E;
+        assert!(high <= e * low + 0.05 && (1.0 - low) <= e * (1.0 - high) + 0.05, "{low} {high}");
+        assert_eq!(withheld(10), 0.0);
+        assert!(KeyCap::new(&"10".parse().unwrap(), &discovery(51), 3).is_err(), "C <= m is refused");
+    }
+
+    /// Empirical privacy of the per-key selection for persons: a person who creates two keys
+    /// (g = 2) moves the released key sets by at most δ_s at e^(ε_s) (hockey-stick divergence,
+    /// both ways), while thresholding each key at the whole (ε_s, δ_s) instead lets the two new
+    /// keys show with about twice δ_s, which the same check catches.
+    #[test]
+    fn a_person_creating_g_keys_moves_the_released_sets_by_at_most_delta() {
+        let mut rng = ChaCha20Rng::seed_from_u64(21); // INSECURE: test-only seed
+        let eps: Epsilon = "1".parse().unwrap();
+        let delta: Delta = "0.05".parse().unwrap();
+        let keys = |entries: &[(&str, u64)]| -> Keys<()> {
+            entries.iter().map(|(k, n)| (k.as_bytes().to_vec().into_boxed_slice(), (*n, ()))).collect()
+        };
+        let (d, neighbour) = (keys(&[("a", 40)]), keys(&[("a", 40), ("c", 1), ("d", 1)]));
+        let per_key = (eps.split(2), Delta::from_rational(delta.as_rational() / BigInt::from(2)).unwrap());
+        let n = 40_000;
+        let e = std::f64::consts::E;
+        let mut divergences = vec![];
+        for (k_eps, k_delta) in [per_key, (eps.clone(), delta.clone())] {
+            let t = threshold(&k_eps, &k_delta, Neighbours::AddRemove);
+            let mut laws = vec![];
+            for data in [&d, &neighbour] {
+                let mut law: BTreeMap<Vec<String>, f64> = BTreeMap::new();
+                for _ in 0..n {
+                    let s =
+                        select_at(data.clone(), &k_eps, t.clone(), Neighbours::AddRemove, &mut rng).unwrap();
+                    *law.entry(s.kept.into_iter().map(|(k, _, _)| k).collect()).or_default() +=
+                        1.0 / n as f64;
+                }
+                laws.push(law);
+            }
+            let divergence = |p: &BTreeMap<Vec<String>, f64>, q: &BTreeMap<Vec<String>, f64>| {
+                p.iter().map(|(s, &ps)| (ps - e * q.get(s).copied().unwrap_or(0.0)).max(0.0)).sum::<f64>()
+            };
+            divergences.push(divergence(&laws[1], &laws[0]).max(divergence(&laws[0], &laws[1])));
+        }
+        let slack = 4.0 * (0.05 / n as f64).sqrt();
+        assert!(divergences[0] <= 0.05 + slack, "per key (ε/2, δ/2): {}", divergences[0]);
+        assert!(divergences[1] > 0.05 + slack, "per key (ε, δ) went unnoticed: {}", divergences[1]);
     }
 }

@@ -267,7 +267,7 @@ impl Histogram {
         eps: &Epsilon,
         rng: &mut dyn RngCore,
     ) -> Result<Release, Error> {
-        let cap = discover::KeyCap::new(eps, discovery)?;
+        let cap = discover::KeyCap::new(eps, discovery, 1)?;
         let keys = keyed.into_keys(&cap, rng)?;
         let selection = discover::select(keys, &cap.rest_eps, &cap.rest_delta, cx.neighbours, rng)?;
         let bins: Vec<BinCount> = selection

@@ -243,6 +243,27 @@ pub struct DiscoveryInfo {
     /// The noisy test of the number of keys against `max_keys` (`query::discover::KeyCap`).
     pub key_cap: KeyCapInfo,
     pub keys_released: usize,
+    /// With `--privacy-id`: what the selection counts, and its per-key share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_person: Option<PersonSelection>,
+}
+
+/// A selection that counts distinct persons per key (`query::discover`): a person's kept rows
+/// fall in at most `keys_per_person` keys, so each key's count is thresholded at that share of
+/// the selection's ε and δ (`epsilon` and the discovery's `delta`, both per person).
+#[derive(Clone, Debug, Serialize)]
+pub struct PersonSelection {
+    /// `distinct persons`: a person counts once in a key, whatever their rows in it.
+    pub counts: &'static str,
+    pub keys_per_person: u32,
+    /// ε of the selection per person, rounded up and exactly.
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    /// Each key's share: ε/keys_per_person and δ/keys_per_person.
+    pub epsilon_per_key: f64,
+    pub epsilon_per_key_exact: String,
+    pub delta_per_key: f64,
+    pub delta_per_key_exact: String,
 }
 
 /// The key cap's test: withheld iff the noisy number of distinct keys exceeds `max_keys − margin`;
