@@ -565,6 +565,8 @@ pub struct DescribeArgs {
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
     #[command(flatten)]
+    pub person: PersonArgs,
+    #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
     pub input: InputArgs,

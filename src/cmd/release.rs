@@ -30,7 +30,7 @@ use crate::error::{bad_input, is_withheld, Error};
 use crate::numeric::bins::Keys;
 use crate::numeric::list;
 use crate::privacy::accuracy::Confidence;
-use crate::privacy::contribution::{Bounds, Unit};
+use crate::privacy::contribution::{Bounds, Factor, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
@@ -203,11 +203,16 @@ impl Person {
     /// The mechanism a statistic runs at on the bounded rows: the release's, divided by what one
     /// person can move it by (`privacy::contribution`).
     pub fn row_mechanism(&self, mechanism: &Mechanism, grouped: bool) -> Mechanism {
-        let factor = self.bounds.factor(grouped);
-        match mechanism {
-            Mechanism::Laplace(_) => mechanism.split(factor.pure),
-            Mechanism::Gaussian { .. } => mechanism.split(factor.rho),
-        }
+        divided(mechanism, self.bounds.factor(grouped))
+    }
+}
+
+/// `mechanism` divided by what one person moves a release by: ε by [`Factor::pure`], ρ by
+/// [`Factor::rho`].
+pub fn divided(mechanism: &Mechanism, factor: Factor) -> Mechanism {
+    match mechanism {
+        Mechanism::Laplace(_) => mechanism.split(factor.pure),
+        Mechanism::Gaussian { .. } => mechanism.split(factor.rho),
     }
 }
 
