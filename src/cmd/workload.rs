@@ -893,6 +893,80 @@ mod tests {
         }
     }
 
+    /// A workload's factor is K (K² in ρ) with or without groups, and it covers every way a
+    /// person's K kept rows can fall into groups: Σ r_g ≤ K and Σ r_g² ≤ K².
+    #[test]
+    fn a_workload_person_moves_every_query_by_k_rows() {
+        for k in 1..=40u32 {
+            let flags = PersonFlags {
+                ids: "id".into(),
+                bounds: Bounds { rows: k, groups: 1, rows_per_group: k },
+                grouped_flags: false,
+            };
+            let person = workload_person(&flags, true, Neighbours::AddRemove, "a workload").unwrap();
+            let factor = person_factor(&person);
+            assert_eq!(factor, Factor { pure: k, rho: k * k });
+            assert_eq!(factor, person.bounds.factor(false), "grouped or not");
+            // Every spread of k rows over up to 4 groups (the rest in one more group).
+            for a in 0..=k {
+                for b in 0..=k - a {
+                    for c in 0..=k - a - b {
+                        let spread = [a, b, c, k - a - b - c];
+                        assert!(spread.iter().sum::<u32>() <= factor.pure);
+                        assert!(spread.iter().map(|r| r * r).sum::<u32>() <= factor.rho);
+                    }
+                }
+            }
+        }
+    }
+
+    /// With privacy_id every query's statistic runs at its share divided by K (ρ by K²), what
+    /// it spends is the share, and the shares add up to the total exactly.
+    #[test]
+    fn person_queries_run_at_their_share_divided_by_k() {
+        let query = |name: &str| format!("[[query]]\nname = \"{name}\"\nkind = \"count\"\n");
+        for (head, total, factor) in [
+            ("epsilon = 1\n", Spend::Pure("1".parse().unwrap()), 7u32),
+            (
+                "noise = \"gaussian\"\nrho = \"0.5\"\ndelta = \"1e-6\"\n",
+                Spend::Zcdp(Rho::from_rational(BigRational::new(1.into(), 2.into())).unwrap()),
+                49,
+            ),
+        ] {
+            let text = format!(
+                "{head}privacy_id = [\"a\", \"b\"]\nmax_rows_per_id = 7\n{}{}{}",
+                query("x"),
+                query("y"),
+                query("z")
+            );
+            let w = parse(&text).unwrap();
+            let person = w.person.as_ref().unwrap();
+            assert_eq!(person.ids.len(), 2);
+            let mut sum = BigRational::zero();
+            for q in &w.queries {
+                let (spent, row) = match (&q.job.spend, q.job.mechanism.spend()) {
+                    (Spend::Pure(a), Spend::Pure(b)) => (a.as_rational().clone(), b.as_rational().clone()),
+                    (Spend::Zcdp(a), Spend::Zcdp(b)) => (a.as_rational().clone(), b.as_rational().clone()),
+                    other => panic!("{other:?}"),
+                };
+                assert_eq!(row * BigInt::from(factor), spent, "{}", q.name);
+                assert!(q.job.person.is_some());
+                sum += spent;
+            }
+            assert_eq!(total, w.spend());
+            let whole = match w.spend() {
+                Spend::Pure(e) => e.as_rational().clone(),
+                Spend::Zcdp(r) => r.as_rational().clone(),
+                other => panic!("{other}"),
+            };
+            assert_eq!(sum, whole, "thirds of the total add up to it exactly");
+        }
+        // Without privacy_id nothing changes.
+        let w = parse(&format!("epsilon = 1\n{}", query("x"))).unwrap();
+        assert!(w.person.is_none() && w.queries[0].job.person.is_none());
+        assert_eq!(w.queries[0].job.mechanism.spend(), w.queries[0].job.spend);
+    }
+
     /// Splitting the rows between two folds and merging gives exactly the one-fold result.
     #[test]
     fn lines_are_one_based_from_byte_offsets() {
