@@ -305,6 +305,7 @@ fn describe_summarises_people() {
     let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(row[0], "cost", "{text}");
     assert_eq!(row[5], bound, "{text}");
+    assert!(text.ends_with("unit: one person (by patient), at most 3 rows each\n"), "{text}");
 }
 
 /// A describe column whose bounds are not found (few kept rows at a small ε) is withheld inside

@@ -506,7 +506,9 @@ impl Query {
 /// `dpstat run`: a workload file and the flags that are not part of it.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Workload file (TOML): total `epsilon`, `neighbours`, and one `[[query]]` table per query.
+    /// Workload file (TOML): total `epsilon`, `neighbours`, optionally `privacy_id` and
+    /// `max_rows_per_id` (protect people: each person's rows bounded once, for every query), and
+    /// one `[[query]]` table per query.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
     /// How to print: --format text is a table, json one line per query.

@@ -25,6 +25,8 @@
 //! neighbours = "add-remove"  # or "replace"; default add-remove
 //! # noise = "gaussian"       # discrete Gaussian, rho-zCDP: with delta = "1e-6", and epsilon
 //! #                          # (rho derived) or rho = "0.02"; shares split rho in proportion
+//! # privacy_id = "patient"   # protect people: each person's rows bounded once, for every
+//! # max_rows_per_id = 10     # query, to K rows (default 1); or privacy_id = ["a", "b"]
 //!
 //! [[query]]
 //! name = "income_mean"
