@@ -537,7 +537,9 @@ impl Query {
 /// `dpstat run`: a workload file and the flags that are not part of it.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Workload file (TOML): total `epsilon`, `neighbours`, and one `[[query]]` table per query.
+    /// Workload file (TOML): total `epsilon`, `neighbours`, optionally `privacy_id` and
+    /// `max_rows_per_id` (protect people: each person's rows bounded once, for every query), and
+    /// one `[[query]]` table per query.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
     /// How to print: --format text is a table, json one line per query.
@@ -595,6 +597,8 @@ pub struct DescribeArgs {
     /// Level of the printed accuracy bounds, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
+    #[command(flatten)]
+    pub person: PersonArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]

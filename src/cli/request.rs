@@ -150,6 +150,7 @@ impl DescribeArgs {
             eps: self.eps.clone(),
             neighbours: self.neighbours.into(),
             filters: self.filters.clone(),
+            person: self.person.flags(),
             format: self.format.into(),
             confidence: self.confidence,
             ledger: self.ledger.flags(),

@@ -22,6 +22,11 @@
 //! `NAME:L:U` has public bounds [L, U] (clamping for the mean, candidates for the quantiles); a
 //! bare `NAME` spends a tenth of its mean's ε finding the mean's bounds privately, and its
 //! quantiles use the public bounds-free candidates, as the single queries do.
+//!
+//! With `--privacy-id COL --max-rows-per-id K` it is a person-level workload (`cmd::run`):
+//! each person's rows are bounded once, to K, and the whole summary is made as above at ε/K on
+//! the bounded rows (the shares, halves and shared count all divided alike), then stated per
+//! person, so every query spends its part of `--eps` and the parts add up to it exactly.
 
 use std::io::Write;
 use std::str::FromStr;
@@ -30,9 +35,9 @@ use anyhow::Result;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 
-use crate::cmd::release::{filter_specs, note_line, InputFlags, Job};
+use crate::cmd::release::{filter_specs, note_line, InputFlags, Job, PersonFlags};
 use crate::cmd::run::{release_all, Batch};
-use crate::cmd::workload::{Workload, WorkloadQuery};
+use crate::cmd::workload::{person_factor, workload_person, Workload, WorkloadQuery};
 use crate::data::cell::InvalidPolicy;
 use crate::data::filter::{Filter, FilterSpec};
 use crate::error::Error;
@@ -40,6 +45,8 @@ use crate::numeric::bounds::Finite;
 use crate::numeric::exact::decimal;
 use crate::numeric::list;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::{Factor, Unit};
+use crate::privacy::currency::Spend;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::laplace::Calibration;
 use crate::privacy::ledger::{LedgerFlags, LedgerSpec};
@@ -110,6 +117,8 @@ pub struct Request {
     pub eps: Epsilon,
     pub neighbours: Neighbours,
     pub filters: Vec<Filter>,
+    /// `--privacy-id` and `--max-rows-per-id`.
+    pub person: Option<PersonFlags>,
     pub format: Format,
     pub confidence: Confidence,
     pub ledger: LedgerFlags,
@@ -130,8 +139,15 @@ impl Request {
                 return Err(Error::usage(format!("--cols lists '{}' twice", c.name)));
             }
         }
-        let shares = self.shares()?;
         let has_header = self.input.csv.has_header;
+        let person = match &self.person {
+            Some(flags) => Some(workload_person(flags, has_header, self.neighbours, "describe")?),
+            None => None,
+        };
+        let factor = person.as_ref().map_or(Factor::ONE, person_factor);
+        // Everything below is made at row level on the bounded rows: each column's share
+        // divided by what one person moves it by (describe is Laplace only: ε by the factor).
+        let shares: Vec<Epsilon> = self.shares()?.iter().map(|s| s.split(factor.pure)).collect();
         let filters = filter_specs(&self.filters, has_header, "--where")?;
         let mut queries = Vec::with_capacity(2 * self.columns.len() + 1);
         let shared = self.shares_count().then(SharedCount::default);
@@ -205,8 +221,22 @@ impl Request {
                 WorkloadQuery { name: "count".into(), origin: "the shared count".into(), job: count },
             );
         }
+        if let Some(person) = &person {
+            // What each query spends is its row-level part times the factor: they add up to
+            // --eps exactly, as the row-level parts add up to --eps divided by the factor.
+            for query in &mut queries {
+                query.job.spend = times(&query.job.spend, factor)?;
+                query.job.person = Some(person.clone());
+            }
+        }
         let mechanism = Mechanism::Laplace(self.eps.clone());
-        Ok(Workload { mechanism, epsilon: Some(self.eps.clone()), neighbours: self.neighbours, queries })
+        Ok(Workload {
+            mechanism,
+            epsilon: Some(self.eps.clone()),
+            neighbours: self.neighbours,
+            person,
+            queries,
+        })
     }
 
     /// Whether the columns' means divide by one shared noisy count (DESIGN §6): under
@@ -239,6 +269,16 @@ impl Request {
             )));
         }
         Ok(shares.clone())
+    }
+}
+
+/// A row-level spend of describe (pure ε) as one person's: ε times the factor, exactly.
+fn times(spend: &Spend, factor: Factor) -> Result<Spend, Error> {
+    match spend {
+        Spend::Pure(eps) => Ok(Spend::Pure(
+            Epsilon::from_rational(eps.as_rational() * BigInt::from(factor.pure)).map_err(Error::internal)?,
+        )),
+        other => Err(Error::internal(format!("describe spent {other}, not a pure epsilon"))),
     }
 }
 
@@ -344,7 +384,13 @@ fn count_of(
         .and_then(|e| e.split_once('/'))
         .ok_or_else(|| Error::internal("a part's epsilon is n/d"))?;
     let parse = |t: &str| t.parse::<BigInt>().map_err(|e| Error::internal(e.to_string()));
-    let eps = Epsilon::from_rational(BigRational::new(parse(n)?, parse(d)?)).map_err(Error::internal)?;
+    // Stated per person, the part's ε is the factor times the ε its noise was drawn at.
+    let factor = match &mean.unit {
+        Unit::Person { factor, .. } => *factor,
+        Unit::Row => 1,
+    };
+    let eps = Epsilon::from_rational(BigRational::new(parse(n)?, parse(d)? * BigInt::from(factor)))
+        .map_err(Error::internal)?;
     let bound = Calibration::of(&count::aggregate(0), &eps).error_bound(confidence.beta());
     let value = part.value_units.clone().ok_or_else(|| Error::internal("a drawn part has its value"))?;
     Ok(describe::Count::Noisy { value, bound })

@@ -39,7 +39,7 @@ use crate::privacy::contribution::{Bounds, Factor};
 use std::path::PathBuf;
 
 use crate::cmd::release::{InputFlags, NoiseKind};
-use crate::cmd::workload::Workload;
+use crate::cmd::workload::{person_unit, Workload};
 use crate::data::source::{CsvOptions, Source};
 use crate::error::bad_input;
 use crate::privacy::delta::Delta;
@@ -377,7 +377,13 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
         };
         queries.push(QueryComparison::new(&l.name, l.job.statistic.name(), plan(l), plan(g)));
     }
-    let report = WorkloadReport::new(path, laplace.neighbours, request.confidence, &eps, &gaussian, queries);
+    let mut report =
+        WorkloadReport::new(path, laplace.neighbours, request.confidence, &eps, &gaussian, queries);
+    // Each query's statistic was built at its share divided by the person's factor, so the
+    // bounds above already are the person-level noise's.
+    if let Some(person) = &laplace.person {
+        report.unit = person_unit(person);
+    }
     let bytes = match request.format {
         Format::Json => {
             let mut bytes = serde_json::to_vec(&report)?;

@@ -31,7 +31,7 @@ use crate::numeric::bins::Keys;
 use crate::numeric::list;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
-use crate::privacy::contribution::{self, Bounds, Unit};
+use crate::privacy::contribution::{self, Bounds, Factor, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
@@ -255,18 +255,21 @@ impl Person {
     /// The mechanism a statistic runs at on the bounded rows: the release's, divided by what one
     /// person can move it by (`privacy::contribution`).
     pub fn row_mechanism(&self, mechanism: &Mechanism, grouped: bool) -> Mechanism {
-        row_mechanism(mechanism, &self.bounds, grouped)
+        divided(mechanism, self.bounds.factor(grouped))
     }
 }
 
 /// `mechanism` divided by what one person can move a release under `bounds` by.
 pub fn row_mechanism(mechanism: &Mechanism, bounds: &Bounds, grouped: bool) -> Mechanism {
-    {
-        let factor = bounds.factor(grouped);
-        match mechanism {
-            Mechanism::Laplace(_) => mechanism.split(factor.pure),
-            Mechanism::Gaussian { .. } => mechanism.split(factor.rho),
-        }
+    divided(mechanism, bounds.factor(grouped))
+}
+
+/// `mechanism` divided by what one person moves a release by: ε by [`Factor::pure`], ρ by
+/// [`Factor::rho`].
+pub fn divided(mechanism: &Mechanism, factor: Factor) -> Mechanism {
+    match mechanism {
+        Mechanism::Laplace(_) => mechanism.split(factor.pure),
+        Mechanism::Gaussian { .. } => mechanism.split(factor.rho),
     }
 }
 

@@ -13,11 +13,20 @@
 //! feeds every row to all of them. Order of work as for one query: validate everything, read,
 //! add all the noise, charge, and only then print.
 //!
+//! With `privacy_id` the workload bounds each person's rows once for all its queries: one
+//! [`Bounded`] wraps the whole [`WorkloadFold`], keeping the cells of every column some query
+//! reads (its statistic's, its `by` and its `where` columns). The filters stay in each query's
+//! own route and apply to the kept rows, since the queries' filters differ. Each query ran at
+//! its share divided by [`person_factor`] and is restated per person after its noise, so the
+//! parts still add up exactly to the total.
+//!
 //! ```toml
 //! epsilon = "1"              # total; a number or a string, read as an exact decimal
 //! neighbours = "add-remove"  # or "replace"; default add-remove
 //! # noise = "gaussian"       # discrete Gaussian, rho-zCDP: with delta = "1e-6", and epsilon
 //! #                          # (rho derived) or rho = "0.02"; shares split rho in proportion
+//! # privacy_id = "patient"   # protect people: each person's rows bounded once, for every
+//! # max_rows_per_id = 10     # query, to K rows (default 1); or privacy_id = ["a", "b"]
 //!
 //! [[query]]
 //! name = "income_mean"
@@ -38,10 +47,11 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cmd::release::{
-    check_plot_path, context, empty_fold, publish, routing, warn, warn_if_large, write_plot, InputFlags,
-    Meter, Outcome,
+    bound_failure, check_plot_path, context, empty_fold, publish, routing, warn, warn_if_large, write_plot,
+    InputFlags, Meter, Outcome,
 };
-use crate::cmd::workload::Workload;
+use crate::cmd::workload::{person_factor, person_unit, Workload, PER_PERSON};
+use crate::data::bound::{self, Bounded, Plan};
 use crate::data::cell::{parse_number, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
 use crate::data::route::Routed;
@@ -51,6 +61,8 @@ use crate::error::{bad_input, Error};
 use crate::numeric::grid::GridBounds;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::Factor;
+use crate::privacy::currency::Spend;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::rng;
 use crate::query::bounds::Clamped;
@@ -139,23 +151,49 @@ pub fn release_all(
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
     let mut folds = Vec::with_capacity(workload.queries.len());
+    // Every column some query reads: the cells a bounded scan keeps.
+    let mut keep = Vec::new();
     for query in &workload.queries {
         let at = |e: anyhow::Error| bad_input(format!("{}: {e:#}", query.origin));
         let inner = empty_fold(&query.job.statistic, &input).map_err(at)?;
         let (filters, by) = routing(&query.job.filters, query.job.group.as_ref(), &input).map_err(at)?;
+        for (column, flag) in query.job.statistic.columns() {
+            keep.push(input.resolve(column, flag).map_err(at)?);
+        }
+        keep.extend(filters.iter().map(|(i, _)| *i));
+        keep.extend(by.as_ref().map(|g| g.index));
         folds.push(Routed::new(inner, filters, by));
     }
     let fold = WorkloadFold::new(folds);
+    let fold = match &workload.person {
+        None => Pass::Rows(fold),
+        Some(person) => {
+            let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<_>>()?;
+            // No filters and no groups here: each query's route applies its own to the kept rows.
+            let plan = Plan {
+                ids,
+                keep,
+                filters: vec![],
+                group: None,
+                bounds: person.bounds,
+                key: rng::selection_key()?,
+                cap: bound::cap(),
+            };
+            Pass::Persons(Box::new(Bounded::new(plan, fold)))
+        }
+    };
     let charge = ledger::Charge {
         query: batch.ledger_query.to_string(),
         column: Some(batch.ledger_column.clone()),
         neighbours: workload.neighbours.name().to_string(),
-        // Workloads release per row until they take --privacy-id.
-        unit: ledger::ROW_UNIT.to_string(),
+        unit: workload
+            .person
+            .as_ref()
+            .map_or_else(|| ledger::ROW_UNIT.to_string(), |p| person_unit(p).ledger_name()),
         spend: workload.spend(),
     };
     let mut meter = Meter::new(ledger, charge);
-    scan::check_memory(&input, &fold)?;
+    fold.check_memory(&input)?;
     meter.before_rows(&mut input)?;
     let measured = meter.after_rows(measure_all(workload, fold, &mut input, &mut rng));
     let released = meter.finish_withheld(&mut input, measured)?;
@@ -163,17 +201,47 @@ pub fn release_all(
     Ok(released)
 }
 
+/// The one pass of a batch: every row to every query, or each person's kept rows.
+enum Pass {
+    Rows(WorkloadFold),
+    Persons(Box<Bounded<WorkloadFold>>),
+}
+
+impl Pass {
+    fn check_memory(&self, input: &Input) -> Result<()> {
+        match self {
+            Pass::Rows(fold) => scan::check_memory(input, fold),
+            Pass::Persons(fold) => scan::check_memory(input, fold.as_ref()),
+        }
+    }
+
+    /// Reads the data; every query's fold.
+    fn scan(self, input: &mut Input) -> Result<Vec<Routed<AnyFold>>> {
+        let fold = match self {
+            Pass::Rows(mut fold) => {
+                scan::scan(input, &mut fold)?;
+                fold
+            }
+            Pass::Persons(mut bounded) => {
+                scan::scan(input, bounded.as_mut())?;
+                bounded.finish().map_err(|f| bound_failure(input, f))?
+            }
+        };
+        Ok(fold.into_folds())
+    }
+}
+
 /// The one pass and every query's noise; the accountant's total must be exactly the batch's.
 /// Returns the queries and the guarantee of their total.
 fn measure_all(
     workload: &Workload,
-    mut fold: WorkloadFold,
+    pass: Pass,
     input: &mut Input,
     rng: &mut dyn rand::RngCore,
 ) -> Result<(Vec<table::Query>, Guarantee)> {
-    scan::scan(input, &mut fold)?;
+    let folds = pass.scan(input)?;
     let mut queries = Vec::with_capacity(workload.queries.len());
-    for (query, routed) in workload.queries.iter().zip(fold.into_folds()) {
+    for (query, routed) in workload.queries.iter().zip(folds) {
         let job = &query.job;
         let cx = context(job, input, &job.mechanism);
         let release = match publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, rng) {
@@ -187,6 +255,12 @@ fn measure_all(
             Err(Error::Withheld(line)) => Published::One(withheld(job, &cx, line)?),
             Err(e) => return Err(e.into()),
         };
+        let mut release = release;
+        if let Some(person) = &workload.person {
+            // Measured at the share divided by the factor on the bounded rows: stated per
+            // person, its accounting is the share again.
+            release.per_person(person_unit(person), person_factor(person), PER_PERSON)?;
+        }
         queries.push(table::Query { name: query.name.clone(), share: job.spend.clone(), release });
     }
     let accounting =
@@ -198,16 +272,31 @@ fn measure_all(
 
 /// The release of a query whose outcome was [`Error::Withheld`]: no value, the whole share in
 /// its accounting (the outcome is what the share bought), and the line as a note for stderr.
+/// With a person, the accounting is at row level, as a measured query's is before it is stated
+/// per person.
 fn withheld(job: &crate::cmd::release::Job, cx: &Context, line: String) -> Result<Release, Error> {
     let labels: Vec<String> = job.statistic.columns().into_iter().map(|(c, _)| c.label()).collect();
     let column = (!labels.is_empty()).then(|| labels.join(","));
     let accuracy = Accuracy::value(cx.confidence, f64::INFINITY);
     let noise = Noise::multi(&job.mechanism, cx.neighbours, accuracy);
-    let cost = Cost::spent("withheld", job.spend.clone());
+    let spend = match &job.person {
+        Some(person) => row_spend(&job.spend, person_factor(person)),
+        None => job.spend.clone(),
+    };
+    let cost = Cost::spent("withheld", spend);
     let mut release = Release::new(job.statistic.name(), column, cx.filters.to_vec(), noise, cost)?;
     release.post_processing.push("no value: the private outcome was that there is none".to_string());
     release.notes.push(line);
     Ok(release)
+}
+
+/// A person-level spend at row level: ε divided by the factor, ρ by its ρ factor (exact).
+fn row_spend(spend: &Spend, factor: Factor) -> Spend {
+    match spend {
+        Spend::Pure(eps) => Spend::Pure(eps.split(factor.pure)),
+        Spend::Zcdp(rho) => Spend::Zcdp(rho.split(factor.rho)),
+        Spend::Approx { eps, delta } => Spend::Approx { eps: eps.split(factor.pure), delta: delta.clone() },
+    }
 }
 
 /// Every query's fold, fed the same rows in one pass.

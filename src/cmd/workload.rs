@@ -11,6 +11,11 @@
 //! then ρ, given as `rho` or derived from `epsilon` and `delta` (`zcdp::rho_for`, rounded down),
 //! and each query gets ρ·share/total (shares written in the total's own unit), so the parts add
 //! up to ρ exactly; the whole is ρ-zCDP and is stated as (ε, δ) at `delta`.
+//!
+//! `privacy_id = "COL"` (or a list of columns) makes the unit one person: each person's rows
+//! are bounded once for the whole workload, to `max_rows_per_id` (K, default 1) rows, and every
+//! query runs at its share divided by [`person_factor`] on the bounded rows. Per-group bounds
+//! belong to single releases with `--by` and are refused here.
 
 use std::ops::Range;
 use std::path::Path;
@@ -22,7 +27,7 @@ use num_traits::{Signed, Zero};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use crate::cmd::release::{filter_specs, InputFlags, Job};
+use crate::cmd::release::{divided, filter_specs, InputFlags, Job, Person, PersonFlags};
 use crate::data::cell::InvalidPolicy;
 use crate::data::filter::{Filter, FilterSpec};
 use crate::data::source::{ColumnRef, GroupSpec};
@@ -32,6 +37,7 @@ use crate::numeric::bounds::Finite;
 use crate::numeric::exact::{decimal, parse_decimal};
 use crate::numeric::list;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::{Bounds, Factor, Unit, MAX_BOUND};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
@@ -51,7 +57,65 @@ pub struct Workload {
     /// The total ε as the file writes it (None when it gives rho).
     pub epsilon: Option<Epsilon>,
     pub neighbours: Neighbours,
+    /// `privacy_id`: every query's rows bounded once, to K rows per person ([`person_factor`]).
+    pub person: Option<Person>,
     pub queries: Vec<WorkloadQuery>,
+}
+
+/// What one person moves each query of a workload (or of `describe`) by: K, as rows, whether
+/// the query is grouped or not (K² for ρ).
+///
+/// A workload bounds each person's rows once, to at most K rows in all, before any query's
+/// `where` or `by` (`cmd::run`). Adding or removing one person then adds or removes at most K
+/// of the rows that every query reads (a query's filter only drops some of them), and changes
+/// no one else's. An ungrouped query therefore moves as K rows would move it. A grouped query's
+/// groups are disjoint, and the person's r_g rows in group g add up to Σ r_g ≤ K, with no group
+/// holding more than K: its releases move by Σ r_g·ε' ≤ K·ε' together, and in ρ by
+/// Σ r_g²·ρ' ≤ K·Σ r_g·ρ' ≤ K²·ρ'. That is a single grouped release's argument
+/// (`privacy::contribution`) with the bounds G = K groups and K_g = K rows per group, which
+/// holds for any spread of K rows over the groups, so its factor is the one computed here.
+/// Bounding per group as well (G or K_g below K) would need one bounding per `by` column, while
+/// the queries share one scan and one bounding, so a workload takes K only.
+pub fn person_factor(person: &Person) -> Factor {
+    let k = person.bounds.rows;
+    Bounds { rows: k, groups: k, rows_per_group: k }.factor(true)
+}
+
+/// The composition a grouped query of a person-level workload states.
+pub const PER_PERSON: &str = "per person: the workload keeps at most max_rows_per_id rows of each person for all its \
+     queries, so a person's kept rows fall in at most that many groups and together move the groups' releases \
+     as rows_factor rows would; every group is released at epsilon divided by rows_factor (rho by rho_factor) \
+     on the bounded rows, and the whole costs epsilon";
+
+/// The unit every query of a workload states: one person, at most K rows, factor K.
+pub fn person_unit(person: &Person) -> Unit {
+    person.unit(false)
+}
+
+/// `--privacy-id` and `--max-rows-per-id` of `describe` (and of any workload built from flags)
+/// validated as a workload's person: K rows in all, and the per-group bounds refused.
+pub fn workload_person(
+    flags: &PersonFlags,
+    has_header: bool,
+    neighbours: Neighbours,
+    what: &str,
+) -> Result<Person, Error> {
+    if flags.grouped_flags {
+        return Err(Error::usage(format!(
+            "--max-groups-per-id and --max-rows-per-group bound a person's rows across the groups of one \
+             --by release; {what} bounds each person's rows once for all its queries, with \
+             --max-rows-per-id K alone"
+        )));
+    }
+    if flags.auto {
+        return Err(Error::usage(format!(
+            "--max-rows-per-id auto chooses K for one release; {what} bounds each person's rows once for \
+             all its queries: give K as a number (dpstat plan --max-rows-per-id 1,2,5,10 shows the noise at each)"
+        )));
+    }
+    let k = flags.bounds.rows;
+    let flags = PersonFlags { bounds: Bounds { rows: k, groups: k, rows_per_group: k }, ..flags.clone() };
+    Person::new(&flags, has_header, false, neighbours)
 }
 
 #[derive(Debug)]
@@ -72,6 +136,11 @@ struct RawWorkload {
     delta: Option<Spanned<Value>>,
     noise: Option<Spanned<String>>,
     neighbours: Option<Spanned<String>>,
+    privacy_id: Option<Spanned<Value>>,
+    max_rows_per_id: Option<Spanned<Value>>,
+    /// Refused with a message of their own (a workload bounds rows only).
+    max_groups_per_id: Option<Spanned<Value>>,
+    max_rows_per_group: Option<Spanned<Value>>,
     #[serde(default)]
     query: Vec<Spanned<RawQuery>>,
 }
@@ -158,6 +227,7 @@ impl Workload {
                 )
             })?,
         };
+        let person = file.person(&raw, neighbours, input.csv.has_header)?;
         if raw.query.is_empty() {
             return Err(file.error_at(None, "the workload has no queries: add [[query]] tables"));
         }
@@ -215,12 +285,20 @@ impl Workload {
                 .scaled(&(part / &written))
                 .map_err(|e| file.error_at(Some(at), &format!("query '{name}': its share: {e}")))?;
             let job = file
-                .query_job(q.get_ref(), line, share, neighbours, input, (confidence, format), ledger)
+                .query_job(
+                    q.get_ref(),
+                    line,
+                    (share, person.as_ref()),
+                    neighbours,
+                    input,
+                    (confidence, format),
+                    ledger,
+                )
                 .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
             let origin = format!("{path} line {line}: query '{name}'");
             queries.push(WorkloadQuery { name, origin, job });
         }
-        Ok(Workload { mechanism, epsilon: stated, neighbours, queries })
+        Ok(Workload { mechanism, epsilon: stated, neighbours, person, queries })
     }
 
     /// What the whole workload spends: ε, or ρ with Gaussian noise.
@@ -364,6 +442,66 @@ impl SourceText<'_> {
         }
     }
 
+    /// `privacy_id` and `max_rows_per_id`, validated: the person every query's rows are
+    /// bounded for, or None for a row-level workload.
+    fn person(
+        &self,
+        raw: &RawWorkload,
+        neighbours: Neighbours,
+        has_header: bool,
+    ) -> Result<Option<Person>, Error> {
+        if let Some(grouped) = raw.max_groups_per_id.as_ref().or(raw.max_rows_per_group.as_ref()) {
+            return Err(self.error(
+                grouped.span(),
+                "max_groups_per_id and max_rows_per_group bound a person's rows across the groups of one \
+                 --by release; a workload bounds each person's rows once for all its queries, with \
+                 max_rows_per_id = K alone",
+            ));
+        }
+        let Some(ids) = &raw.privacy_id else {
+            return match &raw.max_rows_per_id {
+                Some(k) => Err(self.error(
+                    k.span(),
+                    "max_rows_per_id bounds the rows of each person named by privacy_id: add \
+                     privacy_id = \"COL\" (or a list of columns)",
+                )),
+                None => Ok(None),
+            };
+        };
+        let line = self.line(ids.span().start);
+        if neighbours == Neighbours::Replace {
+            return Err(self.error_at(
+                Some(line),
+                "privacy_id with neighbours = \"replace\": replace keeps the number of rows public, but a \
+                 person has any number of rows; use add-remove (the default), whose epsilon also covers \
+                 replacing one person at twice its value",
+            ));
+        }
+        let rows = match &raw.max_rows_per_id {
+            None => 1,
+            Some(k) => match k.get_ref() {
+                Value::Integer(v) if (1..=i64::from(MAX_BOUND)).contains(v) => *v as u32,
+                _ => {
+                    return Err(self.error(
+                        k.span(),
+                        &format!("max_rows_per_id: give a whole number from 1 to {MAX_BOUND}"),
+                    ))
+                }
+            },
+        };
+        let ids = self.list(ids, "privacy_id").map_err(|(l, e)| self.error_at(Some(l), &e))?;
+        let flags = PersonFlags {
+            ids,
+            bounds: Bounds { rows, groups: rows, rows_per_group: rows },
+            grouped_flags: false,
+            auto: false,
+            rows_per_group_given: false,
+        };
+        let person = workload_person(&flags, has_header, neighbours, "a workload")
+            .map_err(|e| self.error_at(Some(line), &format!("privacy_id: {}", e.message())))?;
+        Ok(Some(person))
+    }
+
     /// 1-based line of a byte offset.
     fn line(&self, offset: usize) -> usize {
         let end = offset.min(self.text.len());
@@ -501,7 +639,7 @@ impl SourceText<'_> {
         &self,
         q: &RawQuery,
         name_line: usize,
-        mechanism: Mechanism,
+        (mechanism, person): (Mechanism, Option<&Person>),
         neighbours: Neighbours,
         input: &InputFlags,
         (confidence, format): (Confidence, Format),
@@ -624,8 +762,14 @@ impl SourceText<'_> {
                 ))
             }
         };
+        // With a person, the statistic runs on the bounded rows at its share divided by what one
+        // person moves it by; the share stays what the query spends.
+        let row = match person {
+            Some(p) => divided(&mechanism, person_factor(p)),
+            None => mechanism.clone(),
+        };
         let setup = Setup {
-            mechanism: &mechanism,
+            mechanism: &row,
             neighbours,
             has_header,
             groups: group.as_ref().map_or(1, |g| g.keys.groups()),
@@ -643,8 +787,8 @@ impl SourceText<'_> {
             discover_by: None,
             statistic,
             spend: mechanism.spend(),
-            mechanism,
-            person: None,
+            mechanism: row,
+            person: person.cloned(),
             neighbours,
             format,
             style: Style::default(),
@@ -757,6 +901,82 @@ mod tests {
             let err = parse(bad).unwrap_err();
             assert!(err.message().contains(needle), "{bad}: {err}");
         }
+    }
+
+    /// A workload's factor is K (K² in ρ) with or without groups, and it covers every way a
+    /// person's K kept rows can fall into groups: Σ r_g ≤ K and Σ r_g² ≤ K².
+    #[test]
+    fn a_workload_person_moves_every_query_by_k_rows() {
+        for k in 1..=40u32 {
+            let flags = PersonFlags {
+                ids: "id".into(),
+                bounds: Bounds { rows: k, groups: 1, rows_per_group: k },
+                grouped_flags: false,
+                auto: false,
+                rows_per_group_given: false,
+            };
+            let person = workload_person(&flags, true, Neighbours::AddRemove, "a workload").unwrap();
+            let factor = person_factor(&person);
+            assert_eq!(factor, Factor { pure: k, rho: k * k });
+            assert_eq!(factor, person.bounds.factor(false), "grouped or not");
+            // Every spread of k rows over up to 4 groups (the rest in one more group).
+            for a in 0..=k {
+                for b in 0..=k - a {
+                    for c in 0..=k - a - b {
+                        let spread = [a, b, c, k - a - b - c];
+                        assert!(spread.iter().sum::<u32>() <= factor.pure);
+                        assert!(spread.iter().map(|r| r * r).sum::<u32>() <= factor.rho);
+                    }
+                }
+            }
+        }
+    }
+
+    /// With privacy_id every query's statistic runs at its share divided by K (ρ by K²), what
+    /// it spends is the share, and the shares add up to the total exactly.
+    #[test]
+    fn person_queries_run_at_their_share_divided_by_k() {
+        let query = |name: &str| format!("[[query]]\nname = \"{name}\"\nkind = \"count\"\n");
+        for (head, total, factor) in [
+            ("epsilon = 1\n", Spend::Pure("1".parse().unwrap()), 7u32),
+            (
+                "noise = \"gaussian\"\nrho = \"0.5\"\ndelta = \"1e-6\"\n",
+                Spend::Zcdp(Rho::from_rational(BigRational::new(1.into(), 2.into())).unwrap()),
+                49,
+            ),
+        ] {
+            let text = format!(
+                "{head}privacy_id = [\"a\", \"b\"]\nmax_rows_per_id = 7\n{}{}{}",
+                query("x"),
+                query("y"),
+                query("z")
+            );
+            let w = parse(&text).unwrap();
+            let person = w.person.as_ref().unwrap();
+            assert_eq!(person.ids.len(), 2);
+            let mut sum = BigRational::zero();
+            for q in &w.queries {
+                let (spent, row) = match (&q.job.spend, q.job.mechanism.spend()) {
+                    (Spend::Pure(a), Spend::Pure(b)) => (a.as_rational().clone(), b.as_rational().clone()),
+                    (Spend::Zcdp(a), Spend::Zcdp(b)) => (a.as_rational().clone(), b.as_rational().clone()),
+                    other => panic!("{other:?}"),
+                };
+                assert_eq!(row * BigInt::from(factor), spent, "{}", q.name);
+                assert!(q.job.person.is_some());
+                sum += spent;
+            }
+            assert_eq!(total, w.spend());
+            let whole = match w.spend() {
+                Spend::Pure(e) => e.as_rational().clone(),
+                Spend::Zcdp(r) => r.as_rational().clone(),
+                other => panic!("{other}"),
+            };
+            assert_eq!(sum, whole, "thirds of the total add up to it exactly");
+        }
+        // Without privacy_id nothing changes.
+        let w = parse(&format!("epsilon = 1\n{}", query("x"))).unwrap();
+        assert!(w.person.is_none() && w.queries[0].job.person.is_none());
+        assert_eq!(w.queries[0].job.mechanism.spend(), w.queries[0].job.spend);
     }
 
     /// Splitting the rows between two folds and merging gives exactly the one-fold result.

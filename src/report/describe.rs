@@ -90,6 +90,10 @@ pub fn render_text(d: &Described) -> Vec<u8> {
         out.extend_from_slice(cells.join("  ").trim_end().as_bytes());
         out.push(b'\n');
     }
+    // Per person (`--privacy-id`), every ε and bound above is one person's.
+    if let Some(line) = d.columns.first().and_then(|c| c.mean.unit.line()) {
+        out.extend_from_slice(format!("unit: {line}\n").as_bytes());
+    }
     out
 }
 

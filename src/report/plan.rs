@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::numeric::format::real as show;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::Unit;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::Mechanism;
@@ -153,6 +154,10 @@ pub struct WorkloadReport {
     pub plan: &'static str,
     pub workload: String,
     pub neighbours: &'static str,
+    /// The workload's privacy unit: with a person, every planned bound is that of the noise
+    /// drawn for one person's K rows (its scale K times a row's).
+    #[serde(flatten)]
+    pub unit: Unit,
     pub confidence: f64,
     pub epsilon: f64,
     pub epsilon_exact: String,
@@ -199,6 +204,7 @@ impl WorkloadReport {
             plan: "workload",
             workload,
             neighbours: neighbours.name(),
+            unit: Unit::Row,
             confidence: confidence.level(),
             epsilon: eps.to_f64_up(),
             epsilon_exact: eps.exact_string(),
@@ -232,6 +238,12 @@ pub fn render_workload(r: &WorkloadReport) -> String {
         r.delta_shown,
         r.confidence
     );
+    if let (Some(line), Unit::Person { factor, .. }) = (r.unit.line(), &r.unit) {
+        text.push_str(&format!(
+            "unit        {line}: each query's noise is for {factor} rows of one person (its scale {factor} \
+             times a row's), and its bound with it\n"
+        ));
+    }
     let bound = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("±{}", show(b)));
     let mut rows: Vec<[String; 5]> =
         vec![["query".into(), "kind".into(), "laplace".into(), "gaussian".into(), "less error".into()]];

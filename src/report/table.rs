@@ -8,6 +8,7 @@ use num_rational::BigRational;
 
 use crate::numeric::exact::decimal;
 use crate::privacy::accuracy::Confidence;
+use crate::privacy::contribution::Unit;
 use crate::privacy::currency::Spend;
 use crate::report::chart;
 use crate::report::release::{Guarantee, Number, Published, Release};
@@ -113,9 +114,22 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
                 out.extend_from_slice(cells.join("  ").trim_end().as_bytes());
                 out.push(b'\n');
             }
+            // A person-level workload's queries share one unit: its epsilons and sensitivities
+            // are one person's.
+            if let Some(line) = workload.queries.first().and_then(|q| unit_of(&q.release).line()) {
+                out.extend_from_slice(format!("unit: {line}\n").as_bytes());
+            }
         }
     }
     Ok(out)
+}
+
+/// The privacy unit a release states.
+fn unit_of(published: &Published) -> &Unit {
+    match published {
+        Published::One(r) => &r.unit,
+        Published::Grouped(g) => &g.unit,
+    }
 }
 
 /// The workload's chart: one panel per query, each on its own scale.
