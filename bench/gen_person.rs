@@ -69,8 +69,9 @@ fn value(p: u64, j: u64, r: u64) -> u64 {
 
 fn main() -> io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let (rows, persons) = match (args.get(1).map(|a| a.parse::<u64>()), args.get(2).map(|a| a.parse::<u64>())) {
-        (Some(Ok(r)), Some(Ok(p))) if p >= 1 && r >= p && p < u32::MAX as u64 => (r, p),
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<u64>().ok());
+    let (rows, persons) = match (number(1), number(2)) {
+        (Some(r), Some(p)) if p >= 1 && r >= p && p < u32::MAX as u64 => (r, p),
         _ => {
             eprintln!("usage: gen_person ROWS PERSONS [sorted] > file.csv   (1 <= PERSONS <= ROWS)");
             std::process::exit(2);

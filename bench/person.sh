@@ -15,7 +15,7 @@
 # with rustc -O. Details in bench/person.py, which prints markdown tables.
 #
 # Environment: RUNS (timed rounds, default 5), SEEDS (seeded runs per K, default 20), DATA
-# (generated files and the venv, default bench/data, git-ignored; the 10M files take ~110 MB
+# (generated files and the venv, default bench/data, git-ignored; the 10M files take ~120 MB
 # each), RMSE=0 to skip part 2, TIMING=0 to skip part 1.
 # Needs: cargo, rustc, python3; installs GNU time with apt-get if missing and duckdb with pip
 # into DATA/.venv (once).
