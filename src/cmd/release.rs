@@ -788,7 +788,16 @@ pub fn bound_plan<S: Statistic>(
         .map(|(c, flag)| input.resolve(c, flag))
         .collect::<Result<Vec<_>>>()?;
     keep.extend(group.as_ref().map(|g| g.index));
-    Ok(Plan { ids, keep, filters, group, bounds: person.bounds, key, cap: bound::cap() })
+    Ok(Plan {
+        ids,
+        keep,
+        filters,
+        group,
+        bounds: person.bounds,
+        key,
+        cap: bound::cap(),
+        threads: input.threads(),
+    })
 }
 
 /// The message of a bounded scan that failed after the rows were read: a cell the statistic

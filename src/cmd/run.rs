@@ -178,6 +178,7 @@ pub fn release_all(
                 bounds: person.bounds,
                 key: rng::selection_key()?,
                 cap: bound::cap(),
+                threads: input.threads(),
             };
             Pass::Persons(Box::new(Bounded::new(plan, fold)))
         }

@@ -67,11 +67,16 @@ pub struct Plan {
     pub bounds: Bounds,
     pub key: [u8; 16],
     pub cap: usize,
+    /// Threads that choose and replay the buckets after the scan (each holds its own copy of
+    /// the inner fold, merged in bucket order).
+    pub threads: usize,
 }
 
 #[derive(Debug)]
 struct Shared {
     plan: Plan,
+    /// The keyed hash of an encoded id, set up once.
+    id_hasher: SipHasher13,
     /// Bytes held in the buckets of all copies.
     held: AtomicUsize,
     /// One temporary file per bucket, once anything spilled; the first I/O error.
@@ -94,9 +99,17 @@ pub struct Bounded<F> {
     /// The plan's bounds, or the K chosen after the scan.
     bounds: Bounds,
     buckets: Vec<Vec<u8>>,
+    /// Bytes in this copy's buckets; `unreported` of them not yet added to the shared count
+    /// (added in batches: one atomic per row would have the threads fight over it).
     held: usize,
+    unreported: usize,
+    /// The encoded id of the row being read.
+    scratch: Vec<u8>,
     inner: F,
 }
+
+/// Bytes a copy holds before it adds them to the shared count.
+const REPORT_EVERY: usize = 1 << 20;
 
 impl<F: Clone> Clone for Bounded<F> {
     /// An empty copy for another part of the input (the scan clones only empty folds).
@@ -106,6 +119,8 @@ impl<F: Clone> Clone for Bounded<F> {
             bounds: self.bounds,
             buckets: vec![Vec::new(); BUCKETS],
             held: 0,
+            unreported: 0,
+            scratch: Vec::new(),
             inner: self.inner.clone(),
         }
     }
@@ -131,8 +146,18 @@ impl<F: Fold> Bounded<F> {
         plan.keep.sort_unstable();
         plan.keep.dedup();
         let bounds = plan.bounds;
-        let shared = Shared { plan, held: AtomicUsize::new(0), spill: Mutex::new(Spill::default()), found };
-        Bounded { shared: Arc::new(shared), bounds, buckets: vec![Vec::new(); BUCKETS], held: 0, inner }
+        let id_hasher = SipHasher13::new_with_key(&plan.key);
+        let shared =
+            Shared { plan, id_hasher, held: AtomicUsize::new(0), spill: Mutex::new(Spill::default()), found };
+        Bounded {
+            shared: Arc::new(shared),
+            bounds,
+            buckets: vec![Vec::new(); BUCKETS],
+            held: 0,
+            unreported: 0,
+            scratch: Vec::new(),
+            inner,
+        }
     }
 
     /// Chooses every person's rows and folds them into the inner fold; returns it, or a cell
@@ -144,11 +169,89 @@ impl<F: Fold> Bounded<F> {
 
     /// As [`Bounded::finish`], into another fold (one built once the bounds were known: the
     /// statistic of `--max-rows-per-id auto` runs at an ε that depends on the K chosen).
-    pub fn finish_into<G: Fold>(mut self, mut inner: G) -> Result<G, Failure> {
+    ///
+    /// With [`Plan::threads`] above 1 the buckets are cut into that many consecutive runs, each
+    /// chosen and replayed by its own thread into its own copy of `inner`, and the copies are
+    /// merged in bucket order: the rows each copy sees are the same as in one pass, and a
+    /// fold's merge of consecutive parts equals folding them in turn.
+    pub fn finish_into<G: Fold>(mut self, inner: G) -> Result<G, Failure> {
+        let threads = self.shared.plan.threads.clamp(1, BUCKETS);
         let shared = self.shared.clone();
-        let mut chooser = Chooser::new(&shared.plan, self.bounds, shared.found);
-        self.traverse(&mut |bytes| chooser.bucket(bytes, &mut inner).map_err(Failure::Cell))?;
-        Ok(inner)
+        let bounds = self.bounds;
+        let spilled = self.spilled()?;
+        if spilled {
+            self.spill_all();
+        }
+        let per = BUCKETS.div_ceil(threads);
+        let work = |fold: &mut G, visit: &mut dyn FnMut(&mut Chooser, &mut G) -> Result<(), Failure>| {
+            let mut chooser = Chooser::new(&shared.plan, bounds, shared.found);
+            visit(&mut chooser, fold)
+        };
+        let results: Vec<Result<G, Failure>> = if !spilled {
+            let buckets = std::mem::take(&mut self.buckets);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = buckets
+                    .chunks(per)
+                    .map(|run| {
+                        let (mut fold, work) = (inner.clone(), &work);
+                        scope.spawn(move || {
+                            work(&mut fold, &mut |chooser, fold| {
+                                run.iter().try_for_each(|b| chooser.bucket(b, fold).map_err(Failure::Cell))
+                            })?;
+                            Ok(fold)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Temp(poisoned()))))
+                    .collect()
+            })
+        } else {
+            let mut spill = shared.spill.lock().map_err(|_| Failure::Temp(poisoned()))?;
+            if let Some(e) = &spill.error {
+                return Err(Failure::Temp(e.clone()));
+            }
+            let plan = &shared.plan;
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = spill
+                    .files
+                    .chunks_mut(per)
+                    .map(|run| {
+                        let (mut fold, work) = (inner.clone(), &work);
+                        scope.spawn(move || {
+                            work(&mut fold, &mut |chooser, fold| {
+                                run.iter_mut().try_for_each(|file| {
+                                    read_file(file, 1, plan, &mut |bytes| {
+                                        chooser.bucket(bytes, fold).map_err(Failure::Cell)
+                                    })
+                                })
+                            })?;
+                            Ok(fold)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Temp(poisoned()))))
+                    .collect()
+            })
+        };
+        let mut results = results.into_iter();
+        let mut whole = results.next().unwrap_or(Ok(inner))?;
+        for part in results {
+            whole.merge(part?);
+        }
+        Ok(whole)
+    }
+
+    /// Whether anything went to the temporary files; their first error.
+    fn spilled(&self) -> Result<bool, Failure> {
+        let spill = self.shared.spill.lock().map_err(|_| Failure::Temp(poisoned()))?;
+        match &spill.error {
+            Some(e) => Err(Failure::Temp(e.clone())),
+            None => Ok(!spill.files.is_empty()),
+        }
     }
 
     /// How many persons have r rows, for r in 1..=`cap` (index r − 1), and more than `cap`
@@ -174,14 +277,7 @@ impl<F: Fold> Bounded<F> {
     /// Calls `visit` with the bytes of every bucket, in bucket order: from memory, or once
     /// anything spilled, from the temporary files (read again on every call).
     fn traverse(&mut self, visit: &mut dyn FnMut(&[u8]) -> Result<(), Failure>) -> Result<(), Failure> {
-        let spilled = {
-            let spill = self.shared.spill.lock().map_err(|_| Failure::Temp(poisoned()))?;
-            if let Some(e) = &spill.error {
-                return Err(Failure::Temp(e.clone()));
-            }
-            !spill.files.is_empty()
-        };
-        if !spilled {
+        if !self.spilled()? {
             return self.buckets.iter().try_for_each(|b| visit(b));
         }
         self.spill_all();
@@ -220,15 +316,19 @@ impl<F: Fold> Bounded<F> {
         for bucket in &mut self.buckets {
             *bucket = Vec::new();
         }
-        self.shared.held.fetch_sub(self.held, Ordering::Relaxed);
-        self.held = 0;
+        self.shared.held.fetch_sub(self.held - self.unreported, Ordering::Relaxed);
+        (self.held, self.unreported) = (0, 0);
     }
 
     fn add_held(&mut self, bytes: usize) {
         self.held += bytes;
-        let all = self.shared.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        if all > self.shared.plan.cap {
-            self.spill_all();
+        self.unreported += bytes;
+        if self.unreported >= REPORT_EVERY.min(self.shared.plan.cap) {
+            let all = self.shared.held.fetch_add(self.unreported, Ordering::Relaxed) + self.unreported;
+            self.unreported = 0;
+            if all > self.shared.plan.cap {
+                self.spill_all();
+            }
         }
     }
 }
@@ -261,14 +361,16 @@ impl<F: Fold> Fold for Bounded<F> {
         if !passes(row, &plan.filters) {
             return Ok(());
         }
-        let mut id = Vec::with_capacity(32);
+        let mut id = std::mem::take(&mut self.scratch);
+        id.clear();
         for &i in &plan.ids {
             put(&mut id, Some(text_cell(row, i)));
         }
-        let b = bucket_of(&plan.key, 0, &id);
-        let out = &mut self.buckets[b];
+        let hash = self.shared.id_hasher.hash(&id);
+        let out = &mut self.buckets[bucket_at(hash, 0)];
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&hash.to_le_bytes());
         out.extend_from_slice(&id);
         out.extend_from_slice(&(row.width() as u32).to_le_bytes());
         for &i in &plan.keep {
@@ -276,6 +378,7 @@ impl<F: Fold> Fold for Bounded<F> {
         }
         let len = (out.len() - start - 4) as u32;
         out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+        self.scratch = id;
         let bytes = out.len() - start;
         self.add_held(bytes);
         Ok(())
@@ -283,6 +386,7 @@ impl<F: Fold> Fold for Bounded<F> {
 
     fn merge(&mut self, mut other: Self) {
         let moved = std::mem::take(&mut other.held);
+        self.unreported += std::mem::take(&mut other.unreported);
         for (mine, theirs) in self.buckets.iter_mut().zip(std::mem::take(&mut other.buckets)) {
             if mine.is_empty() {
                 *mine = theirs;
@@ -290,7 +394,7 @@ impl<F: Fold> Fold for Bounded<F> {
                 mine.extend_from_slice(&theirs);
             }
         }
-        // The bytes moved from one copy to another: the shared count already holds them.
+        // The bytes moved from one copy to another: the shared count holds those reported.
         self.held += moved;
         if self.shared.held.load(Ordering::Relaxed) > self.shared.plan.cap {
             self.spill_all();
@@ -331,16 +435,16 @@ fn take(bytes: &[u8]) -> (Option<&[u8]>, &[u8]) {
     (Some(&bytes[4..end]), &bytes[end..])
 }
 
-/// The bucket of an encoded id at split `level` (a different hash at every level, so that a
-/// file split again spreads its persons).
-fn bucket_of(key: &[u8; 16], level: u8, id: &[u8]) -> usize {
-    let mut k = *key;
-    k[15] ^= level.wrapping_add(0x5a);
-    (SipHasher13::new_with_key(&k).hash(id) % BUCKETS as u64) as usize
+/// The bucket of a row whose id hashes to `hash`, at split `level`: six other bits of the
+/// hash at every level, so that a file split again spreads its persons.
+fn bucket_at(hash: u64, level: u8) -> usize {
+    ((hash >> (6 * u32::from(level))) % BUCKETS as u64) as usize
 }
 
 /// One encoded row inside a bucket.
 struct Rec<'a> {
+    /// The keyed hash of the id: persons are sorted by it first.
+    hash: u64,
     /// The encoded id (prefix-free: equal ids are equal bytes).
     id: &'a [u8],
     /// The row's width and its kept cells, encoded.
@@ -354,12 +458,14 @@ fn records(bytes: &[u8], ids: usize) -> Vec<Rec<'_>> {
     while at + 4 <= bytes.len() {
         let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()) as usize;
         let record = &bytes[at + 4..at + 4 + len];
+        let hash = u64::from_le_bytes(record[..8].try_into().unwrap_or_default());
+        let record = &record[8..];
         let mut rest = record;
         for _ in 0..ids {
             rest = take(rest).1;
         }
         let id_len = record.len() - rest.len();
-        out.push(Rec { id: &record[..id_len], body: rest });
+        out.push(Rec { hash, id: &record[..id_len], body: rest });
         at += 4 + len;
     }
     out
@@ -391,6 +497,14 @@ impl<'p> Chooser<'p> {
     /// One person's rows (sorted by their bytes): choose, then replay the kept ones.
     fn person<F: Fold>(&mut self, rows: &[Rec], fold: &mut F) -> Result<(), BadCell> {
         let plan = self.plan;
+        if self.by_slot.is_none() && rows.len() <= self.bounds.rows as usize {
+            // Nothing to choose: every row is kept (most persons, on most data).
+            for r in rows {
+                self.replay(r.body, fold)?;
+            }
+            fold.person_end();
+            return Ok(());
+        }
         let hasher = Sip128::new_with_key(&plan.key);
         // (rank, index) of every row; j counts the copies of a row before it.
         let mut ranked: Vec<(u128, usize)> = Vec::with_capacity(rows.len());
@@ -501,8 +615,8 @@ fn read_file(
         let len = u32::from_le_bytes(head) as usize;
         record.resize(len, 0);
         reader.read_exact(&mut record).map_err(|e| io(read_error(&e)))?;
-        let id_len = records_id_len(&record, plan.ids.len());
-        let w = &mut writers[bucket_of(&plan.key, level, &record[..id_len])];
+        let hash = u64::from_le_bytes(record[..8].try_into().unwrap_or_default());
+        let w = &mut writers[bucket_at(hash, level)];
         w.write_all(&head).and_then(|()| w.write_all(&record)).map_err(|e| io(temp_error(&e)))?;
     }
     for w in writers {
@@ -514,15 +628,17 @@ fn read_file(
     Ok(())
 }
 
-/// Calls `each` with every person's rows of a bucket's bytes: persons in the order of their
-/// encoded ids, each person's rows in the order of their bytes (so copies of a row are adjacent).
+/// Calls `each` with every person's rows of a bucket's bytes: persons in the order of the
+/// keyed hashes of their ids (then of the ids), each person's rows in the order of their bytes (so copies of a row are adjacent).
 fn for_persons<'b>(
     bytes: &'b [u8],
     ids: usize,
     mut each: impl FnMut(&[Rec<'b>]) -> Result<(), BadCell>,
 ) -> Result<(), BadCell> {
     let mut recs = records(bytes, ids);
-    recs.sort_unstable_by(|a, b| a.id.cmp(b.id).then_with(|| a.body.cmp(b.body)));
+    recs.sort_unstable_by(|a, b| {
+        a.hash.cmp(&b.hash).then_with(|| a.id.cmp(b.id)).then_with(|| a.body.cmp(b.body))
+    });
     let mut start = 0;
     while start < recs.len() {
         let end = start + recs[start..].iter().take_while(|r| r.id == recs[start].id).count();
@@ -549,14 +665,6 @@ fn cell_at(body: &[u8], slot: usize) -> Option<&[u8]> {
         rest = take(rest).1;
     }
     take(rest).0
-}
-
-fn records_id_len(record: &[u8], ids: usize) -> usize {
-    let mut rest = record;
-    for _ in 0..ids {
-        rest = take(rest).1;
-    }
-    record.len() - rest.len()
 }
 
 fn read_error(e: &std::io::Error) -> String {
@@ -595,7 +703,16 @@ mod tests {
 
     fn plan(bounds: Bounds, key: u8, cap: usize, group: bool) -> Plan {
         let group = group.then(|| GroupBy { index: 1, keys: Arc::new("a,b,c,d".parse::<Keys>().unwrap()) });
-        Plan { ids: vec![0], keep: vec![2, 1, 0], filters: vec![], group, bounds, key: [key; 16], cap }
+        Plan {
+            ids: vec![0],
+            keep: vec![2, 1, 0],
+            filters: vec![],
+            group,
+            bounds,
+            key: [key; 16],
+            cap,
+            threads: 1,
+        }
     }
 
     /// The rows kept of `rows` (id, group, value), fed in `parts` consecutive parts to copies
@@ -662,8 +779,12 @@ mod tests {
             for (seed, parts, cap) in
                 [(1, 1, usize::MAX), (2, 3, usize::MAX), (3, 4, 0), (4, 2, 2048), (5, 7, 0)]
             {
-                let got = kept(plan(bounds, 1, cap, group), &shuffled(&rows, seed), parts);
-                assert_eq!(got, want, "seed {seed}, {parts} parts, cap {cap}");
+                for threads in [1, 2, 5] {
+                    let mut p = plan(bounds, 1, cap, group);
+                    p.threads = threads;
+                    let got = kept(p, &shuffled(&rows, seed), parts);
+                    assert_eq!(got, want, "seed {seed}, {parts} parts, cap {cap}, {threads} threads");
+                }
             }
             let other_key = kept(plan(bounds, 2, usize::MAX, group), &rows, 1);
             assert_ne!(other_key, want, "another key keeps other rows");
@@ -677,6 +798,9 @@ mod tests {
         let bounds = Bounds { rows: 2, groups: 1, rows_per_group: 2 };
         let want = kept(plan(bounds, 3, usize::MAX, false), &rows, 1);
         assert_eq!(kept(plan(bounds, 3, 1, false), &shuffled(&rows, 9), 3), want);
+        let mut two = plan(bounds, 3, 1, false);
+        two.threads = 2;
+        assert_eq!(kept(two, &shuffled(&rows, 9), 3), want);
         assert_eq!(want.len(), 9000 * 2);
     }
 

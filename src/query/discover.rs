@@ -834,8 +834,16 @@ mod tests {
     /// with `--privacy-id` (a `cap` of 0 forces every row through the temporary files).
     fn person_keys(rows: &[(&str, &str)], bounds: Bounds, cap: usize) -> Keyed<CountFold> {
         let persons = Persons { unit: Unit::Row, bounds };
-        let plan =
-            Plan { ids: vec![0], keep: vec![], filters: vec![], group: None, bounds, key: [7; 16], cap };
+        let plan = Plan {
+            ids: vec![0],
+            keep: vec![],
+            filters: vec![],
+            group: None,
+            bounds,
+            key: [7; 16],
+            cap,
+            threads: 1,
+        };
         let keyed = Keyed::new(1, 10_000, CountFold::default()).per_person(persons.keys_each());
         let mut bounded = Bounded::found_keys(plan, 1, keyed);
         for (id, key) in rows {
