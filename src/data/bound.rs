@@ -17,9 +17,11 @@
 //! of the id, so a person's rows share a bucket. Past [`cap`] bytes held by all copies of the
 //! fold together, the buckets are appended to temporary files (hash partitioning), and
 //! [`Bounded::finish`] reads them back one at a time, splitting again any file larger than the
-//! cap. A bucket is sorted, each person's rows chosen, and the kept rows fed to the query's own
-//! fold, in an order fixed by the hashes: the in-memory and the spilled path feed the same rows
-//! in the same order. Only one person's rows must fit at once.
+//! cap. A bucket is sorted by the keyed hash of the id, each person's rows chosen, and the kept
+//! rows fed to the query's own fold, the buckets shared out among the input's threads and their
+//! folds merged in bucket order. The in-memory and the spilled path, and any thread count, feed
+//! the same rows; the order within a bucket may follow the input's, which the folds (exact sums
+//! and counts) do not see. Only one person's rows must fit at once.
 
 use std::io::{Read, Seek, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -260,7 +262,7 @@ impl<F: Fold> Bounded<F> {
         let ids = self.shared.plan.ids.len();
         let mut counts = vec![0u64; cap + 1];
         self.traverse(&mut |bytes| {
-            for_persons(bytes, ids, |rows| {
+            for_persons(bytes, ids, |rows: &mut [Rec]| {
                 counts[rows.len().min(cap + 1) - 1] += 1;
                 Ok(())
             })
@@ -495,16 +497,20 @@ impl<'p> Chooser<'p> {
     }
 
     /// One person's rows (sorted by their bytes): choose, then replay the kept ones.
-    fn person<F: Fold>(&mut self, rows: &[Rec], fold: &mut F) -> Result<(), BadCell> {
+    fn person<F: Fold>(&mut self, rows: &mut [Rec], fold: &mut F) -> Result<(), BadCell> {
         let plan = self.plan;
         if self.by_slot.is_none() && rows.len() <= self.bounds.rows as usize {
-            // Nothing to choose: every row is kept (most persons, on most data).
-            for r in rows {
+            // Nothing to choose: every row is kept (most persons, on most data), in the order
+            // read; the folds are exact sums and counts, which no order changes.
+            for r in rows.iter() {
                 self.replay(r.body, fold)?;
             }
             fold.person_end();
             return Ok(());
         }
+        // Copies of a row adjacent, so that j counts them whatever order they were read in.
+        rows.sort_unstable_by(|a, b| a.body.cmp(b.body));
+        let rows: &[Rec] = rows;
         let hasher = Sip128::new_with_key(&plan.key);
         // (rank, index) of every row; j counts the copies of a row before it.
         let mut ranked: Vec<(u128, usize)> = Vec::with_capacity(rows.len());
@@ -628,21 +634,36 @@ fn read_file(
     Ok(())
 }
 
-/// Calls `each` with every person's rows of a bucket's bytes: persons in the order of the
-/// keyed hashes of their ids (then of the ids), each person's rows in the order of their bytes (so copies of a row are adjacent).
+/// Calls `each` with every person's rows of a bucket's bytes, persons in the order of the keyed
+/// hashes of their ids (then of the ids), each person's rows in the order they were read.
 fn for_persons<'b>(
     bytes: &'b [u8],
     ids: usize,
-    mut each: impl FnMut(&[Rec<'b>]) -> Result<(), BadCell>,
+    mut each: impl FnMut(&mut [Rec<'b>]) -> Result<(), BadCell>,
 ) -> Result<(), BadCell> {
     let mut recs = records(bytes, ids);
-    recs.sort_unstable_by(|a, b| {
-        a.hash.cmp(&b.hash).then_with(|| a.id.cmp(b.id)).then_with(|| a.body.cmp(b.body))
-    });
+    // By the id's hash alone (a cheap key); rows of one hash are one person unless two ids
+    // collide, which the id bytes then separate.
+    recs.sort_unstable_by_key(|r| r.hash);
     let mut start = 0;
     while start < recs.len() {
-        let end = start + recs[start..].iter().take_while(|r| r.id == recs[start].id).count();
-        each(&recs[start..end])?;
+        let hash = recs[start].hash;
+        let end = start + recs[start..].iter().take_while(|r| r.hash == hash).count();
+        let run = &mut recs[start..end];
+        let one = run.iter().all(|r| r.id == run[0].id);
+        if !one {
+            run.sort_unstable_by(|a, b| a.id.cmp(b.id));
+        }
+        let mut at = 0;
+        while at < run.len() {
+            let to = if one {
+                run.len()
+            } else {
+                at + run[at..].iter().take_while(|r| r.id == run[at].id).count()
+            };
+            each(&mut run[at..to])?;
+            at = to;
+        }
         start = end;
     }
     Ok(())
@@ -734,7 +755,10 @@ mod tests {
         for c in copies {
             first.merge(c);
         }
-        first.finish().unwrap().0
+        // The rows kept, in a fixed order: which rows, not the order they were fed in.
+        let mut seen = first.finish().unwrap().0;
+        seen.sort();
+        seen
     }
 
     fn row(id: &str, group: &str, value: usize) -> [String; 3] {
@@ -765,8 +789,8 @@ mod tests {
         out
     }
 
-    /// The same rows in the same order reach the statistic whatever the row order, the cut into
-    /// parts, and whether the rows stayed in memory or went through the temporary files (a
+    /// The same rows reach the statistic whatever the row order, the cut into parts, the
+    /// threads after the scan, and whether the rows stayed in memory or went through the temporary files (a
     /// cap of 0 spills at every row; 2 KiB spills now and then).
     #[test]
     fn the_rows_kept_depend_on_the_rows_alone() {
