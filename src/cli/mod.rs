@@ -272,6 +272,10 @@ pub struct PersonArgs {
     /// --max-rows-per-id).
     #[arg(long, value_name = "K", requires = "privacy_id", help_heading = "Privacy unit")]
     pub max_rows_per_group: Option<u32>,
+    /// With --privacy-id: also release a noisy count of the people who had rows dropped by the
+    /// bounds (a tenth of --eps, Laplace): what K cost.
+    #[arg(long, requires = "privacy_id", help_heading = "Privacy unit")]
+    pub count_truncated: bool,
 }
 
 impl PersonArgs {
@@ -293,6 +297,7 @@ impl PersonArgs {
             grouped_flags: self.max_groups_per_id.is_some() || self.max_rows_per_group.is_some(),
             auto,
             rows_per_group_given: self.max_rows_per_group.is_some(),
+            count_truncated: self.count_truncated,
         })
     }
 }

@@ -28,6 +28,7 @@ use crate::data::scan;
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
 use crate::error::{bad_input, is_withheld, Error};
 use crate::numeric::bins::Keys;
+use crate::numeric::grid::Grid;
 use crate::numeric::list;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
@@ -35,6 +36,7 @@ use crate::privacy::contribution::{self, Bounds, Factor, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
+use crate::privacy::laplace::{self, Aggregate};
 use crate::privacy::ledger::{self, BudgetSummary, LedgerFlags, LedgerSpec, Reservation};
 use crate::privacy::noise::Mechanism;
 use crate::privacy::rng;
@@ -45,7 +47,7 @@ use crate::query::group;
 use crate::query::options::{Options, Setup};
 use crate::query::statistic::{Context, Measured, Statistic, Visitor};
 use crate::query::AnyStatistic;
-use crate::report::release::{Group, GroupedRelease, Published};
+use crate::report::release::{saturating_i128, Group, GroupedRelease, Published, TruncatedInfo};
 use crate::report::text::{self, Format, Style};
 use crate::report::{chart, svg};
 
@@ -158,6 +160,8 @@ pub struct PersonFlags {
     pub auto: bool,
     /// Whether --max-rows-per-group was given (else it follows K, chosen or not).
     pub rows_per_group_given: bool,
+    /// `--count-truncated`.
+    pub count_truncated: bool,
 }
 
 /// `--max-rows-per-id auto`: what choosing K privately, then rebuilding the statistic at the
@@ -201,6 +205,10 @@ pub struct Person {
     pub bounds: Bounds,
     /// `--max-rows-per-id auto` (then `bounds.rows` is set once K is chosen).
     pub auto: Option<AutoRows>,
+    /// `--count-truncated`: the ε of the noisy count of persons with rows dropped.
+    pub truncated: Option<Epsilon>,
+    /// The release's own mechanism when a share of ε went to the above (before the factor).
+    pub release: Option<Mechanism>,
 }
 
 impl Person {
@@ -233,7 +241,7 @@ impl Person {
             .iter()
             .map(|i| ColumnRef::parse(i, has_header, "--privacy-id"))
             .collect::<Result<_, _>>()?;
-        Ok(Person { ids, bounds: flags.bounds, auto: None })
+        Ok(Person { ids, bounds: flags.bounds, auto: None, truncated: None, release: None })
     }
 
     /// The bounds once K is `rows` (K_g follows K unless it was given).
@@ -402,52 +410,68 @@ impl Job {
         // discovery divides its budget itself (`query::discover::publish`), as without persons.
         let mut person = person;
         if let (Some(p), Some(flags)) = (person.as_mut(), &request.person) {
-            if flags.auto && discover_by.is_some() {
+            let extras = u32::from(flags.auto) + u32::from(flags.count_truncated);
+            if extras > 0 && discover_by.is_some() {
                 return Err(Error::usage(
-                    "--max-rows-per-id auto with --discover is not supported: give K as a number",
+                    "--max-rows-per-id auto and --count-truncated are not supported with --discover: give \
+                     K as a number",
                 ));
             }
-            if flags.auto {
-                let Mechanism::Laplace(eps) = &mechanism else {
-                    return Err(Error::usage(
-                        "--max-rows-per-id auto spends a tenth of --eps (pure epsilon) choosing K; with \
-                         --noise gaussian give K as a number (dpstat plan --max-rows-per-id 1,2,5,10 shows \
-                         the noise at each)",
-                    ));
+            let eps =
+                match &mechanism {
+                    _ if extras == 0 => None,
+                    Mechanism::Laplace(eps) => Some(eps),
+                    Mechanism::Gaussian { .. } => return Err(Error::usage(
+                        "--max-rows-per-id auto and --count-truncated spend a tenth of --eps (pure epsilon) \
+                     each; with --noise gaussian give K as a number and leave out --count-truncated \
+                     (dpstat plan --max-rows-per-id 1,2,5,10 shows the noise at each K)",
+                    )),
                 };
+            if let Some(eps) = eps {
                 let (share, whole) = contribution::AUTO_SHARE;
-                let auto = AutoRows {
-                    epsilon: eps.share(share, whole),
-                    release: Mechanism::Laplace(eps.share(whole - share, whole)),
-                    kind: request.kind,
-                    options: options.clone(),
-                    neighbours: request.neighbours,
-                    has_header,
-                    groups,
-                    filtered: !request.filters.is_empty(),
-                    ledger: request.ledger.path.is_some(),
-                    rows_per_group_given: flags.rows_per_group_given,
-                };
-                // K is known only after the scan, and nothing the rows decide may stop the run
-                // after the charge: the statistic must take the ε of the smallest and of the
-                // largest K now.
-                for k in [contribution::MAX_BOUND, 1] {
-                    let m = row_mechanism(
-                        &auto.release,
-                        &p.with_rows(k, flags.rows_per_group_given),
-                        group.is_some(),
-                    );
-                    AnyStatistic::new(request.kind, options.clone(), &auto.setup(&m))?;
+                let release = Mechanism::Laplace(eps.share(whole - extras * share, whole));
+                if flags.count_truncated {
+                    p.truncated = Some(eps.share(share, whole));
                 }
-                p.bounds = p.with_rows(1, flags.rows_per_group_given);
-                p.auto = Some(auto);
+                if extras > 0 {
+                    p.release = Some(release.clone());
+                }
+                if flags.auto {
+                    let auto = AutoRows {
+                        epsilon: eps.share(share, whole),
+                        release,
+                        kind: request.kind,
+                        options: options.clone(),
+                        neighbours: request.neighbours,
+                        has_header,
+                        groups,
+                        filtered: !request.filters.is_empty(),
+                        ledger: request.ledger.path.is_some(),
+                        rows_per_group_given: flags.rows_per_group_given,
+                    };
+                    // K is known only after the scan, and nothing the rows decide may stop the run
+                    // after the charge: the statistic must take the ε of the smallest and of the
+                    // largest K now.
+                    for k in [contribution::MAX_BOUND, 1] {
+                        let m = row_mechanism(
+                            &auto.release,
+                            &p.with_rows(k, flags.rows_per_group_given),
+                            group.is_some(),
+                        );
+                        AnyStatistic::new(request.kind, options.clone(), &auto.setup(&m))?;
+                    }
+                    p.bounds = p.with_rows(1, flags.rows_per_group_given);
+                    p.auto = Some(auto);
+                }
             }
         }
         let mechanism = match &person {
             Some(Person { auto: Some(auto), bounds, .. }) => {
                 row_mechanism(&auto.release, bounds, group.is_some())
             }
-            Some(p) if discover_by.is_none() => p.row_mechanism(&mechanism, group.is_some()),
+            Some(p) if discover_by.is_none() => {
+                p.row_mechanism(p.release.as_ref().unwrap_or(&mechanism), group.is_some())
+            }
             _ => mechanism,
         };
         let setup = Setup {
@@ -576,6 +600,15 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     if let Some(line) = published.unit().line() {
         note_line(&format!("privacy unit: {line}"));
     }
+    if let Some(t) = published.truncated() {
+        note_line(&format!(
+            "about {} people (± {} at {}%) had rows dropped by the bounds (--count-truncated, epsilon {})",
+            t.persons,
+            t.error_bound,
+            job.confidence.level() * 100.0,
+            t.epsilon
+        ));
+    }
     // Notes may carry released values (privately chosen bounds): only after the charge.
     if let Published::One(release) = &published {
         for note in &release.notes {
@@ -692,6 +725,8 @@ impl Visitor for Scan<'_, '_> {
         // With `--max-rows-per-id auto`: K, once chosen (on the first pass), and the mechanism
         // it leaves the statistic.
         let (mut chosen, mut mechanism) = (None::<u32>, job.mechanism.clone());
+        // `--count-truncated`: persons with rows dropped, counted on the last pass.
+        let mut truncated = 0u64;
         loop {
             let (filters, by) = routing(&job.filters, job.group.as_ref(), input)?;
             let fold = empty_fold(&statistic, input)?;
@@ -716,11 +751,18 @@ impl Visitor for Scan<'_, '_> {
                             statistic =
                                 S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
                             let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
-                            bounded.finish_into(fold).map_err(|f| bound_failure(input, f))?.groups
+                            let (fold, cut) =
+                                bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
+                            truncated = cut;
+                            fold.groups
                         }
                         _ => {
                             bounded.set_bounds(bounds_at(person, chosen));
-                            bounded.finish().map_err(|f| bound_failure(input, f))?.groups
+                            let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
+                            let (fold, cut) =
+                                bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
+                            truncated = cut;
+                            fold.groups
                         }
                     }
                 }
@@ -747,7 +789,24 @@ impl Visitor for Scan<'_, '_> {
                                 quantile: format!("{a}/{b}"),
                                 epsilon_exact: auto.epsilon.exact_string(),
                             });
-                            published.spent_first(Cost::part("max_rows_per_id auto", &auto.epsilon), unit)?;
+                            published
+                                .spent_first(Cost::part("max_rows_per_id auto", &auto.epsilon), Some(unit))?;
+                        }
+                        if let Some(eps) = &person.truncated {
+                            // Each person is truncated or not: Δ = 1 (Laplace; privacy::laplace).
+                            let noisy = laplace::laplace(
+                                &Aggregate::scalar(truncated as i128, 1, Grid::UNIT),
+                                eps,
+                                rng,
+                            );
+                            let info = TruncatedInfo {
+                                persons: saturating_i128(&noisy.value),
+                                epsilon: eps.to_f64_up(),
+                                epsilon_exact: eps.exact_string(),
+                                error_bound: noisy.noise.error_bound(job.confidence.beta()),
+                            };
+                            published.spent_first(Cost::part("persons truncated", eps), None)?;
+                            published.set_truncated(info);
                         }
                     }
                     return Ok(published);

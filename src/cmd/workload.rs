@@ -107,6 +107,12 @@ pub fn workload_person(
              --max-rows-per-id K alone"
         )));
     }
+    if flags.count_truncated {
+        return Err(Error::usage(format!(
+            "--count-truncated counts the people one release's bounds cut; {what} bounds each person's \
+             rows once for all its queries: run the count as a single release"
+        )));
+    }
     if flags.auto {
         return Err(Error::usage(format!(
             "--max-rows-per-id auto chooses K for one release; {what} bounds each person's rows once for \
@@ -496,6 +502,7 @@ impl SourceText<'_> {
             grouped_flags: false,
             auto: false,
             rows_per_group_given: false,
+            count_truncated: false,
         };
         let person = workload_person(&flags, has_header, neighbours, "a workload")
             .map_err(|e| self.error_at(Some(line), &format!("privacy_id: {}", e.message())))?;
@@ -914,6 +921,7 @@ mod tests {
                 grouped_flags: false,
                 auto: false,
                 rows_per_group_given: false,
+                count_truncated: false,
             };
             let person = workload_person(&flags, true, Neighbours::AddRemove, "a workload").unwrap();
             let factor = person_factor(&person);

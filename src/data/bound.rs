@@ -24,7 +24,7 @@
 //! and counts) do not see. Only one person's rows must fit at once.
 
 use std::io::{Read, Seek, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use siphasher::sip::SipHasher13;
@@ -86,6 +86,8 @@ struct Shared {
     /// Keys found in the data (`--by COL --discover`): COL, whose keys ([`key_of`]) are the
     /// groups instead of `plan.group`'s public ones.
     found: Option<usize>,
+    /// Persons who had rows dropped by the bounds (counted as they are chosen).
+    truncated: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -149,8 +151,14 @@ impl<F: Fold> Bounded<F> {
         plan.keep.dedup();
         let bounds = plan.bounds;
         let id_hasher = SipHasher13::new_with_key(&plan.key);
-        let shared =
-            Shared { plan, id_hasher, held: AtomicUsize::new(0), spill: Mutex::new(Spill::default()), found };
+        let shared = Shared {
+            plan,
+            id_hasher,
+            held: AtomicUsize::new(0),
+            spill: Mutex::new(Spill::default()),
+            found,
+            truncated: AtomicU64::new(0),
+        };
         Bounded {
             shared: Arc::new(shared),
             bounds,
@@ -176,7 +184,13 @@ impl<F: Fold> Bounded<F> {
     /// chosen and replayed by its own thread into its own copy of `inner`, and the copies are
     /// merged in bucket order: the rows each copy sees are the same as in one pass, and a
     /// fold's merge of consecutive parts equals folding them in turn.
-    pub fn finish_into<G: Fold>(mut self, inner: G) -> Result<G, Failure> {
+    pub fn finish_into<G: Fold>(self, inner: G) -> Result<G, Failure> {
+        self.finish_counted(inner).map(|(fold, _)| fold)
+    }
+
+    /// [`Bounded::finish_into`], and how many persons had rows dropped by the bounds
+    /// (`--count-truncated`).
+    pub fn finish_counted<G: Fold>(mut self, inner: G) -> Result<(G, u64), Failure> {
         let threads = self.shared.plan.threads.clamp(1, BUCKETS);
         let shared = self.shared.clone();
         let bounds = self.bounds;
@@ -186,7 +200,7 @@ impl<F: Fold> Bounded<F> {
         }
         let per = BUCKETS.div_ceil(threads);
         let work = |fold: &mut G, visit: &mut dyn FnMut(&mut Chooser, &mut G) -> Result<(), Failure>| {
-            let mut chooser = Chooser::new(&shared.plan, bounds, shared.found);
+            let mut chooser = Chooser::new(&shared.plan, &shared.truncated, bounds, shared.found);
             visit(&mut chooser, fold)
         };
         let results: Vec<Result<G, Failure>> = if !spilled {
@@ -244,7 +258,7 @@ impl<F: Fold> Bounded<F> {
         for part in results {
             whole.merge(part?);
         }
-        Ok(whole)
+        Ok((whole, shared.truncated.load(Ordering::Relaxed)))
     }
 
     /// Whether anything went to the temporary files; their first error.
@@ -476,6 +490,8 @@ fn records(bytes: &[u8], ids: usize) -> Vec<Rec<'_>> {
 /// Chooses each person's rows and replays them into a fold.
 struct Chooser<'p> {
     plan: &'p Plan,
+    /// Where persons with rows dropped are counted.
+    truncated: &'p AtomicU64,
     bounds: Bounds,
     /// Where the `--by` column (public keys, or keys found in the data) is among the kept cells.
     by_slot: Option<usize>,
@@ -485,10 +501,10 @@ struct Chooser<'p> {
 }
 
 impl<'p> Chooser<'p> {
-    fn new(plan: &'p Plan, bounds: Bounds, found: Option<usize>) -> Chooser<'p> {
+    fn new(plan: &'p Plan, truncated: &'p AtomicU64, bounds: Bounds, found: Option<usize>) -> Chooser<'p> {
         let by = plan.group.as_ref().map(|g| g.index).or(found);
         let by_slot = by.and_then(|index| plan.keep.iter().position(|&k| k == index));
-        Chooser { plan, bounds, by_slot, line: Vec::new(), ends: Vec::new() }
+        Chooser { plan, truncated, bounds, by_slot, line: Vec::new(), ends: Vec::new() }
     }
 
     /// A bucket's bytes.
@@ -559,6 +575,9 @@ impl<'p> Chooser<'p> {
             ranked.sort_unstable();
         }
         ranked.truncate(bounds.rows as usize);
+        if ranked.len() < rows.len() {
+            self.truncated.fetch_add(1, Ordering::Relaxed);
+        }
         for &(_, i) in &ranked {
             self.replay(rows[i].body, fold)?;
         }
@@ -887,6 +906,29 @@ mod tests {
         let (e1, e0) = (trials as f64 * 0.75, trials as f64 * 0.25);
         let chi2 = (ones - e1).powi(2) / e1 + (trials as f64 - ones - e0).powi(2) / e0;
         assert!(chi2 < 10.83, "copies kept {ones} of {trials}");
+    }
+
+    /// The persons with rows dropped: one person added moves the count by at most 1.
+    #[test]
+    fn the_count_of_people_cut_moves_by_one_person_at_most() {
+        let cut = |rows: &[[String; 3]]| {
+            let mut bounded = Bounded::new(
+                plan(Bounds { rows: 3, groups: 1, rows_per_group: 3 }, 8, usize::MAX, false),
+                Seen::default(),
+            );
+            for r in rows {
+                bounded.row(&Row::record(&ByteRecord::from(r.to_vec()))).unwrap();
+            }
+            bounded.finish_counted(Seen::default()).unwrap().1
+        };
+        let rows = people(50);
+        let truth = (0..50).filter(|p| 1 + (p * 7) % 40 > 3).count() as u64;
+        assert_eq!(cut(&rows), truth);
+        for extra in [1, 3, 4, 500] {
+            let mut more = rows.clone();
+            more.extend((0..extra).map(|i| row("new", "a", i)));
+            assert_eq!(cut(&more), truth + u64::from(extra > 3), "{extra} rows");
+        }
     }
 
     /// Filters run before the choice, so a person's kept rows are chosen among those that pass.

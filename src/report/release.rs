@@ -32,6 +32,9 @@ pub struct Release {
     /// What one neighbour adds or removes: a row, or a person with their bounds.
     #[serde(flatten)]
     pub unit: Unit,
+    /// `--count-truncated`: how many persons had rows dropped by the bounds, noisy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<TruncatedInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Number>,
     /// The noisy aggregate exactly, in grid units (real-valued queries).
@@ -228,6 +231,18 @@ pub struct Accuracy {
     pub error_bound: f64,
     /// "value", or "per bin" for histograms (a simultaneous bound over K bins uses β/K).
     pub scope: &'static str,
+}
+
+/// `--count-truncated`: the noisy number of persons who had rows dropped by the bounds
+/// (discrete Laplace, Δ = 1 per person, at a tenth of the release's ε), so that a user sees
+/// what K cost. Persons, not rows: a person's dropped rows are unbounded, their being cut is 0 or 1.
+#[derive(Clone, Debug, Serialize)]
+pub struct TruncatedInfo {
+    pub persons: i128,
+    pub epsilon: f64,
+    pub epsilon_exact: String,
+    /// |persons − true count| <= error_bound at the release's confidence.
+    pub error_bound: f64,
 }
 
 /// What a release of keys found in the data states about the selection.
@@ -489,6 +504,7 @@ impl Release {
             column,
             filters,
             unit: Unit::Row,
+            truncated: None,
             value: None,
             value_units: None,
             bins: None,
@@ -579,6 +595,8 @@ pub struct GroupedRelease {
     pub neighbours: &'static str,
     #[serde(flatten)]
     pub unit: Unit,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<TruncatedInfo>,
     pub composition: &'static str,
     /// Keys found in the data (`--by COL --discover`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -639,6 +657,7 @@ impl GroupedRelease {
             guarantee,
             neighbours: neighbours.name(),
             unit: Unit::Row,
+            truncated: None,
             composition,
             discovery: None,
             post_processing: vec![],
@@ -725,7 +744,7 @@ impl Published {
 
     /// A part spent before the release's own (`--max-rows-per-id auto`'s choice of K), added to
     /// its accounting and guarantee, and the unit that states it.
-    pub fn spent_first(&mut self, part: Cost, unit: Unit) -> Result<(), Error> {
+    pub fn spent_first(&mut self, part: Cost, unit: Option<Unit>) -> Result<(), Error> {
         let prepend = |accounting: &mut Cost| {
             let own = std::mem::replace(accounting, Cost::sequential(vec![]));
             *accounting = Cost::sequential(vec![part.clone(), own]);
@@ -734,19 +753,39 @@ impl Published {
             Published::One(r) => {
                 prepend(&mut r.accounting);
                 r.noise.guarantee = Guarantee::of(&r.accounting.total()?, r.noise.conversion.as_ref())?;
-                r.unit = unit;
+                if let Some(unit) = unit {
+                    r.unit = unit;
+                }
             }
             Published::Grouped(g) => {
                 prepend(&mut g.accounting);
                 let conversion = g.groups.first().and_then(|x| x.release.noise.conversion.clone());
                 g.guarantee = Guarantee::of(&g.accounting.total()?, conversion.as_ref())?;
-                for group in &mut g.groups {
-                    group.release.unit = unit.clone();
+                if let Some(unit) = unit {
+                    for group in &mut g.groups {
+                        group.release.unit = unit.clone();
+                    }
+                    g.unit = unit;
                 }
-                g.unit = unit;
             }
         }
         Ok(())
+    }
+
+    /// `--count-truncated`'s noisy count, if asked for.
+    pub fn truncated(&self) -> Option<&TruncatedInfo> {
+        match self {
+            Published::One(r) => r.truncated.as_ref(),
+            Published::Grouped(g) => g.truncated.as_ref(),
+        }
+    }
+
+    /// `--count-truncated`'s noisy count, beside the release.
+    pub fn set_truncated(&mut self, info: TruncatedInfo) {
+        match self {
+            Published::One(r) => r.truncated = Some(info),
+            Published::Grouped(g) => g.truncated = Some(info),
+        }
     }
 
     pub fn set_budget(&mut self, budget: BudgetSummary) {
