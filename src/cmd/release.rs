@@ -737,34 +737,20 @@ impl Visitor for Scan<'_, '_> {
                     scan::check_memory(input, &bounded)?;
                     meter.before_rows(input)?;
                     scan::scan(input, &mut bounded)?;
-                    match (&person.auto, chosen) {
-                        (Some(auto), None) => {
-                            let counts = bounded
-                                .rows_per_person(contribution::MAX_BOUND as usize)
-                                .map_err(|f| bound_failure(input, f))?;
-                            let k = contribution::choose_rows(&counts, &auto.epsilon, rng);
-                            chosen = Some(k);
-                            let bounds = bounds_at(person, chosen);
-                            bounded.set_bounds(bounds);
-                            mechanism = row_mechanism(&auto.release, &bounds, grouped);
-                            // Validated at every K before the charge (`Job::new`).
-                            statistic =
-                                S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
-                            let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
-                            let (fold, cut) =
-                                bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
-                            truncated = cut;
-                            fold.groups
-                        }
-                        _ => {
-                            bounded.set_bounds(bounds_at(person, chosen));
-                            let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
-                            let (fold, cut) =
-                                bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
-                            truncated = cut;
-                            fold.groups
-                        }
+                    if let (Some(auto), None) = (&person.auto, chosen) {
+                        let counts = bounded
+                            .rows_per_person(contribution::MAX_BOUND as usize)
+                            .map_err(|f| bound_failure(input, f))?;
+                        chosen = Some(contribution::choose_rows(&counts, &auto.epsilon, rng));
+                        mechanism = row_mechanism(&auto.release, &bounds_at(person, chosen), grouped);
+                        // Validated at every K before the charge (`Job::new`).
+                        statistic = S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
                     }
+                    bounded.set_bounds(bounds_at(person, chosen));
+                    let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
+                    let (fold, cut) = bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
+                    truncated = cut;
+                    fold.groups
                 }
                 _ => {
                     let mut routed = Routed::new(fold, filters, by);

@@ -199,58 +199,20 @@ impl<F: Fold> Bounded<F> {
             self.spill_all();
         }
         let per = BUCKETS.div_ceil(threads);
-        let work = |fold: &mut G, visit: &mut dyn FnMut(&mut Chooser, &mut G) -> Result<(), Failure>| {
-            let mut chooser = Chooser::new(&shared.plan, &shared.truncated, bounds, shared.found);
-            visit(&mut chooser, fold)
-        };
-        let results: Vec<Result<G, Failure>> = if !spilled {
-            let buckets = std::mem::take(&mut self.buckets);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = buckets
-                    .chunks(per)
-                    .map(|run| {
-                        let (mut fold, work) = (inner.clone(), &work);
-                        scope.spawn(move || {
-                            work(&mut fold, &mut |chooser, fold| {
-                                run.iter().try_for_each(|b| chooser.bucket(b, fold).map_err(Failure::Cell))
-                            })?;
-                            Ok(fold)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Temp(poisoned()))))
-                    .collect()
+        let results = if !spilled {
+            let mut buckets = std::mem::take(&mut self.buckets);
+            in_parallel(&mut buckets, per, &shared, bounds, &inner, |bucket, chooser, fold| {
+                chooser.bucket(bucket, fold).map_err(Failure::Cell)
             })
         } else {
             let mut spill = shared.spill.lock().map_err(|_| Failure::Temp(poisoned()))?;
             if let Some(e) = &spill.error {
                 return Err(Failure::Temp(e.clone()));
             }
-            let plan = &shared.plan;
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = spill
-                    .files
-                    .chunks_mut(per)
-                    .map(|run| {
-                        let (mut fold, work) = (inner.clone(), &work);
-                        scope.spawn(move || {
-                            work(&mut fold, &mut |chooser, fold| {
-                                run.iter_mut().try_for_each(|file| {
-                                    read_file(file, 1, plan, &mut |bytes| {
-                                        chooser.bucket(bytes, fold).map_err(Failure::Cell)
-                                    })
-                                })
-                            })?;
-                            Ok(fold)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Temp(poisoned()))))
-                    .collect()
+            in_parallel(&mut spill.files, per, &shared, bounds, &inner, |file, chooser, fold| {
+                read_file(file, 1, &shared.plan, &mut |bytes| {
+                    chooser.bucket(bytes, fold).map_err(Failure::Cell)
+                })
             })
         };
         let mut results = results.into_iter();
@@ -347,6 +309,32 @@ impl<F: Fold> Bounded<F> {
             }
         }
     }
+}
+
+/// Runs of `per` consecutive `items` (buckets, or their files), each on its own thread with its
+/// own [`Chooser`] and copy of `inner`; the copies in order.
+fn in_parallel<T: Send, G: Fold>(
+    items: &mut [T],
+    per: usize,
+    shared: &Shared,
+    bounds: Bounds,
+    inner: &G,
+    each: impl Fn(&mut T, &mut Chooser, &mut G) -> Result<(), Failure> + Sync,
+) -> Vec<Result<G, Failure>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks_mut(per)
+            .map(|run| {
+                let (mut fold, each) = (inner.clone(), &each);
+                scope.spawn(move || {
+                    let mut chooser = Chooser::new(&shared.plan, &shared.truncated, bounds, shared.found);
+                    run.iter_mut().try_for_each(|item| each(item, &mut chooser, &mut fold))?;
+                    Ok(fold)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Failure::Temp(poisoned())))).collect()
+    })
 }
 
 /// Why [`Bounded::finish`] failed.
