@@ -88,6 +88,14 @@ fn every_subcommand_has_a_page_with_its_flags() {
         }
         if takes("eps") && takes("file") {
             assert!(page.contains("DPSTAT_INSECURE_SEED") && page.contains(".SH EXAMPLES"), "{name}");
+            // The examples name files an installed page can find, not the checkout's folder.
+            let examples = &page[page.find(".SH EXAMPLES").unwrap_or(0)..];
+            let examples = &examples[..examples.find(".SH EXIT").unwrap_or(examples.len())];
+            let commands = examples.lines().filter(|l| l.trim_start().starts_with("dpstat "));
+            assert!(
+                commands.clone().count() > 0 && commands.clone().all(|l| !l.contains("fixtures/")),
+                "{name}: {examples}"
+            );
         }
     }
     fails_with(dpstat().args(["man", "frobnicate"]), &["no subcommand 'frobnicate'", "count"]);

@@ -144,8 +144,15 @@ fn help_sections(roff: &mut Roff, page: &Command) {
             continue;
         }
         roff.control("SH", [heading]).control("nf", []);
+        if heading == "EXAMPLES" {
+            // An installed page has no checkout beside it: name the files without their folder.
+            roff.text([roman(
+                "(The files the examples read, such as people.csv, are in the fixtures/ folder of dpstat's source.)",
+            )]);
+        }
         for line in block {
-            roff.text([roman(*line)]);
+            let line = if heading == "EXAMPLES" { line.replace("fixtures/", "") } else { line.to_string() };
+            roff.text([roman(line)]);
         }
         roff.control("fi", []);
     }
