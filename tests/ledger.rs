@@ -696,3 +696,28 @@ fn a_dataset_is_spent_per_person_or_per_row_never_both() {
         "row: listed as before: {text}"
     );
 }
+
+/// A first Gaussian release on a budget without δ: the advice is to add --budget-delta beside
+/// the --budget this command records (no --change-budget, nothing recorded yet); once a budget
+/// is recorded, changing it needs --change-budget.
+#[test]
+fn a_zcdp_release_on_a_budget_without_delta_says_what_to_add() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let gaussian = || {
+        let mut cmd = unseeded();
+        cmd.args(["count", "--noise", "gaussian", "--eps", "1", "--delta", "1e-6", "--ledger"])
+            .arg(&ledger)
+            .arg(fixture("people.csv"));
+        cmd
+    };
+    let out = gaussian().args(["--budget", "2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("add --budget-delta D") && !err.contains("--change-budget"), "{err}");
+    stdout_of(release(&ledger, "0.5").args(["--budget", "2"]));
+    let out = gaussian().output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--budget-delta D --change-budget"), "{err}");
+    stdout_of(gaussian().args(["--budget", "2", "--budget-delta", "1e-6", "--change-budget"]));
+}

@@ -622,8 +622,14 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
             (asked.clone(), delta)
         }
     };
+    // A budget this very command records needs no --change-budget to gain its delta.
+    let first_budget = account.total.is_none();
     same_unit(account.unit.as_deref(), &charge.unit, dataset, &spec.path)
         .and_then(|()| admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset))
+        .map_err(|why| match first_budget {
+            true => why.replace(NEEDS_DELTA, FIRST_DELTA),
+            false => why,
+        })
         .map_err(|why| anyhow::Error::from(Error::Budget(why)))?;
     account.total = Some(total);
     account.delta = delta;
@@ -666,6 +672,11 @@ pub fn same_unit(spent_in: Option<&str>, asked: &str, dataset: &str, path: &Path
     ))
 }
 
+/// What a budget without δ needs for a zCDP release: on a recorded budget,
+const NEEDS_DELTA: &str = "record a delta with --budget TOTAL --budget-delta D --change-budget";
+/// and on the budget the same command records (no --change-budget: nothing is changed).
+const FIRST_DELTA: &str = "add --budget-delta D (e.g. 1e-6, well below 1/rows) beside --budget";
+
 /// Whether a dataset's history `before` plus `spend` fits its budget (ε_total, δ_total), by the
 /// composition rules of the module comment; the refusal for `dataset` when it does not.
 pub fn admits(
@@ -689,8 +700,7 @@ pub fn admits(
         let Some(delta) = delta else {
             return Err(format!(
                 "dataset {dataset} cannot pay {spend}: its budget has delta 0 (pure epsilon-DP), which a \
-                 zCDP release (--noise gaussian) cannot fit; record a delta with --budget TOTAL \
-                 --budget-delta D --change-budget; {nothing}"
+                 zCDP release (--noise gaussian) cannot fit; {NEEDS_DELTA}; {nothing}"
             ));
         };
         let Some(m) = measure(&history, total, delta) else { unreachable!("ρ without (ε, δ)") };
