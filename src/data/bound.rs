@@ -33,6 +33,7 @@ use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
 use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
+use crate::data::scan::FOLD_BUDGET;
 use crate::numeric::list;
 use crate::privacy::contribution::Bounds;
 
@@ -192,6 +193,9 @@ impl<F: Fold> Bounded<F> {
     /// (`--count-truncated`).
     pub fn finish_counted<G: Fold>(mut self, inner: G) -> Result<(G, u64), Failure> {
         let threads = self.shared.plan.threads.clamp(1, BUCKETS);
+        // Each thread holds a copy of the inner fold: a large one (quantile candidates by
+        // groups) is replayed by one thread, as the scan reads it with one.
+        let threads = if inner.heap_bytes().saturating_mul(threads) > FOLD_BUDGET { 1 } else { threads };
         let shared = self.shared.clone();
         let bounds = self.bounds;
         let spilled = self.spilled()?;
