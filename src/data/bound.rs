@@ -41,7 +41,7 @@ use crate::privacy::contribution::Bounds;
 pub const BUCKETS: usize = 64;
 
 /// The default for the rows held in memory before they spill, all copies together.
-pub const DEFAULT_CAP: usize = 128 << 20;
+pub const DEFAULT_CAP: usize = 64 << 20;
 
 /// A spilled file smaller than this is read whole whatever the cap (splitting it again would
 /// cost more files than it saves memory).
@@ -295,8 +295,10 @@ impl<F: Fold> Bounded<F> {
                 spill.error = failed;
             }
         }
+        // Kept allocated for the next rows: freeing and growing them again fragments the heap
+        // (measured: a higher peak at the same cap).
         for bucket in &mut self.buckets {
-            *bucket = Vec::new();
+            bucket.clear();
         }
         self.shared.held.fetch_sub(self.held - self.unreported, Ordering::Relaxed);
         (self.held, self.unreported) = (0, 0);
