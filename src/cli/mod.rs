@@ -51,7 +51,9 @@ use crate::report::text::Style;
         gaussian (ρ-zCDP, stated as (ε, δ)) or --discover (keys found in the data, (ε, δ)-DP).",
     after_help = "Start with `dpstat plan …` to see what error an ε buys (no data read), then run the query.\n\
         `dpstat QUERY --help` shows each query's sensitivity and a worked example.",
-    propagate_version = true
+    propagate_version = true,
+    // Help piped to a file, a pager or a man page has no terminal width: keep it in 80 columns.
+    max_term_width = 80
 )]
 pub struct Cli {
     #[command(subcommand)]
