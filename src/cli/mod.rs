@@ -77,7 +77,7 @@ pub enum Query {
     /// shifted sum and sum of squares over the public n, ε split in two.
     #[command(
         after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 fixtures/people.csv\n  \
-        dpstat variance -c income -l 0 -u 200000 -e 1 -b region fixtures/people.csv"
+        dpstat variance -c score -l 0 -u 100 -e 1 -w region=north fixtures/people.csv"
     )]
     Variance(NumericArgs),
     /// Noisy population covariance of two columns clamped to [Lx, Ux] × [Ly, Uy].
@@ -428,8 +428,8 @@ pub struct LedgerArgs {
     /// the ledger's one budget. Name the population, not the file: every file of it draws on it.
     #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
-    /// The key of a keyed ledger (a file made by `dpstat ledger init --key FILE`, readable by the
-    /// custodian only): records are chained with HMAC-SHA256 and the ledger is checked against
+    /// A file made by `dpstat ledger init --key FILE`, readable by the custodian only: the key
+    /// of a keyed ledger. Records are chained with HMAC-SHA256 and the ledger is checked against
     /// the key's state file FILE.state. A file, never the key itself, so `ps` cannot show it.
     #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
     pub ledger_key: Option<PathBuf>,
