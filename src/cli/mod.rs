@@ -339,8 +339,8 @@ pub struct OutputArgs {
     /// Level of the printed accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
-    /// Text: print each value with its error bound at --confidence, `53920 ± 310 (95%)`, or as
-    /// a last CSV column `error(95%)` (quantiles: the bound in rows of rank). The bound is
+    /// Text: print each value as `53920 ± 310 (95%)`, with its error bound at --confidence, or
+    /// as a last CSV column `error(95%)` (quantiles: the bound in rows of rank). The bound is
     /// rounded up to two significant digits.
     #[arg(short = 'E', long)]
     pub with_error: bool,
