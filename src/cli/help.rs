@@ -20,76 +20,88 @@ Sensitivity (noise: discrete Laplace on the integers, scale Δ/ε):
   add-remove  Δ = 1   one row more or less moves the count by 1
   replace     Δ = 1   a changed row can start or stop matching --where
 
-With --noise gaussian: discrete Gaussian noise of variance Δ₂²/(2ρ), Δ₂ = 1 (by groups under
-replace, Δ₂ = √2): ρ-zCDP, stated as the (ε, δ) it converts to at --delta.
+With --noise gaussian: discrete Gaussian noise of variance Δ₂²/(2ρ), Δ₂ = 1
+(by groups under replace, Δ₂ = √2): ρ-zCDP, stated as the (ε, δ) it converts to
+at --delta.
 
 Worked examples:
   dpstat count --where urban_rural=2 --eps 0.1 fixtures/people.csv
-    Δ = 1, scale = 1/0.1 = 10: the printed count is within ±30 of the true count
-    with probability 0.95 (`dpstat plan count --eps 0.1` says the same without data).
+    Δ = 1, scale = 1/0.1 = 10: the printed count is within ±30 of the true
+    count with probability 0.95 (`dpstat plan count --eps 0.1` says the same
+    without data).
   dpstat count --by region --discover --eps 1 --delta 1e-7 fixtures/people.csv
-    one count per region found in the data; a region is shown only if its noisy count
-    reaches the threshold that ε and δ set (17 here): (ε, δ)-DP.
+    one count per region found in the data; a region is shown only if its
+    noisy count reaches the threshold that ε and δ set (17 here): (ε, δ)-DP.
   dpstat count --noise gaussian --eps 1 --delta 1e-6 fixtures/people.csv
-    Gaussian noise at the largest ρ that is (1, 1e-6)-DP; pays off in large workloads
-    (`dpstat plan count --eps 1 --delta 1e-6` compares the two).";
+    Gaussian noise at the largest ρ that is (1, 1e-6)-DP; pays off in large
+    workloads (`dpstat plan count --eps 1 --delta 1e-6` compares the two).";
 
 pub const SUM_HELP: &str = "\
-Sensitivity (values clamped to [L, U]; noise: discrete Laplace of scale Δ/ε on a 2^k grid):
-  add-remove  Δ = max(|L|, |U|)   a row added or removed moves the sum by its clamped value
+Sensitivity (values clamped to [L, U]; noise: discrete Laplace of scale Δ/ε
+on a 2^k grid):
+  add-remove  Δ = max(|L|, |U|)   a row's clamped value is added or removed
   replace     Δ = U − L           a row's value changes anywhere within [L, U]
 
 Worked example:
   dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 fixtures/people.csv
-    add-remove: Δ = max(0, 200000) = 200000, scale = 200000/0.5 = 400000: the printed sum
-    is within ±1198293 of the true clamped sum with probability 0.95
-    (see `dpstat plan sum --lower 0 --upper 200000 --eps 0.5`).";
+    add-remove: Δ = max(0, 200000) = 200000, scale = 200000/0.5 = 400000: the
+    printed sum is within ±1198293 of the true clamped sum with probability
+    0.95 (see `dpstat plan sum --lower 0 --upper 200000 --eps 0.5`).";
 
 pub const MEAN_HELP: &str = "\
 Sensitivity (values clamped to [L, U]):
-  add-remove  n is private: ε is split in two halves, a sum of values shifted by the midpoint
-              (L+U)/2 with Δ = (U − L)/2 and a count with Δ = 1; the release is
-              midpoint + noisy sum / max(1, noisy count), clamped to [L, U]. The true n is never used.
-  replace     n is public: a noisy sum with Δ = U − L divided by n, i.e. Δ = (U − L)/n for the mean.
+  add-remove  n is private: ε is split in two halves, a sum of values shifted
+              by the midpoint (L+U)/2 with Δ = (U − L)/2 and a count with
+              Δ = 1; the release is midpoint + noisy sum / max(1, noisy count),
+              clamped to [L, U]. The true n is never used.
+  replace     n is public: a noisy sum with Δ = U − L divided by n, i.e.
+              Δ = (U − L)/n for the mean.
 
-Worked example:
-  dpstat mean --col age --lower 0 --upper 100 --eps 1 --neighbours replace fixtures/people.csv
-    replace with n = 200 rows: Δ = (100 − 0)/200 = 0.5, scale = 0.5/1 = 0.5: the printed mean
-    is within ±1.5 of the true clamped mean with probability 0.95
-    (see `dpstat plan mean --lower 0 --upper 100 --eps 1 --neighbours replace --rows 200`).
+Worked examples:
+  dpstat mean -c age -l 0 -u 100 -e 1 --neighbours replace fixtures/people.csv
+    replace with n = 200 rows: Δ = (100 − 0)/200 = 0.5, scale = 0.5/1 = 0.5:
+    the printed mean is within ±1.5 of the true clamped mean with probability
+    0.95: `dpstat plan mean -l 0 -u 100 -e 1 --neighbours replace --rows 200`.
   dpstat mean -c income -l 0 -u 200000 -e 0.5 -E -r fixtures/people.csv
-    the same flags, short: prints the mean with its 95% error bound, `V ± E (95%)`, rounded
-    to the digits the noise leaves meaningful.";
+    -E prints the mean with its 95% error bound, `V ± E (95%)`, and -r rounds
+    it to the digits the noise leaves meaningful.";
 
 pub const HISTOGRAM_HELP: &str = "\
-Sensitivity (L1 over all bins; every bin gets independent discrete Laplace noise of scale Δ/ε):
+Sensitivity (L1 over all bins; every bin gets independent discrete Laplace
+noise of scale Δ/ε):
   add-remove  Δ = 1   one bin gains or loses one row
   replace     Δ = 2   one bin loses a row and another gains it
 
 Worked examples:
-  dpstat histogram --col age --bins 8 --lower 0 --upper 80 --eps 0.5 fixtures/people.csv
-    add-remove: Δ = 1, scale = 1/0.5 = 2: each printed count is within ±6 of its bin's true
-    count with probability 0.95 (per bin; see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).
-  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --format chart fixtures/people.csv
-    draws the noisy counts as bars with their ± accuracy band (width from COLUMNS or the terminal).
-  dpstat histogram --col region --categories north,south,east,west --eps 0.5 --plot region.svg fixtures/people.csv
-    also writes an SVG bar chart with error bars, after the release (and any ledger charge).
-  dpstat histogram --col region --discover --eps 1 --delta 1e-7 fixtures/people.csv
-    categories found in the data: only those whose noisy count reaches the threshold set by
-    ε and δ are released, sorted; (ε, δ)-DP. At most --max-keys distinct keys are held: a
-    noisy test, part of the release, withholds it (exit 5) when there are more.
-  dpstat histogram --col age --bins 8 --lower 0 --upper 80 --noise gaussian --eps 1 --delta 1e-6 fixtures/people.csv
-    discrete Gaussian noise with the L2 sensitivity (1 add-remove, √2 replace).";
+  dpstat histogram -c age --bins 8 -l 0 -u 80 -e 0.5 fixtures/people.csv
+    add-remove: Δ = 1, scale = 1/0.5 = 2: each printed count is within ±6 of
+    its bin's true count with probability 0.95, per bin
+    (see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).
+  dpstat histogram -c age --bins 8 -l 0 -u 80 -e 1 -o chart fixtures/people.csv
+    draws the noisy counts as bars with their ± accuracy band (width from
+    COLUMNS or the terminal).
+  dpstat histogram -c age --bins 8 -l 0 -u 80 -e 1 -p a.svg fixtures/people.csv
+    also writes an SVG bar chart with error bars, after the release (and any
+    ledger charge).
+  dpstat histogram -c region --discover -e 1 --delta 1e-7 fixtures/people.csv
+    categories found in the data: only those whose noisy count reaches the
+    threshold set by ε and δ are released, sorted; (ε, δ)-DP. At most
+    --max-keys distinct keys are held: a noisy test, part of the release,
+    withholds it (exit 5) when there are more.
+  With --noise gaussian --delta 1e-6, the first example draws discrete Gaussian
+  noise with the L2 sensitivity (1 add-remove, √2 replace);
+  `dpstat plan histogram --bins 8 -l 0 -u 80 -e 0.5 --delta 1e-6` compares.";
 
 pub const PLAN_HELP: &str = "\
-Planning never reads data, never draws noise and never charges a ledger. It calls the same
-accuracy code as a release, so its bound is the one the release will print.
+Planning never reads data, never draws noise and never charges a ledger. It
+calls the same accuracy code as a release, so its bound is the one the release
+will print.
 
 Examples:
   dpstat plan sum --lower 0 --upper 200000 --eps 0.5
   dpstat plan histogram --bins 8 --lower 0 --upper 80 --error 5
   dpstat plan median --lower 0 --upper 120 --error 20   # a rank bound, in rows
-  dpstat plan mean --lower 0 --upper 100 --neighbours replace --rows 200 --error 1 --format json
+  dpstat plan mean -l 0 -u 100 --neighbours replace --rows 200 --error 1 -o json
   dpstat plan count --eps 1 --delta 1e-6
     also compares Laplace at ε with Gaussian noise at the same (ε, δ)
   dpstat plan run fixtures/compose_shares.toml --delta 1e-6

@@ -49,9 +49,11 @@ use crate::report::text::Style;
         its sensitivity, and prints the noisy release. Every release is pure ε-DP for the \
         privacy unit given by --neighbours, unless it opts in to approximate DP: --noise \
         gaussian (ρ-zCDP, stated as (ε, δ)) or --discover (keys found in the data, (ε, δ)-DP).",
-    after_help = "Start with `dpstat plan …` to see what error an ε buys (no data read), then run the query.\n\
-        `dpstat QUERY --help` shows each query's sensitivity and a worked example.",
-    propagate_version = true
+    after_help = "Start with `dpstat plan …` to see what error an ε buys (no data read), then\n\
+        run the query. `dpstat QUERY --help` shows each query's sensitivity and a\nworked example.",
+    propagate_version = true,
+    // Help piped to a file, a pager or a man page has no terminal width: keep it in 80 columns.
+    max_term_width = 80
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -75,20 +77,20 @@ pub enum Query {
     /// shifted sum and sum of squares over the public n, ε split in two.
     #[command(
         after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 fixtures/people.csv\n  \
-        dpstat variance -c income -l 0 -u 200000 -e 1 -b region -k north,south fixtures/people.csv"
+        dpstat variance -c score -l 0 -u 100 -e 1 -w region=north fixtures/people.csv"
     )]
     Variance(NumericArgs),
     /// Noisy population covariance of two columns clamped to [Lx, Ux] × [Ly, Uy].
     /// add-remove: noisy count, shifted sums of x and y and sum of products, ε split in four;
     /// replace: the sums and products over the public n, ε split in three.
     #[command(after_help = "Bounds are pairs, x's first: --lower LX,LY --upper UX,UY.\n\n\
-        Example:\n  dpstat covariance --cols age,income --lower 0,0 --upper 100,200000 --eps 1 fixtures/people.csv")]
+        Example:\n  dpstat covariance --cols age,income -l 0,0 -u 100,2e5 -e 1 fixtures/people.csv")]
     Covariance(CovarianceArgs),
     /// Noisy least-squares slope of y on x, cov(x, y)/var(x), both clamped to their bounds.
     /// add-remove: noisy count, shifted sums, sum of squares of x and sum of products, ε split
     /// in five; replace: the four sums over the public n, ε split in four.
     #[command(after_help = "Bounds are pairs, x's first: --lower LX,LY --upper UX,UY.\n\n\
-        Example:\n  dpstat regress --x age --y income --lower 0,0 --upper 100,200000 --eps 1 fixtures/people.csv")]
+        Example:\n  dpstat regress --x age --y income -l 0,0 -u 100,2e5 -e 1 fixtures/people.csv")]
     Regress(RegressArgs),
     /// Noisy counts over public bins (--bins K over [L, U]) or public categories (--categories).
     /// L1 sensitivity 1 (add-remove), 2 (replace).
@@ -98,8 +100,9 @@ pub enum Query {
     /// evenly spaced candidates; without, AboveThreshold over a public log-scale grid. Score
     /// sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
     #[command(after_help = "Examples:\n  \
-        dpstat quantile --col income --q 0.1,0.5,0.9 --lower 0 --upper 200000 --eps 1 fixtures/incomes_20k.csv\n  \
-        dpstat quantile --col income --q 0.9 --eps 1 fixtures/incomes_20k.csv   # no bounds: AboveThreshold over public log-scale candidates")]
+        dpstat quantile -c income -q 0.5,0.9 -l 0 -u 2e5 -e 1 fixtures/incomes_20k.csv\n  \
+        dpstat quantile -c income -q 0.9 -e 1 fixtures/incomes_20k.csv\n    \
+        no bounds: AboveThreshold over public log-scale candidates")]
     Quantile(QuantileArgs),
     /// Noisy median: the quantile at 0.5. Score sensitivity 1 (add-remove), 2 (replace).
     #[command(
@@ -117,8 +120,8 @@ pub enum Query {
     /// A private summary of several columns in one pass: each column's count, mean and
     /// quantiles, under one ε split evenly between the columns (or by --shares), charged once.
     #[command(after_help = "Examples:\n  \
-        dpstat describe --cols income:0:200000,age:0:120 --q 0.5,0.9 --eps 1 fixtures/people.csv\n  \
-        dpstat describe --cols income,age --shares 0.7,0.3 --eps 1 --format json fixtures/people.csv\n\n\
+        dpstat describe --cols income:0:2e5,age -q 0.5,0.9 -e 1 fixtures/people.csv\n  \
+        dpstat describe --cols income,age --shares 0.7,0.3 -e 1 fixtures/people.csv\n\n\
         Each column is NAME:LOWER:UPPER (public bounds: the mean's clamping range and the quantiles' \
         candidates) or NAME (the mean's bounds found privately with a tenth of its ε, the quantiles on \
         public bounds-free candidates). A column's ε is split in two exact halves: the mean and the \
@@ -128,11 +131,13 @@ pub enum Query {
     Describe(DescribeArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  \
-        dpstat count --eps 0.5 --budget 1 --ledger budget.jsonl fixtures/people.csv   # charges 0.5\n  \
+        dpstat count --eps 0.5 --budget 1 --ledger budget.jsonl fixtures/people.csv\n    \
+        charges 0.5 of the budget of 1\n  \
         dpstat budget --ledger budget.jsonl\n  \
         dpstat budget --ledger budget.jsonl --format json fixtures/people.csv")]
     Budget(BudgetArgs),
-    /// The custodian's ledger tools: `dpstat ledger init --key FILE` makes the key of a keyed ledger.
+    /// The custodian's ledger tools: `dpstat ledger init --key FILE` makes the key of a keyed
+    /// ledger.
     #[command(subcommand)]
     Ledger(LedgerCommand),
     /// Check a file before releasing from it: every ragged row, non-UTF-8 cell and non-numeric
@@ -334,8 +339,8 @@ pub struct OutputArgs {
     /// Level of the printed accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
     pub confidence: Confidence,
-    /// Text: print each value with its error bound at --confidence, `53920 ± 310 (95%)`, or as
-    /// a last CSV column `error(95%)` (quantiles: the bound in rows of rank). The bound is
+    /// Text: print each value as `53920 ± 310 (95%)`, with its error bound at --confidence, or
+    /// as a last CSV column `error(95%)` (quantiles: the bound in rows of rank). The bound is
     /// rounded up to two significant digits.
     #[arg(short = 'E', long)]
     pub with_error: bool,
@@ -423,8 +428,8 @@ pub struct LedgerArgs {
     /// the ledger's one budget. Name the population, not the file: every file of it draws on it.
     #[arg(long, value_name = "NAME")]
     pub dataset: Option<String>,
-    /// The key of a keyed ledger (a file made by `dpstat ledger init --key FILE`, readable by the
-    /// custodian only): records are chained with HMAC-SHA256 and the ledger is checked against
+    /// A file made by `dpstat ledger init --key FILE`, readable by the custodian only: the key
+    /// of a keyed ledger. Records are chained with HMAC-SHA256 and the ledger is checked against
     /// the key's state file FILE.state. A file, never the key itself, so `ps` cannot show it.
     #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
     pub ledger_key: Option<PathBuf>,
