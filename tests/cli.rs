@@ -619,3 +619,26 @@ fn the_test_seed_is_marked_and_refused_with_a_ledger() {
     fails_with(cmd.arg(fixture("people.csv")), &["DPSTAT_INSECURE_SEED", "--ledger"]);
     assert!(!ledger.exists(), "nothing was charged or created");
 }
+
+/// Every help page fits 80 columns when piped (clap wraps the flags; the long texts and their
+/// examples are laid out for 80), counting characters, not bytes.
+#[test]
+fn every_help_page_fits_80_columns() {
+    let mut pages: Vec<Vec<String>> = vec![vec![]];
+    for sub in
+        ["count", "sum", "mean", "variance", "covariance", "regress", "histogram", "quantile", "median"]
+    {
+        pages.push(vec![sub.to_string()]);
+    }
+    for sub in ["run", "describe", "budget", "check", "man", "completions", "ledger", "plan"] {
+        pages.push(vec![sub.to_string()]);
+    }
+    for sub in ["count", "sum", "mean", "histogram", "quantile", "run"] {
+        pages.push(vec!["plan".to_string(), sub.to_string()]);
+    }
+    for page in pages {
+        let help = stdout_of(dpstat().args(&page).arg("--help"));
+        let wide: Vec<&str> = help.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(wide.is_empty(), "dpstat {} --help: {wide:#?}", page.join(" "));
+    }
+}
