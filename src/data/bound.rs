@@ -41,7 +41,7 @@ use crate::privacy::contribution::Bounds;
 pub const BUCKETS: usize = 64;
 
 /// The default for the rows held in memory before they spill, all copies together.
-pub const DEFAULT_CAP: usize = 64 << 20;
+pub const DEFAULT_CAP: usize = 32 << 20;
 
 /// A spilled file smaller than this is read whole whatever the cap (splitting it again would
 /// cost more files than it saves memory).
