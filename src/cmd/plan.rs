@@ -164,8 +164,8 @@ impl Request {
     /// (ε, δ)-DP.
     fn mechanism(&self, eps: &Epsilon) -> Result<Mechanism, Error> {
         match (self.noise, &self.delta) {
-            (NoiseKind::Laplace, _) => Ok(Mechanism::Laplace(eps.clone()).split(self.factor.pure)),
-            (NoiseKind::Gaussian, Some(delta)) => Ok(gaussian_at(eps, delta)?.split(self.factor.rho)),
+            (NoiseKind::Laplace, _) => Ok(Mechanism::Laplace(eps.clone()).divided(self.factor)),
+            (NoiseKind::Gaussian, Some(delta)) => Ok(gaussian_at(eps, delta)?.divided(self.factor)),
             (NoiseKind::Gaussian, None) => Err(Error::usage("--noise gaussian needs --delta D")),
         }
     }

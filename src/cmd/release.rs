@@ -28,15 +28,13 @@ use crate::data::scan;
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
 use crate::error::{bad_input, is_withheld, Error};
 use crate::numeric::bins::Keys;
-use crate::numeric::grid::Grid;
 use crate::numeric::list;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
-use crate::privacy::contribution::{self, Bounds, Factor, Unit};
+use crate::privacy::contribution::{self, Bounds, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
-use crate::privacy::laplace::{self, Aggregate};
 use crate::privacy::ledger::{self, BudgetSummary, LedgerFlags, LedgerSpec, Reservation};
 use crate::privacy::noise::Mechanism;
 use crate::privacy::rng;
@@ -252,32 +250,17 @@ impl Person {
 
     /// The unit a release states.
     pub fn unit(&self, grouped: bool) -> Unit {
-        Unit::person(self.ids.iter().map(ColumnRef::label).collect(), &self.bounds, grouped)
+        self.unit_at(&self.bounds, grouped)
+    }
+
+    /// The unit under `bounds` (K as chosen by `--max-rows-per-id auto`).
+    pub fn unit_at(&self, bounds: &Bounds, grouped: bool) -> Unit {
+        Unit::person(self.ids.iter().map(ColumnRef::label).collect(), bounds, grouped)
     }
 
     /// The person as a discovery's unit (`query::discover`): its unit and bounds.
     pub fn persons(&self) -> discover::Persons {
         discover::Persons { unit: self.unit(true), bounds: self.bounds }
-    }
-
-    /// The mechanism a statistic runs at on the bounded rows: the release's, divided by what one
-    /// person can move it by (`privacy::contribution`).
-    pub fn row_mechanism(&self, mechanism: &Mechanism, grouped: bool) -> Mechanism {
-        divided(mechanism, self.bounds.factor(grouped))
-    }
-}
-
-/// `mechanism` divided by what one person can move a release under `bounds` by.
-pub fn row_mechanism(mechanism: &Mechanism, bounds: &Bounds, grouped: bool) -> Mechanism {
-    divided(mechanism, bounds.factor(grouped))
-}
-
-/// `mechanism` divided by what one person moves a release by: ε by [`Factor::pure`], ρ by
-/// [`Factor::rho`].
-pub fn divided(mechanism: &Mechanism, factor: Factor) -> Mechanism {
-    match mechanism {
-        Mechanism::Laplace(_) => mechanism.split(factor.pure),
-        Mechanism::Gaussian { .. } => mechanism.split(factor.rho),
     }
 }
 
@@ -318,7 +301,7 @@ pub struct Job {
     pub discover_by: Option<(ColumnRef, Discovery)>,
     pub statistic: AnyStatistic,
     /// The noise and its ε or ρ; with `--privacy-id`, at row level on the bounded rows (the
-    /// release's divided by [`Person::row_mechanism`]'s factor), except with `--discover`,
+    /// release's divided by the person's factor, [`Mechanism::divided`]), except with `--discover`,
     /// whose publication divides the whole ε itself.
     pub mechanism: Mechanism,
     /// `--privacy-id`: bound each person's rows, and state the release per person.
@@ -453,11 +436,9 @@ impl Job {
                     // after the charge: the statistic must take the ε of the smallest and of the
                     // largest K now.
                     for k in [contribution::MAX_BOUND, 1] {
-                        let m = row_mechanism(
-                            &auto.release,
-                            &p.with_rows(k, flags.rows_per_group_given),
-                            group.is_some(),
-                        );
+                        let m = auto
+                            .release
+                            .divided(p.with_rows(k, flags.rows_per_group_given).factor(group.is_some()));
                         AnyStatistic::new(request.kind, options.clone(), &auto.setup(&m))?;
                     }
                     p.bounds = p.with_rows(1, flags.rows_per_group_given);
@@ -467,10 +448,10 @@ impl Job {
         }
         let mechanism = match &person {
             Some(Person { auto: Some(auto), bounds, .. }) => {
-                row_mechanism(&auto.release, bounds, group.is_some())
+                auto.release.divided(bounds.factor(group.is_some()))
             }
             Some(p) if discover_by.is_none() => {
-                p.row_mechanism(p.release.as_ref().unwrap_or(&mechanism), group.is_some())
+                p.release.as_ref().unwrap_or(&mechanism).divided(p.bounds.factor(group.is_some()))
             }
             _ => mechanism,
         };
@@ -742,7 +723,7 @@ impl Visitor for Scan<'_, '_> {
                             .rows_per_person(contribution::MAX_BOUND as usize)
                             .map_err(|f| bound_failure(input, f))?;
                         chosen = Some(contribution::choose_rows(&counts, &auto.epsilon, rng));
-                        mechanism = row_mechanism(&auto.release, &bounds_at(person, chosen), grouped);
+                        mechanism = auto.release.divided(bounds_at(person, chosen).factor(grouped));
                         // Validated at every K before the charge (`Job::new`).
                         statistic = S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
                     }
@@ -765,8 +746,7 @@ impl Visitor for Scan<'_, '_> {
                 Outcome::Published(mut published) => {
                     if let Some(person) = &job.person {
                         let bounds = bounds_at(person, chosen);
-                        let mut unit =
-                            Unit::person(person.ids.iter().map(ColumnRef::label).collect(), &bounds, grouped);
+                        let mut unit = person.unit_at(&bounds, grouped);
                         published.per_person(unit.clone(), bounds.factor(grouped), group::PER_PERSON)?;
                         if let (Some(auto), Unit::Person { auto: chosen_by, .. }) = (&person.auto, &mut unit)
                         {
@@ -779,12 +759,7 @@ impl Visitor for Scan<'_, '_> {
                                 .spent_first(Cost::part("max_rows_per_id auto", &auto.epsilon), Some(unit))?;
                         }
                         if let Some(eps) = &person.truncated {
-                            // Each person is truncated or not: Δ = 1 (Laplace; privacy::laplace).
-                            let noisy = laplace::laplace(
-                                &Aggregate::scalar(truncated as i128, 1, Grid::UNIT),
-                                eps,
-                                rng,
-                            );
+                            let noisy = contribution::noisy_truncated(truncated, eps, rng);
                             let info = TruncatedInfo {
                                 persons: saturating_i128(&noisy.value),
                                 epsilon: eps.to_f64_up(),

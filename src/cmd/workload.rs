@@ -27,7 +27,7 @@ use num_traits::{Signed, Zero};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use crate::cmd::release::{divided, filter_specs, InputFlags, Job, Person, PersonFlags};
+use crate::cmd::release::{filter_specs, InputFlags, Job, Person, PersonFlags};
 use crate::data::cell::InvalidPolicy;
 use crate::data::filter::{Filter, FilterSpec};
 use crate::data::source::{ColumnRef, GroupSpec};
@@ -772,7 +772,7 @@ impl SourceText<'_> {
         // With a person, the statistic runs on the bounded rows at its share divided by what one
         // person moves it by; the share stays what the query spends.
         let row = match person {
-            Some(p) => divided(&mechanism, person_factor(p)),
+            Some(p) => mechanism.divided(person_factor(p)),
             None => mechanism.clone(),
         };
         let setup = Setup {

@@ -34,7 +34,6 @@ use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
 use crate::data::scan::FOLD_BUDGET;
-use crate::numeric::list;
 use crate::privacy::contribution::Bounds;
 
 /// Hash partitions, in memory and on disk.
@@ -703,11 +702,6 @@ fn cell_at(body: &[u8], slot: usize) -> Option<&[u8]> {
 
 fn read_error(e: &std::io::Error) -> String {
     format!("reading rows back from a temporary file: {e}")
-}
-
-/// How the id columns read in messages.
-pub fn id_label(names: &[String]) -> String {
-    list::join(names)
 }
 
 #[cfg(test)]

@@ -25,8 +25,12 @@
 use rand::RngCore;
 use serde::Serialize;
 
+use num_bigint::BigInt;
+
 use super::epsilon::Epsilon;
+use super::laplace::{laplace, Aggregate, Noisy};
 use super::permute_and_flip::permute_and_flip;
+use crate::numeric::grid::Grid;
 use crate::numeric::list;
 
 /// The largest value of each bound: K² must fit the factor of ρ (a `u32`).
@@ -138,6 +142,20 @@ pub fn choose_rows(counts: &[u64], eps: &Epsilon, rng: &mut dyn RngCore) -> u32 
     let sensitivity = a.max(b - a);
     candidates[permute_and_flip(&scores, sensitivity, eps, rng)]
 }
+
+/// `--count-truncated`: the number of persons who had rows dropped by the bounds, with
+/// discrete Laplace noise of scale 1/ε (`privacy::laplace`; Canonne, Kamath, Steinke 2020).
+///
+/// Guarantee: ε-DP with the person as the unit. Sensitivity 1: whether a person's rows were
+/// cut depends on that person's rows alone (`data::bound` chooses each person's rows from their
+/// own), so adding or removing one person moves the count by at most 1 and changes no one
+/// else's term. Persons and not rows: the rows a person loses are unbounded.
+pub fn noisy_truncated(persons: u64, eps: &Epsilon, rng: &mut dyn RngCore) -> Noisy<BigInt> {
+    laplace(&Aggregate::scalar(i128::from(persons), TRUNCATED_SENSITIVITY, Grid::UNIT), eps, rng)
+}
+
+/// Δ of [`noisy_truncated`].
+pub const TRUNCATED_SENSITIVITY: i128 = 1;
 
 /// How K was chosen with `--max-rows-per-id auto` (`auto` in the unit's JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -14,6 +14,7 @@ use num_rational::BigRational;
 use rand::RngCore;
 
 use super::accountant::Cost;
+use super::contribution::Factor;
 use super::currency::Spend;
 use super::delta::Delta;
 use super::epsilon::Epsilon;
@@ -36,6 +37,15 @@ pub const LAPLACE: &str = "discrete-laplace";
 pub const GAUSSIAN: &str = "discrete-gaussian";
 
 impl Mechanism {
+    /// The mechanism one statistic runs at on rows bounded per person: ε divided by
+    /// [`Factor::pure`], ρ by [`Factor::rho`] (group privacy, `privacy::contribution`).
+    pub fn divided(&self, factor: Factor) -> Mechanism {
+        match self {
+            Mechanism::Laplace(_) => self.split(factor.pure),
+            Mechanism::Gaussian { .. } => self.split(factor.rho),
+        }
+    }
+
     /// The same mechanism with its parameter divided into `parts` exactly equal shares: they
     /// compose back to the whole (ε and ρ both add up under sequential composition).
     pub fn split(&self, parts: u32) -> Mechanism {
