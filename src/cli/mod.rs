@@ -376,10 +376,11 @@ pub struct InputArgs {
     /// Standard input and gzip files are always read by one thread.
     #[arg(short = 'j', long, visible_alias = "jobs", value_name = "N")]
     pub threads: Option<Threads>,
-    /// CSV file (TSV for a .tsv or .tab name; gzip or zstd by their magic bytes); - or absent
-    /// reads standard input.
+    /// CSV file (TSV for a .tsv or .tab name; gzip or zstd by their magic bytes), Parquet file,
+    /// directory or glob of either (hive folders name=value are columns); several are one
+    /// dataset; - or absent reads standard input.
     #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
+    pub files: Vec<PathBuf>,
 }
 
 impl InputArgs {
@@ -390,14 +391,17 @@ impl InputArgs {
 
     /// The file, or standard input for `-` or no FILE.
     pub fn source(&self) -> Source {
-        match &self.file {
-            Some(p) if p.as_os_str() != "-" => Source::Path(p.clone()),
-            _ => Source::Stdin,
+        match self.files.as_slice() {
+            [] => Source::Stdin,
+            [p] if p.as_os_str() == "-" => Source::Stdin,
+            [p] => Source::Path(p.clone()),
+            many => Source::Paths(many.to_vec()),
         }
     }
 
     pub fn csv(&self) -> CsvOptions {
-        let delimiter = self.delimiter.unwrap_or_else(|| Delimiter::for_file(self.file.as_deref()));
+        let delimiter =
+            self.delimiter.unwrap_or_else(|| Delimiter::for_file(self.files.first().map(PathBuf::as_path)));
         CsvOptions { delimiter: delimiter.0, has_header: !self.no_header }
     }
 

@@ -515,7 +515,8 @@ impl Job {
 fn rereadable(source: &Source) -> bool {
     match source {
         Source::Stdin => false,
-        Source::Path(path) => std::fs::metadata(path).map_or(true, |m| m.is_file()),
+        Source::Path(path) => std::fs::metadata(path).map_or(true, |m| m.is_file() || m.is_dir()),
+        Source::Paths(_) => true,
     }
 }
 

@@ -45,6 +45,9 @@ impl NumberCell {
     /// non-finite cell ("NaN", "inf", "1e400") is refused under `--invalid error`.
     #[inline(always)]
     pub fn read(&self, row: &Row) -> Result<Option<f64>, BadCell> {
+        if let Some(typed) = row.typed_number(self.index) {
+            return self.resolve(typed, row);
+        }
         let parsed = match row.memo(self.index) {
             Some((slot, stamp)) => match slot.get() {
                 (seen, x) if seen == stamp => x,

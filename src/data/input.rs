@@ -1,12 +1,16 @@
-//! Opening the CSV (a file or standard input; plain, gzip or zstd) and resolving column flags to
-//! indices, once, against the header — before any data row is read.
+//! Opening the input (a CSV file or standard input, plain, gzip or zstd; a Parquet file; a
+//! dataset of many files, `data::dataset`) and resolving column flags to indices, once, against
+//! the header or the schema — before any data row is read.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use crate::data::dataset::{self, Format, Listing};
 use crate::data::fingerprint::Fingerprinter;
 use crate::data::parallel::{Stream, BLOCK};
+use crate::data::parquet::{self, ParquetSet};
 use crate::data::source::{ColumnRef, CsvOptions, Source};
 use crate::data::structure::{first_record, line_ends};
 use crate::error::{bad_input, shown, shown_list};
@@ -40,6 +44,25 @@ pub struct Input {
     /// Rows of another width than the first are read as they are (missing cells are empty)
     /// instead of stopping the scan: see [`Input::tolerate_ragged_rows`].
     tolerant: bool,
+    /// Set for anything but one CSV stream: the files to read instead of `stream`.
+    dataset: Option<Dataset>,
+    /// The columns the flags named ([`Input::resolve`]): all a query reads, and all a Parquet
+    /// file's reader decodes.
+    named: RefCell<Vec<usize>>,
+    /// The columns named so far of an empty dataset, by index.
+    empty_names: RefCell<Vec<String>>,
+}
+
+/// The files of an input that is not one CSV stream.
+pub enum Dataset {
+    /// Parquet files (one, a directory, a glob, or standard input spooled to a temporary file,
+    /// kept here until the input is dropped).
+    Parquet { set: ParquetSet, _spool: Option<tempfile::NamedTempFile> },
+    /// Several CSV files with the same header, read one after the other.
+    Csv { listing: Listing, options: CsvOptions },
+    /// A directory or glob that holds no file: no rows, and any column (its schema is unknown,
+    /// and that it is empty is data).
+    Empty,
 }
 
 impl Input {
@@ -63,6 +86,10 @@ impl Input {
                 widen_pipe();
                 (Box::new(io::stdin()), None, None)
             }
+            Source::Paths(paths) => return Input::open_dataset(name, paths, options, fingerprint, threads),
+            Source::Path(path) if is_listing(path)? => {
+                return Input::open_dataset(name, std::slice::from_ref(path), options, fingerprint, threads)
+            }
             Source::Path(path) => {
                 let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
                 let meta = file.metadata().map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
@@ -74,6 +101,15 @@ impl Input {
                 )
             }
         };
+        // A pipe may carry Parquet: its footer is at its end, so it is spooled to a temporary
+        // file first (on disk, whatever its size).
+        let mut raw = raw;
+        let mut magic = Vec::with_capacity(4);
+        (&mut raw).take(4).read_to_end(&mut magic).map_err(|e| bad_input(format!("{name}: reading: {e}")))?;
+        if magic == b"PAR1" {
+            return Input::spooled(name, magic, raw, options, fingerprint, threads);
+        }
+        let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(magic).chain(raw));
         let raw = decompressed(&name, raw, path)?;
         let mut input = Input::start(name, raw, options, fingerprint)?;
         input.threads = threads.max(1);
@@ -139,7 +175,122 @@ impl Input {
             threads: 1,
             progress: None,
             tolerant: false,
+            dataset: None,
+            named: RefCell::new(Vec::new()),
+            empty_names: RefCell::new(Vec::new()),
         })
+    }
+
+    /// An input of the files the FILE arguments list (`data::dataset::list`).
+    fn open_dataset(
+        name: String,
+        paths: &[PathBuf],
+        options: &CsvOptions,
+        fingerprint: bool,
+        threads: usize,
+    ) -> Result<Input> {
+        let listing = dataset::list(paths)?;
+        let (dataset, header) = match listing.format {
+            None => (Dataset::Empty, None),
+            Some(Format::Parquet) => {
+                let set = parquet::open(&listing.parts, &listing.partitions)?;
+                let header = set.names().iter().map(|n| n.as_bytes().to_vec()).collect();
+                (Dataset::Parquet { set, _spool: None }, Some(header))
+            }
+            Some(Format::Csv) => {
+                let mut header: Option<Vec<Vec<u8>>> = None;
+                let mut first_part = "";
+                for part in &listing.parts {
+                    let input = Input::open(&Source::Path(part.path.clone()), options, false, 1)?;
+                    let this =
+                        input.header.clone().unwrap_or_else(|| vec![Vec::new(); input.width().unwrap_or(0)]);
+                    match &header {
+                        None => (header, first_part) = (Some(this), &part.shown),
+                        Some(first) if *first != this && options.has_header => {
+                            return Err(bad_input(format!(
+                                "{}: its header differs from that of {first_part}; every file of a \
+                                 dataset must have the same columns",
+                                part.shown
+                            )))
+                        }
+                        Some(_) => {}
+                    }
+                }
+                let mut header = header.unwrap_or_default();
+                header.extend(listing.partitions.iter().map(|p| p.as_bytes().to_vec()));
+                let dataset = Dataset::Csv { listing, options: options.clone() };
+                (dataset, Some(header))
+            }
+        };
+        Input::with_dataset(name, dataset, header, options, fingerprint, threads)
+    }
+
+    /// Standard input (or a pipe) that starts with Parquet's magic bytes, copied to a temporary
+    /// file and read from there.
+    fn spooled(
+        name: String,
+        magic: Vec<u8>,
+        raw: Box<dyn Read + Send>,
+        options: &CsvOptions,
+        fingerprint: bool,
+        threads: usize,
+    ) -> Result<Input> {
+        let failed = |e: io::Error| bad_input(format!("{name}: copying Parquet to a temporary file: {e}"));
+        let mut spool = tempfile::NamedTempFile::new().map_err(failed)?;
+        io::copy(&mut io::Cursor::new(magic).chain(raw), spool.as_file_mut()).map_err(failed)?;
+        let part =
+            dataset::Part { path: spool.path().to_path_buf(), shown: name.clone(), partition: Vec::new() };
+        let set = parquet::open(std::slice::from_ref(&part), &[])?;
+        let header = set.names().iter().map(|n| n.as_bytes().to_vec()).collect();
+        let dataset = Dataset::Parquet { set, _spool: Some(spool) };
+        Input::with_dataset(name, dataset, Some(header), options, fingerprint, threads)
+    }
+
+    fn with_dataset(
+        name: String,
+        dataset: Dataset,
+        header: Option<Vec<Vec<u8>>>,
+        options: &CsvOptions,
+        fingerprint: bool,
+        threads: usize,
+    ) -> Result<Input> {
+        // A Parquet file's fingerprint is of its footers: known before any row is read.
+        let fingerprint_now = match &dataset {
+            Dataset::Parquet { set, .. } if fingerprint => Some(set.fingerprint()?),
+            Dataset::Empty if fingerprint => Some(parquet::empty_fingerprint()),
+            _ => None,
+        };
+        let first_width = header.as_ref().map(Vec::len);
+        Ok(Input {
+            name,
+            options: CsvOptions { has_header: true, ..options.clone() },
+            stream: None,
+            header,
+            first_width,
+            fingerprinted: fingerprint,
+            fingerprint: fingerprint_now,
+            threads: threads.max(1),
+            progress: None,
+            tolerant: false,
+            dataset: Some(dataset),
+            named: RefCell::new(Vec::new()),
+            empty_names: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// The files to read, for anything but one CSV stream.
+    pub fn dataset(&self) -> Option<&Dataset> {
+        self.dataset.as_ref()
+    }
+
+    /// The columns the flags named so far, in the order they were named.
+    pub fn named_columns(&self) -> Vec<usize> {
+        self.named.borrow().clone()
+    }
+
+    /// Records a dataset's fingerprint once its scan read every part.
+    pub fn set_fingerprint(&mut self, fingerprint: String) {
+        self.fingerprint = Some(fingerprint);
     }
 
     /// Opens the source again for a second pass, keeping the fingerprint of the first (which
@@ -239,6 +390,36 @@ impl Input {
     /// flag is ambiguous and refused, saying how to write either. A header that is one field
     /// holding `;`, a tab or `|` suggests the delimiter the file probably has.
     pub fn resolve(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
+        let index = self.resolve_index(column, flag)?;
+        let mut named = self.named.borrow_mut();
+        if !named.contains(&index) {
+            named.push(index);
+        }
+        Ok(index)
+    }
+
+    fn resolve_index(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
+        if let Some(Dataset::Empty) = &self.dataset {
+            // No file, so no schema: every name is a column of no rows, numbered as named.
+            let mut names = self.empty_names.borrow_mut();
+            let label = column.label();
+            return Ok(match names.iter().position(|n| *n == label) {
+                Some(i) => i,
+                None => {
+                    names.push(label);
+                    names.len() - 1
+                }
+            });
+        }
+        if let (ColumnRef::Index(i), Some(width)) = (column, self.dataset.as_ref().and(self.header_len())) {
+            if *i >= width {
+                return Err(bad_input(format!(
+                    "{}: column {} does not exist ({flag}): the files have {width} columns",
+                    self.name,
+                    i + 1
+                )));
+            }
+        }
         let (name, number) = match column {
             ColumnRef::Index(i) => return Ok(*i),
             ColumnRef::Name(name) => (name.as_str(), None),
@@ -326,6 +507,18 @@ fn nearest<'a>(name: &str, names: &'a [String]) -> Option<&'a str> {
 }
 
 /// Passes bytes through while advancing the progress bar, if there is one.
+/// Whether a path is read as a dataset: a directory, a glob no file is named like, or a Parquet
+/// file (a regular file: the magic bytes of a pipe are read where it is opened).
+fn is_listing(path: &Path) -> Result<bool> {
+    let meta = std::fs::metadata(path);
+    Ok(match meta {
+        Ok(m) if m.is_dir() => true,
+        Ok(m) if m.is_file() => dataset::is_parquet(path)?,
+        Ok(_) => false,
+        Err(_) => dataset::is_glob(path),
+    })
+}
+
 struct Counting<R> {
     inner: R,
     progress: Option<ProgressBar>,
@@ -353,7 +546,7 @@ impl Drop for Input {
 /// else any file with a NUL byte in it (text has none). None for text.
 fn binary_kind(first: &[u8]) -> Option<&'static str> {
     const MAGIC: &[(&[u8], &str)] = &[
-        (b"PAR1", "a Parquet file (not read yet: export it as CSV)"),
+        (b"PAR1", "a compressed Parquet file (decompress it first: Parquet compresses its own pages)"),
         (b"\xff\xfe", "UTF-16 text (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8)"),
         (b"\xfe\xff", "UTF-16 text (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8)"),
         (b"\x89PNG", "a PNG image"),

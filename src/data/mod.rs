@@ -5,10 +5,13 @@
 
 pub mod bound;
 pub mod cell;
+pub mod dataset;
+pub mod engine;
 pub mod filter;
 pub mod fingerprint;
 pub mod input;
 pub mod parallel;
+pub mod parquet;
 pub mod records;
 pub mod route;
 pub mod row;

@@ -25,9 +25,10 @@ pub trait Fold: Clone + Send {
     fn person_end(&mut self) {}
 }
 
-/// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord` (tests), or a
+/// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord` (tests), a
 /// record found by the scan ([`records`](crate::data::records)) with the spans of its first
-/// fields (those the scan reads), their quotes already taken off.
+/// fields (those the scan reads), their quotes already taken off, or one row of a batch of typed
+/// columns ([`Cells`], a Parquet file).
 #[derive(Clone, Copy)]
 pub struct Row<'a>(Fields<'a>);
 
@@ -59,6 +60,26 @@ enum Fields<'a> {
         /// The offset in `bytes` of the record's first byte.
         start: usize,
     },
+    Cells {
+        cells: &'a dyn Cells,
+        row: usize,
+    },
+}
+
+/// A batch of rows held as columns (a Parquet row group's record batch), as [`Row`] reads it.
+///
+/// Its contract is the one that makes a CSV file and a Parquet file of the same table give the
+/// same release: `text` is the cell as that table's CSV would hold it (empty for a null), and
+/// `number`, when the column is numeric, is exactly what
+/// [`parse_number`](crate::data::cell::parse_number) returns for that text.
+pub trait Cells {
+    /// The cell of `column` in `row`; None for a column the batch does not hold (not read).
+    fn text(&self, column: usize, row: usize) -> Option<&[u8]>;
+    /// The cell's number when its column is typed as a number: Some(None) for a null or a
+    /// non-finite value; None when the number must be parsed from the text.
+    fn number(&self, column: usize, row: usize) -> Option<Option<f64>>;
+    /// Columns in a row (also those the batch does not hold).
+    fn width(&self) -> usize;
 }
 
 /// Where a field's value lies: `bytes[start..end]`, or `rewritten[..]` with
@@ -113,11 +134,16 @@ impl<'a> Row<'a> {
         Row(Fields::Line { bytes, start, ends, quoted, width, memo, stamp })
     }
 
+    /// Row `row` of a batch of columns.
+    pub fn cells(cells: &'a dyn Cells, row: usize) -> Row<'a> {
+        Row(Fields::Cells { cells, row })
+    }
+
     /// The offset of the record's first byte in the bytes the scan read it from (0 for a
-    /// `ByteRecord`).
+    /// `ByteRecord` or a row of columns).
     pub fn offset(&self) -> usize {
         match self.0 {
-            Fields::Record(_) => 0,
+            Fields::Record(_) | Fields::Cells { .. } => 0,
             Fields::Line { start, .. } | Fields::Spans { start, .. } => start,
         }
     }
@@ -144,6 +170,17 @@ impl<'a> Row<'a> {
                     rewritten.get(span.start & !Span::REWRITTEN..span.end)
                 }
             }
+            Fields::Cells { cells, row } => cells.text(index, row),
+        }
+    }
+
+    /// The number of field `index` when the row holds it typed (a Parquet number column):
+    /// Some(None) for a null; None when it is to be parsed from the text.
+    #[inline(always)]
+    pub fn typed_number(&self, index: usize) -> Option<Option<f64>> {
+        match self.0 {
+            Fields::Cells { cells, row } => cells.number(index, row),
+            _ => None,
         }
     }
 
@@ -152,6 +189,7 @@ impl<'a> Row<'a> {
         match self.0 {
             Fields::Record(record) => record.len(),
             Fields::Line { width, .. } | Fields::Spans { width, .. } => width,
+            Fields::Cells { cells, .. } => cells.width(),
         }
     }
 
@@ -160,7 +198,7 @@ impl<'a> Row<'a> {
     #[inline]
     pub fn memo(&self, index: usize) -> Option<(&'a Memo, u64)> {
         match self.0 {
-            Fields::Record(_) => None,
+            Fields::Record(_) | Fields::Cells { .. } => None,
             Fields::Line { memo, stamp, .. } | Fields::Spans { memo, stamp, .. } => {
                 memo.get(index).map(|slot| (slot, stamp))
             }

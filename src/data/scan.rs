@@ -10,7 +10,8 @@
 
 use anyhow::Result;
 
-use crate::data::input::Input;
+use crate::data::engine;
+use crate::data::input::{Dataset, Input};
 use crate::data::parallel::{self, Failure, Setup, BLOCK};
 use crate::data::records::{Problem, Shape};
 use crate::data::row::{Fold, Row};
@@ -34,6 +35,14 @@ pub fn scan<F: Fold>(input: &mut Input, fold: &mut F) -> Result<u64> {
     // 0 threads: the calling thread alone, with the one copy.
     let threads =
         if fold.heap_bytes().saturating_mul(parallel::copies(threads)) > FOLD_BUDGET { 0 } else { threads };
+    if let Some(rows) = engine::run_dataset(input, fold, threads) {
+        return rows;
+    }
+    scan_with(input, fold, threads, BLOCK)
+}
+
+/// [`scan`] of one CSV stream (a part of a dataset of CSV files) on `threads` threads.
+pub fn scan_stream<F: Fold>(input: &mut Input, fold: &mut F, threads: usize) -> Result<u64> {
     scan_with(input, fold, threads, BLOCK)
 }
 
@@ -125,6 +134,39 @@ fn message(input: &Input, failure: Failure, widest: Option<usize>) -> anyhow::Er
 /// its row number and its physical line (`dpstat check`). Rows of any width are read; `each`
 /// sees how wide each one is.
 pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> Result<u64> {
+    match input.dataset() {
+        None => {}
+        Some(Dataset::Empty) => return Ok(0),
+        Some(Dataset::Parquet { set, .. }) => {
+            // Every column, row numbers counted on across the parts (a row's "line" is its row
+            // after a header line).
+            let columns: Vec<usize> = (0..input.width().unwrap_or(0)).collect();
+            let mut n = 0u64;
+            return set
+                .each(&columns, |row, _, _| {
+                    n += 1;
+                    each(row, n, n + 1);
+                })
+                .map_err(|stop| engine::stopped(input, stop));
+        }
+        Some(Dataset::Csv { listing, options }) => {
+            let (parts, options) = (listing.parts.clone(), options.clone());
+            let mut n = 0u64;
+            for part in parts {
+                let mut one = Input::open(&crate::data::source::Source::Path(part.path), &options, false, 1)?;
+                each_csv_record(&mut one, &mut |row, _, line| {
+                    n += 1;
+                    each(row, n, line);
+                })?;
+            }
+            return Ok(n);
+        }
+    }
+    each_csv_record(input, &mut each)
+}
+
+/// [`each_record`] of one CSV stream.
+fn each_csv_record(input: &mut Input, each: &mut dyn FnMut(&Row, u64, u64)) -> Result<u64> {
     let Some(stream) = input.take_stream() else {
         return Err(bad_input(format!("{}: cannot read the input a second time", input.name())));
     };

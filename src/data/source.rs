@@ -11,6 +11,8 @@ use crate::numeric::bins::Keys;
 pub enum Source {
     Stdin,
     Path(PathBuf),
+    /// Several FILE arguments, read as one dataset (`data::dataset`).
+    Paths(Vec<PathBuf>),
 }
 
 impl Source {
@@ -19,6 +21,7 @@ impl Source {
         match self {
             Source::Stdin => "<stdin>".to_string(),
             Source::Path(p) => p.display().to_string(),
+            Source::Paths(ps) => ps.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
         }
     }
 }

@@ -1,0 +1,184 @@
+//! The engine boundary. A statistic's exact, mergeable aggregate is its [`Fold`]: the plan an
+//! executor computes. An executor takes the empty fold, feeds it every row of its source (in
+//! parts, on as many threads as it likes, merging the parts' folds in input order) and hands
+//! back the folded state; the noise, the accountant and the ledger stay with the caller
+//! (`cmd`), and no executor imports them (`tests/layers.rs` checks it).
+//!
+//! Three executors sit behind [`Executor`] today: the CSV stream (`data::scan`, one file or
+//! standard input), a dataset of CSV files (each part scanned like one file, its partition
+//! values joined to its rows) and Parquet files (`data::parquet`). A new engine is one more
+//! implementation.
+
+use anyhow::Result;
+
+use crate::data::dataset::Listing;
+use crate::data::input::{Dataset, Input};
+use crate::data::parquet::{ParquetSet, Stop};
+use crate::data::row::{BadCell, Cells, Fold, Row};
+use crate::data::source::{CsvOptions, Source};
+use crate::error::bad_input;
+
+/// What computes a fold over a source.
+pub trait Executor {
+    /// Folds every row into `fold` on up to `threads` threads (0: the calling thread alone);
+    /// returns the number of rows.
+    fn run<F: Fold>(&mut self, fold: &mut F, threads: usize) -> Result<u64>;
+}
+
+/// The Parquet files of an input, reading the columns the flags named.
+pub struct ParquetScan<'a> {
+    pub input: &'a Input,
+    pub set: &'a ParquetSet,
+}
+
+impl Executor for ParquetScan<'_> {
+    fn run<F: Fold>(&mut self, fold: &mut F, threads: usize) -> Result<u64> {
+        let columns = self.input.named_columns();
+        self.set.scan(&columns, fold, threads.max(1)).map_err(|stop| stopped(self.input, stop))
+    }
+}
+
+/// The one-line message of a Parquet scan that stopped.
+pub fn stopped(input: &Input, stop: Stop) -> anyhow::Error {
+    match stop {
+        Stop::Cell { part, row, bad } => {
+            let column = input.column_label(bad.column);
+            bad_input(format!("{part}: row {row}, column '{column}': {}", bad.why))
+        }
+        Stop::Read { part, why } if part.is_empty() => bad_input(format!("{}: {why}", input.name())),
+        Stop::Read { part, why } => bad_input(format!("{part}: {why}")),
+    }
+}
+
+/// CSV files read one after the other, each into its own copy of the empty fold, merged in
+/// order; the dataset's fingerprint is of the parts' fingerprints in order.
+pub struct CsvParts<'a> {
+    pub listing: &'a Listing,
+    pub options: &'a CsvOptions,
+    pub fingerprinted: bool,
+    pub tolerant: bool,
+    /// The fingerprint, once every part was read.
+    pub fingerprint: Option<String>,
+}
+
+impl Executor for CsvParts<'_> {
+    fn run<F: Fold>(&mut self, fold: &mut F, threads: usize) -> Result<u64> {
+        use sha2::{Digest, Sha256};
+        let empty = fold.clone();
+        let mut rows = 0;
+        let mut digest = Sha256::new();
+        for part in &self.listing.parts {
+            let mut input =
+                Input::open(&Source::Path(part.path.clone()), self.options, self.fingerprinted, threads)?;
+            if self.tolerant {
+                input.tolerate_ragged_rows();
+            }
+            let width = input.width().unwrap_or(0);
+            let mut joined = Joined { inner: empty.clone(), width, values: part.partition.clone() };
+            rows += crate::data::scan::scan_stream(&mut input, &mut joined, threads)?;
+            fold.merge(joined.inner);
+            if let Some(print) = input.fingerprint() {
+                for value in &part.partition {
+                    digest.update((value.len() as u64).to_le_bytes());
+                    digest.update(value);
+                }
+                digest.update(print.as_bytes());
+                digest.update(b"\n");
+            }
+        }
+        if self.fingerprinted {
+            let hex: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            self.fingerprint = Some(format!("csv-parts-sha256:{hex}"));
+        }
+        Ok(rows)
+    }
+}
+
+/// A fold that sees a CSV part's rows with the part's partition values after its own fields.
+#[derive(Clone)]
+struct Joined<F> {
+    inner: F,
+    /// Fields of the part's rows.
+    width: usize,
+    values: Vec<Vec<u8>>,
+}
+
+/// One row of a part and the part's partition values.
+struct JoinedRow<'r, 'a> {
+    row: &'r Row<'a>,
+    width: usize,
+    values: &'r [Vec<u8>],
+}
+
+impl Cells for JoinedRow<'_, '_> {
+    fn text(&self, column: usize, _: usize) -> Option<&[u8]> {
+        if column < self.width {
+            self.row.get(column)
+        } else {
+            self.values.get(column - self.width).map(Vec::as_slice)
+        }
+    }
+
+    fn number(&self, column: usize, _: usize) -> Option<Option<f64>> {
+        if column < self.width {
+            self.row.typed_number(column)
+        } else {
+            None
+        }
+    }
+
+    fn width(&self) -> usize {
+        self.width + self.values.len()
+    }
+}
+
+impl<F: Fold> Fold for Joined<F> {
+    fn row(&mut self, row: &Row) -> Result<(), BadCell> {
+        if self.values.is_empty() {
+            return self.inner.row(row);
+        }
+        let joined = JoinedRow { row, width: self.width, values: &self.values };
+        self.inner.row(&Row::cells(&joined, 0))
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.inner.merge(other.inner);
+    }
+
+    fn widest_column(&self) -> Option<usize> {
+        // The partition columns are not in the part's records.
+        self.inner.widest_column().map(|w| w.min(self.width.saturating_sub(1)))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.inner.heap_bytes()
+    }
+
+    fn person_end(&mut self) {
+        self.inner.person_end();
+    }
+}
+
+/// Runs the executor of an input that is a dataset; None for one CSV stream.
+pub fn run_dataset<F: Fold>(input: &mut Input, fold: &mut F, threads: usize) -> Option<Result<u64>> {
+    let shared: &Input = input;
+    let (rows, fingerprint) = match shared.dataset()? {
+        Dataset::Empty => (Ok(0), None),
+        Dataset::Parquet { set, .. } => (ParquetScan { input: shared, set }.run(fold, threads), None),
+        Dataset::Csv { listing, options } => {
+            let mut parts = CsvParts {
+                listing,
+                options,
+                fingerprinted: shared.fingerprinted(),
+                tolerant: shared.tolerant(),
+                fingerprint: None,
+            };
+            let rows = parts.run(fold, threads);
+            (rows, parts.fingerprint)
+        }
+    };
+    if let Some(print) = fingerprint {
+        input.set_fingerprint(print);
+    }
+    Some(rows)
+}
