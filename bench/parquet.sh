@@ -4,7 +4,7 @@
 #
 #   bench/parquet.sh              10M rows
 #   bench/parquet.sh --small      1M rows (checks the script in a minute or two)
-#   bench/parquet.sh --large      10M and 100M rows (the 100M files take ~17 GB, see below)
+#   bench/parquet.sh --large      10M and 100M rows (the 100M files take ~7.5 GB, see below)
 #   bench/parquet.sh ROWS ...     any sizes
 #
 # For each size, one interleaved run (RUNS rounds, each running every command once in a rotated
@@ -23,9 +23,9 @@
 #
 # Environment: DPSTAT (the binary; default: target/release/dpstat, built with cargo), RUNS
 # (rounds, default 5), DATA (generated files and the venv, default bench/data, git-ignored;
-# per 10M rows about 0.1 GB for the 3-column file, as much for the parts, and ~1.5 GB for the
-# 20-column file; files already there are reused), PROJECTION=0 to skip the 20-column and
-# 1-column files.
+# files already there are reused; per 10M rows ~0.75 GB: 73 MB the 3-column file, as much the
+# parts, 580 MB the 20-column file, 59 MB the 1-column one, written in about a minute on 2
+# cores), PROJECTION=0 to skip the 20-column and 1-column files.
 # Needs: python3 (with venv), and cargo unless DPSTAT is given; installs GNU time with apt-get if
 # missing and duckdb, polars and pyarrow with pip into DATA/.venv (once).
 set -euo pipefail
