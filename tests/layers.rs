@@ -3,6 +3,10 @@
 //! `error` (0) < `numeric` (1) < `privacy` (2) < `data` (3) < `report` (4) < `query` (5) < `cmd` (6)
 //! < `cli` (7).
 //!
+//! The engine boundary: no module of `data` (the executors) may reach, directly or through
+//! others, any module of `privacy` but `privacy::unit` (the noise, the accountant and the ledger
+//! stay with the caller).
+//!
 //! A module's layer is its first path segment under `src/` (`src/X.rs` or `src/X/`). A module may
 //! refer to its own layer and the layers below it, never above, and no modules may refer to each
 //! other in a cycle. Errors and exact numbers know nothing of privacy, the mechanisms know nothing
@@ -221,6 +225,21 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
         }
     }
     found.extend(cycles.into_iter().map(|c| format!("cycle: {c}")));
+    // The engine boundary (DESIGN §7.7): the executors (`data`) compute exact aggregates and
+    // never reach the noise, the accountant or the ledger, directly or through another module;
+    // of the privacy layer they may use only the unit and its contribution bounds.
+    for (m, from_m) in &reached {
+        if rank(m) != rank("data") {
+            continue;
+        }
+        for n in from_m {
+            if rank(n) == rank("privacy") && *n != "privacy::unit" {
+                found.push(format!(
+                    "engine boundary: {m} reaches {n} (an executor may use only privacy::unit)"
+                ));
+            }
+        }
+    }
     found
 }
 
@@ -254,6 +273,29 @@ fn check(files: &[&str]) -> Vec<String> {
 
 fn upward(path: &str, import: &str, above: &str, below: &str) -> String {
     format!("{path} imports crate::{import} (layer {above} is above {below})")
+}
+
+#[test]
+fn an_executor_reaching_the_noise_is_refused() {
+    let scan = "src/data/scan.rs\nuse crate::privacy::unit::Bounds;\nfn f() { crate::data::row::g(); }";
+    let row = "src/data/row.rs\nfn g() { crate::privacy::contribution::h(); }";
+    let contribution = "src/privacy/contribution.rs\nuse crate::privacy::laplace::laplace;";
+    let (unit, laplace) = ("src/privacy/unit.rs\n", "src/privacy/laplace.rs\n");
+    let found = check(&[scan, row, contribution, unit, laplace]);
+    let reach = |m: &str, n: &str| {
+        format!("engine boundary: {m} reaches {n} (an executor may use only privacy::unit)")
+    };
+    let mut expected = vec![
+        reach("data::row", "privacy::contribution"),
+        reach("data::row", "privacy::laplace"),
+        reach("data::scan", "privacy::contribution"),
+        reach("data::scan", "privacy::laplace"),
+    ];
+    expected.sort();
+    let mut found = found;
+    found.sort();
+    assert_eq!(found, expected);
+    assert!(check(&[scan, unit, "src/data/row.rs\nfn g() {}"]).is_empty());
 }
 
 #[test]

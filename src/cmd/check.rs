@@ -15,8 +15,8 @@ use anyhow::Result;
 
 use crate::cmd::release::InputFlags;
 use crate::data::cell::parse_number;
+use crate::data::engine::each_record;
 use crate::data::input::Input;
-use crate::data::scan::each_record;
 use crate::error::{shown, Error};
 
 /// Examples kept per column and per kind of problem.

@@ -24,8 +24,8 @@ use crate::data::bound::{self, Bounded, Plan};
 use crate::data::filter::{Filter, FilterSpec};
 use crate::data::input::Input;
 use crate::data::route::{FilterList, GroupBy, Routed};
-use crate::data::scan;
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
+use crate::data::{engine, scan};
 use crate::error::{bad_input, is_withheld, Error};
 use crate::numeric::bins::Keys;
 use crate::numeric::list;
@@ -718,7 +718,7 @@ impl Visitor for Scan<'_, '_> {
                     let mut bounded = Bounded::new(plan, Routed::new(fold, vec![], by.clone()));
                     scan::check_memory(input, &bounded)?;
                     meter.before_rows(input)?;
-                    scan::scan(input, &mut bounded)?;
+                    engine::scan(input, &mut bounded)?;
                     if let (Some(auto), None) = (&person.auto, chosen) {
                         let counts = bounded
                             .rows_per_person(contribution::MAX_BOUND as usize)
@@ -738,7 +738,7 @@ impl Visitor for Scan<'_, '_> {
                     let mut routed = Routed::new(fold, filters, by);
                     scan::check_memory(input, &routed)?;
                     meter.before_rows(input)?;
-                    scan::scan(input, &mut routed)?;
+                    engine::scan(input, &mut routed)?;
                     routed.groups
                 }
             };
@@ -864,14 +864,14 @@ fn discovered<S: Statistic>(
             let mut bounded = Bounded::found_keys(plan, column, keyed.per_person(persons.keys_each()));
             scan::check_memory(input, &bounded)?;
             meter.before_rows(input)?;
-            scan::scan(input, &mut bounded)?;
+            engine::scan(input, &mut bounded)?;
             bounded.finish().map_err(|f| bound_failure(input, f))?
         }
         _ => {
             let mut routed = Routed::new(keyed, filters, None);
             scan::check_memory(input, &routed)?;
             meter.before_rows(input)?;
-            scan::scan(input, &mut routed)?;
+            engine::scan(input, &mut routed)?;
             routed.groups.pop().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?
         }
     };

@@ -56,7 +56,7 @@ use crate::data::cell::{parse_number, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
 use crate::data::route::Routed;
 use crate::data::row::{text_cell, BadCell, Fold, Row};
-use crate::data::scan;
+use crate::data::{engine, scan};
 use crate::error::{bad_input, Error};
 use crate::numeric::grid::GridBounds;
 use crate::privacy::accountant::Cost;
@@ -220,11 +220,11 @@ impl Pass {
     fn scan(self, input: &mut Input) -> Result<Vec<Routed<AnyFold>>> {
         let fold = match self {
             Pass::Rows(mut fold) => {
-                scan::scan(input, &mut fold)?;
+                engine::scan(input, &mut fold)?;
                 fold
             }
             Pass::Persons(mut bounded) => {
-                scan::scan(input, bounded.as_mut())?;
+                engine::scan(input, bounded.as_mut())?;
                 bounded.finish().map_err(|f| bound_failure(input, f))?
             }
         };

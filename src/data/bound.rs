@@ -34,7 +34,7 @@ use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
 use crate::data::scan::FOLD_BUDGET;
-use crate::privacy::contribution::Bounds;
+use crate::privacy::unit::Bounds;
 
 /// Hash partitions, in memory and on disk.
 pub const BUCKETS: usize = 64;

@@ -15,6 +15,7 @@ use crate::data::dataset::Listing;
 use crate::data::input::{Dataset, Input};
 use crate::data::parquet::{ParquetSet, Stop};
 use crate::data::row::{BadCell, Cells, Fold, Row};
+use crate::data::scan;
 use crate::data::source::{CsvOptions, Source};
 use crate::error::bad_input;
 
@@ -75,7 +76,7 @@ impl Executor for CsvParts<'_> {
             }
             let width = input.width().unwrap_or(0);
             let mut joined = Joined { inner: empty.clone(), width, values: part.partition.clone() };
-            rows += crate::data::scan::scan_stream(&mut input, &mut joined, threads)?;
+            rows += scan::scan_stream(&mut input, &mut joined, threads)?;
             fold.merge(joined.inner);
             if let Some(print) = input.fingerprint() {
                 for value in &part.partition {
@@ -159,8 +160,50 @@ impl<F: Fold> Fold for Joined<F> {
     }
 }
 
+/// Feeds every row of the input to `fold` through its executor; returns the number of rows.
+/// Every statistic's scan comes here (`cmd`).
+pub fn scan<F: Fold>(input: &mut Input, fold: &mut F) -> Result<u64> {
+    scan::check_memory(input, fold)?;
+    let threads = scan::threads_for(input, fold);
+    match run_dataset(input, fold, threads) {
+        Some(rows) => rows,
+        None => scan::scan_stream(input, fold, threads),
+    }
+}
+
+/// Every record, in order, by the calling thread, with all its fields, its row number and its
+/// line (`dpstat check`): for a dataset, rows are numbered on across its parts, and a Parquet
+/// row's line is its row after a header line.
+pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> Result<u64> {
+    match input.dataset() {
+        None => scan::each_record(input, &mut each),
+        Some(Dataset::Empty) => Ok(0),
+        Some(Dataset::Parquet { set, .. }) => {
+            let columns: Vec<usize> = (0..input.width().unwrap_or(0)).collect();
+            let mut n = 0u64;
+            set.each(&columns, |row, _, _| {
+                n += 1;
+                each(row, n, n + 1);
+            })
+            .map_err(|stop| stopped(input, stop))
+        }
+        Some(Dataset::Csv { listing, options }) => {
+            let (parts, options) = (listing.parts.clone(), options.clone());
+            let mut n = 0u64;
+            for part in parts {
+                let mut one = Input::open(&Source::Path(part.path), &options, false, 1)?;
+                scan::each_record(&mut one, &mut |row, _, line| {
+                    n += 1;
+                    each(row, n, line);
+                })?;
+            }
+            Ok(n)
+        }
+    }
+}
+
 /// Runs the executor of an input that is a dataset; None for one CSV stream.
-pub fn run_dataset<F: Fold>(input: &mut Input, fold: &mut F, threads: usize) -> Option<Result<u64>> {
+fn run_dataset<F: Fold>(input: &mut Input, fold: &mut F, threads: usize) -> Option<Result<u64>> {
     let shared: &Input = input;
     let (rows, fingerprint) = match shared.dataset()? {
         Dataset::Empty => (Ok(0), None),

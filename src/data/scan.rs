@@ -10,8 +10,7 @@
 
 use anyhow::Result;
 
-use crate::data::engine;
-use crate::data::input::{Dataset, Input};
+use crate::data::input::Input;
 use crate::data::parallel::{self, Failure, Setup, BLOCK};
 use crate::data::records::{Problem, Shape};
 use crate::data::row::{Fold, Row};
@@ -31,14 +30,20 @@ pub const MAX_FOLD_BYTES: usize = 256 << 20;
 /// thread count: a fold too large to copy once per block in flight is scanned by one thread.
 pub fn scan<F: Fold>(input: &mut Input, fold: &mut F) -> Result<u64> {
     check_memory(input, fold)?;
-    let threads = input.threads();
     // 0 threads: the calling thread alone, with the one copy.
-    let threads =
-        if fold.heap_bytes().saturating_mul(parallel::copies(threads)) > FOLD_BUDGET { 0 } else { threads };
-    if let Some(rows) = engine::run_dataset(input, fold, threads) {
-        return rows;
-    }
+    let threads = threads_for(input, fold);
     scan_with(input, fold, threads, BLOCK)
+}
+
+/// The threads a scan of `fold` uses: the input's, or 0 (the calling thread alone) for a fold
+/// too large to copy once per block in flight.
+pub fn threads_for<F: Fold>(input: &Input, fold: &F) -> usize {
+    let threads = input.threads();
+    if fold.heap_bytes().saturating_mul(parallel::copies(threads)) > FOLD_BUDGET {
+        0
+    } else {
+        threads
+    }
 }
 
 /// [`scan`] of one CSV stream (a part of a dataset of CSV files) on `threads` threads.
@@ -130,43 +135,10 @@ fn message(input: &Input, failure: Failure, widest: Option<usize>) -> anyhow::Er
     }
 }
 
-/// Every record, in order, by the calling thread, with all the fields the first record has,
-/// its row number and its physical line (`dpstat check`). Rows of any width are read; `each`
-/// sees how wide each one is.
-pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> Result<u64> {
-    match input.dataset() {
-        None => {}
-        Some(Dataset::Empty) => return Ok(0),
-        Some(Dataset::Parquet { set, .. }) => {
-            // Every column, row numbers counted on across the parts (a row's "line" is its row
-            // after a header line).
-            let columns: Vec<usize> = (0..input.width().unwrap_or(0)).collect();
-            let mut n = 0u64;
-            return set
-                .each(&columns, |row, _, _| {
-                    n += 1;
-                    each(row, n, n + 1);
-                })
-                .map_err(|stop| engine::stopped(input, stop));
-        }
-        Some(Dataset::Csv { listing, options }) => {
-            let (parts, options) = (listing.parts.clone(), options.clone());
-            let mut n = 0u64;
-            for part in parts {
-                let mut one = Input::open(&crate::data::source::Source::Path(part.path), &options, false, 1)?;
-                each_csv_record(&mut one, &mut |row, _, line| {
-                    n += 1;
-                    each(row, n, line);
-                })?;
-            }
-            return Ok(n);
-        }
-    }
-    each_csv_record(input, &mut each)
-}
-
-/// [`each_record`] of one CSV stream.
-fn each_csv_record(input: &mut Input, each: &mut dyn FnMut(&Row, u64, u64)) -> Result<u64> {
+/// Every record of one CSV stream, in order, by the calling thread, with all the fields the
+/// first record has, its row number and its physical line (`dpstat check`, through
+/// `engine::each_record`). Rows of any width are read; `each` sees how wide each one is.
+pub fn each_record(input: &mut Input, each: &mut dyn FnMut(&Row, u64, u64)) -> Result<u64> {
     let Some(stream) = input.take_stream() else {
         return Err(bad_input(format!("{}: cannot read the input a second time", input.name())));
     };

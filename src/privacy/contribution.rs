@@ -33,69 +33,7 @@ use super::permute_and_flip::permute_and_flip;
 use crate::numeric::grid::Grid;
 use crate::numeric::list;
 
-/// The largest value of each bound: K² must fit the factor of ρ (a `u32`).
-pub const MAX_BOUND: u32 = 10_000;
-
-/// The contribution bounds of one person.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bounds {
-    /// K: rows per person, in all.
-    pub rows: u32,
-    /// G: `--by` groups per person.
-    pub groups: u32,
-    /// K_g: rows per person in one group.
-    pub rows_per_group: u32,
-}
-
-impl Default for Bounds {
-    /// One row per person, in one group: a release then counts people, as BigQuery's
-    /// defaults do.
-    fn default() -> Bounds {
-        Bounds { rows: 1, groups: 1, rows_per_group: 1 }
-    }
-}
-
-/// By how much the row-level budget of a release is multiplied for one person.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Factor {
-    /// T: for ε (and for every Δ₁ the release states).
-    pub pure: u32,
-    /// K'_g·T: for ρ (and, square-rooted, for every Δ₂).
-    pub rho: u32,
-}
-
-impl Factor {
-    /// Row level: nothing changes.
-    pub const ONE: Factor = Factor { pure: 1, rho: 1 };
-}
-
-impl Bounds {
-    /// The factor for a release that is one statistic over all kept rows (`grouped` false) or
-    /// one per `--by` group.
-    pub fn factor(&self, grouped: bool) -> Factor {
-        let k = self.rows;
-        if !grouped {
-            return Factor { pure: k, rho: k * k };
-        }
-        let per_group = self.rows_per_group.min(k);
-        let total = k.min(self.groups.saturating_mul(per_group));
-        Factor { pure: total, rho: per_group * total }
-    }
-
-    /// An error naming the flag whose value is out of 1..=[`MAX_BOUND`].
-    pub fn check(&self) -> Result<(), String> {
-        for (value, flag) in [
-            (self.rows, "--max-rows-per-id"),
-            (self.groups, "--max-groups-per-id"),
-            (self.rows_per_group, "--max-rows-per-group"),
-        ] {
-            if value == 0 || value > MAX_BOUND {
-                return Err(format!("{flag} {value}: give a whole number from 1 to {MAX_BOUND}"));
-            }
-        }
-        Ok(())
-    }
-}
+pub use super::unit::{Bounds, Factor, MAX_BOUND};
 
 /// `--max-rows-per-id auto`: the share of ε spent choosing K, as numerator/denominator.
 pub const AUTO_SHARE: (u32, u32) = (1, 10);
