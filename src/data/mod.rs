@@ -5,6 +5,7 @@
 
 pub mod bound;
 pub mod cell;
+pub mod date;
 pub mod filter;
 pub mod fingerprint;
 pub mod input;
