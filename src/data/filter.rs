@@ -498,6 +498,21 @@ mod tests {
     }
 
     #[test]
+    fn comparisons_read_dates_and_timestamps_as_their_numbers() {
+        // 2025-01-01 is day 20089; its midnight UTC is second 1735689600.
+        let f = parse("day>=2025-01-01");
+        assert_eq!(f.test, Test::AtLeast(20089.0));
+        assert!(f.test.matches(b"2025-01-01") && f.test.matches(b"2025-03-01") && f.test.matches(b"20089"));
+        assert!(!f.test.matches(b"2024-12-31") && !f.test.matches(b"20088.5"));
+        // A cell that only looks like a date is no number: it matches no comparison.
+        assert!(!f.test.matches(b"2025-02-30") && !parse("day<2025-01-01").test.matches(b"2025-02-30"));
+        let f = parse("at < 2025-01-01T01:00:00+01:00");
+        assert_eq!(f.test, Test::Less(1_735_689_600.0));
+        assert!(f.test.matches(b"2024-12-31T23:59:59.999Z") && !f.test.matches(b"2025-01-01 00:00"));
+        assert!(refused("day>=2025-02-30").contains("not a finite number"));
+    }
+
+    #[test]
     fn long_member_lists_are_hashed_and_agree() {
         let list: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
         let f = parse(&format!("c in {}", list.join(",")));
