@@ -16,7 +16,8 @@
 //!
 //! Numbers are read by [`parse_number`], the parser every query uses, on both sides: N when the
 //! filter is parsed (a filter whose N is not a finite number is refused), and the cell on every
-//! row. A cell that is not a number (text, empty, `NaN`, `inf`) does not match a comparison;
+//! row, so a date or timestamp compares as its day or second number (`day>=2025-01-01`). A cell
+//! that is not a number (text, empty, `NaN`, `inf`, `2025-02-30`) does not match a comparison;
 //! it is not an error, whatever `--invalid` says (`--invalid` is about the column a statistic
 //! reads). Comparisons are between the two f64 values, so `-0` equals `0`.
 //!
