@@ -1,8 +1,10 @@
 //! One cell as a query reads it: its trimmed bytes, or its finite number under the
-//! `--invalid` policy. The number parser is exact: it returns what `str::parse::<f64>` returns.
+//! `--invalid` policy. The number parser is exact: it returns what `str::parse::<f64>` returns,
+//! and for a date or timestamp the number it means (DESIGN §2.6).
 
 use std::str::FromStr;
 
+use crate::data::date::{looks_like_date, parse_date_time};
 use crate::data::row::{text_cell, BadCell, Row};
 use crate::error::shown;
 use crate::numeric::bounds::Finite;
@@ -80,7 +82,9 @@ impl NumberCell {
 }
 
 /// A finite f64, or None: exactly what `str::parse::<f64>` accepts, less NaN and ±inf (which
-/// includes overflow such as 1e400).
+/// includes overflow such as 1e400); and a date (`2025-03-01`: days since 1970-01-01) or a
+/// timestamp (`2025-03-01T12:00:00.5+01:00`: seconds since 1970-01-01T00:00:00Z, exact), read by
+/// [`parse_date_time`] from text std refuses.
 ///
 /// Plain decimals (`-12.5`, `007`, `.5`) with at most 19 digits, a value at most 2^53 and at
 /// most 22 digits after the point are computed here: the digits form an integer m that an f64 holds
@@ -248,10 +252,17 @@ fn parse_long_decimal(rest: &[u8], negative: bool) -> Option<f64> {
     Some(if negative { -magnitude } else { magnitude })
 }
 
+/// std's answer; for text std refuses that looks like a date, the date's number. A number std
+/// reads is never a date (no f64 literal has a `-` at bytes 4 and 7), so the order costs the
+/// numbers nothing and changes none of them.
 #[cold]
 fn parse_with_std(cell: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(cell).ok()?;
-    text.parse::<f64>().ok().filter(|x| x.is_finite())
+    match text.parse::<f64>() {
+        Ok(x) => Some(x).filter(|x| x.is_finite()),
+        Err(_) if looks_like_date(cell) => parse_date_time(cell),
+        Err(_) => None,
+    }
 }
 
 fn describe_invalid(cell: &[u8]) -> String {
@@ -470,6 +481,30 @@ mod tests {
         assert_eq!(parse_number(b"-0"), Some(-0.0));
         for bad in [&b"NaN"[..], b"inf", b"-inf", b"1e400", b"", b"abc", b"1,5", b"\xff"] {
             assert_eq!(parse_number(bad), None);
+        }
+    }
+
+    #[test]
+    fn dates_and_timestamps_are_their_numbers() {
+        // Day and second numbers checked against another calendar (Python's datetime).
+        let cases = [
+            ("2025-03-01", "20148"),
+            ("1969-12-31", "-1"),
+            ("2024-02-29", "19782"),
+            ("2025-03-01T00:00:00.1Z", "1740787200.1"),
+            ("2025-03-01 01:00+01:00", "1740787200"),
+            ("1969-12-31T23:59:55.25", "-4.75"),
+        ];
+        for (cell, number) in cases {
+            let want = number.parse::<f64>().unwrap().to_bits();
+            assert_eq!(parse_number(cell.as_bytes()).map(f64::to_bits), Some(want), "{cell}");
+            // Cells arrive trimmed; a slice of a longer buffer reads the same.
+            let buffer = format!("x,{cell},7");
+            let slice = &buffer.as_bytes()[2..2 + cell.len()];
+            assert_eq!(parse_number(slice).map(f64::to_bits), Some(want), "{cell} in a buffer");
+        }
+        for cell in ["2025-02-30", "2025-01-01T23:59:60", "2025-01-01T24:00", "1e10-01-01", "2025-01-01x"] {
+            assert_eq!(parse_number(cell.as_bytes()), None, "{cell}");
         }
     }
 

@@ -16,7 +16,8 @@
 //!
 //! Numbers are read by [`parse_number`], the parser every query uses, on both sides: N when the
 //! filter is parsed (a filter whose N is not a finite number is refused), and the cell on every
-//! row. A cell that is not a number (text, empty, `NaN`, `inf`) does not match a comparison;
+//! row, so a date or timestamp compares as its day or second number (`day>=2025-01-01`). A cell
+//! that is not a number (text, empty, `NaN`, `inf`, `2025-02-30`) does not match a comparison;
 //! it is not an error, whatever `--invalid` says (`--invalid` is about the column a statistic
 //! reads). Comparisons are between the two f64 values, so `-0` equals `0`.
 //!
@@ -495,6 +496,21 @@ mod tests {
         assert_eq!(label("home region = a"), "home region=a");
         assert_eq!(label("x="), "x is empty");
         assert_eq!(label("name in  \"Smith, Ann\" , \"Lee\""), "name in \"Smith, Ann\",Lee");
+    }
+
+    #[test]
+    fn comparisons_read_dates_and_timestamps_as_their_numbers() {
+        // 2025-01-01 is day 20089; its midnight UTC is second 1735689600.
+        let f = parse("day>=2025-01-01");
+        assert_eq!(f.test, Test::AtLeast(20089.0));
+        assert!(f.test.matches(b"2025-01-01") && f.test.matches(b"2025-03-01") && f.test.matches(b"20089"));
+        assert!(!f.test.matches(b"2024-12-31") && !f.test.matches(b"20088.5"));
+        // A cell that only looks like a date is no number: it matches no comparison.
+        assert!(!f.test.matches(b"2025-02-30") && !parse("day<2025-01-01").test.matches(b"2025-02-30"));
+        let f = parse("at < 2025-01-01T01:00:00+01:00");
+        assert_eq!(f.test, Test::Less(1_735_689_600.0));
+        assert!(f.test.matches(b"2024-12-31T23:59:59.999Z") && !f.test.matches(b"2025-01-01 00:00"));
+        assert!(refused("day>=2025-02-30").contains("not a finite number"));
     }
 
     #[test]

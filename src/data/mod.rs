@@ -6,6 +6,7 @@
 pub mod bound;
 pub mod cell;
 pub mod dataset;
+pub mod date;
 pub mod engine;
 pub mod filter;
 pub mod fingerprint;
