@@ -37,7 +37,7 @@ fn column<T>(salt: u64, nulls: u64, value: impl Fn(u64) -> T) -> Vec<Option<T>> 
     (0..ROWS)
         .map(|r| {
             let h = mix(r, salt);
-            (h % nulls != 0).then(|| value(h / nulls))
+            (!h.is_multiple_of(nulls)).then(|| value(h / nulls))
         })
         .collect()
 }
