@@ -392,6 +392,56 @@ fn extras() -> Vec<Case> {
                 "1",
             ],
         ),
+        // Distinct people per key: the folds close each person (`person_end`) through every
+        // executor's wrappers, on one thread and on five.
+        Case {
+            layouts: THREADS,
+            ..case(
+                "count by region, discovered, people",
+                &[
+                    "count",
+                    "--privacy-id",
+                    "id",
+                    "--by",
+                    "region",
+                    "--discover",
+                    "--delta",
+                    "1e-6",
+                    "--eps",
+                    "1",
+                ],
+            )
+        },
+        Case {
+            layouts: THREADS,
+            ..case(
+                "mean by year (partition), discovered, people",
+                &[
+                    "mean",
+                    "--col",
+                    "price",
+                    "--lower",
+                    "-200",
+                    "--upper",
+                    "200",
+                    "--privacy-id",
+                    "id",
+                    "--max-rows-per-id",
+                    "2",
+                    "--by",
+                    "year",
+                    "--discover",
+                    "--delta",
+                    "1e-6",
+                    "--max-keys",
+                    "1000",
+                    "--invalid",
+                    "skip",
+                    "--eps",
+                    "1",
+                ],
+            )
+        },
         case("count where year (partition)", &["count", "--where", "year>=2024", "--eps", "1"]),
         case(
             "mean by year (partition)",
