@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use arrow_array::types::Int32Type;
 use arrow_array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int64Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, Float32Array, Float64Array,
+    Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use parquet::arrow::ArrowWriter;
@@ -19,8 +20,14 @@ use parquet::file::properties::WriterProperties;
 #[derive(Clone, Debug)]
 pub enum Values {
     Int(Vec<Option<i64>>),
+    Int32(Vec<Option<i32>>),
     Float(Vec<Option<f64>>),
+    Float32(Vec<Option<f32>>),
     Text(Vec<Option<String>>),
+    /// Text as a LargeUtf8 column.
+    LargeText(Vec<Option<String>>),
+    /// Text as a dictionary-encoded column (Int32 keys, Utf8 values).
+    Dictionary(Vec<Option<String>>),
     /// Unscaled values, precision and scale.
     Decimal(Vec<Option<i128>>, u8, i8),
     /// Days since 1970-01-01.
@@ -34,8 +41,10 @@ impl Values {
     pub fn len(&self) -> usize {
         match self {
             Values::Int(v) => v.len(),
+            Values::Int32(v) => v.len(),
             Values::Float(v) => v.len(),
-            Values::Text(v) => v.len(),
+            Values::Float32(v) => v.len(),
+            Values::Text(v) | Values::LargeText(v) | Values::Dictionary(v) => v.len(),
             Values::Decimal(v, _, _) => v.len(),
             Values::Date(v) => v.len(),
             Values::Timestamp(v) => v.len(),
@@ -49,8 +58,15 @@ impl Values {
         }
         match self {
             Values::Int(v) => Arc::new(Int64Array::from(pick(v, rows))),
+            Values::Int32(v) => Arc::new(Int32Array::from(pick(v, rows))),
             Values::Float(v) => Arc::new(Float64Array::from(pick(v, rows))),
+            Values::Float32(v) => Arc::new(Float32Array::from(pick(v, rows))),
             Values::Text(v) => Arc::new(StringArray::from(pick(v, rows))),
+            Values::LargeText(v) => Arc::new(LargeStringArray::from(pick(v, rows))),
+            Values::Dictionary(v) => {
+                let picked = pick(v, rows);
+                Arc::new(picked.iter().map(Option::as_deref).collect::<DictionaryArray<Int32Type>>())
+            }
             Values::Decimal(v, p, s) => {
                 Arc::new(Decimal128Array::from(pick(v, rows)).with_precision_and_scale(*p, *s).unwrap())
             }
@@ -60,14 +76,18 @@ impl Values {
         }
     }
 
-    /// The cell as the table's CSV holds it: integers and doubles in Rust's shortest decimal
-    /// form, decimals with their scale's digits, dates and timestamps as arrow displays them
+    /// The cell as the table's CSV holds it: integers, doubles and floats in Rust's shortest
+    /// decimal form, decimals with their scale's digits, dates and timestamps as arrow displays them
     /// (`2025-03-01`, `2025-03-01T12:00:00.5`), text as it is.
     fn cell(&self, row: usize) -> String {
         match self {
             Values::Int(v) => v[row].map(|x| x.to_string()).unwrap_or_default(),
+            Values::Int32(v) => v[row].map(|x| x.to_string()).unwrap_or_default(),
             Values::Float(v) => v[row].map(|x| x.to_string()).unwrap_or_default(),
-            Values::Text(v) => v[row].clone().unwrap_or_default(),
+            Values::Float32(v) => v[row].map(|x| x.to_string()).unwrap_or_default(),
+            Values::Text(v) | Values::LargeText(v) | Values::Dictionary(v) => {
+                v[row].clone().unwrap_or_default()
+            }
             Values::Decimal(v, _, s) => v[row].map(|x| decimal_text(x, *s)).unwrap_or_default(),
             Values::Date(_) | Values::Timestamp(_) | Values::Bool(_) => {
                 let array = self.array(&[row]);
