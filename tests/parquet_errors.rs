@@ -433,3 +433,58 @@ fn corrupt_files_never_panic_nor_release_uncharged() {
         under_ledger(1)
     );
 }
+
+/// A column declared of a type that holds no number (Boolean, a list) is refused before the
+/// charge by every query that reads numbers; text is not (it may hold numbers, as CSV does),
+/// and a histogram over categories reads a Boolean's text.
+#[test]
+fn a_column_that_can_hold_no_number_is_refused_before_the_charge() {
+    use arrow_array::builder::{Int64Builder, ListBuilder};
+    use std::sync::Arc;
+    let dir = TempDir::new().unwrap();
+    let n = 60;
+    let t = Table {
+        columns: vec![
+            ("id".into(), Values::Int((0..n).map(Some).collect())),
+            ("flag".into(), Values::Bool((0..n).map(|i| Some(i % 3 == 0)).collect())),
+        ],
+    };
+    let file = dir.path().join("t.parquet");
+    t.write_parquet(&file, 16);
+    let declared = ["column 'flag' (--col) is declared Boolean, which holds no numbers"];
+    refused_before_the_charge(&mean("flag"), &file, &[&declared[0], "mean reads numbers"]);
+    let sum = ["sum", "--col", "flag", "--lower", "0", "--upper", "1", "--eps", "1"].map(String::from);
+    refused_before_the_charge(&sum, &file, &[&declared[0], "sum reads numbers"]);
+    let mut grouped = mean("flag");
+    grouped.extend(["--by", "id", "--keys", "1,2"].map(String::from));
+    refused_before_the_charge(&grouped, &file, &declared);
+    let bins = ["histogram", "--col", "flag", "--bins", "2", "--lower", "0", "--upper", "1", "--eps", "1"];
+    refused_before_the_charge(&bins.map(String::from), &file, &["histogram reads numbers"]);
+    let categories = ["histogram", "--col", "flag", "--categories", "true,false", "--eps", "1", "-o", "json"];
+    let csv = dir.path().join("t.csv");
+    fs::write(&csv, t.csv()).unwrap();
+    assert_eq!(
+        stdout_of(dpstat().args(categories).arg(&file)),
+        stdout_of(dpstat().args(categories).arg(&csv))
+    );
+
+    let mut lists = ListBuilder::new(Int64Builder::new());
+    for i in 0..20 {
+        lists.values().append_value(i);
+        lists.append(true);
+    }
+    let batch =
+        arrow_array::RecordBatch::try_from_iter([("xs", Arc::new(lists.finish()) as arrow_array::ArrayRef)])
+            .unwrap();
+    let listed = dir.path().join("lists.parquet");
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(fs::File::create(&listed).unwrap(), batch.schema(), None)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    refused_before_the_charge(
+        &mean("xs"),
+        &listed,
+        &["column 'xs' (--col) is declared List(", "mean reads numbers"],
+    );
+}

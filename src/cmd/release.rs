@@ -803,11 +803,7 @@ pub fn bound_plan<S: Statistic>(
     key: [u8; 16],
 ) -> Result<Plan> {
     let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<Vec<_>>>()?;
-    let mut keep = statistic
-        .columns()
-        .into_iter()
-        .map(|(c, flag)| input.resolve(c, flag))
-        .collect::<Result<Vec<_>>>()?;
+    let mut keep = statistic_columns(statistic, input)?;
     keep.extend(group.as_ref().map(|g| g.index));
     Ok(Plan {
         ids,
@@ -849,11 +845,7 @@ fn discovered<S: Statistic>(
     meter: &mut Meter,
 ) -> Result<Published> {
     let (filters, _) = routing(&job.filters, None, input)?;
-    let indices = statistic
-        .columns()
-        .into_iter()
-        .map(|(c, flag)| input.resolve(c, flag))
-        .collect::<Result<Vec<_>>>()?;
+    let indices = statistic_columns(statistic, input)?;
     let column = input.resolve(by, "--by")?;
     let keyed = discover::keyed_fold(statistic, &indices, column, discovery);
     let persons = job.person.as_ref().map(Person::persons);
@@ -898,12 +890,23 @@ pub fn context<'a>(job: &'a Job, input: &'a Input, mechanism: &'a Mechanism) -> 
 
 /// The empty fold of a statistic, its column resolved against the input's header.
 pub fn empty_fold<S: Statistic>(statistic: &S, input: &Input) -> Result<S::Fold> {
-    let indices = statistic
+    Ok(statistic.fold(&statistic_columns(statistic, input)?))
+}
+
+/// The columns a statistic reads, resolved against the input's header or schema; one declared
+/// of a type that holds no numbers is refused, before the charge, for a statistic of numbers.
+pub fn statistic_columns<S: Statistic>(statistic: &S, input: &Input) -> Result<Vec<usize>> {
+    statistic
         .columns()
         .into_iter()
-        .map(|(c, flag)| input.resolve(c, flag))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(statistic.fold(&indices))
+        .map(|(c, flag)| {
+            let index = input.resolve(c, flag)?;
+            if statistic.reads_numbers() {
+                input.refuse_never_numeric(index, flag, statistic.name())?;
+            }
+            Ok(index)
+        })
+        .collect()
 }
 
 /// Filters and grouping, resolved against the input's header.
