@@ -62,7 +62,10 @@ fn refused_before_the_charge(args: &[String], file: &Path, needles: &[&str]) -> 
     let ledger = ledger_in(dir.path());
     let before = fs::read(&ledger).unwrap();
     let mut cmd = unseeded();
-    cmd.args(args).args(["--invalid", "skip", "--ledger"]).arg(&ledger).arg(file);
+    cmd.args(args).arg("--ledger").arg(&ledger).arg(file);
+    if args[0] != "run" {
+        cmd.args(["--invalid", "skip"]);
+    }
     let charged_line = fails_with(&mut cmd, needles);
     assert_eq!(fs::read(&ledger).unwrap(), before, "nothing charged: {charged_line}");
     assert_eq!(spent(&ledger), (1, "1/1".to_string()));
@@ -460,6 +463,15 @@ fn a_column_that_can_hold_no_number_is_refused_before_the_charge() {
     refused_before_the_charge(&grouped, &file, &declared);
     let bins = ["histogram", "--col", "flag", "--bins", "2", "--lower", "0", "--upper", "1", "--eps", "1"];
     refused_before_the_charge(&bins.map(String::from), &file, &["histogram reads numbers"]);
+    let workload = dir.path().join("w.toml");
+    fs::write(
+        &workload,
+        "epsilon = 1\n[[query]]\nname = \"ids\"\nkind = \"mean\"\ncolumn = \"id\"\nlower = 0\nupper = 100\ninvalid = \"skip\"\n\
+         [[query]]\nname = \"flags\"\nkind = \"mean\"\ncolumn = \"flag\"\nlower = 0\nupper = 1\ninvalid = \"skip\"\n",
+    )
+    .unwrap();
+    let run = ["run".to_string(), workload.display().to_string()];
+    refused_before_the_charge(&run, &file, &["flags", &declared[0]]);
     let categories = ["histogram", "--col", "flag", "--categories", "true,false", "--eps", "1", "-o", "json"];
     let csv = dir.path().join("t.csv");
     fs::write(&csv, t.csv()).unwrap();
