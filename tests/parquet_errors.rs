@@ -385,8 +385,23 @@ fn corrupt_files_never_panic_nor_release_uncharged() {
         let path = dir.path().join(format!("m{i:03}.parquet"));
         fs::write(&path, mutant(&bytes, footer, i)).unwrap();
         let col = columns[i % columns.len()];
-        let out = unseeded().args(mean(col)).args(["--invalid", "skip"]).arg(&path).output().unwrap();
+        let threads = (1 + i % 3).to_string();
+        let mut cmd = unseeded();
+        cmd.args(mean(col)).args(["--invalid", "skip", "--threads", &threads]).arg(&path);
+        let out = cmd.output().unwrap();
         let code = check_outcome(&format!("mutant {i}"), &out);
+        if i % 7 == 0 {
+            // `dpstat check` reads every column on the calling thread: 0 (clean), 4 (problems).
+            let out = unseeded().arg("check").arg(&path).output().unwrap();
+            let name = format!("mutant {i} checked");
+            match out.status.code() {
+                Some(0 | 4) => {
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+                }
+                _ => assert_eq!(check_outcome(&name, &out), Some(2), "{name}"),
+            }
+        }
         assert!(
             matches!(code, Some(0 | 2)),
             "mutant {i}: exit {code:?}: {}",
