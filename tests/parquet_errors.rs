@@ -243,18 +243,26 @@ fn no_files_and_no_rows_are_released_and_charged() {
     let csv = charged(&filtered, &header_only, &mut runs);
     assert_eq!(charged(&filtered, &data, &mut runs), csv);
 
-    // Without a ledger: the same releases, and no note either.
+    // Without a ledger the custodian is told that nothing was found (a mistyped glob).
     for file in [&empty, &nothing] {
         let out = dpstat().args(["count", "--eps", "1"]).arg(file).output().unwrap();
         assert_eq!(out.status.code(), Some(0));
         one_number(&String::from_utf8_lossy(&out.stdout));
-        let notes: Vec<_> = String::from_utf8_lossy(&out.stderr)
+        let notes: Vec<String> = String::from_utf8_lossy(&out.stderr)
             .lines()
             .filter(|l| !l.contains("NOT private"))
             .map(String::from)
             .collect();
-        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            notes,
+            [format!("dpstat: note: {} holds no file: the release is over no rows", file.display())]
+        );
     }
+    let workload = dir.path().join("w.toml");
+    fs::write(&workload, "epsilon = 1\n[[query]]\nname = \"n\"\nkind = \"count\"\n").unwrap();
+    let out = dpstat().arg("run").arg(&workload).arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no file"));
 }
 
 /// A partition column is a column like any other: `--by` it without keys is refused as for a

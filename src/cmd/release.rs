@@ -22,7 +22,7 @@ use rand::RngCore;
 
 use crate::data::bound::{self, Bounded, Plan};
 use crate::data::filter::{Filter, FilterSpec};
-use crate::data::input::Input;
+use crate::data::input::{Dataset, Input};
 use crate::data::route::{FilterList, GroupBy, Routed};
 use crate::data::scan;
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
@@ -537,6 +537,7 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     warn_if_large(&job.spend, job.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&job.input.source, &job.input.csv, job.ledger.is_some(), job.input.threads)?;
+    note_no_files(&input, job.ledger.is_some());
     let query = match (&job.group, &job.discover_by) {
         (Some(g), _) => format!("{} by {}", job.statistic.name(), g.column.label()),
         (None, Some((by, _))) => format!("{} by {} (keys found)", job.statistic.name(), by.label()),
@@ -993,6 +994,15 @@ pub fn warn_if_large(spend: &Spend, conversion: Option<&Delta>) {
 /// An informational line on stderr.
 pub fn note_line(message: &str) {
     let _ = writeln!(std::io::stderr(), "dpstat: note: {message}");
+}
+
+/// Without a ledger, says that a directory or glob held no file (a mistyped glob reads as a
+/// dataset of no rows). Under a ledger what the file system holds is data, released like any
+/// other: no note tells it apart from a file of no rows.
+pub fn note_no_files(input: &Input, ledger: bool) {
+    if !ledger && matches!(input.dataset(), Some(Dataset::Empty)) {
+        note_line(&format!("{} holds no file: the release is over no rows", input.name()));
+    }
 }
 
 /// A note on stderr; a failure to write it must not stop a release.
