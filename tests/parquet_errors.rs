@@ -332,7 +332,8 @@ fn mutant(bytes: &[u8], footer: usize, i: usize) -> Vec<u8> {
     let mut rng = Mix(i as u64 * 7919 + 1);
     let mut out = bytes.to_vec();
     let n = out.len();
-    let at = |rng: &mut Mix| if rng.next() % 2 == 0 { n - 1 - rng.below(footer) } else { rng.below(n) };
+    let at =
+        |rng: &mut Mix| if rng.next().is_multiple_of(2) { n - 1 - rng.below(footer) } else { rng.below(n) };
     match i % 4 {
         0 => {
             for _ in 0..1 + rng.below(4) {
@@ -477,10 +478,10 @@ fn a_column_that_can_hold_no_number_is_refused_before_the_charge() {
     };
     let file = dir.path().join("t.parquet");
     t.write_parquet(&file, 16);
-    let declared = ["column 'flag' (--col) is declared Boolean, which holds no numbers"];
-    refused_before_the_charge(&mean("flag"), &file, &[&declared[0], "mean reads numbers"]);
+    let declared: [&str; 1] = ["column 'flag' (--col) is declared Boolean, which holds no numbers"];
+    refused_before_the_charge(&mean("flag"), &file, &[declared[0], "mean reads numbers"]);
     let sum = ["sum", "--col", "flag", "--lower", "0", "--upper", "1", "--eps", "1"].map(String::from);
-    refused_before_the_charge(&sum, &file, &[&declared[0], "sum reads numbers"]);
+    refused_before_the_charge(&sum, &file, &[declared[0], "sum reads numbers"]);
     let mut grouped = mean("flag");
     grouped.extend(["--by", "id", "--keys", "1,2"].map(String::from));
     refused_before_the_charge(&grouped, &file, &declared);
@@ -494,7 +495,7 @@ fn a_column_that_can_hold_no_number_is_refused_before_the_charge() {
     )
     .unwrap();
     let run = ["run".to_string(), workload.display().to_string()];
-    refused_before_the_charge(&run, &file, &["flags", &declared[0]]);
+    refused_before_the_charge(&run, &file, &["flags", declared[0]]);
     let categories = ["histogram", "--col", "flag", "--categories", "true,false", "--eps", "1", "-o", "json"];
     let csv = dir.path().join("t.csv");
     fs::write(&csv, t.csv()).unwrap();
