@@ -181,9 +181,8 @@ fn line_numbers_are_right_for_crlf_and_cr_files() {
 #[test]
 fn binary_input_is_named_not_parsed() {
     let dir = tempfile::TempDir::new().unwrap();
-    let cases: [(&str, &[u8], &str); 4] = [
+    let cases: [(&str, &[u8], &str); 3] = [
         ("image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"),
-        ("table.parquet", b"PAR1\x15\x04\x15\x10", "a Parquet file"),
         ("blob.bin", b"ab\x00cd\nx,y\n", "NUL byte"),
         ("wide.csv", b"\xff\xfea\x00,\x00b\x00\n\x00", "UTF-16"),
     ];
@@ -193,6 +192,13 @@ fn binary_input_is_named_not_parsed() {
         let line = fails_with(dpstat().args(["count", "--eps", "1"]).arg(&path), &["is not CSV text", says]);
         assert_eq!(line.trim_end().lines().count(), 1, "{line}");
     }
+    // Parquet's magic bytes are read as Parquet (tests/parquet_errors.rs has the rest).
+    let path = dir.path().join("table.parquet");
+    std::fs::write(&path, b"PAR1\x15\x04\x15\x10").unwrap();
+    fails_with(
+        dpstat().args(["count", "--eps", "1"]).arg(&path),
+        &["table.parquet: not a readable Parquet file"],
+    );
     let path = dir.path().join("rows.csv");
     std::fs::write(&path, b"a\x00b,1\nc,2\n").unwrap();
     let ledger = dir.path().join("ledger.jsonl");

@@ -22,7 +22,7 @@ use rand::RngCore;
 
 use crate::data::bound::{self, Bounded, Plan};
 use crate::data::filter::{Filter, FilterSpec};
-use crate::data::input::Input;
+use crate::data::input::{Dataset, Input};
 use crate::data::route::{FilterList, GroupBy, Routed};
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec, Source};
 use crate::data::{engine, scan};
@@ -537,6 +537,7 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     warn_if_large(&job.spend, job.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&job.input.source, &job.input.csv, job.ledger.is_some(), job.input.threads)?;
+    note_no_files(&input, job.ledger.is_some());
     let query = match (&job.group, &job.discover_by) {
         (Some(g), _) => format!("{} by {}", job.statistic.name(), g.column.label()),
         (None, Some((by, _))) => format!("{} by {} (keys found)", job.statistic.name(), by.label()),
@@ -803,11 +804,7 @@ pub fn bound_plan<S: Statistic>(
     key: [u8; 16],
 ) -> Result<Plan> {
     let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<Vec<_>>>()?;
-    let mut keep = statistic
-        .columns()
-        .into_iter()
-        .map(|(c, flag)| input.resolve(c, flag))
-        .collect::<Result<Vec<_>>>()?;
+    let mut keep = statistic_columns(statistic, input)?;
     keep.extend(group.as_ref().map(|g| g.index));
     Ok(Plan {
         ids,
@@ -849,11 +846,7 @@ fn discovered<S: Statistic>(
     meter: &mut Meter,
 ) -> Result<Published> {
     let (filters, _) = routing(&job.filters, None, input)?;
-    let indices = statistic
-        .columns()
-        .into_iter()
-        .map(|(c, flag)| input.resolve(c, flag))
-        .collect::<Result<Vec<_>>>()?;
+    let indices = statistic_columns(statistic, input)?;
     let column = input.resolve(by, "--by")?;
     let keyed = discover::keyed_fold(statistic, &indices, column, discovery);
     let persons = job.person.as_ref().map(Person::persons);
@@ -898,12 +891,23 @@ pub fn context<'a>(job: &'a Job, input: &'a Input, mechanism: &'a Mechanism) -> 
 
 /// The empty fold of a statistic, its column resolved against the input's header.
 pub fn empty_fold<S: Statistic>(statistic: &S, input: &Input) -> Result<S::Fold> {
-    let indices = statistic
+    Ok(statistic.fold(&statistic_columns(statistic, input)?))
+}
+
+/// The columns a statistic reads, resolved against the input's header or schema; one declared
+/// of a type that holds no numbers is refused, before the charge, for a statistic of numbers.
+pub fn statistic_columns<S: Statistic>(statistic: &S, input: &Input) -> Result<Vec<usize>> {
+    statistic
         .columns()
         .into_iter()
-        .map(|(c, flag)| input.resolve(c, flag))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(statistic.fold(&indices))
+        .map(|(c, flag)| {
+            let index = input.resolve(c, flag)?;
+            if statistic.reads_numbers() {
+                input.refuse_never_numeric(index, flag, statistic.name())?;
+            }
+            Ok(index)
+        })
+        .collect()
 }
 
 /// Filters and grouping, resolved against the input's header.
@@ -990,6 +994,15 @@ pub fn warn_if_large(spend: &Spend, conversion: Option<&Delta>) {
 /// An informational line on stderr.
 pub fn note_line(message: &str) {
     let _ = writeln!(std::io::stderr(), "dpstat: note: {message}");
+}
+
+/// Without a ledger, says that a directory or glob held no file (a mistyped glob reads as a
+/// dataset of no rows). Under a ledger what the file system holds is data, released like any
+/// other: no note tells it apart from a file of no rows.
+pub fn note_no_files(input: &Input, ledger: bool) {
+    if !ledger && matches!(input.dataset(), Some(Dataset::Empty)) {
+        note_line(&format!("{} holds no file: the release is over no rows", input.name()));
+    }
 }
 
 /// A note on stderr; a failure to write it must not stop a release.

@@ -47,8 +47,8 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cmd::release::{
-    bound_failure, check_plot_path, context, empty_fold, publish, routing, warn, warn_if_large, write_plot,
-    InputFlags, Meter, Outcome,
+    bound_failure, check_plot_path, context, empty_fold, note_no_files, publish, routing, warn,
+    warn_if_large, write_plot, InputFlags, Meter, Outcome,
 };
 use crate::cmd::workload::{person_factor, person_unit, Workload, PER_PERSON};
 use crate::data::bound::{self, Bounded, Plan};
@@ -150,6 +150,7 @@ pub fn release_all(
     warn_if_large(&workload.spend(), workload.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
+    note_no_files(&input, ledger.is_some());
     let mut folds = Vec::with_capacity(workload.queries.len());
     // Every column some query reads: the cells a bounded scan keeps.
     let mut keep = Vec::new();

@@ -384,6 +384,22 @@ impl Input {
         }
     }
 
+    /// A refusal for a column that a query reads as numbers when its declared type can hold
+    /// none (a Parquet Boolean, list or struct, `ParquetSet::never_numeric`): the schema is
+    /// public, like a header, so this comes before anything is charged. CSV declares no types.
+    pub fn refuse_never_numeric(&self, index: usize, flag: &str, query: &str) -> Result<()> {
+        let Some(Dataset::Parquet { set, .. }) = &self.dataset else { return Ok(()) };
+        match set.never_numeric(index) {
+            Some(declared) => Err(bad_input(format!(
+                "{}: column '{}' ({flag}) is declared {declared}, which holds no numbers, and {query} \
+                 reads numbers",
+                self.name,
+                self.column_label(index)
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The 0-based index of a column, named by `flag` in messages. Without a header an index
     /// is checked against the first row's width when the scan starts. With a header, a plain
     /// number N is column N, or the column named N; when those are two different columns the

@@ -133,6 +133,37 @@ impl ParquetSet {
         &self.names
     }
 
+    /// The declared type of dataset column `column` when no value of it can be a number: a
+    /// Boolean, a list, a struct, a map or a union (or a dictionary of them), which arrow
+    /// formats as `true`, `[1, 2]` or `{a: 1}`. Text and binary may hold numbers as text, as a
+    /// CSV cell does; dates, times and intervals are left to the cell parser (which reads
+    /// dates as numbers); a column of type Null is the empty cells of a column whose every
+    /// value is null, which writers infer from the data. None for a partition column (text).
+    pub fn never_numeric(&self, column: usize) -> Option<String> {
+        fn never(t: &DataType) -> bool {
+            match t {
+                DataType::Boolean
+                | DataType::List(_)
+                | DataType::LargeList(_)
+                | DataType::ListView(_)
+                | DataType::LargeListView(_)
+                | DataType::FixedSizeList(..)
+                | DataType::Struct(_)
+                | DataType::Map(..)
+                | DataType::Union(..) => true,
+                DataType::Dictionary(_, values) => never(values),
+                DataType::RunEndEncoded(_, values) => never(values.data_type()),
+                _ => false,
+            }
+        }
+        if column >= self.file_columns {
+            return None;
+        }
+        let schema = self.parts.first()?.meta.schema();
+        let field = schema.fields().get(column)?;
+        never(field.data_type()).then(|| field.data_type().to_string())
+    }
+
     /// The fingerprint of the parts (§5.2 of DESIGN): SHA-256 over each part's partition
     /// values, size and footer (which holds every column chunk's offsets, sizes and, where the
     /// writer kept them, statistics), in order; read without reading any column.

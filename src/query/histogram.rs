@@ -164,6 +164,11 @@ impl Statistic for Histogram {
         Some(&self.column)
     }
 
+    /// Bins read numbers; categories, given or found, read text.
+    fn reads_numbers(&self) -> bool {
+        !matches!(self.bins, BinSpec::Categories(_) | BinSpec::Discovered { .. })
+    }
+
     /// A normalized histogram releases proportions, which the count charts do not draw.
     fn draws_bars(&self) -> bool {
         !self.normalize

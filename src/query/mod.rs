@@ -134,6 +134,12 @@ macro_rules! registry {
                 }
             }
 
+            fn reads_numbers(&self) -> bool {
+                match self {
+                    $(AnyStatistic::$ty(s) => s.reads_numbers(),)*
+                }
+            }
+
             fn reads_twice(&self) -> Option<&'static str> {
                 match self {
                     $(AnyStatistic::$ty(s) => s.reads_twice(),)*

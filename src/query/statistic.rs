@@ -49,6 +49,13 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
         self.column().map(|c| (c, "--col")).into_iter().collect()
     }
 
+    /// Whether it reads its columns as numbers: every statistic with a column, but a histogram
+    /// over categories. A column whose declared type can hold no number (a Parquet Boolean,
+    /// list or struct) is then refused before anything is charged.
+    fn reads_numbers(&self) -> bool {
+        self.column().is_some()
+    }
+
     /// Whether its release (ungrouped) has several numbers that `--format chart` and `--plot`
     /// can draw: bins, several quantile levels. Every grouped release has.
     fn draws_bars(&self) -> bool {
