@@ -206,14 +206,10 @@ pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> 
 fn run_dataset<F: Fold>(input: &mut Input, fold: &mut F, threads: usize) -> Option<Result<u64>> {
     let shared: &Input = input;
     let (rows, fingerprint) = match shared.dataset()? {
-        Dataset::Empty => {
-            // That nothing matched is itself data (a partition folder exists because a row has
-            // its value): under a ledger it shows only as the release, over no rows.
-            if !shared.fingerprinted() {
-                eprintln!("dpstat: note: {} holds no file: the release is over no rows", shared.name());
-            }
-            (Ok(0), None)
-        }
+        // That nothing matched is itself data (a partition folder exists because a row has its
+        // value): it shows only as the release, over no rows (`cmd::release::note_no_files`
+        // says so without a ledger).
+        Dataset::Empty => (Ok(0), None),
         Dataset::Parquet { set, .. } => (ParquetScan { input: shared, set }.run(fold, threads), None),
         Dataset::Csv { listing, options } => {
             let mut parts = CsvParts {
