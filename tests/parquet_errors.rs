@@ -521,6 +521,6 @@ fn a_column_that_can_hold_no_number_is_refused_before_the_charge() {
     refused_before_the_charge(
         &mean("xs"),
         &listed,
-        &["column 'xs' (--col) is declared List(", "mean reads numbers"],
+        &["column 'xs' (--col) is declared List(", "has no cell to read"],
     );
 }

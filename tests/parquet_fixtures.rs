@@ -55,7 +55,21 @@ fn shipped_parquet_files_hold_the_people_csv() {
         &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1", "-o", "json"][..],
         &["sum", "--col", "score", "--lower", "0", "--upper", "100", "--eps", "1", "-o", "json"],
         &["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "1", "-o", "json"],
-        &["histogram", "--col", "age", "--lower", "0", "--upper", "100", "--bins", "5", "--eps", "1", "-o", "json"],
+        &[
+            "histogram",
+            "--col",
+            "age",
+            "--lower",
+            "0",
+            "--upper",
+            "100",
+            "--bins",
+            "5",
+            "--eps",
+            "1",
+            "-o",
+            "json",
+        ],
     ] {
         let want = stdout_of(dpstat().args(args).arg(&csv));
         assert!(want.contains("\"query\""), "{want}");

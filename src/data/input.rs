@@ -407,6 +407,16 @@ impl Input {
     /// holding `;`, a tab or `|` suggests the delimiter the file probably has.
     pub fn resolve(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
         let index = self.resolve_index(column, flag)?;
+        if let Some(Dataset::Parquet { set, .. }) = &self.dataset {
+            if let Some(kind) = set.unreadable(index) {
+                return Err(bad_input(format!(
+                    "{}: column '{}' ({flag}) is declared {kind}, which has no cell to read: dpstat \
+                     reads numbers, decimals, dates, times, Booleans and text",
+                    self.name,
+                    self.column_label(index)
+                )));
+            }
+        }
         let mut named = self.named.borrow_mut();
         if !named.contains(&index) {
             named.push(index);

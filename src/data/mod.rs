@@ -3,6 +3,7 @@
 //! its parallel form for plain files, routing rows through filters and groups, bounding each
 //! person's rows (`--privacy-id`), and the dataset fingerprint.
 
+pub mod arrow_text;
 pub mod bound;
 pub mod cell;
 pub mod dataset;

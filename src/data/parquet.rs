@@ -24,7 +24,6 @@ use arrow_array::types::{
     Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::{DataType, Schema};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -32,6 +31,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 use sha2::{Digest, Sha256};
 
+use crate::data::arrow_text::{self, Texts};
 use crate::data::dataset::Part;
 use crate::data::row::{BadCell, Cells, Fold, Row};
 use crate::error::{bad_input, shown};
@@ -162,6 +162,17 @@ impl ParquetSet {
         let schema = self.parts.first()?.meta.schema();
         let field = schema.fields().get(column)?;
         never(field.data_type()).then(|| field.data_type().to_string())
+    }
+
+    /// The declared type of a file column that has no cell text (a list, a struct, a
+    /// duration: `arrow_text::readable`); None for a readable one or a partition column.
+    pub fn unreadable(&self, column: usize) -> Option<String> {
+        if column >= self.file_columns {
+            return None;
+        }
+        let schema = self.parts.first()?.meta.schema();
+        let field = schema.fields().get(column)?;
+        (!arrow_text::readable(field.data_type())).then(|| field.data_type().to_string())
     }
 
     /// The fingerprint of the parts (§5.2 of DESIGN): SHA-256 over each part's partition
@@ -404,52 +415,6 @@ enum Column<'b> {
     Formatted(Texts),
 }
 
-/// The cells of a column as text, one after the other.
-#[derive(Default)]
-struct Texts {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl Texts {
-    fn get(&self, row: usize) -> Option<&[u8]> {
-        let end = *self.ends.get(row)?;
-        let start = if row == 0 { 0 } else { self.ends[row - 1] };
-        self.bytes.get(start..end)
-    }
-
-    /// Each cell of `array` as arrow displays it, a null as the empty cell.
-    fn formatted(array: &dyn Array) -> Texts {
-        use std::io::Write;
-        let mut texts = Texts { bytes: Vec::new(), ends: Vec::with_capacity(array.len()) };
-        let options = FormatOptions::new().with_null("");
-        match ArrayFormatter::try_new(array, &options) {
-            Ok(formatter) => {
-                for row in 0..array.len() {
-                    let _ = write!(texts.bytes, "{}", formatter.value(row));
-                    texts.ends.push(texts.bytes.len());
-                }
-            }
-            Err(_) => texts.ends.resize(array.len(), 0),
-        }
-        texts
-    }
-
-    /// Each number's shortest decimal text (Rust's `Display`), which parses back to the same
-    /// number; a null as the empty cell.
-    fn displayed<T: std::fmt::Display>(values: impl Iterator<Item = Option<T>>) -> Texts {
-        use std::io::Write;
-        let mut texts = Texts::default();
-        for value in values {
-            if let Some(v) = value {
-                let _ = write!(texts.bytes, "{v}");
-            }
-            texts.ends.push(texts.bytes.len());
-        }
-        texts
-    }
-}
-
 macro_rules! integers {
     ($array:expr, $($t:ty),*) => {
         match $array.data_type() {
@@ -477,9 +442,7 @@ impl<'b> Column<'b> {
             DataType::Float32 => {
                 // An f32's text is its own shortest decimal, which as a double is another number
                 // than the f32 widened: the number is that text's, as CSV would read it.
-                return Column::Formatted(Texts::displayed(
-                    array.as_primitive::<arrow_array::types::Float32Type>().iter(),
-                ));
+                return Column::Formatted(arrow_text::texts(array.as_ref()));
             }
             _ => {}
         }
@@ -490,7 +453,7 @@ impl<'b> Column<'b> {
         ) {
             return Column::Numbers { values, array, text: OnceCell::new() };
         }
-        Column::Formatted(Texts::formatted(array.as_ref()))
+        Column::Formatted(arrow_text::texts(array.as_ref()))
     }
 
     fn text(&self, row: usize) -> Option<&[u8]> {
@@ -503,26 +466,12 @@ impl<'b> Column<'b> {
             Column::Utf8View(a) => or_empty(a.is_valid(row), || a.value(row).as_bytes()),
             Column::Binary(a) => or_empty(a.is_valid(row), || a.value(row)),
             Column::LargeBinary(a) => or_empty(a.is_valid(row), || a.value(row)),
-            Column::Numbers { array, text, .. } => text.get_or_init(|| number_texts(array)).get(row),
+            Column::Numbers { array, text, .. } => {
+                text.get_or_init(|| arrow_text::texts(array.as_ref())).get(row)
+            }
             Column::Formatted(texts) => texts.get(row),
         }
     }
-}
-
-/// The CSV text of an integer or double column.
-fn number_texts(array: &ArrayRef) -> Texts {
-    macro_rules! each {
-        ($($t:ty),*) => {
-            match array.data_type() {
-                DataType::Float64 => Texts::displayed(array.as_primitive::<Float64Type>().iter()),
-                $(dt if dt == &<$t as arrow_array::types::ArrowPrimitiveType>::DATA_TYPE => {
-                    Texts::displayed(array.as_primitive::<$t>().iter())
-                })*
-                _ => Texts::formatted(array.as_ref()),
-            }
-        };
-    }
-    each!(Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type)
 }
 
 /// One record batch (or a row group of no columns read) as [`Cells`].
