@@ -137,8 +137,8 @@ pub fn texts(array: &dyn Array) -> Texts {
         DataType::Float16 => display!(Float16Type),
         DataType::Float32 => display!(Float32Type),
         DataType::Float64 => display!(Float64Type),
-        DataType::Decimal32(_, s) => decimals::<Decimal32Type>(array, *s, &mut texts, |v| i128::from(v)),
-        DataType::Decimal64(_, s) => decimals::<Decimal64Type>(array, *s, &mut texts, |v| i128::from(v)),
+        DataType::Decimal32(_, s) => decimals::<Decimal32Type>(array, *s, &mut texts, i128::from),
+        DataType::Decimal64(_, s) => decimals::<Decimal64Type>(array, *s, &mut texts, i128::from),
         DataType::Decimal128(_, s) => decimals::<Decimal128Type>(array, *s, &mut texts, |v| v),
         DataType::Decimal256(_, s) => each!(array.as_primitive::<Decimal256Type>(), |out, v| {
             let digits = v.to_string();

@@ -882,7 +882,7 @@ mod tests {
                     }
                 };
                 let mut seen = Vec::new();
-                each_record(&mut input, |record, _, line| {
+                each_record(&mut input, &mut |record: &crate::data::row::Row, _, line| {
                     let want: u64 = std::str::from_utf8(record.get(0).unwrap()).unwrap().parse().unwrap();
                     seen.push((want, line));
                 })
