@@ -296,6 +296,12 @@ impl Input {
     /// Opens the source again for a second pass, keeping the fingerprint of the first (which
     /// read every byte) and the way rows are read.
     pub fn reopen(&mut self, source: &Source, options: &CsvOptions) -> Result<()> {
+        if self.dataset.is_some() {
+            // A dataset's executors read its files anew on every scan, from the listing and
+            // footers of the first pass (and the columns it named): nothing to reopen, and no
+            // file added since can join the second pass.
+            return Ok(());
+        }
         let fingerprint = self.fingerprint();
         let tolerant = self.tolerant;
         *self = Input::open(source, options, false, self.threads)?;
