@@ -227,7 +227,6 @@ mod tests {
             "dpstat quantile --col x --eps 1",
             "dpstat count --eps 1 --rho 0.1",
             "dpstat count --threads 0 --eps 1",
-            "dpstat count --eps 1 a.csv b.csv",
             "dpstat count --delimiter ;; --eps 1",
             "dpstat --versionx",
             "dpstat count --no-headerz --eps 1",
