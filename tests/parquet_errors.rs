@@ -524,3 +524,40 @@ fn a_column_that_can_hold_no_number_is_refused_before_the_charge() {
         &["column 'xs' (--col) is declared List(", "has no cell to read"],
     );
 }
+
+/// CSV parts without a header: their width is their first row's, which is data. Under a ledger
+/// a column past it, or a first row that looks binary, must not be an uncharged refusal: the
+/// column reads as empty cells (as for one CSV file) and the run is charged and released.
+#[test]
+fn headerless_csv_parts_refuse_nothing_uncharged_for_their_rows() {
+    let dir = TempDir::new().unwrap();
+    let parts = dir.path().join("parts");
+    fs::create_dir_all(parts.join("k=a")).unwrap();
+    fs::create_dir_all(parts.join("k=b")).unwrap();
+    fs::write(parts.join("k=a/p.csv"), "1,2\n3,4\n").unwrap();
+    fs::write(parts.join("k=b/p.csv"), "5\0,6\n7,8\n").unwrap();
+    let ledger = ledger_in(dir.path());
+    for col in ["2", "4"] {
+        let mut cmd = unseeded();
+        cmd.args(["mean", "--col", col, "--lower", "0", "--upper", "10", "--eps", "1", "--invalid", "skip"])
+            .args(["--no-headers", "--ledger"])
+            .arg(&ledger)
+            .arg(&parts);
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(one_number(&String::from_utf8_lossy(&out.stdout)).is_finite());
+    }
+    assert_eq!(spent(&ledger).0, 3, "both runs charged");
+    // Without a ledger the binary row is refused, as in one CSV file; without it, the
+    // partition column is column 3 in every part, after the first part's two fields.
+    fs::write(parts.join("k=b/p.csv"), "5,6\n7,8\n").unwrap();
+    let by = stdout_of(
+        dpstat()
+            .args(["count", "--by", "3", "--keys", "a,b", "--no-headers", "--eps", "1000", "-o", "json"])
+            .arg(&parts),
+    );
+    let json: serde_json::Value = serde_json::from_str(&by).unwrap();
+    let counts: Vec<i64> =
+        json["groups"].as_array().unwrap().iter().map(|g| g["value"].as_i64().unwrap()).collect();
+    assert_eq!(&counts[..2], [2, 2], "{by}");
+}

@@ -36,6 +36,18 @@ pub struct Part {
     pub partition: Vec<Vec<u8>>,
 }
 
+impl Part {
+    /// Adds the part's partition values to a fingerprint, each with its length (so that no two
+    /// lists of values hash alike).
+    pub fn hash_partition(&self, digest: &mut sha2::Sha256) {
+        use sha2::Digest;
+        for value in &self.partition {
+            digest.update((value.len() as u64).to_le_bytes());
+            digest.update(value);
+        }
+    }
+}
+
 /// The parts of a dataset, in the order their rows are read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listing {

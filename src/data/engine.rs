@@ -18,6 +18,7 @@ use crate::data::row::{BadCell, Cells, Fold, Row};
 use crate::data::scan;
 use crate::data::source::{CsvOptions, Source};
 use crate::error::bad_input;
+use crate::numeric::format::hex;
 
 /// What computes a fold over a source.
 pub trait Executor {
@@ -56,6 +57,8 @@ pub fn stopped(input: &Input, stop: Stop) -> anyhow::Error {
 pub struct CsvParts<'a> {
     pub listing: &'a Listing,
     pub options: &'a CsvOptions,
+    /// The parts' own columns: the partition columns come after them in every part's rows.
+    pub width: usize,
     pub fingerprinted: bool,
     pub tolerant: bool,
     /// The fingerprint, once every part was read.
@@ -74,22 +77,18 @@ impl Executor for CsvParts<'_> {
             if self.tolerant {
                 input.tolerate_ragged_rows();
             }
-            let width = input.width().unwrap_or(0);
-            let mut joined = Joined { inner: empty.clone(), width, values: part.partition.clone() };
+            let mut joined =
+                Joined { inner: empty.clone(), width: self.width, values: part.partition.clone() };
             rows += scan::scan_stream(&mut input, &mut joined, threads)?;
             fold.merge(joined.inner);
             if let Some(print) = input.fingerprint() {
-                for value in &part.partition {
-                    digest.update((value.len() as u64).to_le_bytes());
-                    digest.update(value);
-                }
+                part.hash_partition(&mut digest);
                 digest.update(print.as_bytes());
                 digest.update(b"\n");
             }
         }
         if self.fingerprinted {
-            let hex: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
-            self.fingerprint = Some(format!("csv-parts-sha256:{hex}"));
+            self.fingerprint = Some(format!("csv-parts-sha256:{}", hex(&digest.finalize())));
         }
         Ok(rows)
     }
@@ -187,7 +186,7 @@ pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> 
             })
             .map_err(|stop| stopped(input, stop))
         }
-        Some(Dataset::Csv { listing, options }) => {
+        Some(Dataset::Csv { listing, options, .. }) => {
             let (parts, options) = (listing.parts.clone(), options.clone());
             let mut n = 0u64;
             for part in parts {
@@ -211,10 +210,11 @@ fn run_dataset<F: Fold>(input: &mut Input, fold: &mut F, threads: usize) -> Opti
         // says so without a ledger).
         Dataset::Empty => (Ok(0), None),
         Dataset::Parquet { set, .. } => (ParquetScan { input: shared, set }.run(fold, threads), None),
-        Dataset::Csv { listing, options } => {
+        Dataset::Csv { listing, options, width } => {
             let mut parts = CsvParts {
                 listing,
                 options,
+                width: *width,
                 fingerprinted: shared.fingerprinted(),
                 tolerant: shared.tolerant(),
                 fingerprint: None,

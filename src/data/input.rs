@@ -58,8 +58,9 @@ pub enum Dataset {
     /// Parquet files (one, a directory, a glob, or standard input spooled to a temporary file,
     /// kept here until the input is dropped).
     Parquet { set: ParquetSet, _spool: Option<tempfile::NamedTempFile> },
-    /// Several CSV files with the same header, read one after the other.
-    Csv { listing: Listing, options: CsvOptions },
+    /// Several CSV files with the same header, read one after the other; `width` is the first
+    /// part's (the header's), after which the partition columns are numbered.
+    Csv { listing: Listing, options: CsvOptions, width: usize },
     /// A directory or glob that holds no file: no rows, and any column (its schema is unknown,
     /// and that it is empty is data).
     Empty,
@@ -201,7 +202,9 @@ impl Input {
                 let mut header: Option<Vec<Vec<u8>>> = None;
                 let mut first_part = "";
                 for part in &listing.parts {
-                    let input = Input::open(&Source::Path(part.path.clone()), options, false, 1)?;
+                    // Opened as the dataset is: under a ledger without a header, the first
+                    // record is a data row, which nothing may refuse uncharged.
+                    let input = Input::open(&Source::Path(part.path.clone()), options, fingerprint, 1)?;
                     let this =
                         input.header.clone().unwrap_or_else(|| vec![Vec::new(); input.width().unwrap_or(0)]);
                     match &header {
@@ -217,8 +220,9 @@ impl Input {
                     }
                 }
                 let mut header = header.unwrap_or_default();
+                let width = header.len();
                 header.extend(listing.partitions.iter().map(|p| p.as_bytes().to_vec()));
-                let dataset = Dataset::Csv { listing, options: options.clone() };
+                let dataset = Dataset::Csv { listing, options: options.clone(), width };
                 (dataset, Some(header))
             }
         };
@@ -443,7 +447,13 @@ impl Input {
                 }
             });
         }
-        if let (ColumnRef::Index(i), Some(width)) = (column, self.dataset.as_ref().and(self.header_len())) {
+        // A Parquet schema is public, like a header; the width of CSV parts without one is their
+        // first row's (data): a column past it reads as empty cells, as for one CSV file.
+        let schema_width = match &self.dataset {
+            Some(Dataset::Parquet { .. }) => self.header_len(),
+            _ => None,
+        };
+        if let (ColumnRef::Index(i), Some(width)) = (column, schema_width) {
             if *i >= width {
                 return Err(bad_input(format!(
                     "{}: column {} does not exist ({flag}): the files have {width} columns",
