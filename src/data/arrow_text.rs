@@ -53,19 +53,6 @@ impl Texts {
         write(&mut self.bytes);
         self.ends.push(self.bytes.len());
     }
-
-    /// Each value's `Display` (a null as the empty cell).
-    pub fn displayed<T: std::fmt::Display>(values: impl Iterator<Item = Option<T>>) -> Texts {
-        let mut texts = Texts::default();
-        for value in values {
-            texts.push(|out| {
-                if let Some(v) = value {
-                    let _ = write!(out, "{v}");
-                }
-            });
-        }
-        texts
-    }
 }
 
 /// Whether a column of this type is read as cells (every type in the table above).

@@ -35,6 +35,7 @@ use crate::data::arrow_text::{self, Texts};
 use crate::data::dataset::Part;
 use crate::data::row::{BadCell, Cells, Fold, Row};
 use crate::error::{bad_input, shown};
+use crate::numeric::format::hex;
 
 /// Rows per record batch: large enough that a batch's set-up is nothing next to its rows,
 /// small enough that the batches of every thread stay a few MiB.
@@ -156,23 +157,20 @@ impl ParquetSet {
                 _ => false,
             }
         }
-        if column >= self.file_columns {
-            return None;
-        }
-        let schema = self.parts.first()?.meta.schema();
-        let field = schema.fields().get(column)?;
-        never(field.data_type()).then(|| field.data_type().to_string())
+        self.declared(column).filter(|t| never(t)).map(DataType::to_string)
     }
 
     /// The declared type of a file column that has no cell text (a list, a struct, a
     /// duration: `arrow_text::readable`); None for a readable one or a partition column.
     pub fn unreadable(&self, column: usize) -> Option<String> {
-        if column >= self.file_columns {
-            return None;
-        }
+        self.declared(column).filter(|t| !arrow_text::readable(t)).map(DataType::to_string)
+    }
+
+    /// The declared type of a file column (None for a partition column, whose values are text,
+    /// or an empty set).
+    fn declared(&self, column: usize) -> Option<&DataType> {
         let schema = self.parts.first()?.meta.schema();
-        let field = schema.fields().get(column)?;
-        (!arrow_text::readable(field.data_type())).then(|| field.data_type().to_string())
+        schema.fields().get(column).filter(|_| column < self.file_columns).map(|f| f.data_type())
     }
 
     /// The fingerprint of the parts (§5.2 of DESIGN): SHA-256 over each part's partition
@@ -185,16 +183,12 @@ impl ParquetSet {
                 .map_err(|e| bad_input(format!("cannot open {}: {e}", part.part.shown)))?;
             let footer = footer(&mut file, part.size)
                 .map_err(|e| bad_input(format!("{}: reading its footer: {e}", part.part.shown)))?;
-            for value in &part.part.partition {
-                digest.update((value.len() as u64).to_le_bytes());
-                digest.update(value);
-            }
+            part.part.hash_partition(&mut digest);
             digest.update(part.size.to_le_bytes());
             digest.update((footer.len() as u64).to_le_bytes());
             digest.update(&footer);
         }
-        let hex: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        Ok(format!("parquet-sha256:{hex}"))
+        Ok(format!("parquet-sha256:{}", hex(&digest.finalize())))
     }
 
     /// Folds every row of every part into `fold`, in order, reading only the columns in
@@ -339,8 +333,7 @@ impl ParquetSet {
 
 /// The fingerprint of a dataset of no files.
 pub fn empty_fingerprint() -> String {
-    let hex: String = Sha256::digest(b"").iter().map(|b| format!("{b:02x}")).collect();
-    format!("dataset-sha256:{hex}")
+    format!("dataset-sha256:{}", hex(&Sha256::digest(b"")))
 }
 
 /// The last bytes of a Parquet file: its metadata, its length and `PAR1`.
