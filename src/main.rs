@@ -57,6 +57,8 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
             None => cmd::generate::man(Cli::command(), &args.command, out),
         },
         Query::Run(args) => cmd::run::run(&args.request(), out),
+        #[cfg(feature = "cluster")]
+        Query::Cluster(command) => cmd::cluster::serve(command),
         Query::Describe(args) => cmd::describe::run(&args.request(), out),
         release => match request::release_request(release) {
             Some(request) => cmd::release::run(cmd::release::Job::new(request)?, out),

@@ -167,6 +167,53 @@ pub enum Query {
         dpstat man plan sum > dpstat-plan-sum.1\n  \
         dpstat man --out ~/.local/share/man/man1   # then: man dpstat-count")]
     Man(ManArgs),
+    /// Run a Ballista scheduler or executor with dpstat's functions, for `--engine` (this build
+    /// has the cluster feature).
+    #[cfg(feature = "cluster")]
+    #[command(subcommand, after_help = "Example (one machine, loopback):\n  \
+        dpstat cluster scheduler &\n  \
+        dpstat cluster executor --bind 127.0.0.1:50052 --flight-port 50051 &\n  \
+        dpstat mean -c income -l 0 -u 2e5 -e 1 --engine ballista://127.0.0.1:50050 data/*.parquet")]
+    Cluster(ClusterCommand),
+}
+
+/// `dpstat cluster scheduler|executor`.
+#[cfg(feature = "cluster")]
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Start a scheduler; it runs until stopped.
+    Scheduler(SchedulerArgs),
+    /// Start an executor of dpstat's folds for a scheduler; it runs until stopped.
+    Executor(ExecutorArgs),
+}
+
+#[cfg(feature = "cluster")]
+#[derive(Args, Debug)]
+pub struct SchedulerArgs {
+    /// Address to listen on (loopback unless the cluster's network is trusted: exact,
+    /// un-noised aggregates cross it).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50050")]
+    pub bind: std::net::SocketAddr,
+}
+
+#[cfg(feature = "cluster")]
+#[derive(Args, Debug)]
+pub struct ExecutorArgs {
+    /// The scheduler's address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50050")]
+    pub scheduler: std::net::SocketAddr,
+    /// Address for the scheduler's task calls.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50052")]
+    pub bind: std::net::SocketAddr,
+    /// Port for shuffle data between executors (Arrow Flight), on --bind's host.
+    #[arg(long, value_name = "PORT", default_value_t = 50051)]
+    pub flight_port: u16,
+    /// Tasks run at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cores: usize,
+    /// Without dpstat's functions, as a stock Ballista executor (for tests).
+    #[arg(long, hide = true)]
+    pub stock: bool,
 }
 
 /// `dpstat man [COMMAND...] [--out DIR]`.
@@ -381,12 +428,22 @@ pub struct InputArgs {
     /// dataset; - or absent reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Fold the rows on a Ballista cluster started with `dpstat cluster` (ballista://HOST:PORT),
+    /// from Parquet files its executors read at the same paths; the noise and the ledger stay
+    /// here. Needs a build with --features cluster.
+    #[arg(long, value_name = "URL")]
+    pub engine: Option<String>,
 }
 
 impl InputArgs {
     /// Where and how to read, as the commands take it.
     pub fn flags(&self) -> InputFlags {
-        InputFlags { source: self.source(), csv: self.csv(), threads: self.thread_count() }
+        InputFlags {
+            source: self.source(),
+            csv: self.csv(),
+            threads: self.thread_count(),
+            engine: self.engine.clone(),
+        }
     }
 
     /// The file, or standard input for `-` or no FILE.
@@ -543,6 +600,8 @@ impl Query {
             | Query::Man(_)
             | Query::Describe(_)
             | Query::Run(_) => return None,
+            #[cfg(feature = "cluster")]
+            Query::Cluster(_) => return None,
         };
         Some(ReleaseFlags { kind, options, common })
     }

@@ -12,6 +12,8 @@
 
 pub mod budget;
 pub mod check;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod describe;
 pub mod generate;
 pub mod ledger;

@@ -334,6 +334,7 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
         source: Source::Stdin,
         csv: CsvOptions { delimiter: b',', has_header: true },
         threads: 1,
+        engine: None,
     };
     let settings = (request.confidence, Format::Text);
     let file = Workload::parse(&path, &text, &input, settings, false)?;

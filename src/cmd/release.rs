@@ -56,6 +56,20 @@ pub struct InputFlags {
     pub csv: CsvOptions,
     /// Threads that may scan a file.
     pub threads: usize,
+    /// `--engine`: the cluster that folds the rows.
+    pub engine: Option<String>,
+}
+
+impl InputFlags {
+    /// Opens the input for a release; with `--engine`, checks the cluster can run it (before
+    /// anything is charged).
+    pub fn open(&self, ledger: bool) -> Result<Input> {
+        let mut input = Input::open(&self.source, &self.csv, ledger, self.threads)?;
+        if let Some(engine) = &self.engine {
+            input.set_engine(engine)?;
+        }
+        Ok(input)
+    }
 }
 
 /// Which noise the flags ask for (`--noise`).
@@ -536,7 +550,10 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     rng::refuse_with_ledger(job.ledger.is_some())?;
     warn_if_large(&job.spend, job.mechanism.delta());
     let mut rng = rng::system_rng()?;
-    let mut input = Input::open(&job.input.source, &job.input.csv, job.ledger.is_some(), job.input.threads)?;
+    let mut input = job.input.open(job.ledger.is_some())?;
+    if input.engine().is_some() && job.person.is_some() {
+        return Err(bad_input("--privacy-id does not run on a cluster yet: leave out --engine"));
+    }
     note_no_files(&input, job.ledger.is_some());
     let query = match (&job.group, &job.discover_by) {
         (Some(g), _) => format!("{} by {}", job.statistic.name(), g.column.label()),

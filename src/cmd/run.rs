@@ -41,6 +41,7 @@
 //! # q = [0.5, 0.9] and resolution = 2001 (quantile; bounds optional for quantile and median)
 //! ```
 
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -149,7 +150,10 @@ pub fn release_all(
     let workload = batch.workload;
     warn_if_large(&workload.spend(), workload.mechanism.delta());
     let mut rng = rng::system_rng()?;
-    let mut input = Input::open(&flags.source, &flags.csv, ledger.is_some(), flags.threads)?;
+    let mut input = flags.open(ledger.is_some())?;
+    if input.engine().is_some() && workload.queries.iter().any(|q| q.job.person.is_some()) {
+        return Err(bad_input("--privacy-id does not run on a cluster yet: leave out --engine"));
+    }
     note_no_files(&input, ledger.is_some());
     let mut folds = Vec::with_capacity(workload.queries.len());
     // Every column some query reads: the cells a bounded scan keeps.
@@ -315,7 +319,7 @@ fn row_spend(spend: &Spend, factor: Factor) -> Spend {
 /// either way. The folds' totals are exact integers, so the order in which the batch adds them
 /// changes nothing. Readers of the folds take them with [`WorkloadFold::into_folds`], which
 /// adds what is still batched; `merge` adds both sides' batches first.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkloadFold {
     folds: Vec<Routed<AnyFold>>,
     /// How each fold is fed, in the order of `folds`.
@@ -338,7 +342,7 @@ pub struct WorkloadFold {
 }
 
 /// How a fold of a [`WorkloadFold`] is fed.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 enum Lane {
     /// The row itself.
     Row,

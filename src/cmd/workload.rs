@@ -852,6 +852,7 @@ mod tests {
             source: crate::data::source::Source::Stdin,
             csv: crate::data::source::CsvOptions { delimiter: b',', has_header: true },
             threads: 1,
+            engine: None,
         };
         Workload::parse("w.toml", text, &input, ("0.95".parse().unwrap(), Format::Text), false)
     }

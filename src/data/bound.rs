@@ -112,6 +112,21 @@ pub struct Bounded<F> {
     inner: F,
 }
 
+/// Contribution bounding runs in this process only: its rows are spilled to this machine's disk
+/// and chosen with this run's key, so a bounded fold never travels to a cluster executor (the
+/// command refuses `--privacy-id` with `--engine` before the charge).
+impl<F> serde::Serialize for Bounded<F> {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("a person-bounded fold runs in this process only"))
+    }
+}
+
+impl<'de, F> serde::Deserialize<'de> for Bounded<F> {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom("a person-bounded fold runs in this process only"))
+    }
+}
+
 /// Bytes a copy holds before it adds them to the shared count.
 const REPORT_EVERY: usize = 1 << 20;
 
@@ -712,7 +727,7 @@ mod tests {
     use csv::ByteRecord;
 
     /// The rows it is fed, as `column 1, column 2` texts, in order.
-    #[derive(Clone, Debug, Default)]
+    #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
     struct Seen(Vec<String>);
 
     impl Fold for Seen {

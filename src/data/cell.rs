@@ -2,6 +2,7 @@
 //! `--invalid` policy. The number parser is exact: it returns what `str::parse::<f64>` returns,
 //! and for a date or timestamp the number it means (DESIGN §2.6).
 
+use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
 use crate::data::date::{looks_like_date, parse_date_time};
@@ -10,7 +11,7 @@ use crate::error::shown;
 use crate::numeric::bounds::Finite;
 
 /// `--invalid`: what to do with a missing or non-numeric cell.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub enum InvalidPolicy {
     /// Refuse it, naming row and column.
     #[default]
@@ -36,7 +37,7 @@ impl FromStr for InvalidPolicy {
 }
 
 /// A numeric cell with its `--invalid` policy.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NumberCell {
     pub index: usize,
     pub invalid: InvalidPolicy,

@@ -9,6 +9,7 @@
 //! values joined to its rows) and Parquet files (`data::parquet`). A new engine is one more
 //! implementation.
 
+use serde::{Deserialize, Serialize};
 use anyhow::Result;
 
 use crate::data::dataset::Listing;
@@ -95,7 +96,7 @@ impl Executor for CsvParts<'_> {
 }
 
 /// A fold that sees a CSV part's rows with the part's partition values after its own fields.
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Joined<F> {
     inner: F,
     /// Fields of the part's rows.
@@ -162,6 +163,10 @@ impl<F: Fold> Fold for Joined<F> {
 /// Feeds every row of the input to `fold` through its executor; returns the number of rows.
 /// Every statistic's scan comes here (`cmd`).
 pub fn scan<F: Fold>(input: &mut Input, fold: &mut F) -> Result<u64> {
+    #[cfg(feature = "cluster")]
+    if let Some(remote) = input.engine() {
+        return on_cluster(remote, input, fold);
+    }
     scan::check_memory(input, fold)?;
     let threads = scan::threads_for(input, fold);
     match run_dataset(input, fold, threads) {
@@ -199,6 +204,21 @@ pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> 
             Ok(n)
         }
     }
+}
+
+/// Folds the rows on the cluster (`--engine`), which `Input::set_engine` checked can read them.
+#[cfg(feature = "cluster")]
+fn on_cluster<F: Fold>(remote: &crate::data::cluster::Remote, input: &Input, fold: &mut F) -> Result<u64> {
+    use crate::data::cluster::Failure;
+    let Some(Dataset::Parquet { set, .. }) = input.dataset() else {
+        return Ok(0);
+    };
+    remote.scan(set, &input.named_columns(), fold).map_err(|failure| match failure {
+        Failure::Cell(bad) => {
+            bad_input(format!("{}: column '{}': {}", input.name(), input.column_label(bad.column), bad.why))
+        }
+        Failure::Engine(why) => bad_input(format!("the cluster at {remote} failed: {why}")),
+    })
 }
 
 /// Runs the executor of an input that is a dataset; None for one CSV stream.

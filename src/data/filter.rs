@@ -39,6 +39,7 @@
 //! Filters are public predicates of one row: a row passes or not whatever the other rows hold,
 //! so they change no sensitivity (a count of the rows that pass still moves by at most one).
 
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::str::FromStr;
 
@@ -67,7 +68,7 @@ pub struct FilterSpec {
 pub type Filters = [(usize, Test)];
 
 /// What a row's trimmed cell must satisfy.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Test {
     Equals(Box<[u8]>),
     Differs(Box<[u8]>),
@@ -142,7 +143,7 @@ impl Test {
 
 /// The texts of `in` / `not in`: searched in order when few (faster than hashing the cell),
 /// hashed when many; both give the same answer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Members {
     list: Vec<Box<[u8]>>,
     set: Option<HashSet<Box<[u8]>>>,

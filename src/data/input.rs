@@ -49,6 +49,9 @@ pub struct Input {
     /// The columns the flags named ([`Input::resolve`]): all a query reads, and all a Parquet
     /// file's reader decodes.
     named: RefCell<Vec<usize>>,
+    /// `--engine`: the cluster that folds the rows instead of this process.
+    #[cfg(feature = "cluster")]
+    engine: Option<crate::data::cluster::Remote>,
     /// The columns named so far of an empty dataset, by index.
     empty_names: RefCell<Vec<String>>,
 }
@@ -179,6 +182,8 @@ impl Input {
             dataset: None,
             named: RefCell::new(Vec::new()),
             empty_names: RefCell::new(Vec::new()),
+            #[cfg(feature = "cluster")]
+            engine: None,
         })
     }
 
@@ -279,12 +284,51 @@ impl Input {
             dataset: Some(dataset),
             named: RefCell::new(Vec::new()),
             empty_names: RefCell::new(Vec::new()),
+            #[cfg(feature = "cluster")]
+            engine: None,
         })
     }
 
     /// The files to read, for anything but one CSV stream.
     pub fn dataset(&self) -> Option<&Dataset> {
         self.dataset.as_ref()
+    }
+
+    /// Sends the scan to the cluster at `url` (`--engine`), once it answered that it runs this
+    /// build and reads every file. Before the charge: whatever stops here is exit 2 with nothing
+    /// spent.
+    #[cfg(feature = "cluster")]
+    pub fn set_engine(&mut self, url: &str) -> Result<()> {
+        let remote = crate::data::cluster::Remote::parse(url).map_err(|e| bad_input(format!("--engine: {e}")))?;
+        let paths = match &self.dataset {
+            Some(Dataset::Parquet { set, _spool: None }) => set.paths(),
+            // No file, no row: nothing for a cluster to read.
+            Some(Dataset::Empty) => return Ok(()),
+            Some(Dataset::Parquet { .. }) => {
+                return Err(bad_input("--engine: the cluster reads files, not standard input"))
+            }
+            _ => return Err(bad_input(format!("--engine: the cluster reads Parquet files; {} is CSV", self.name))),
+        };
+        remote.probe(&paths).map_err(|e| bad_input(format!("--engine: {e}")))?;
+        self.engine = Some(remote);
+        Ok(())
+    }
+
+    /// Without the cluster engine built in, `--engine` is refused.
+    #[cfg(not(feature = "cluster"))]
+    pub fn set_engine(&mut self, _: &str) -> Result<()> {
+        Err(bad_input("--engine: this dpstat was built without the cluster engine (cargo build --features cluster)"))
+    }
+
+    /// The cluster that folds the rows (`--engine`).
+    #[cfg(feature = "cluster")]
+    pub fn engine(&self) -> Option<&crate::data::cluster::Remote> {
+        self.engine.as_ref()
+    }
+
+    #[cfg(not(feature = "cluster"))]
+    pub fn engine(&self) -> Option<&()> {
+        None
     }
 
     /// The columns the flags named so far, in the order they were named.

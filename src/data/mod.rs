@@ -6,6 +6,8 @@
 pub mod arrow_text;
 pub mod bound;
 pub mod cell;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod dataset;
 pub mod date;
 pub mod engine;

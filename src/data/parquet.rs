@@ -15,6 +15,7 @@ use std::cell::{Cell, OnceCell};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 
@@ -130,6 +131,29 @@ fn schema_difference(first: &Schema, other: &Schema) -> Option<String> {
 
 impl ParquetSet {
     /// The column names: the files' own, then the partitions'.
+    /// Every part's path, as text.
+    pub fn paths(&self) -> Vec<String> {
+        self.parts.iter().map(|p| p.part.path.to_string_lossy().into_owned()).collect()
+    }
+
+    pub fn file_columns(&self) -> usize {
+        self.file_columns
+    }
+
+    /// The parts' paths grouped by their partition values, in listing order (a cluster reads
+    /// each group as one table and adds the values as constant columns).
+    pub fn by_partition(&self) -> Vec<(Vec<&Path>, &[Vec<u8>])> {
+        let mut groups: Vec<(Vec<&Path>, &[Vec<u8>])> = Vec::new();
+        for part in &self.parts {
+            let (path, values) = (part.part.path.as_path(), part.part.partition.as_slice());
+            match groups.last_mut() {
+                Some((paths, last)) if *last == values => paths.push(path),
+                _ => groups.push((vec![path], values)),
+            }
+        }
+        groups
+    }
+
     pub fn names(&self) -> &[String] {
         &self.names
     }
@@ -477,10 +501,38 @@ struct BatchCells<'b> {
 
 impl<'b> BatchCells<'b> {
     fn new(layout: &'b Layout, batch: Option<&'b RecordBatch>, constants: &'b [&'b [u8]]) -> BatchCells<'b> {
-        let columns =
-            batch.map_or_else(Vec::new, |b| b.columns().iter().map(|a| Some(Column::new(a))).collect());
+        BatchCells::of_arrays(layout, batch.map_or(&[], |b| b.columns()), constants)
+    }
+
+    fn of_arrays(layout: &'b Layout, arrays: &'b [ArrayRef], constants: &'b [&'b [u8]]) -> BatchCells<'b> {
+        let columns = arrays.iter().map(|a| Some(Column::new(a))).collect();
         BatchCells { width: layout.width, columns, slots: &layout.slots, constants }
     }
+}
+
+/// Folds the rows of arrays another engine read (a cluster executor's batch): `arrays[k]` holds
+/// dataset column `columns[k]` of a dataset `width` columns wide, its values read exactly as a
+/// Parquet scan reads them. Returns the rows; a refused cell stops it with the cell and the
+/// row's index in the batch.
+pub fn fold_arrays<F: Fold>(
+    width: usize,
+    columns: &[usize],
+    arrays: &[ArrayRef],
+    rows: usize,
+    fold: &mut F,
+) -> Result<u64, (usize, BadCell)> {
+    let mut slots = vec![Slot::Absent; width];
+    for (k, &c) in columns.iter().enumerate() {
+        if let Some(slot) = slots.get_mut(c) {
+            *slot = Slot::Batch(k);
+        }
+    }
+    let layout = Layout { width, slots, file_roots: Vec::new() };
+    let cells = BatchCells::of_arrays(&layout, arrays, &[]);
+    for r in 0..rows {
+        fold.row(&Row::cells(&cells, r)).map_err(|bad| (r, bad))?;
+    }
+    Ok(rows as u64)
 }
 
 impl Cells for BatchCells<'_> {

@@ -3,6 +3,7 @@
 //! function of the row, so the groups partition the rows (see `query::group` for what that
 //! means for privacy).
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use crate::data::filter::{passes, Test};
@@ -13,7 +14,7 @@ use crate::numeric::bins::Keys;
 pub type FilterList = Vec<(usize, Test)>;
 
 /// The rows of column `index` grouped by the public `keys`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GroupBy {
     pub index: usize,
     pub keys: Arc<Keys>,
@@ -21,7 +22,7 @@ pub struct GroupBy {
 
 /// Applies filters, then routes every remaining row to the fold of its group (one fold when
 /// there is no `--by`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Routed<F> {
     filters: Arc<[(usize, Test)]>,
     by: Option<GroupBy>,
@@ -79,7 +80,7 @@ mod tests {
     use csv::ByteRecord;
 
     /// Counts the rows it is fed.
-    #[derive(Clone, Default)]
+    #[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
     struct Rows(u64);
 
     impl Fold for Rows {

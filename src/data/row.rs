@@ -2,11 +2,16 @@
 //! state a query folds its rows into.
 
 use csv::ByteRecord;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 /// A query's per-row state. `row` sees every row that passed the filters; `merge` combines the
 /// states of two consecutive parts of the input (for parallel scans), so it must be associative
 /// and exact: folding A then B must equal merging the fold of A with the fold of B.
-pub trait Fold: Clone + Send {
+///
+/// A fold is also its own wire format: a cluster executor (`data::cluster`) is sent the empty
+/// fold as its plan and sends back the folded state, both serialized with serde.
+pub trait Fold: Clone + Send + Serialize + DeserializeOwned + 'static {
     fn row(&mut self, row: &Row) -> Result<(), BadCell>;
     fn merge(&mut self, other: Self);
     /// The largest column index `row` reads, checked against the first row's width.

@@ -181,7 +181,7 @@ mod tests {
     }
 
     /// Collects the numbers of one column, as the numeric queries see them.
-    #[derive(Clone)]
+    #[derive(Clone, serde::Serialize, serde::Deserialize)]
     struct Collect(NumberCell, Vec<f64>);
 
     impl Fold for Collect {
@@ -251,7 +251,7 @@ mod parallel_tests {
     use std::io::Write;
 
     /// The raw fields 0..=upto of every row, in order; refuses a cell `BAD`.
-    #[derive(Clone, Debug, PartialEq)]
+    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
     struct Cells {
         upto: usize,
         rows: Vec<Vec<Vec<u8>>>,
@@ -555,7 +555,7 @@ mod parallel_tests {
 
     /// Counts rows, claims to hold `bytes` of memory, and notes whether it was ever merged
     /// (only the parallel scan merges folds).
-    #[derive(Clone)]
+    #[derive(Clone, serde::Serialize, serde::Deserialize)]
     struct Heavy {
         bytes: usize,
         rows: u64,

@@ -1,6 +1,7 @@
 //! The public bins, categories and group keys of histograms and `--by`: from flags, never from
 //! the data (keys or bins read off a column would reveal which values occur).
 
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::str::FromStr;
 
@@ -9,7 +10,7 @@ use super::format::real;
 use super::list;
 
 /// K equal-width public bins over [L, U]; values outside land in the edge bins.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bins {
     /// K + 1 edges, from L to U. Bin i is [edges[i], edges[i+1]) (the last one closed).
     edges: Vec<f64>,
@@ -60,7 +61,7 @@ impl Bins {
 }
 
 /// A public category list for a categorical histogram, plus the implicit bin `other`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Categories {
     names: Vec<String>,
     index: HashMap<Vec<u8>, usize>,
@@ -76,7 +77,7 @@ pub struct Categories {
 /// exactly when the slot holds its length and word, else it is none of them (any other name
 /// sits in another slot). Built by trying fixed multipliers, so the same list always gives
 /// the same table.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Table {
     multiplier: u64,
     /// 64 − log2 of the number of slots.
@@ -86,7 +87,7 @@ struct Table {
 
 /// A name as its [`word`] and length (an empty slot has a length no cell of at most 8 bytes
 /// has), and its index.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Slot {
     word: u64,
     len: u64,
@@ -255,7 +256,7 @@ impl Categories {
 /// The public group keys of `--by COL --keys k1,k2,...`: rows whose (trimmed) key is not
 /// listed form one more group, `other`. Keys come from the flag, never from the data: keys
 /// read off the column would reveal which values occur.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Keys(Categories);
 
 impl Keys {

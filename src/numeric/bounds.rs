@@ -2,6 +2,7 @@
 //! prints as a finite double. They come from flags, never from the data (docs/DESIGN.md §1): a bound
 //! read off the column would leak the rows that hold it.
 
+use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
 use num_rational::BigRational;
@@ -16,7 +17,7 @@ use crate::error::Error;
 pub const MAX_PRINTABLE_BOUND: f64 = 1e288;
 
 /// A finite bound value given by flag (`--lower`, `--upper`, `impute=V`).
-#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
 pub struct Finite(f64);
 
 impl Finite {

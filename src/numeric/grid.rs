@@ -1,6 +1,7 @@
 //! The power-of-two grid that makes real-valued sums exact: values are rounded to multiples of
 //! g = 2^k, with k chosen from the flags' Δ and ε only (docs/DESIGN.md §2.2), and summed as integers.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use num_bigint::BigInt;
@@ -19,7 +20,7 @@ pub const MAX_GRID_UNITS: i128 = 1 << 62;
 const GRID_BITS_BELOW_SCALE: i64 = 40;
 
 /// A grid of spacing g = 2^exp. Real values are rounded to multiples of g and summed as integers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grid {
     exp: i32,
 }
@@ -95,7 +96,7 @@ impl Grid {
 }
 
 /// Bounds snapped outwards onto a grid, as integers of grid units.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GridBounds {
     pub grid: Grid,
     pub lower: i128,

@@ -1,8 +1,10 @@
 //! The privacy unit: what two neighbouring datasets differ by. Every sensitivity in dpstat is
 //! stated for one of these two, and every release names the one it was computed under.
 
+use serde::{Deserialize, Serialize};
+
 /// The privacy unit (`--neighbours`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Neighbours {
     /// One row added or removed; the number of rows is private.
     #[default]

@@ -38,6 +38,7 @@
 //! [`Error::Withheld`], whose message names only flags and numbers computed from them, charged
 //! like any release; never a number clamped to meaningless bounds.
 
+use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use num_bigint::BigInt;
 use num_integer::Integer;
@@ -73,7 +74,7 @@ const EXPONENTS: usize = 2047;
 const FINEST: i64 = 1074;
 
 /// Count and exact mantissa sum per sign and exponent of one column.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LogFold {
     pub cell: NumberCell,
     /// Indexed by [sign][exponent field]: (rows, Σ mantissa with the implicit bit).
@@ -409,7 +410,7 @@ pub fn annotate(mut release: Release, found: &PrivateBounds) -> Result<Release, 
 
 /// The fold of a statistic whose bounds are given, or, when they are to be found privately,
 /// the log-scale statistics of its column.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Clamped<F> {
     Given(F),
     Private(LogFold),

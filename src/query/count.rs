@@ -16,6 +16,7 @@
 //! count is at least 0, so the clamp never moves the release away from it and the accuracy
 //! bound still holds, but it biases counts near 0 upwards (E[max(0, c + Z)] > c).
 
+use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
 use num_bigint::BigInt;
@@ -144,7 +145,7 @@ pub const NONNEGATIVE_CLAMPED: &str =
 pub const NONNEGATIVE_KEPT: &str = "nonnegative: a noisy count below 0 would be released as 0; this one was not below 0";
 
 /// Counts the rows that passed the filters.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CountFold {
     pub rows: u64,
 }

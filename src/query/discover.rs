@@ -73,6 +73,7 @@
 //! (min(K_g, K) = 1, the default) is the selection's own noisy count of persons, which is then
 //! its count of kept rows; another count, or any other statistic, takes half of the rest.
 
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 
 use num_bigint::BigInt;
@@ -197,7 +198,7 @@ const ENTRY_BYTES: usize = 64;
 pub type Keys<F> = BTreeMap<Box<[u8]>, (u64, F)>;
 
 /// Per observed key (the trimmed cell of column `index`): its row count and its own fold.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Keyed<F> {
     index: usize,
     max_keys: usize,

@@ -32,6 +32,7 @@
 //!   and the true share c_i / (c_i + Σ_{j≠i} c_j) lies between its values at the corners of
 //!   that box; the bound is the farther corner from p_i, at most 1.
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use num_bigint::BigInt;
@@ -417,7 +418,7 @@ pub fn aggregate(counts: Vec<u64>, neighbours: Neighbours) -> Aggregate<Vec<i128
 }
 
 /// How a row finds its bin.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum BinOf {
     Numeric(NumberCell, Bins),
     Category(usize, Arc<Categories>),
@@ -426,7 +427,7 @@ pub enum BinOf {
 }
 
 /// Per-bin counts of one column.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HistogramFold {
     pub bin_of: BinOf,
     pub counts: Vec<u64>,

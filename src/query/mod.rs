@@ -33,7 +33,7 @@ macro_rules! registry {
         }
 
         /// The fold of any one statistic, for scans that hold several (a workload).
-        #[derive(Clone, Debug)]
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
         pub enum AnyFold {
             $($ty(<$module::$ty as Statistic>::Fold),)*
         }
@@ -87,6 +87,15 @@ macro_rules! registry {
                     return <$module::$ty as Statistic>::BOUNDS_OPTIONAL;
                 })*
                 false
+            }
+
+            /// Every fold a statistic's command hands the engine, for a cluster executor to
+            /// run (`data::cluster`): one statistic's rows, and the keys found for it.
+            #[cfg(feature = "cluster")]
+            pub fn cluster_folds(registry: &mut crate::data::cluster::function::Registry) {
+                use crate::data::route::Routed;
+                $(registry.add::<Routed<<$module::$ty as Statistic>::Fold>>();
+                registry.add::<Routed<discover::Keyed<<$module::$ty as Statistic>::Fold>>>();)*
             }
 
             /// Calls `visitor` with the statistic itself, so that what it does is compiled for

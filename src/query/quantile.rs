@@ -39,6 +39,7 @@
 
 pub mod unbounded;
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use num_bigint::BigInt;
@@ -451,10 +452,29 @@ impl Level {
 }
 
 /// The public candidates, sorted and distinct.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Candidates {
     values: Vec<f64>,
     pub kind: &'static str,
+}
+
+/// [`Candidates`] as a cluster executor reads them: the kind as text, read back as the one name
+/// it stands for.
+#[derive(Deserialize)]
+struct CandidatesWire {
+    values: Vec<f64>,
+    kind: String,
+}
+
+impl<'de> Deserialize<'de> for Candidates {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Candidates, D::Error> {
+        let wire = CandidatesWire::deserialize(d)?;
+        let kind = ["linear", "decimal", "log"]
+            .into_iter()
+            .find(|k| *k == wire.kind)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown candidate grid {:?}", wire.kind)))?;
+        Ok(Candidates { values: wire.values, kind })
+    }
 }
 
 impl Candidates {
@@ -637,7 +657,7 @@ impl QuantileSpec {
 
 /// Per-candidate counts: `equal[i]` = #(x = c_i), `gaps[i]` = #(c_{i−1} < x < c_i) with
 /// `gaps[0]` below every candidate and `gaps[K]` above every one.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QuantileFold {
     pub candidates: Arc<Candidates>,
     pub cell: NumberCell,

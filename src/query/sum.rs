@@ -21,6 +21,7 @@
 //! group (at most U − L), so Δ₂² = max(2·max(|L|, |U|)², (U − L)²). The grid is chosen from Δ₂²
 //! and ρ ([`Mechanism::grid_l2`]).
 
+use serde::{Deserialize, Serialize};
 use num_bigint::BigInt;
 use rand::RngCore;
 
@@ -136,7 +137,7 @@ impl Sum {
 }
 
 /// A validated sum: bounds on the grid chosen for this Δ and ε.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SumSpec {
     pub bounds: GridBounds,
     pub neighbours: Neighbours,
@@ -213,7 +214,7 @@ impl SumSpec {
 }
 
 /// The running exact sum of one column. i128 cannot overflow: each row adds at most 2^62 units.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SumFold {
     pub spec: SumSpec,
     pub cell: NumberCell,

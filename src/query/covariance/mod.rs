@@ -39,6 +39,7 @@
 
 pub mod accuracy;
 
+use serde::{Deserialize, Serialize};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive, Zero};
@@ -71,7 +72,7 @@ pub struct Covariance {
 }
 
 /// Two of a kind, x first.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pair<T> {
     pub x: T,
     pub y: T,
@@ -184,7 +185,7 @@ pub fn cells(indices: &[usize], invalid: InvalidPolicy) -> Pair<NumberCell> {
 }
 
 /// One column's grid bounds (even span) and midpoint, in its grid's units.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Axis {
     pub bounds: GridBounds,
     pub midpoint: i128,
@@ -230,7 +231,7 @@ impl Axis {
 }
 
 /// Products (or squares) of shifted values moved onto their own grid: round(v·2^shift), exact.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rescaled {
     pub grid: Grid,
     /// k_x + k_y − K (or 2k_x − K for squares).
@@ -285,7 +286,7 @@ fn round_shift_big(v: &BigInt, shift: i32) -> BigInt {
 
 /// A validated pair of columns: both grids and midpoints, the products' grid and, for
 /// regress, the squares of x on theirs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairSpec {
     pub neighbours: Neighbours,
     pub x: Axis,
@@ -382,7 +383,7 @@ impl PairSpec {
 }
 
 /// The running exact totals of a pair of columns.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub rows: u64,
     pub x: i128,
@@ -407,7 +408,7 @@ impl Totals {
 
 /// The fold of a two-column statistic: a row counts only when both cells give a number (a
 /// cell skipped under `--invalid skip` drops its row).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PairFold {
     pub spec: PairSpec,
     pub cells: Pair<NumberCell>,

@@ -27,6 +27,7 @@
 
 pub mod accuracy;
 
+use serde::{Deserialize, Serialize};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive};
@@ -318,7 +319,7 @@ fn clamp_note(bounds: &GridBounds) -> String {
     )
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum MeanSpec {
     /// The plain clamped sum (Δ = U − L) and the public n.
     Replace(SumSpec),
@@ -414,7 +415,7 @@ impl MeanSpec {
 }
 
 /// The running exact (shifted) sum and the row count of one column.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MeanFold {
     pub spec: MeanSpec,
     pub cell: NumberCell,

@@ -39,6 +39,7 @@
 
 pub mod accuracy;
 
+use serde::{Deserialize, Serialize};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive, Zero};
@@ -258,7 +259,7 @@ impl Variance {
 }
 
 /// A validated variance: the values' grid and bounds, the midpoint, and the squares' grid.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VarianceSpec {
     pub neighbours: Neighbours,
     /// Bounds on the values' grid g, with an even span so the midpoint is on the grid.
@@ -476,7 +477,7 @@ fn square_units(y: &BigInt, shift: i32) -> BigInt {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct VarianceTotals {
     sum: i128,
     squares: i128,
@@ -499,7 +500,7 @@ impl VarianceTotals {
 }
 
 /// The running exact shifted sum, sum of squares and row count of one column.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VarianceFold {
     pub spec: VarianceSpec,
     pub cell: NumberCell,

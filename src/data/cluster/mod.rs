@@ -1,0 +1,219 @@
+//! The cluster executor (`--engine ballista://HOST:PORT`, built with `--features cluster`): a
+//! query's fold runs on an Apache DataFusion Ballista cluster whose executors are dpstat's own
+//! (`dpstat cluster executor`), over Parquet files they read at the same paths as this process.
+//!
+//! The plan sent is one aggregate, `dpstat_fold`, over the columns the query reads; its
+//! definition is the empty fold ([`function`]), so every executor folds its rows with the same
+//! per-row code as a local scan and merges partial states with the fold's own exact `merge`.
+//! The merged state comes back here, where the noise, the accountant and the ledger stay: no
+//! executor is sent the noise generator or the budget. Exact (un-noised) aggregates cross the
+//! network between executors and to this process, so the scheduler, the executors and their
+//! network are inside the custodian's trust boundary (DESIGN §7.8).
+//!
+//! Before the charge, [`probe`] asks one executor for its build and whether it can open every
+//! file; an unreachable scheduler, another build or an unreadable path stops the run there.
+
+pub mod function;
+pub mod serve;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::{Array, BinaryArray, StringArray};
+use datafusion::common::{Column, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::logical_expr::{col, lit, AggregateUDF, Expr};
+use datafusion::prelude::{DataFrame, ParquetReadOptions, SessionConfig, SessionContext};
+
+use ballista::prelude::SessionContextExt;
+use ballista_core::extension::SessionConfigExt;
+
+use crate::data::parquet::ParquetSet;
+use crate::data::row::{BadCell, Fold};
+use function::{FoldFunction, Folded, LogicalCodec, PhysicalCodec, Plan, Probe, ProbeFunction, BAD_CELL};
+
+/// Where the scheduler listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remote {
+    pub host: String,
+    pub port: u16,
+}
+
+/// Ballista's default scheduler port.
+pub const DEFAULT_PORT: u16 = 50050;
+
+/// How long the probe waits for the cluster before it says it cannot be reached.
+const PROBE_WAIT: Duration = Duration::from_secs(30);
+
+impl std::fmt::Display for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "ballista://{}:{}", self.host, self.port)
+    }
+}
+
+/// How a cluster run failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// A refused cell, named by its dataset column (the row's place is the executor's).
+    Cell(BadCell),
+    /// Anything else, as one line.
+    Engine(String),
+}
+
+fn one_line(e: impl std::fmt::Display) -> String {
+    let text = e.to_string();
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    crate::error::shown(line, 300)
+}
+
+fn failure(e: DataFusionError) -> Failure {
+    let text = e.to_string();
+    if let Some(at) = text.find(BAD_CELL) {
+        let rest = text[at + BAD_CELL.len()..].trim_start();
+        let (column, why) = rest.split_once(' ').unwrap_or((rest, ""));
+        if let Ok(column) = column.parse() {
+            let why = why.lines().next().unwrap_or("").to_string();
+            return Failure::Cell(BadCell { column, why });
+        }
+    }
+    Failure::Engine(one_line(text))
+}
+
+impl Remote {
+    /// Parses `ballista://HOST[:PORT]` (or `df://`, Ballista's own scheme).
+    pub fn parse(text: &str) -> Result<Remote, String> {
+        let rest = text
+            .strip_prefix("ballista://")
+            .or_else(|| text.strip_prefix("df://"))
+            .ok_or_else(|| format!("'{text}' is not an engine: expected ballista://HOST:PORT"))?;
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, port)) => {
+                (host, port.parse().map_err(|_| format!("'{port}' is not a port in '{text}'"))?)
+            }
+            None => (rest, DEFAULT_PORT),
+        };
+        if host.is_empty() {
+            return Err(format!("'{text}' names no host"));
+        }
+        Ok(Remote { host: host.to_string(), port })
+    }
+
+    fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::Engine(format!("cannot start the cluster client: {e}")))
+    }
+
+    async fn context(&self) -> Result<SessionContext, DataFusionError> {
+        let mut config = SessionConfig::new_with_ballista()
+            .with_ballista_logical_extension_codec(Arc::new(LogicalCodec::default()))
+            .with_ballista_physical_extension_codec(Arc::new(PhysicalCodec::new(None)));
+        // The executors read each column with the type its file declares, as the local reader
+        // does (a view type would be read the same, but not every type has a view reading).
+        config.options_mut().execution.parquet.schema_force_view_types = false;
+        let state = SessionStateBuilder::new().with_config(config).with_default_features().build();
+        SessionContext::remote_with_state(&format!("df://{}:{}", self.host, self.port), state).await
+    }
+
+    /// Before the charge: one executor's build must be this one's, and it must open every file.
+    pub fn probe(&self, paths: &[String]) -> Result<(), String> {
+        let probe = Probe { build: function::build(), paths: paths.to_vec() };
+        let bytes = function::encode(&probe)?;
+        let runtime = Remote::runtime().map_err(|f| format!("{f:?}"))?;
+        let asked = runtime.block_on(async {
+            tokio::time::timeout(PROBE_WAIT, async {
+                let ctx = self.context().await?;
+                let udaf = AggregateUDF::from(ProbeFunction::new(bytes));
+                let frame = ctx.read_empty()?.aggregate(vec![], vec![udaf.call(vec![lit(0u8)]).alias("answer")])?;
+                frame.collect().await
+            })
+            .await
+        });
+        let batches = match asked {
+            Err(_) => return Err(format!("the cluster at {self} did not answer in {} s", PROBE_WAIT.as_secs())),
+            Ok(Err(e)) => return Err(unreachable(self, e)),
+            Ok(Ok(batches)) => batches,
+        };
+        let answer = batches
+            .iter()
+            .find_map(|b| b.column(0).as_any().downcast_ref::<StringArray>().map(|a| a.value(0).to_string()))
+            .ok_or_else(|| format!("the cluster at {self} gave no answer"))?;
+        let mut lines = answer.lines();
+        let theirs = lines.next().unwrap_or("");
+        if theirs != function::build() {
+            return Err(format!(
+                "the cluster at {self} runs dpstat {theirs}, this is {}: start it from this build",
+                function::build()
+            ));
+        }
+        match lines.next() {
+            Some(unreadable) => Err(format!("an executor of {self} cannot read {unreadable}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Folds every row of `set` (dataset columns `columns`) on the cluster into `fold`; returns
+    /// the rows.
+    pub fn scan<F: Fold>(&self, set: &ParquetSet, columns: &[usize], fold: &mut F) -> Result<u64, Failure> {
+        let plan = Plan {
+            build: function::build(),
+            tag: std::any::type_name::<F>().to_string(),
+            width: set.names().len(),
+            columns: columns.to_vec(),
+            fold: function::encode(fold).map_err(Failure::Engine)?,
+        };
+        let plan = function::encode(&plan).map_err(Failure::Engine)?;
+        let runtime = Remote::runtime()?;
+        let batches = runtime
+            .block_on(async {
+                let ctx = self.context().await?;
+                let frame = table(&ctx, set, columns).await?;
+                let args: Vec<Expr> =
+                    frame.schema().columns().into_iter().map(|c| Expr::Column(c)).collect();
+                let udaf = AggregateUDF::from(FoldFunction::new(plan, None));
+                frame.aggregate(vec![], vec![udaf.call(args).alias("state")])?.collect().await
+            })
+            .map_err(failure)?;
+        let state = batches
+            .iter()
+            .find_map(|b| {
+                let a = b.column(0).as_any().downcast_ref::<BinaryArray>()?;
+                (a.len() == 1 && a.is_valid(0)).then(|| a.value(0).to_vec())
+            })
+            .ok_or_else(|| Failure::Engine("the cluster sent no state".into()))?;
+        let folded: Folded<F> = function::decode(&state).map_err(Failure::Engine)?;
+        fold.merge(folded.fold);
+        Ok(folded.rows)
+    }
+}
+
+fn unreachable(remote: &Remote, e: DataFusionError) -> String {
+    format!("cannot run on the cluster at {remote}: {}", one_line(e))
+}
+
+/// The rows as the fold's arguments: a constant first (its length counts the rows), then each
+/// of `columns` (a file's own, or a partition value as a constant).
+async fn table(ctx: &SessionContext, set: &ParquetSet, columns: &[usize]) -> Result<DataFrame, DataFusionError> {
+    let names = set.names();
+    let mut frames = Vec::new();
+    for (paths, values) in set.by_partition() {
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let frame = ctx.read_parquet(paths, ParquetReadOptions::default()).await?;
+        let mut exprs = vec![lit(0u8).alias("dpstat_rows")];
+        for (k, &c) in columns.iter().enumerate() {
+            let alias = format!("dpstat_{k}");
+            exprs.push(match c.checked_sub(set.file_columns()) {
+                None => col(Column::from_name(names[c].clone())).alias(alias),
+                Some(j) => lit(ScalarValue::Binary(Some(values[j].clone()))).alias(alias),
+            });
+        }
+        frames.push(frame.select(exprs)?);
+    }
+    let mut frames = frames.into_iter();
+    let first = frames.next().ok_or_else(|| DataFusionError::Plan("a dataset of no files".into()))?;
+    frames.try_fold(first, |all, next| all.union(next))
+}

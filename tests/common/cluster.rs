@@ -1,0 +1,67 @@
+//! A Ballista cluster of dpstat's own scheduler and executors on loopback, started with
+//! scripts/cluster-up.sh from the binary under test and stopped with scripts/cluster-down.sh.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A running cluster; dropping it stops its processes.
+pub struct Cluster {
+    dir: PathBuf,
+    pub url: String,
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join(name)
+}
+
+impl Cluster {
+    /// Starts a scheduler on `port` and `executors` executors on the ports after it, with
+    /// `flags` for every executor; `name` keeps its logs apart from other clusters'.
+    pub fn start(name: &str, port: u16, executors: usize, flags: &str) -> Cluster {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-{name}"));
+        let env = |cmd: &mut Command| {
+            cmd.env("DPSTAT", env!("CARGO_BIN_EXE_dpstat"))
+                .env("DPSTAT_CLUSTER_DIR", &dir)
+                .env("DPSTAT_CLUSTER_PORT", port.to_string())
+                .env("DPSTAT_EXECUTORS", executors.to_string())
+                .env("DPSTAT_EXECUTOR_FLAGS", flags);
+        };
+        // A cluster left by an interrupted run would hold the ports.
+        let mut down = Command::new("bash");
+        down.arg(script("cluster-down.sh"));
+        env(&mut down);
+        let _ = down.status();
+        let mut up = Command::new("bash");
+        up.arg(script("cluster-up.sh"));
+        env(&mut up);
+        let out = up.output().expect("bash runs");
+        assert!(
+            out.status.success(),
+            "cluster-up failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(dir.join("scheduler.log")).unwrap_or_default()
+        );
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Cluster { dir, url }
+    }
+
+    /// Stops executor `i` (from 1) at once, as a crash would.
+    pub fn kill_executor(&self, i: usize) {
+        let pid = std::fs::read_to_string(self.dir.join(format!("executor-{i}.pid"))).expect("its pid");
+        Command::new("kill").args(["-9", pid.trim()]).status().expect("kill runs");
+    }
+
+    pub fn stop(&self) {
+        let _ = Command::new("bash")
+            .arg(script("cluster-down.sh"))
+            .env("DPSTAT_CLUSTER_DIR", &self.dir)
+            .status();
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
