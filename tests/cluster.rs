@@ -57,7 +57,7 @@ fn fixtures_give_the_local_release_on_two_executors() {
 
 /// Runs a release under a fresh ledger and expects exit 2 with `needle` on its one line, and
 /// nothing charged.
-fn refused_uncharged(args: &[&str], needle: &str) {
+fn refused_uncharged(args: &[String], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     let out = run(unseeded().args(args).arg("--ledger").arg(&ledger).args(["--budget", "2"]));
@@ -76,11 +76,15 @@ fn what_the_cluster_cannot_run_is_refused_before_the_charge() {
     let cluster = Cluster::start("refusals", 50430, 1, "");
     let people = fixture("people.parquet");
     let people = people.to_str().unwrap();
-    let engine = ["--engine", cluster.url.as_str()];
-    let count = |more: &[&str]| [&["count", "--eps", "1"], more, &engine[..]].concat();
-    refused_uncharged(&[&["count", "--eps", "1", "--engine", "ballista://127.0.0.1:1"][..], &[people]].concat(), "--engine");
-    refused_uncharged(&[&count(&[])[..], &[fixture("people.csv").to_str().unwrap()]].concat(), "CSV");
-    refused_uncharged(&[&count(&["--privacy-id", "id"])[..], &[people]].concat(), "--privacy-id");
+    let url = cluster.url.clone();
+    let count = |more: &[&'static str]| -> Vec<String> {
+        ["count", "--eps", "1"].iter().chain(more).map(|s| s.to_string()).chain(["--engine".into(), url.clone()]).collect()
+    };
+    let with = |args: Vec<String>, file: &str| -> Vec<String> { args.into_iter().chain([file.to_string()]).collect() };
+    let unreachable = ["count", "--eps", "1", "--engine", "ballista://127.0.0.1:1", people];
+    refused_uncharged(&unreachable.map(String::from), "--engine");
+    refused_uncharged(&with(count(&[]), fixture("people.csv").to_str().unwrap()), "CSV");
+    refused_uncharged(&with(count(&["--privacy-id", "id"]), people), "--privacy-id");
     // The file is there for this process, not for the executor: /proc/self/cwd is each
     // process's own directory.
     let dir = tempfile::tempdir().unwrap();
@@ -98,13 +102,14 @@ fn what_the_cluster_cannot_run_is_refused_before_the_charge() {
 fn an_executor_without_dpstat_functions_is_refused_before_the_charge() {
     let cluster = Cluster::start("stock", 50450, 1, "--stock");
     let people = fixture("people.parquet");
-    refused_uncharged(&["count", "--eps", "1", "--engine", &cluster.url, people.to_str().unwrap()], "--engine");
+    let args = ["count", "--eps", "1", "--engine", &cluster.url, people.to_str().unwrap()];
+    refused_uncharged(&args.map(String::from), "--engine");
 }
 
 #[test]
 fn a_lost_executor_never_changes_a_release() {
     // Enough rows that the query is still running when an executor dies.
-    let rows = 400_000;
+    let rows: u64 = 400_000;
     let table = Table {
         columns: vec![
             ("x".into(), Values::Float((0..rows).map(|i| Some(((i * 7919) % 100_003) as f64 / 3.0)).collect())),
@@ -114,7 +119,7 @@ fn a_lost_executor_never_changes_a_release() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("big.parquet");
     table.write_parquet(&file, 20_000);
-    let args = ["quantile", "-c", "x", "-q", "0.5", "-l", "0", "-u", "40000", "-e", "1", "--by", "k", "--discover", "--delta", "1e-6"];
+    let args = ["quantile", "-c", "x", "-q", "0.5", "-l", "0", "-u", "40000", "-e", "1", "--resolution", "200", "--by", "k", "--keys", "k0,k1,k2,k3"];
     let local = run(dpstat().args(args).arg(&file));
     assert!(local.status.success(), "{}", String::from_utf8_lossy(&local.stderr));
     let cluster = Cluster::start("lost", 50470, 2, "");
@@ -127,9 +132,13 @@ fn a_lost_executor_never_changes_a_release() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // After the probe (milliseconds), while the rows are read (over a second).
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(child.try_wait().unwrap().is_none(), "the run ended before the executor was lost");
+    let started = std::time::Instant::now();
     cluster.kill_executor(2);
     let out = child.wait_with_output().unwrap();
+    eprintln!("the run ended {:?} after the kill: {:?} {}", started.elapsed(), out.status, String::from_utf8_lossy(&out.stderr));
     if out.status.success() {
         same(&local, &out, "after an executor was lost");
     } else {

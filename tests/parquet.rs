@@ -1,7 +1,9 @@
 //! Parquet input: the same table as CSV, as one Parquet file, as Parquet parts (a directory, a
 //! glob, several FILE arguments) and as hive partitions gives bit-identical releases under the
 //! same seed, for every statistic, with and without `--by`, `--discover`, `--where` and
-//! `--privacy-id` (issue 26's equality suite).
+//! `--privacy-id` (issue 26's equality suite). Built with `--features cluster`, the Parquet file
+//! and the hive folders are also read by a Ballista cluster of two dpstat executors (issue 27;
+//! every case but those with `--privacy-id`, which the cluster refuses).
 //!
 //! The table is generated (a fixed hash of row and column, no randomness) with a null in every
 //! column, a decimal, 32- and 64-bit integers and floats, non-finite doubles, text keys that
@@ -12,6 +14,9 @@
 mod common;
 #[path = "common/parquet.rs"]
 mod tables;
+#[cfg(feature = "cluster")]
+#[path = "common/cluster.rs"]
+mod cluster;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -150,15 +155,46 @@ enum Layout {
     /// The CSV of the rows in the order of the hive folders.
     HiveCsv,
     Hive,
+    /// The Parquet file, folded on the cluster.
+    #[cfg(feature = "cluster")]
+    Cluster,
+    /// The hive folders, folded on the cluster.
+    #[cfg(feature = "cluster")]
+    ClusterHive,
 }
 
 use Layout::*;
 
+/// The cluster every cluster layout runs on, started once per test process and stopped when it
+/// exits.
+#[cfg(feature = "cluster")]
+fn engine() -> &'static str {
+    static CLUSTER: OnceLock<cluster::Cluster> = OnceLock::new();
+    extern "C" fn stop() {
+        if let Some(c) = CLUSTER.get() {
+            c.stop();
+        }
+    }
+    &CLUSTER
+        .get_or_init(|| {
+            // SAFETY: registers a plain function to run at exit; it only runs a script.
+            unsafe { libc::atexit(stop) };
+            cluster::Cluster::start("equality", 50510, 2, "")
+        })
+        .url
+}
+
 /// Layouts that hold the table in its own order (compared with the CSV), and those that hold it
 /// in the hive folders' (compared with their CSV).
-const FLAT: [Layout; 8] =
-    [Csv, Parquet, ParquetOneThread, ParquetStdin, Parts, PartsFiveThreads, Glob, PartArgs];
-const HIVE: [Layout; 2] = [HiveCsv, Hive];
+#[cfg(not(feature = "cluster"))]
+const FLAT: &[Layout] = &[Csv, Parquet, ParquetOneThread, ParquetStdin, Parts, PartsFiveThreads, Glob, PartArgs];
+#[cfg(not(feature = "cluster"))]
+const HIVE: &[Layout] = &[HiveCsv, Hive];
+#[cfg(feature = "cluster")]
+const FLAT: &[Layout] =
+    &[Csv, Parquet, ParquetOneThread, ParquetStdin, Parts, PartsFiveThreads, Glob, PartArgs, Cluster];
+#[cfg(feature = "cluster")]
+const HIVE: &[Layout] = &[HiveCsv, Hive, ClusterHive];
 
 /// The layouts a case runs on: every case the main ones; the variants whose folds merge in
 /// their own way (plain, keys found, people by group) also on one and on five threads; the
@@ -184,6 +220,10 @@ impl Layout {
             PartArgs => cmd.args((0..4).map(part)),
             HiveCsv => cmd.arg(&f.hive_csv),
             Hive => cmd.arg(&f.hive),
+            #[cfg(feature = "cluster")]
+            Cluster => cmd.args(["--engine", engine()]).arg(&f.parquet),
+            #[cfg(feature = "cluster")]
+            ClusterHive => cmd.args(["--engine", engine()]).arg(&f.hive),
         }
     }
 }
@@ -634,16 +674,28 @@ fn holds_a_value(v: &serde_json::Value) -> bool {
     }
 }
 
+/// A case's layouts: with the cluster built in, also the cluster's, unless the case bounds
+/// persons (refused there).
+fn layouts_of(case: &Case) -> Vec<Layout> {
+    #[allow(unused_mut)]
+    let mut layouts = case.layouts.to_vec();
+    #[cfg(feature = "cluster")]
+    if !case.args.iter().any(|a| a == "--privacy-id") && !case.name.contains("people") {
+        layouts.extend([Cluster, ClusterHive]);
+    }
+    layouts
+}
+
 /// Runs every case on its layouts (all runs in parallel) and compares stdout byte for byte
 /// within the flat layouts and within the hive layouts.
 fn equal_everywhere(cases: &[Case]) {
     let jobs: Vec<(usize, Layout)> =
-        cases.iter().enumerate().flat_map(|(c, case)| case.layouts.iter().map(move |&l| (c, l))).collect();
+        cases.iter().enumerate().flat_map(|(c, case)| layouts_of(case).into_iter().map(move |l| (c, l))).collect();
     let outputs = parallel_map(6, jobs.len(), |i| run(1, &cases[jobs[i].0].args, jobs[i].1));
     let mut failures = Vec::new();
     for (c, case) in cases.iter().enumerate() {
         let of = |layout: Layout| jobs.iter().position(|&j| j == (c, layout)).map(|i| &outputs[i]);
-        for group in [&FLAT[..], &HIVE[..]] {
+        for group in [FLAT, HIVE] {
             let first = of(group[0]).expect("every case runs on both CSV files");
             let text = String::from_utf8_lossy(&first.stdout).into_owned();
             if !first.status.success() {

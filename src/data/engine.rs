@@ -163,11 +163,12 @@ impl<F: Fold> Fold for Joined<F> {
 /// Feeds every row of the input to `fold` through its executor; returns the number of rows.
 /// Every statistic's scan comes here (`cmd`).
 pub fn scan<F: Fold>(input: &mut Input, fold: &mut F) -> Result<u64> {
+    // An executor holds the same fold (one per task): the same cap applies there.
+    scan::check_memory(input, fold)?;
     #[cfg(feature = "cluster")]
     if let Some(remote) = input.engine() {
         return on_cluster(remote, input, fold);
     }
-    scan::check_memory(input, fold)?;
     let threads = scan::threads_for(input, fold);
     match run_dataset(input, fold, threads) {
         Some(rows) => rows,
