@@ -84,7 +84,7 @@ fn what_the_cluster_cannot_run_is_refused_before_the_charge() {
     let unreachable = ["count", "--eps", "1", "--engine", "ballista://127.0.0.1:1", people];
     refused_uncharged(&unreachable.map(String::from), "--engine");
     refused_uncharged(&with(count(&[]), fixture("people.csv").to_str().unwrap()), "CSV");
-    refused_uncharged(&with(count(&["--privacy-id", "id"]), people), "--privacy-id");
+    refused_uncharged(&with(count(&["--privacy-id", "id", "--max-rows-per-id", "auto"]), people), "auto");
     // The file is there for this process, not for the executor: /proc/self/cwd is each
     // process's own directory.
     let dir = tempfile::tempdir().unwrap();

@@ -9,12 +9,13 @@ use crate::data::cluster::function::Registry;
 use crate::data::cluster::serve::{self, ExecutorSetup};
 use crate::query::AnyStatistic;
 
-/// Every fold type `engine::scan` is called with: each statistic's, its keys found, and a
-/// workload's.
+/// Every fold type `engine::scan` and `engine::scan_bounded` are called with: each
+/// statistic's, its keys found, and a workload's, with and without persons.
 pub fn registry() -> Registry {
     let mut registry = Registry::default();
     AnyStatistic::cluster_folds(&mut registry);
     registry.add::<WorkloadFold>();
+    registry.add_persons::<WorkloadFold>();
     registry
 }
 

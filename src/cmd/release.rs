@@ -72,6 +72,10 @@ impl InputFlags {
     }
 }
 
+/// `--max-rows-per-id auto` reads every person's row count before it chooses K, a second pass
+/// the cluster does not make.
+pub const AUTO_ON_CLUSTER: &str = "--max-rows-per-id auto does not run on a cluster (--engine): give K";
+
 /// Which noise the flags ask for (`--noise`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum NoiseKind {
@@ -551,8 +555,8 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     warn_if_large(&job.spend, job.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = job.input.open(job.ledger.is_some())?;
-    if input.engine().is_some() && job.person.is_some() {
-        return Err(bad_input("--privacy-id does not run on a cluster yet: leave out --engine"));
+    if input.engine().is_some() && job.person.as_ref().is_some_and(|p| p.auto.is_some()) {
+        return Err(bad_input(AUTO_ON_CLUSTER));
     }
     note_no_files(&input, job.ledger.is_some());
     let query = match (&job.group, &job.discover_by) {
@@ -736,7 +740,11 @@ impl Visitor for Scan<'_, '_> {
                     let mut bounded = Bounded::new(plan, Routed::new(fold, vec![], by.clone()));
                     scan::check_memory(input, &bounded)?;
                     meter.before_rows(input)?;
-                    engine::scan(input, &mut bounded)?;
+                    // A cluster chose the rows already (never with `auto`: refused there).
+                    if let Some((fold, cut)) = engine::scan_bounded(input, &mut bounded)? {
+                        truncated = cut;
+                        fold.groups
+                    } else {
                     if let (Some(auto), None) = (&person.auto, chosen) {
                         let counts = bounded
                             .rows_per_person(contribution::MAX_BOUND as usize)
@@ -751,6 +759,7 @@ impl Visitor for Scan<'_, '_> {
                     let (fold, cut) = bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
                     truncated = cut;
                     fold.groups
+                    }
                 }
                 _ => {
                     let mut routed = Routed::new(fold, filters, by);
@@ -874,8 +883,10 @@ fn discovered<S: Statistic>(
             let mut bounded = Bounded::found_keys(plan, column, keyed.per_person(persons.keys_each()));
             scan::check_memory(input, &bounded)?;
             meter.before_rows(input)?;
-            engine::scan(input, &mut bounded)?;
-            bounded.finish().map_err(|f| bound_failure(input, f))?
+            match engine::scan_bounded(input, &mut bounded)? {
+                Some((keyed, _)) => keyed,
+                None => bounded.finish().map_err(|f| bound_failure(input, f))?,
+            }
         }
         _ => {
             let mut routed = Routed::new(keyed, filters, None);

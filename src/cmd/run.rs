@@ -151,8 +151,9 @@ pub fn release_all(
     warn_if_large(&workload.spend(), workload.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = flags.open(ledger.is_some())?;
-    if input.engine().is_some() && workload.queries.iter().any(|q| q.job.person.is_some()) {
-        return Err(bad_input("--privacy-id does not run on a cluster yet: leave out --engine"));
+    let auto = workload.queries.iter().any(|q| q.job.person.as_ref().is_some_and(|p| p.auto.is_some()));
+    if input.engine().is_some() && auto {
+        return Err(bad_input(crate::cmd::release::AUTO_ON_CLUSTER));
     }
     note_no_files(&input, ledger.is_some());
     let mut folds = Vec::with_capacity(workload.queries.len());
@@ -228,10 +229,10 @@ impl Pass {
                 engine::scan(input, &mut fold)?;
                 fold
             }
-            Pass::Persons(mut bounded) => {
-                engine::scan(input, bounded.as_mut())?;
-                bounded.finish().map_err(|f| bound_failure(input, f))?
-            }
+            Pass::Persons(mut bounded) => match engine::scan_bounded(input, bounded.as_mut())? {
+                Some((fold, _)) => fold,
+                None => bounded.finish().map_err(|f| bound_failure(input, f))?,
+            },
         };
         Ok(fold.into_folds())
     }

@@ -30,6 +30,8 @@ use std::sync::{Arc, Mutex};
 use siphasher::sip::SipHasher13;
 use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
 
+use serde::{Deserialize, Serialize};
+
 use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
@@ -56,7 +58,7 @@ pub fn cap() -> usize {
 }
 
 /// What every copy of the fold shares: the columns, the bounds, the key and the spill files.
-#[derive(Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Plan {
     /// The id columns (a composite id has several).
     pub ids: Vec<usize>,
@@ -112,18 +114,71 @@ pub struct Bounded<F> {
     inner: F,
 }
 
-/// Contribution bounding runs in this process only: its rows are spilled to this machine's disk
-/// and chosen with this run's key, so a bounded fold never travels to a cluster executor (the
-/// command refuses `--privacy-id` with `--engine` before the charge).
-impl<F> serde::Serialize for Bounded<F> {
-    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("a person-bounded fold runs in this process only"))
+/// A bounded fold as a cluster executor sends it (`data::cluster`): the plan (with the run's
+/// key: executors choose rows, never noise), the bounds, and every bucket's encoded rows, those
+/// spilled to the temporary files included.
+#[derive(Serialize)]
+struct WireRef<'a, F> {
+    plan: &'a Plan,
+    found: Option<usize>,
+    bounds: Bounds,
+    buckets: Vec<Vec<u8>>,
+    inner: &'a F,
+}
+
+#[derive(Deserialize)]
+struct Wire<F> {
+    plan: Plan,
+    found: Option<usize>,
+    bounds: Bounds,
+    buckets: Vec<Vec<u8>>,
+    inner: F,
+}
+
+impl<F: Serialize> Serialize for Bounded<F> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let mut buckets: Vec<Vec<u8>> = vec![Vec::new(); BUCKETS];
+        {
+            let mut spill = self.shared.spill.lock().map_err(|_| S::Error::custom(poisoned()))?;
+            if let Some(e) = &spill.error {
+                return Err(S::Error::custom(e));
+            }
+            for (bucket, file) in buckets.iter_mut().zip(&mut spill.files) {
+                // Appends go on at the end, where reading leaves the file.
+                file.rewind().and_then(|()| file.read_to_end(bucket)).map_err(|e| S::Error::custom(read_error(&e)))?;
+            }
+        }
+        for (bucket, held) in buckets.iter_mut().zip(&self.buckets) {
+            bucket.extend_from_slice(held);
+        }
+        let wire = WireRef {
+            plan: &self.shared.plan,
+            found: self.shared.found,
+            bounds: self.bounds,
+            buckets,
+            inner: &self.inner,
+        };
+        wire.serialize(s)
     }
 }
 
-impl<'de, F> serde::Deserialize<'de> for Bounded<F> {
-    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
-        Err(serde::de::Error::custom("a person-bounded fold runs in this process only"))
+impl<'de, F: Fold> Deserialize<'de> for Bounded<F> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Wire { mut plan, found, bounds, buckets, inner } = Wire::<F>::deserialize(d)?;
+        if buckets.len() != BUCKETS {
+            return Err(serde::de::Error::custom("a bounded fold of another bucket count"));
+        }
+        // On an executor the tasks are the parallelism, and a task may hold a fold for each of
+        // the buckets: each spills past an eighth of the default cap.
+        plan.threads = 1;
+        plan.cap = plan.cap.min(DEFAULT_CAP / 8);
+        let mut bounded = Bounded::grouping(plan, found, inner);
+        bounded.bounds = bounds;
+        let bytes = buckets.iter().map(Vec::len).sum();
+        bounded.buckets = buckets;
+        bounded.add_held(bytes);
+        Ok(bounded)
     }
 }
 
@@ -265,6 +320,17 @@ impl<F: Fold> Bounded<F> {
         Ok(counts)
     }
 
+    /// [`Bounded::finish_counted`] into the fold's own inner fold.
+    pub fn finish_own(self) -> Result<(F, u64), Failure> {
+        let inner = self.inner.clone();
+        self.finish_counted(inner)
+    }
+
+    /// The plan (a cluster ships it with the fold).
+    pub fn plan(&self) -> &Plan {
+        &self.shared.plan
+    }
+
     /// Bounds decided after the scan (`--max-rows-per-id auto`), instead of [`Plan::bounds`].
     pub fn set_bounds(&mut self, bounds: Bounds) {
         self.bounds = bounds;
@@ -386,11 +452,7 @@ impl<F: Fold> Fold for Bounded<F> {
             return Ok(());
         }
         let mut id = std::mem::take(&mut self.scratch);
-        id.clear();
-        for &i in &plan.ids {
-            put(&mut id, Some(text_cell(row, i)));
-        }
-        let hash = self.shared.id_hasher.hash(&id);
+        let hash = person_hash(&self.shared.id_hasher, &plan.ids, row, &mut id);
         let out = &mut self.buckets[bucket_at(hash, 0)];
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
@@ -433,6 +495,34 @@ impl<F: Fold> Fold for Bounded<F> {
 
     fn heap_bytes(&self) -> usize {
         self.inner.heap_bytes()
+    }
+}
+
+/// The keyed hash of a row's person: of its id cells, encoded into `id` (cleared first).
+#[inline]
+fn person_hash(hasher: &SipHasher13, ids: &[usize], row: &Row, id: &mut Vec<u8>) -> u64 {
+    id.clear();
+    for &i in ids {
+        put(id, Some(text_cell(row, i)));
+    }
+    hasher.hash(id)
+}
+
+/// The bucket a row's person falls in (of [`BUCKETS`]), for the plan's key: a cluster groups
+/// rows by it (`data::cluster`), so that each person's rows meet in one bucket's fold.
+pub struct PersonBuckets {
+    hasher: SipHasher13,
+    ids: Vec<usize>,
+    scratch: Vec<u8>,
+}
+
+impl PersonBuckets {
+    pub fn new(ids: Vec<usize>, key: &[u8; 16]) -> PersonBuckets {
+        PersonBuckets { hasher: SipHasher13::new_with_key(key), ids, scratch: Vec::new() }
+    }
+
+    pub fn bucket(&mut self, row: &Row) -> usize {
+        bucket_at(person_hash(&self.hasher, &self.ids, row, &mut self.scratch), 0)
     }
 }
 

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 use anyhow::Result;
 
+use crate::data::bound::Bounded;
 use crate::data::dataset::Listing;
 use crate::data::input::{Dataset, Input};
 use crate::data::parquet::{ParquetSet, Stop};
@@ -207,19 +208,44 @@ pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> 
     }
 }
 
-/// Folds the rows on the cluster (`--engine`), which `Input::set_engine` checked can read them.
+/// Feeds every row to `bounded` (`--privacy-id`); on a cluster, which also chooses each
+/// person's rows there, returns the query's fold of the kept rows and the persons who had rows
+/// dropped (what [`Bounded::finish_counted`] returns here); None when the rows were read here
+/// and `bounded` holds them.
+pub fn scan_bounded<G: Fold>(input: &mut Input, bounded: &mut Bounded<G>) -> Result<Option<(G, u64)>> {
+    #[cfg(feature = "cluster")]
+    if let Some(remote) = input.engine() {
+        scan::check_memory(input, bounded)?;
+        let Some(Dataset::Parquet { set, .. }) = input.dataset() else {
+            return Err(crate::error::Error::internal("a cluster scan of no Parquet files").into());
+        };
+        return match remote.scan_persons(set, &input.named_columns(), bounded) {
+            Ok((fold, _, truncated)) => Ok(Some((fold, truncated))),
+            Err(failure) => Err(cluster_failure(remote, input, failure)),
+        };
+    }
+    scan(input, bounded)?;
+    Ok(None)
+}
+
 #[cfg(feature = "cluster")]
-fn on_cluster<F: Fold>(remote: &crate::data::cluster::Remote, input: &Input, fold: &mut F) -> Result<u64> {
+fn cluster_failure(remote: &crate::data::cluster::Remote, input: &Input, failure: crate::data::cluster::Failure) -> anyhow::Error {
     use crate::data::cluster::Failure;
-    let Some(Dataset::Parquet { set, .. }) = input.dataset() else {
-        return Ok(0);
-    };
-    remote.scan(set, &input.named_columns(), fold).map_err(|failure| match failure {
+    match failure {
         Failure::Cell(bad) => {
             bad_input(format!("{}: column '{}': {}", input.name(), input.column_label(bad.column), bad.why))
         }
         Failure::Engine(why) => bad_input(format!("the cluster at {remote} failed: {why}")),
-    })
+    }
+}
+
+/// Folds the rows on the cluster (`--engine`), which `Input::set_engine` checked can read them.
+#[cfg(feature = "cluster")]
+fn on_cluster<F: Fold>(remote: &crate::data::cluster::Remote, input: &Input, fold: &mut F) -> Result<u64> {
+    let Some(Dataset::Parquet { set, .. }) = input.dataset() else {
+        return Err(crate::error::Error::internal("a cluster scan of no Parquet files").into());
+    };
+    remote.scan(set, &input.named_columns(), fold).map_err(|failure| cluster_failure(remote, input, failure))
 }
 
 /// Runs the executor of an input that is a dataset; None for one CSV stream.

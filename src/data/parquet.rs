@@ -521,6 +521,17 @@ pub fn fold_arrays<F: Fold>(
     rows: usize,
     fold: &mut F,
 ) -> Result<u64, (usize, BadCell)> {
+    each_row_of_arrays(width, columns, arrays, rows, |row| fold.row(row))
+}
+
+/// [`fold_arrays`] for any per-row function.
+pub fn each_row_of_arrays(
+    width: usize,
+    columns: &[usize],
+    arrays: &[ArrayRef],
+    rows: usize,
+    mut each: impl FnMut(&Row) -> Result<(), BadCell>,
+) -> Result<u64, (usize, BadCell)> {
     let mut slots = vec![Slot::Absent; width];
     for (k, &c) in columns.iter().enumerate() {
         if let Some(slot) = slots.get_mut(c) {
@@ -530,7 +541,7 @@ pub fn fold_arrays<F: Fold>(
     let layout = Layout { width, slots, file_roots: Vec::new() };
     let cells = BatchCells::of_arrays(&layout, arrays, &[]);
     for r in 0..rows {
-        fold.row(&Row::cells(&cells, r)).map_err(|bad| (r, bad))?;
+        each(&Row::cells(&cells, r)).map_err(|bad| (r, bad))?;
     }
     Ok(rows as u64)
 }

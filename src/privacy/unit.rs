@@ -35,7 +35,7 @@ impl Neighbours {
 pub const MAX_BOUND: u32 = 10_000;
 
 /// The contribution bounds of one person.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bounds {
     /// K: rows per person, in all.
     pub rows: u32,

@@ -90,12 +90,15 @@ macro_rules! registry {
             }
 
             /// Every fold a statistic's command hands the engine, for a cluster executor to
-            /// run (`data::cluster`): one statistic's rows, and the keys found for it.
+            /// run (`data::cluster`): one statistic's rows, the keys found for it, and both
+            /// with persons' rows bounded.
             #[cfg(feature = "cluster")]
             pub fn cluster_folds(registry: &mut crate::data::cluster::function::Registry) {
                 use crate::data::route::Routed;
                 $(registry.add::<Routed<<$module::$ty as Statistic>::Fold>>();
-                registry.add::<Routed<discover::Keyed<<$module::$ty as Statistic>::Fold>>>();)*
+                registry.add::<Routed<discover::Keyed<<$module::$ty as Statistic>::Fold>>>();
+                registry.add_persons::<Routed<<$module::$ty as Statistic>::Fold>>();
+                registry.add_persons::<discover::Keyed<<$module::$ty as Statistic>::Fold>>();)*
             }
 
             /// Calls `visitor` with the statistic itself, so that what it does is compiled for

@@ -4,6 +4,11 @@
 //! state, merged with the fold's own `merge`. Both travel as bytes inside Ballista's plans and
 //! shuffles, through the codecs below; nothing else about a query leaves the client.
 //!
+//! With `--privacy-id` the rows are grouped by `dpstat_bucket`, the bucket of their person
+//! (the keyed hash of the id cells, as `data::bound` buckets them): each bucket's fold is a
+//! `Bounded` fold that chooses its persons' rows once all of them met, and sends back the
+//! query's fold of the kept rows.
+//!
 //! `dpstat_probe` is the check before the charge: run on one executor over one row, it answers
 //! with the executor's build and the first data file it cannot open.
 
@@ -13,23 +18,29 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{Array, ArrayRef, BinaryArray};
+use arrow_array::{Array, ArrayRef, BinaryArray, UInt32Array};
 use arrow_schema::{DataType, Field, FieldRef};
 use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue, TableReference};
 use datafusion::datasource::TableProvider;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Extension, LogicalPlan, Signature, Volatility};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Extension, LogicalPlan, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::data::bound::{Bounded, Failure, PersonBuckets};
 use crate::data::parquet;
 use crate::data::row::{BadCell, Fold};
 
 /// The aggregate's name in plans.
 pub const FOLD: &str = "dpstat_fold";
+/// The person-bucket function's name in plans.
+pub const BUCKET: &str = "dpstat_bucket";
 /// The probe's name in plans.
 pub const PROBE: &str = "dpstat_probe";
 /// What starts an executor's error about a refused cell, so the client can name the column.
@@ -59,6 +70,24 @@ pub struct Folded<F> {
     pub fold: F,
 }
 
+/// A bucket of persons once their rows were chosen: the query's fold of the kept rows, and the
+/// persons who had rows dropped (`--count-truncated`).
+#[derive(Serialize, Deserialize)]
+pub struct Finished<G> {
+    pub rows: u64,
+    pub truncated: u64,
+    pub fold: G,
+}
+
+/// What `dpstat_bucket` needs: where the id columns are, and the run's selection key.
+#[derive(Serialize, Deserialize)]
+pub struct BucketPlan {
+    pub width: usize,
+    pub columns: Vec<usize>,
+    pub ids: Vec<usize>,
+    pub key: [u8; 16],
+}
+
 /// The probe's definition: the client's build and the files every executor must read.
 #[derive(Serialize, Deserialize)]
 pub struct Probe {
@@ -83,16 +112,29 @@ pub trait Erased: Send {
     /// Folds a batch: `arrays` after the first argument (which only gives the row count).
     fn batch(&mut self, plan: &Plan, arrays: &[ArrayRef]) -> Result<(), BadCell>;
     fn merge_bytes(&mut self, bytes: &[u8]) -> Result<(), String>;
+    /// The state to merge elsewhere.
     fn to_bytes(&self) -> Result<Vec<u8>, String>;
+    /// The result: the state itself, or for persons the fold of their kept rows.
+    fn result(&mut self) -> Result<Vec<u8>, String> {
+        self.to_bytes()
+    }
     fn heap_bytes(&self) -> usize;
+}
+
+/// The message of a refused cell, for the client to name its column.
+pub fn refused(bad: &BadCell) -> String {
+    format!("{BAD_CELL} {} {}", bad.column, bad.why)
+}
+
+fn fold_batch<F: Fold>(plan: &Plan, arrays: &[ArrayRef], fold: &mut F) -> Result<u64, BadCell> {
+    let rows = arrays.first().map_or(0, |a| a.len());
+    let rest = arrays.get(1..).unwrap_or_default();
+    parquet::fold_arrays(plan.width, &plan.columns, rest, rows, fold).map_err(|(_, bad)| bad)
 }
 
 impl<F: Fold> Erased for Folded<F> {
     fn batch(&mut self, plan: &Plan, arrays: &[ArrayRef]) -> Result<(), BadCell> {
-        let rows = arrays.first().map_or(0, |a| a.len());
-        let n = parquet::fold_arrays(plan.width, &plan.columns, &arrays[1..], rows, &mut self.fold)
-            .map_err(|(_, bad)| bad)?;
-        self.rows += n;
+        self.rows += fold_batch(plan, arrays, &mut self.fold)?;
         Ok(())
     }
 
@@ -105,6 +147,43 @@ impl<F: Fold> Erased for Folded<F> {
 
     fn to_bytes(&self) -> Result<Vec<u8>, String> {
         encode(self)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.fold.heap_bytes()
+    }
+}
+
+/// The rows of one bucket of persons, held until all of them met, then chosen.
+struct PersonFolded<G: Fold> {
+    rows: u64,
+    fold: Bounded<G>,
+}
+
+impl<G: Fold> Erased for PersonFolded<G> {
+    fn batch(&mut self, plan: &Plan, arrays: &[ArrayRef]) -> Result<(), BadCell> {
+        self.rows += fold_batch(plan, arrays, &mut self.fold)?;
+        Ok(())
+    }
+
+    fn merge_bytes(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let other: Folded<Bounded<G>> = decode(bytes)?;
+        self.rows += other.rows;
+        self.fold.merge(other.fold);
+        Ok(())
+    }
+
+    fn to_bytes(&self) -> Result<Vec<u8>, String> {
+        encode(&Folded { rows: self.rows, fold: &self.fold })
+    }
+
+    fn result(&mut self) -> Result<Vec<u8>, String> {
+        let empty = self.fold.clone();
+        let (fold, truncated) = std::mem::replace(&mut self.fold, empty).finish_own().map_err(|f| match f {
+            Failure::Cell(bad) => refused(&bad),
+            Failure::Temp(why) => why,
+        })?;
+        encode(&Finished { rows: self.rows, truncated, fold })
     }
 
     fn heap_bytes(&self) -> usize {
@@ -127,6 +206,14 @@ impl Registry {
             Ok(Box::new(Folded::<F> { rows: 0, fold: decode(bytes)? }))
         }
         self.decoders.insert(std::any::type_name::<F>(), decoder::<F>);
+    }
+
+    /// A fold of persons' kept rows: its `Bounded` form travels, its result is `G`.
+    pub fn add_persons<G: Fold>(&mut self) {
+        fn decoder<G: Fold>(bytes: &[u8]) -> Result<Box<dyn Erased>, String> {
+            Ok(Box::new(PersonFolded::<G> { rows: 0, fold: decode(bytes)? }))
+        }
+        self.decoders.insert(std::any::type_name::<Bounded<G>>(), decoder::<G>);
     }
 
     fn decode(&self, plan: &Plan) -> Result<Box<dyn Erased>, String> {
@@ -227,7 +314,7 @@ impl FoldAccumulator {
 impl Accumulator for FoldAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> DfResult<()> {
         let plan = &self.plan;
-        self.fold().batch(plan, values).map_err(|bad| failed(format!("{BAD_CELL} {} {}", bad.column, bad.why)))
+        self.fold().batch(plan, values).map_err(|bad| failed(refused(&bad)))
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> DfResult<()> {
@@ -248,11 +335,49 @@ impl Accumulator for FoldAccumulator {
     }
 
     fn evaluate(&mut self) -> DfResult<ScalarValue> {
-        self.bytes()
+        Ok(ScalarValue::Binary(Some(self.fold().result().map_err(failed)?)))
     }
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self) + self.fold().heap_bytes()
+    }
+}
+
+/// `dpstat_bucket`: its bytes are a [`BucketPlan`]; the bucket of each row's person.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BucketFunction {
+    plan: Arc<Vec<u8>>,
+    signature: Signature,
+}
+
+impl BucketFunction {
+    pub fn new(plan: Vec<u8>) -> BucketFunction {
+        BucketFunction { plan: Arc::new(plan), signature: Signature::variadic_any(Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for BucketFunction {
+    fn name(&self) -> &str {
+        BUCKET
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::UInt32)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let plan: BucketPlan = decode(&self.plan).map_err(failed)?;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let mut buckets = PersonBuckets::new(plan.ids, &plan.key);
+        let mut out = Vec::with_capacity(args.number_rows);
+        let rest = arrays.get(1..).unwrap_or_default();
+        parquet::each_row_of_arrays(plan.width, &plan.columns, rest, args.number_rows, |row| {
+            out.push(buckets.bucket(row) as u32);
+            Ok(())
+        })
+        .map_err(|(_, bad)| failed(refused(&bad)))?;
+        Ok(ColumnarValue::Array(Arc::new(UInt32Array::from(out))))
     }
 }
 
@@ -358,6 +483,17 @@ fn decode_function(name: &str, buf: &[u8], registry: &Option<Arc<Registry>>) -> 
     }
 }
 
+fn decode_scalar(name: &str, buf: &[u8]) -> Option<Arc<ScalarUDF>> {
+    (name == BUCKET).then(|| Arc::new(ScalarUDF::from(BucketFunction::new(buf.to_vec()))))
+}
+
+fn encode_scalar(node: &ScalarUDF, buf: &mut Vec<u8>) {
+    let inner: &dyn Any = node.inner().as_ref();
+    if let Some(bucket) = inner.downcast_ref::<BucketFunction>() {
+        buf.extend_from_slice(&bucket.plan);
+    }
+}
+
 /// Writes dpstat's functions' bytes into a plan.
 fn encode_function(node: &AggregateUDF, buf: &mut Vec<u8>) {
     let inner: &dyn Any = node.inner().as_ref();
@@ -418,6 +554,16 @@ impl LogicalExtensionCodec for LogicalCodec {
     ) -> DfResult<()> {
         self.inner.try_encode_file_format(buf, node)
     }
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
+        match decode_scalar(name, buf) {
+            Some(f) => Ok(f),
+            None => self.inner.try_decode_udf(name, buf),
+        }
+    }
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        encode_scalar(node, buf);
+        Ok(())
+    }
     fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
         match decode_function(name, buf, &None) {
             Some(f) => Ok(f),
@@ -467,6 +613,16 @@ impl PhysicalExtensionCodec for PhysicalCodec {
     ) -> DfResult<()> {
         self.inner.try_encode(node, buf, converter)
     }
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
+        match decode_scalar(name, buf) {
+            Some(f) => Ok(f),
+            None => self.inner.try_decode_udf(name, buf),
+        }
+    }
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        encode_scalar(node, buf);
+        Ok(())
+    }
     fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
         match decode_function(name, buf, &self.registry) {
             Some(f) => Ok(f),
@@ -476,5 +632,60 @@ impl PhysicalExtensionCodec for PhysicalCodec {
     fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> DfResult<()> {
         encode_function(node, buf);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::cell::{InvalidPolicy, NumberCell};
+    use crate::query::mean::{MeanFold, MeanSpec};
+    use arrow_array::{Float64Array, UInt8Array};
+
+    fn mean() -> MeanFold {
+        let bounds = crate::numeric::grid::GridBounds { grid: crate::numeric::grid::Grid::UNIT, lower: 0, upper: 10 };
+        MeanFold::new(MeanSpec::AddRemove { bounds, midpoint: 5 }, NumberCell { index: 1, invalid: InvalidPolicy::Skip })
+    }
+
+    fn plan_of(fold: &MeanFold, build: String) -> Plan {
+        Plan {
+            build,
+            tag: std::any::type_name::<MeanFold>().into(),
+            width: 2,
+            columns: vec![1],
+            fold: encode(fold).unwrap(),
+        }
+    }
+
+    /// An executor folds a batch with the fold's own code, its state merges, and the client reads
+    /// back what a local fold of the same values holds.
+    #[test]
+    fn a_shipped_fold_folds_merges_and_comes_back_equal() {
+        let mut registry = Registry::default();
+        registry.add::<MeanFold>();
+        let plan = plan_of(&mean(), build());
+        let values: ArrayRef = Arc::new(Float64Array::from(vec![Some(1.0), None, Some(12.0), Some(4.0)]));
+        let rows: ArrayRef = Arc::new(UInt8Array::from(vec![0; 4]));
+        let (mut one, mut two) = (registry.decode(&plan).unwrap(), registry.decode(&plan).unwrap());
+        one.batch(&plan, &[rows.clone(), values.clone()]).unwrap();
+        two.batch(&plan, &[rows, values]).unwrap();
+        one.merge_bytes(&two.to_bytes().unwrap()).unwrap();
+        let back: Folded<MeanFold> = decode(&one.result().unwrap()).unwrap();
+        let mut local = mean();
+        for x in [1.0, 12.0, 4.0, 1.0, 12.0, 4.0] {
+            local.add(x.clamp(0.0, 10.0));
+        }
+        assert_eq!((back.rows, back.fold.total, back.fold.rows), (8, local.total, local.rows));
+    }
+
+    #[test]
+    fn another_build_or_an_unknown_fold_is_refused() {
+        let mut registry = Registry::default();
+        registry.add::<MeanFold>();
+        let other = plan_of(&mean(), "0.0.0 other".into());
+        assert!(registry.decode(&other).err().unwrap().contains("this executor runs dpstat"));
+        let mut unknown = plan_of(&mean(), build());
+        unknown.tag = "some::Fold".into();
+        assert!(registry.decode(&unknown).is_err());
     }
 }

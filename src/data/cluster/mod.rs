@@ -23,15 +23,19 @@ use arrow_array::{Array, BinaryArray, StringArray};
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
-use datafusion::logical_expr::{col, lit, AggregateUDF, Expr};
+use datafusion::logical_expr::{col, lit, AggregateUDF, Expr, ScalarUDF};
 use datafusion::prelude::{DataFrame, ParquetReadOptions, SessionConfig, SessionContext};
 
 use ballista::prelude::SessionContextExt;
 use ballista_core::extension::SessionConfigExt;
 
+use crate::data::bound::Bounded;
 use crate::data::parquet::ParquetSet;
 use crate::data::row::{BadCell, Fold};
-use function::{FoldFunction, Folded, LogicalCodec, PhysicalCodec, Plan, Probe, ProbeFunction, BAD_CELL};
+use function::{
+    BucketFunction, BucketPlan, Finished, FoldFunction, Folded, LogicalCodec, PhysicalCodec, Plan, Probe,
+    ProbeFunction, BAD_CELL,
+};
 
 /// Where the scheduler listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,8 +176,7 @@ impl Remote {
             .block_on(async {
                 let ctx = self.context().await?;
                 let frame = table(&ctx, set, columns).await?;
-                let args: Vec<Expr> =
-                    frame.schema().columns().into_iter().map(|c| Expr::Column(c)).collect();
+                let args: Vec<Expr> = frame.schema().columns().into_iter().map(Expr::Column).collect();
                 let udaf = AggregateUDF::from(FoldFunction::new(plan, None));
                 frame.aggregate(vec![], vec![udaf.call(args).alias("state")])?.collect().await
             })
@@ -188,6 +191,65 @@ impl Remote {
         let folded: Folded<F> = function::decode(&state).map_err(Failure::Engine)?;
         fold.merge(folded.fold);
         Ok(folded.rows)
+    }
+}
+
+impl Remote {
+    /// Folds every row of `set` on the cluster into `bounded`'s persons, grouped by person
+    /// bucket so that each person's rows meet on one executor, chosen there with the run's key;
+    /// returns the query's fold of the kept rows, the rows, and the persons who had rows
+    /// dropped. The same rows are kept as by [`Bounded::finish_counted`] here.
+    pub fn scan_persons<G: Fold>(
+        &self,
+        set: &ParquetSet,
+        columns: &[usize],
+        bounded: &Bounded<G>,
+    ) -> Result<(G, u64, u64), Failure> {
+        let width = set.names().len();
+        let plan = Plan {
+            build: function::build(),
+            tag: std::any::type_name::<Bounded<G>>().to_string(),
+            width,
+            columns: columns.to_vec(),
+            fold: function::encode(bounded).map_err(Failure::Engine)?,
+        };
+        let plan = function::encode(&plan).map_err(Failure::Engine)?;
+        let ids = bounded.plan().ids.clone();
+        let buckets = BucketPlan { width, columns: columns.to_vec(), ids, key: bounded.plan().key };
+        let buckets = function::encode(&buckets).map_err(Failure::Engine)?;
+        let runtime = Remote::runtime()?;
+        let batches = runtime
+            .block_on(async {
+                let ctx = self.context().await?;
+                let frame = table(&ctx, set, columns).await?;
+                let args: Vec<Expr> = frame.schema().columns().into_iter().map(Expr::Column).collect();
+                let bucket = ScalarUDF::from(BucketFunction::new(buckets)).call(args.clone()).alias("bucket");
+                let udaf = AggregateUDF::from(FoldFunction::new(plan, None));
+                frame.aggregate(vec![bucket], vec![udaf.call(args).alias("state")])?.collect().await
+            })
+            .map_err(failure)?;
+        let mut states: Vec<(u32, Vec<u8>)> = Vec::new();
+        for batch in &batches {
+            let (Some(b), Some(s)) = (
+                batch.column(0).as_any().downcast_ref::<arrow_array::UInt32Array>(),
+                batch.column(1).as_any().downcast_ref::<BinaryArray>(),
+            ) else {
+                return Err(Failure::Engine("the cluster sent states of another shape".into()));
+            };
+            for i in 0..batch.num_rows() {
+                states.push((b.value(i), s.value(i).to_vec()));
+            }
+        }
+        states.sort_unstable_by_key(|(bucket, _)| *bucket);
+        let (mut whole, _) = bounded.clone().finish_own().map_err(|_| Failure::Engine("an empty fold".into()))?;
+        let (mut rows, mut truncated) = (0, 0);
+        for (_, state) in states {
+            let finished: Finished<G> = function::decode(&state).map_err(Failure::Engine)?;
+            rows += finished.rows;
+            truncated += finished.truncated;
+            whole.merge(finished.fold);
+        }
+        Ok((whole, rows, truncated))
     }
 }
 
@@ -216,4 +278,33 @@ async fn table(ctx: &SessionContext, set: &ParquetSet, columns: &[usize]) -> Res
     let mut frames = frames.into_iter();
     let first = frames.next().ok_or_else(|| DataFusionError::Plan("a dataset of no files".into()))?;
     frames.try_fold(first, |all, next| all.union(next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_urls_name_a_host_and_a_port() {
+        let at = |host: &str, port| Ok(Remote { host: host.into(), port });
+        assert_eq!(Remote::parse("ballista://127.0.0.1:50050"), at("127.0.0.1", 50050));
+        assert_eq!(Remote::parse("df://cluster.internal"), at("cluster.internal", DEFAULT_PORT));
+        assert_eq!(Remote::parse("ballista://h:7/"), at("h", 7));
+        for bad in ["127.0.0.1:50050", "http://h:1", "ballista://", "ballista://h:port", "ballista://:5"] {
+            assert!(Remote::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_executor_error_about_a_cell_names_its_column() {
+        let error = DataFusionError::Execution(format!("dpstat: {} 3 not a number", BAD_CELL));
+        match failure(error) {
+            Failure::Cell(bad) => assert_eq!((bad.column, bad.why.as_str()), (3, "not a number")),
+            other => panic!("{other:?}"),
+        }
+        match failure(DataFusionError::Execution("line one\nline two".into())) {
+            Failure::Engine(why) => assert!(why.contains("line one") && !why.contains("two"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
