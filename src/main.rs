@@ -58,12 +58,30 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
         },
         Query::Run(args) => cmd::run::run(&args.request(), out),
         #[cfg(feature = "cluster")]
-        Query::Cluster(command) => cmd::cluster::serve(command),
+        Query::Cluster(command) => cluster(command),
         Query::Describe(args) => cmd::describe::run(&args.request(), out),
         release => match request::release_request(release) {
             Some(request) => cmd::release::run(cmd::release::Job::new(request)?, out),
             None => Err(dpstat::error::Error::internal("a subcommand without a command").into()),
         },
+    }
+}
+
+/// `dpstat cluster scheduler|executor`: runs until stopped.
+#[cfg(feature = "cluster")]
+fn cluster(command: &dpstat::cli::ClusterCommand) -> anyhow::Result<()> {
+    use dpstat::cli::ClusterCommand;
+    match command {
+        ClusterCommand::Scheduler(args) => cmd::cluster::scheduler(args.bind),
+        ClusterCommand::Executor(args) => {
+            cmd::cluster::executor(dpstat::data::cluster::serve::ExecutorSetup {
+                scheduler: args.scheduler,
+                bind: args.bind,
+                flight_port: args.flight_port,
+                cores: args.cores,
+                stock: args.stock,
+            })
+        }
     }
 }
 

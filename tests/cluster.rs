@@ -5,9 +5,9 @@
 //! tests/parquet.rs, whose layouts include the cluster in this build.)
 #![cfg(feature = "cluster")]
 
-mod common;
 #[path = "common/cluster.rs"]
 mod cluster;
+mod common;
 #[path = "common/parquet.rs"]
 mod tables;
 
@@ -42,10 +42,45 @@ fn fixtures_give_the_local_release_on_two_executors() {
         ("mean", vec!["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1"], &people),
         (
             "histogram by region",
-            vec!["histogram", "-c", "age", "--bins", "4", "-l", "0", "-u", "100", "-e", "1", "--by", "region", "--discover", "--delta", "1e-6"],
+            vec![
+                "histogram",
+                "-c",
+                "age",
+                "--bins",
+                "4",
+                "-l",
+                "0",
+                "-u",
+                "100",
+                "-e",
+                "1",
+                "--by",
+                "region",
+                "--discover",
+                "--delta",
+                "1e-6",
+            ],
             &regions,
         ),
-        ("quantile where", vec!["quantile", "-c", "income", "-q", "0.5", "-l", "0", "-u", "2e5", "-e", "1", "-w", "region=north"], &regions),
+        (
+            "quantile where",
+            vec![
+                "quantile",
+                "-c",
+                "income",
+                "-q",
+                "0.5",
+                "-l",
+                "0",
+                "-u",
+                "2e5",
+                "-e",
+                "1",
+                "-w",
+                "region=north",
+            ],
+            &regions,
+        ),
         ("run", vec!["run", "fixtures/compose_two_columns.toml"], &people),
     ];
     for (what, args, file) in cases {
@@ -78,9 +113,16 @@ fn what_the_cluster_cannot_run_is_refused_before_the_charge() {
     let people = people.to_str().unwrap();
     let url = cluster.url.clone();
     let count = |more: &[&'static str]| -> Vec<String> {
-        ["count", "--eps", "1"].iter().chain(more).map(|s| s.to_string()).chain(["--engine".into(), url.clone()]).collect()
+        ["count", "--eps", "1"]
+            .iter()
+            .chain(more)
+            .map(|s| s.to_string())
+            .chain(["--engine".into(), url.clone()])
+            .collect()
     };
-    let with = |args: Vec<String>, file: &str| -> Vec<String> { args.into_iter().chain([file.to_string()]).collect() };
+    let with = |args: Vec<String>, file: &str| -> Vec<String> {
+        args.into_iter().chain([file.to_string()]).collect()
+    };
     let unreachable = ["count", "--eps", "1", "--engine", "ballista://127.0.0.1:1", people];
     refused_uncharged(&unreachable.map(String::from), "--engine");
     refused_uncharged(&with(count(&[]), fixture("people.csv").to_str().unwrap()), "CSV");
@@ -92,7 +134,12 @@ fn what_the_cluster_cannot_run_is_refused_before_the_charge() {
     let mut cmd = unseeded();
     cmd.current_dir(dir.path());
     let ledger = dir.path().join("ledger.jsonl");
-    let out = run(cmd.args(count(&[])).arg("/proc/self/cwd/mine.parquet").arg("--ledger").arg(&ledger).args(["--budget", "2"]));
+    let out = run(cmd
+        .args(count(&[]))
+        .arg("/proc/self/cwd/mine.parquet")
+        .arg("--ledger")
+        .arg(&ledger)
+        .args(["--budget", "2"]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cannot read") && stderr.contains("mine.parquet"), "{stderr}");
@@ -112,14 +159,35 @@ fn a_lost_executor_never_changes_a_release() {
     let rows: u64 = 400_000;
     let table = Table {
         columns: vec![
-            ("x".into(), Values::Float((0..rows).map(|i| Some(((i * 7919) % 100_003) as f64 / 3.0)).collect())),
+            (
+                "x".into(),
+                Values::Float((0..rows).map(|i| Some(((i * 7919) % 100_003) as f64 / 3.0)).collect()),
+            ),
             ("k".into(), Values::Text((0..rows).map(|i| Some(format!("k{}", i % 7))).collect())),
         ],
     };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("big.parquet");
     table.write_parquet(&file, 20_000);
-    let args = ["quantile", "-c", "x", "-q", "0.5", "-l", "0", "-u", "40000", "-e", "1", "--resolution", "200", "--by", "k", "--keys", "k0,k1,k2,k3"];
+    let args = [
+        "quantile",
+        "-c",
+        "x",
+        "-q",
+        "0.5",
+        "-l",
+        "0",
+        "-u",
+        "40000",
+        "-e",
+        "1",
+        "--resolution",
+        "200",
+        "--by",
+        "k",
+        "--keys",
+        "k0,k1,k2,k3",
+    ];
     let local = run(dpstat().args(args).arg(&file));
     assert!(local.status.success(), "{}", String::from_utf8_lossy(&local.stderr));
     let cluster = Cluster::start("lost", 50470, 2, "");
@@ -138,7 +206,12 @@ fn a_lost_executor_never_changes_a_release() {
     let started = std::time::Instant::now();
     cluster.kill_executor(2);
     let out = child.wait_with_output().unwrap();
-    eprintln!("the run ended {:?} after the kill: {:?} {}", started.elapsed(), out.status, String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "the run ended {:?} after the kill: {:?} {}",
+        started.elapsed(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     if out.status.success() {
         same(&local, &out, "after an executor was lost");
     } else {

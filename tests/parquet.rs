@@ -11,12 +11,12 @@
 //! "west" are one key in both), dictionary-encoded and large strings, a date and a text
 //! partition column last.
 
-mod common;
-#[path = "common/parquet.rs"]
-mod tables;
 #[cfg(feature = "cluster")]
 #[path = "common/cluster.rs"]
 mod cluster;
+mod common;
+#[path = "common/parquet.rs"]
+mod tables;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -187,7 +187,8 @@ fn engine() -> &'static str {
 /// Layouts that hold the table in its own order (compared with the CSV), and those that hold it
 /// in the hive folders' (compared with their CSV).
 #[cfg(not(feature = "cluster"))]
-const FLAT: &[Layout] = &[Csv, Parquet, ParquetOneThread, ParquetStdin, Parts, PartsFiveThreads, Glob, PartArgs];
+const FLAT: &[Layout] =
+    &[Csv, Parquet, ParquetOneThread, ParquetStdin, Parts, PartsFiveThreads, Glob, PartArgs];
 #[cfg(not(feature = "cluster"))]
 const HIVE: &[Layout] = &[HiveCsv, Hive];
 #[cfg(feature = "cluster")]
@@ -710,8 +711,11 @@ fn layouts_of(case: &Case) -> Vec<Layout> {
 /// Runs every case on its layouts (all runs in parallel) and compares stdout byte for byte
 /// within the flat layouts and within the hive layouts.
 fn equal_everywhere(cases: &[Case]) {
-    let jobs: Vec<(usize, Layout)> =
-        cases.iter().enumerate().flat_map(|(c, case)| layouts_of(case).into_iter().map(move |l| (c, l))).collect();
+    let jobs: Vec<(usize, Layout)> = cases
+        .iter()
+        .enumerate()
+        .flat_map(|(c, case)| layouts_of(case).into_iter().map(move |l| (c, l)))
+        .collect();
     let outputs = parallel_map(6, jobs.len(), |i| run(1, &cases[jobs[i].0].args, jobs[i].1));
     let mut failures = Vec::new();
     for (c, case) in cases.iter().enumerate() {

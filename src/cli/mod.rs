@@ -170,10 +170,13 @@ pub enum Query {
     /// Run a Ballista scheduler or executor with dpstat's functions, for `--engine` (this build
     /// has the cluster feature).
     #[cfg(feature = "cluster")]
-    #[command(subcommand, after_help = "Example (one machine, loopback):\n  \
+    #[command(
+        subcommand,
+        after_help = "Example (one machine, loopback):\n  \
         dpstat cluster scheduler &\n  \
         dpstat cluster executor --bind 127.0.0.1:50052 --flight-port 50051 &\n  \
-        dpstat mean -c income -l 0 -u 2e5 -e 1 --engine ballista://127.0.0.1:50050 data/*.parquet")]
+        dpstat mean -c income -l 0 -u 2e5 -e 1 --engine ballista://127.0.0.1:50050 data/*.parquet"
+    )]
     Cluster(ClusterCommand),
 }
 
@@ -428,9 +431,9 @@ pub struct InputArgs {
     /// dataset; - or absent reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Fold the rows on a Ballista cluster started with `dpstat cluster` (ballista://HOST:PORT),
-    /// from Parquet files its executors read at the same paths; the noise and the ledger stay
-    /// here. Needs a build with --features cluster.
+    /// Fold the rows on a Ballista cluster of dpstat executors (ballista://HOST:PORT), from
+    /// Parquet files they read at the same paths; the noise and the ledger stay here. Needs a
+    /// build with --features cluster (its cluster subcommand starts the scheduler and executors).
     #[arg(long, value_name = "URL")]
     pub engine: Option<String>,
 }

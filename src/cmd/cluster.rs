@@ -3,7 +3,6 @@
 
 use anyhow::Result;
 
-use crate::cli::ClusterCommand;
 use crate::cmd::run::WorkloadFold;
 use crate::data::cluster::function::Registry;
 use crate::data::cluster::serve::{self, ExecutorSetup};
@@ -19,19 +18,12 @@ pub fn registry() -> Registry {
     registry
 }
 
-/// Runs the process until it is stopped.
-pub fn serve(command: &ClusterCommand) -> Result<()> {
-    match command {
-        ClusterCommand::Scheduler(args) => serve::scheduler(args.bind),
-        ClusterCommand::Executor(args) => serve::executor(
-            ExecutorSetup {
-                scheduler: args.scheduler,
-                bind: args.bind,
-                flight_port: args.flight_port,
-                cores: args.cores,
-                stock: args.stock,
-            },
-            registry(),
-        ),
-    }
+/// Runs a scheduler on `bind` until the process is stopped.
+pub fn scheduler(bind: std::net::SocketAddr) -> Result<()> {
+    serve::scheduler(bind)
+}
+
+/// Runs an executor of every fold until the process is stopped.
+pub fn executor(setup: ExecutorSetup) -> Result<()> {
+    serve::executor(setup, registry())
 }

@@ -67,6 +67,7 @@ impl InputFlags {
         let mut input = Input::open(&self.source, &self.csv, ledger, self.threads)?;
         if let Some(engine) = &self.engine {
             input.set_engine(engine)?;
+            engine::probe(&input)?;
         }
         Ok(input)
     }
@@ -745,20 +746,22 @@ impl Visitor for Scan<'_, '_> {
                         truncated = cut;
                         fold.groups
                     } else {
-                    if let (Some(auto), None) = (&person.auto, chosen) {
-                        let counts = bounded
-                            .rows_per_person(contribution::MAX_BOUND as usize)
-                            .map_err(|f| bound_failure(input, f))?;
-                        chosen = Some(contribution::choose_rows(&counts, &auto.epsilon, rng));
-                        mechanism = auto.release.divided(bounds_at(person, chosen).factor(grouped));
-                        // Validated at every K before the charge (`Job::new`).
-                        statistic = S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
-                    }
-                    bounded.set_bounds(bounds_at(person, chosen));
-                    let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
-                    let (fold, cut) = bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
-                    truncated = cut;
-                    fold.groups
+                        if let (Some(auto), None) = (&person.auto, chosen) {
+                            let counts = bounded
+                                .rows_per_person(contribution::MAX_BOUND as usize)
+                                .map_err(|f| bound_failure(input, f))?;
+                            chosen = Some(contribution::choose_rows(&counts, &auto.epsilon, rng));
+                            mechanism = auto.release.divided(bounds_at(person, chosen).factor(grouped));
+                            // Validated at every K before the charge (`Job::new`).
+                            statistic =
+                                S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
+                        }
+                        bounded.set_bounds(bounds_at(person, chosen));
+                        let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
+                        let (fold, cut) =
+                            bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
+                        truncated = cut;
+                        fold.groups
                     }
                 }
                 _ => {

@@ -146,7 +146,9 @@ impl<F: Serialize> Serialize for Bounded<F> {
             }
             for (bucket, file) in buckets.iter_mut().zip(&mut spill.files) {
                 // Appends go on at the end, where reading leaves the file.
-                file.rewind().and_then(|()| file.read_to_end(bucket)).map_err(|e| S::Error::custom(read_error(&e)))?;
+                file.rewind()
+                    .and_then(|()| file.read_to_end(bucket))
+                    .map_err(|e| S::Error::custom(read_error(&e)))?;
             }
         }
         for (bucket, held) in buckets.iter_mut().zip(&self.buckets) {

@@ -9,8 +9,8 @@
 //! values joined to its rows) and Parquet files (`data::parquet`). A new engine is one more
 //! implementation.
 
-use serde::{Deserialize, Serialize};
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use crate::data::bound::Bounded;
 use crate::data::dataset::Listing;
@@ -208,6 +208,24 @@ pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> 
     }
 }
 
+/// Before the charge, with `--engine`: one executor of the cluster must run this build and open
+/// every file (one line, exit 2, nothing spent otherwise).
+#[cfg(feature = "cluster")]
+pub fn probe(input: &Input) -> Result<()> {
+    match (input.engine(), input.dataset()) {
+        (Some(remote), Some(Dataset::Parquet { set, .. })) => {
+            remote.probe(&set.paths()).map_err(|e| bad_input(format!("--engine: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Without the cluster engine there is nothing to ask.
+#[cfg(not(feature = "cluster"))]
+pub fn probe(_: &Input) -> Result<()> {
+    Ok(())
+}
+
 /// Feeds every row to `bounded` (`--privacy-id`); on a cluster, which also chooses each
 /// person's rows there, returns the query's fold of the kept rows and the persons who had rows
 /// dropped (what [`Bounded::finish_counted`] returns here); None when the rows were read here
@@ -229,7 +247,11 @@ pub fn scan_bounded<G: Fold>(input: &mut Input, bounded: &mut Bounded<G>) -> Res
 }
 
 #[cfg(feature = "cluster")]
-fn cluster_failure(remote: &crate::data::cluster::Remote, input: &Input, failure: crate::data::cluster::Failure) -> anyhow::Error {
+fn cluster_failure(
+    remote: &crate::data::cluster::Remote,
+    input: &Input,
+    failure: crate::data::cluster::Failure,
+) -> anyhow::Error {
     use crate::data::cluster::Failure;
     match failure {
         Failure::Cell(bad) => {

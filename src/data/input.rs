@@ -7,6 +7,8 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "cluster")]
+use crate::data::cluster::remote::Remote;
 use crate::data::dataset::{self, Format, Listing};
 use crate::data::fingerprint::Fingerprinter;
 use crate::data::parallel::{Stream, BLOCK};
@@ -51,7 +53,7 @@ pub struct Input {
     named: RefCell<Vec<usize>>,
     /// `--engine`: the cluster that folds the rows instead of this process.
     #[cfg(feature = "cluster")]
-    engine: Option<crate::data::cluster::Remote>,
+    engine: Option<Remote>,
     /// The columns named so far of an empty dataset, by index.
     empty_names: RefCell<Vec<String>>,
 }
@@ -294,35 +296,39 @@ impl Input {
         self.dataset.as_ref()
     }
 
-    /// Sends the scan to the cluster at `url` (`--engine`), once it answered that it runs this
-    /// build and reads every file. Before the charge: whatever stops here is exit 2 with nothing
-    /// spent.
+    /// Sends the scan to the cluster at `url` (`--engine`): Parquet files only (`engine::probe`
+    /// then asks the cluster, before the charge, whether it can read them).
     #[cfg(feature = "cluster")]
     pub fn set_engine(&mut self, url: &str) -> Result<()> {
-        let remote = crate::data::cluster::Remote::parse(url).map_err(|e| bad_input(format!("--engine: {e}")))?;
-        let paths = match &self.dataset {
-            Some(Dataset::Parquet { set, _spool: None }) => set.paths(),
+        let remote = Remote::parse(url).map_err(|e| bad_input(format!("--engine: {e}")))?;
+        match &self.dataset {
+            Some(Dataset::Parquet { _spool: None, .. }) => self.engine = Some(remote),
             // No file, no row: nothing for a cluster to read.
-            Some(Dataset::Empty) => return Ok(()),
+            Some(Dataset::Empty) => {}
             Some(Dataset::Parquet { .. }) => {
                 return Err(bad_input("--engine: the cluster reads files, not standard input"))
             }
-            _ => return Err(bad_input(format!("--engine: the cluster reads Parquet files; {} is CSV", self.name))),
-        };
-        remote.probe(&paths).map_err(|e| bad_input(format!("--engine: {e}")))?;
-        self.engine = Some(remote);
+            _ => {
+                return Err(bad_input(format!(
+                    "--engine: the cluster reads Parquet files; {} is CSV",
+                    self.name
+                )))
+            }
+        }
         Ok(())
     }
 
     /// Without the cluster engine built in, `--engine` is refused.
     #[cfg(not(feature = "cluster"))]
     pub fn set_engine(&mut self, _: &str) -> Result<()> {
-        Err(bad_input("--engine: this dpstat was built without the cluster engine (cargo build --features cluster)"))
+        Err(bad_input(
+            "--engine: this dpstat was built without the cluster engine (cargo build --features cluster)",
+        ))
     }
 
     /// The cluster that folds the rows (`--engine`).
     #[cfg(feature = "cluster")]
-    pub fn engine(&self) -> Option<&crate::data::cluster::Remote> {
+    pub fn engine(&self) -> Option<&Remote> {
         self.engine.as_ref()
     }
 

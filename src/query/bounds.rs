@@ -38,13 +38,13 @@
 //! [`Error::Withheld`], whose message names only flags and numbers computed from them, charged
 //! like any release; never a number clamped to meaningless bounds.
 
-use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use num_bigint::BigInt;
 use num_integer::Integer;
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive, Zero};
 use rand::RngCore;
+use serde::{Deserialize, Serialize};
 
 use crate::data::cell::NumberCell;
 use crate::data::row::{BadCell, Fold, Row};

@@ -53,10 +53,8 @@ impl Cluster {
     }
 
     pub fn stop(&self) {
-        let _ = Command::new("bash")
-            .arg(script("cluster-down.sh"))
-            .env("DPSTAT_CLUSTER_DIR", &self.dir)
-            .status();
+        let _ =
+            Command::new("bash").arg(script("cluster-down.sh")).env("DPSTAT_CLUSTER_DIR", &self.dir).status();
     }
 }
 

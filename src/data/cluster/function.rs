@@ -179,10 +179,11 @@ impl<G: Fold> Erased for PersonFolded<G> {
 
     fn result(&mut self) -> Result<Vec<u8>, String> {
         let empty = self.fold.clone();
-        let (fold, truncated) = std::mem::replace(&mut self.fold, empty).finish_own().map_err(|f| match f {
-            Failure::Cell(bad) => refused(&bad),
-            Failure::Temp(why) => why,
-        })?;
+        let (fold, truncated) =
+            std::mem::replace(&mut self.fold, empty).finish_own().map_err(|f| match f {
+                Failure::Cell(bad) => refused(&bad),
+                Failure::Temp(why) => why,
+            })?;
         encode(&Finished { rows: self.rows, truncated, fold })
     }
 
@@ -240,7 +241,11 @@ pub struct FoldFunction {
 
 impl FoldFunction {
     pub fn new(plan: Vec<u8>, registry: Option<Arc<Registry>>) -> FoldFunction {
-        FoldFunction { plan: Arc::new(plan), registry, signature: Signature::variadic_any(Volatility::Immutable) }
+        FoldFunction {
+            plan: Arc::new(plan),
+            registry,
+            signature: Signature::variadic_any(Volatility::Immutable),
+        }
     }
 }
 
@@ -456,7 +461,9 @@ impl Accumulator for ProbeAccumulator {
     }
     fn merge_batch(&mut self, states: &[ArrayRef]) -> DfResult<()> {
         // The probe runs over one row: a state from elsewhere is that row's executor's answer.
-        if let Some(answer) = states.first().and_then(|s| s.as_any().downcast_ref::<arrow_array::StringArray>()) {
+        if let Some(answer) =
+            states.first().and_then(|s| s.as_any().downcast_ref::<arrow_array::StringArray>())
+        {
             if let Some(first) = answer.iter().flatten().next() {
                 self.answer = first.to_string();
             }
@@ -591,7 +598,10 @@ impl fmt::Debug for Registry {
 
 impl PhysicalCodec {
     pub fn new(registry: Option<Arc<Registry>>) -> PhysicalCodec {
-        PhysicalCodec { inner: Arc::new(ballista_core::serde::BallistaPhysicalExtensionCodec::default()), registry }
+        PhysicalCodec {
+            inner: Arc::new(ballista_core::serde::BallistaPhysicalExtensionCodec::default()),
+            registry,
+        }
     }
 }
 
@@ -643,8 +653,12 @@ mod tests {
     use arrow_array::{Float64Array, UInt8Array};
 
     fn mean() -> MeanFold {
-        let bounds = crate::numeric::grid::GridBounds { grid: crate::numeric::grid::Grid::UNIT, lower: 0, upper: 10 };
-        MeanFold::new(MeanSpec::AddRemove { bounds, midpoint: 5 }, NumberCell { index: 1, invalid: InvalidPolicy::Skip })
+        let bounds =
+            crate::numeric::grid::GridBounds { grid: crate::numeric::grid::Grid::UNIT, lower: 0, upper: 10 };
+        MeanFold::new(
+            MeanSpec::AddRemove { bounds, midpoint: 5 },
+            NumberCell { index: 1, invalid: InvalidPolicy::Skip },
+        )
     }
 
     fn plan_of(fold: &MeanFold, build: String) -> Plan {
@@ -672,7 +686,7 @@ mod tests {
         one.merge_bytes(&two.to_bytes().unwrap()).unwrap();
         let back: Folded<MeanFold> = decode(&one.result().unwrap()).unwrap();
         let mut local = mean();
-        for x in [1.0, 12.0, 4.0, 1.0, 12.0, 4.0] {
+        for x in [1.0f64, 12.0, 4.0, 1.0, 12.0, 4.0] {
             local.add(x.clamp(0.0, 10.0));
         }
         assert_eq!((back.rows, back.fold.total, back.fold.rows), (8, local.total, local.rows));

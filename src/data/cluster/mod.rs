@@ -14,6 +14,7 @@
 //! file; an unreachable scheduler, another build or an unreadable path stops the run there.
 
 pub mod function;
+pub mod remote;
 pub mod serve;
 
 use std::sync::Arc;
@@ -36,25 +37,10 @@ use function::{
     BucketFunction, BucketPlan, Finished, FoldFunction, Folded, LogicalCodec, PhysicalCodec, Plan, Probe,
     ProbeFunction, BAD_CELL,
 };
-
-/// Where the scheduler listens.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Remote {
-    pub host: String,
-    pub port: u16,
-}
-
-/// Ballista's default scheduler port.
-pub const DEFAULT_PORT: u16 = 50050;
+pub use remote::{Remote, DEFAULT_PORT};
 
 /// How long the probe waits for the cluster before it says it cannot be reached.
 const PROBE_WAIT: Duration = Duration::from_secs(30);
-
-impl std::fmt::Display for Remote {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "ballista://{}:{}", self.host, self.port)
-    }
-}
 
 /// How a cluster run failed.
 #[derive(Debug)]
@@ -85,25 +71,6 @@ fn failure(e: DataFusionError) -> Failure {
 }
 
 impl Remote {
-    /// Parses `ballista://HOST[:PORT]` (or `df://`, Ballista's own scheme).
-    pub fn parse(text: &str) -> Result<Remote, String> {
-        let rest = text
-            .strip_prefix("ballista://")
-            .or_else(|| text.strip_prefix("df://"))
-            .ok_or_else(|| format!("'{text}' is not an engine: expected ballista://HOST:PORT"))?;
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((host, port)) => {
-                (host, port.parse().map_err(|_| format!("'{port}' is not a port in '{text}'"))?)
-            }
-            None => (rest, DEFAULT_PORT),
-        };
-        if host.is_empty() {
-            return Err(format!("'{text}' names no host"));
-        }
-        Ok(Remote { host: host.to_string(), port })
-    }
-
     fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -132,13 +99,16 @@ impl Remote {
             tokio::time::timeout(PROBE_WAIT, async {
                 let ctx = self.context().await?;
                 let udaf = AggregateUDF::from(ProbeFunction::new(bytes));
-                let frame = ctx.read_empty()?.aggregate(vec![], vec![udaf.call(vec![lit(0u8)]).alias("answer")])?;
+                let frame =
+                    ctx.read_empty()?.aggregate(vec![], vec![udaf.call(vec![lit(0u8)]).alias("answer")])?;
                 frame.collect().await
             })
             .await
         });
         let batches = match asked {
-            Err(_) => return Err(format!("the cluster at {self} did not answer in {} s", PROBE_WAIT.as_secs())),
+            Err(_) => {
+                return Err(format!("the cluster at {self} did not answer in {} s", PROBE_WAIT.as_secs()))
+            }
             Ok(Err(e)) => return Err(unreachable(self, e)),
             Ok(Ok(batches)) => batches,
         };
@@ -241,7 +211,8 @@ impl Remote {
             }
         }
         states.sort_unstable_by_key(|(bucket, _)| *bucket);
-        let (mut whole, _) = bounded.clone().finish_own().map_err(|_| Failure::Engine("an empty fold".into()))?;
+        let (mut whole, _) =
+            bounded.clone().finish_own().map_err(|_| Failure::Engine("an empty fold".into()))?;
         let (mut rows, mut truncated) = (0, 0);
         for (_, state) in states {
             let finished: Finished<G> = function::decode(&state).map_err(Failure::Engine)?;
@@ -259,7 +230,11 @@ fn unreachable(remote: &Remote, e: DataFusionError) -> String {
 
 /// The rows as the fold's arguments: a constant first (its length counts the rows), then each
 /// of `columns` (a file's own, or a partition value as a constant).
-async fn table(ctx: &SessionContext, set: &ParquetSet, columns: &[usize]) -> Result<DataFrame, DataFusionError> {
+async fn table(
+    ctx: &SessionContext,
+    set: &ParquetSet,
+    columns: &[usize],
+) -> Result<DataFrame, DataFusionError> {
     let names = set.names();
     let mut frames = Vec::new();
     for (paths, values) in set.by_partition() {
@@ -283,17 +258,6 @@ async fn table(ctx: &SessionContext, set: &ParquetSet, columns: &[usize]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn engine_urls_name_a_host_and_a_port() {
-        let at = |host: &str, port| Ok(Remote { host: host.into(), port });
-        assert_eq!(Remote::parse("ballista://127.0.0.1:50050"), at("127.0.0.1", 50050));
-        assert_eq!(Remote::parse("df://cluster.internal"), at("cluster.internal", DEFAULT_PORT));
-        assert_eq!(Remote::parse("ballista://h:7/"), at("h", 7));
-        for bad in ["127.0.0.1:50050", "http://h:1", "ballista://", "ballista://h:port", "ballista://:5"] {
-            assert!(Remote::parse(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn an_executor_error_about_a_cell_names_its_column() {
