@@ -411,19 +411,30 @@ fn charged(args: &[&str], unit: &str, eps: &str) -> (Value, BigRational) {
     charged_on(args, unit, eps, "people.csv")
 }
 
-/// [`charged`] on another fixture.
+/// [`charged`] on another fixture. A private bounds search may withhold its release (exit 5,
+/// about once in 300 runs at ε 0.9 on incomes_20k.csv, by design: §3.7); such a run is tried
+/// again with a fresh ledger, up to three times, since what is checked here is the accounting of
+/// a release.
 fn charged_on(args: &[&str], unit: &str, eps: &str, file: &str) -> (Value, BigRational) {
-    let dir = TempDir::new().unwrap();
-    let ledger = dir.path().join("ledger.jsonl");
-    let out = stdout_of(
-        unseeded()
+    for _ in 0..3 {
+        let dir = TempDir::new().unwrap();
+        let ledger = dir.path().join("ledger.jsonl");
+        let out = unseeded()
             .args(args)
             .args(["--eps", eps, "--neighbours", unit, "--budget", "100", "--format", "json", "--ledger"])
             .arg(&ledger)
-            .arg(fixture(file)),
-    );
-    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    (json, last_charge(&ledger))
+            .arg(fixture(file))
+            .output()
+            .expect("dpstat runs");
+        if out.status.code() == Some(5) {
+            continue;
+        }
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = String::from_utf8(out.stdout).unwrap();
+        let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        return (json, last_charge(&ledger));
+    }
+    panic!("{args:?} was withheld three times in a row");
 }
 
 #[test]
