@@ -379,6 +379,11 @@ fn statistics() -> Vec<(&'static str, Vec<String>, Vec<Variant>)> {
 /// types, keys found in a dictionary column, a filter on a date and on the partition column.
 fn extras() -> Vec<Case> {
     let case = |name: &str, args: &[&str]| Case { name: name.into(), args: words(args), layouts: MAIN };
+    let person_sum = |k: &'static str| {
+        let price = ["sum", "--col", "price", "--lower", "-200", "--upper", "200", "--privacy-id", "id"];
+        [&price[..], &["--max-rows-per-id", k, "--count-truncated", "--invalid", "skip", "--eps", "1"]]
+            .concat()
+    };
     vec![
         case("sum, private bounds", &["sum", "--col", "price", "--invalid", "skip", "--eps", "1"]),
         case(
@@ -412,48 +417,8 @@ fn extras() -> Vec<Case> {
             "count, composite person",
             &["count", "--privacy-id", "id,region", "--max-rows-per-id", "2", "--eps", "1"],
         ),
-        case(
-            "sum, person, truncated counted",
-            &[
-                "sum",
-                "--col",
-                "price",
-                "--lower",
-                "-200",
-                "--upper",
-                "200",
-                "--privacy-id",
-                "id",
-                "--max-rows-per-id",
-                "2",
-                "--count-truncated",
-                "--invalid",
-                "skip",
-                "--eps",
-                "1",
-            ],
-        ),
-        case(
-            "sum, person auto, truncated counted",
-            &[
-                "sum",
-                "--col",
-                "price",
-                "--lower",
-                "-200",
-                "--upper",
-                "200",
-                "--privacy-id",
-                "id",
-                "--max-rows-per-id",
-                "auto",
-                "--count-truncated",
-                "--invalid",
-                "skip",
-                "--eps",
-                "1",
-            ],
-        ),
+        case("sum, person, truncated counted", &person_sum("2")),
+        case("sum, person auto, truncated counted", &person_sum("auto")),
         // Distinct people per key: the folds close each person (`person_end`) through every
         // executor's wrappers, on one thread and on five.
         Case {

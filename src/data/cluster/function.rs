@@ -388,7 +388,7 @@ impl ScalarUDFImpl for BucketFunction {
 
 /// `dpstat_probe`: its bytes are a [`Probe`]; it answers with this process's build, or the
 /// first file it cannot open, as text.
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ProbeFunction {
     probe: Arc<Vec<u8>>,
     signature: Signature,
@@ -397,26 +397,6 @@ pub struct ProbeFunction {
 impl ProbeFunction {
     pub fn new(probe: Vec<u8>) -> ProbeFunction {
         ProbeFunction { probe: Arc::new(probe), signature: Signature::variadic_any(Volatility::Immutable) }
-    }
-}
-
-impl fmt::Debug for ProbeFunction {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{PROBE}")
-    }
-}
-
-impl PartialEq for ProbeFunction {
-    fn eq(&self, other: &Self) -> bool {
-        self.probe == other.probe
-    }
-}
-
-impl Eq for ProbeFunction {}
-
-impl Hash for ProbeFunction {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.probe.hash(state);
     }
 }
 

@@ -133,24 +133,8 @@ impl Remote {
     /// Folds every row of `set` (dataset columns `columns`) on the cluster into `fold`; returns
     /// the rows.
     pub fn scan<F: Fold>(&self, set: &ParquetSet, columns: &[usize], fold: &mut F) -> Result<u64, Failure> {
-        let plan = Plan {
-            build: function::build(),
-            tag: std::any::type_name::<F>().to_string(),
-            width: set.names().len(),
-            columns: columns.to_vec(),
-            fold: function::encode(fold).map_err(Failure::Engine)?,
-        };
-        let plan = function::encode(&plan).map_err(Failure::Engine)?;
-        let runtime = Remote::runtime()?;
-        let batches = runtime
-            .block_on(async {
-                let ctx = self.context().await?;
-                let frame = table(&ctx, set, columns).await?;
-                let args: Vec<Expr> = frame.schema().columns().into_iter().map(Expr::Column).collect();
-                let udaf = AggregateUDF::from(FoldFunction::new(plan, None));
-                frame.aggregate(vec![], vec![udaf.call(args).alias("state")])?.collect().await
-            })
-            .map_err(failure)?;
+        let plan = shipped(std::any::type_name::<F>(), set, columns, fold)?;
+        let batches = self.folded(set, columns, plan, None)?;
         let state = batches
             .iter()
             .find_map(|b| {
@@ -162,9 +146,7 @@ impl Remote {
         fold.merge(folded.fold);
         Ok(folded.rows)
     }
-}
 
-impl Remote {
     /// Folds every row of `set` on the cluster into `bounded`'s persons, grouped by person
     /// bucket so that each person's rows meet on one executor, chosen there with the run's key;
     /// returns the query's fold of the kept rows, the rows, and the persons who had rows
@@ -175,29 +157,12 @@ impl Remote {
         columns: &[usize],
         bounded: &Bounded<G>,
     ) -> Result<(G, u64, u64), Failure> {
-        let width = set.names().len();
-        let plan = Plan {
-            build: function::build(),
-            tag: std::any::type_name::<Bounded<G>>().to_string(),
-            width,
-            columns: columns.to_vec(),
-            fold: function::encode(bounded).map_err(Failure::Engine)?,
-        };
-        let plan = function::encode(&plan).map_err(Failure::Engine)?;
+        let plan = shipped(std::any::type_name::<Bounded<G>>(), set, columns, bounded)?;
         let ids = bounded.plan().ids.clone();
-        let buckets = BucketPlan { width, columns: columns.to_vec(), ids, key: bounded.plan().key };
+        let buckets =
+            BucketPlan { width: set.names().len(), columns: columns.to_vec(), ids, key: bounded.plan().key };
         let buckets = function::encode(&buckets).map_err(Failure::Engine)?;
-        let runtime = Remote::runtime()?;
-        let batches = runtime
-            .block_on(async {
-                let ctx = self.context().await?;
-                let frame = table(&ctx, set, columns).await?;
-                let args: Vec<Expr> = frame.schema().columns().into_iter().map(Expr::Column).collect();
-                let bucket = ScalarUDF::from(BucketFunction::new(buckets)).call(args.clone()).alias("bucket");
-                let udaf = AggregateUDF::from(FoldFunction::new(plan, None));
-                frame.aggregate(vec![bucket], vec![udaf.call(args).alias("state")])?.collect().await
-            })
-            .map_err(failure)?;
+        let batches = self.folded(set, columns, plan, Some(buckets))?;
         let mut states: Vec<(u32, Vec<u8>)> = Vec::new();
         for batch in &batches {
             let (Some(b), Some(s)) = (
@@ -222,10 +187,58 @@ impl Remote {
         }
         Ok((whole, rows, truncated))
     }
+
+    /// Runs `dpstat_fold` with `plan` over the rows, grouped by `dpstat_bucket` with `buckets`
+    /// when given; the result's batches (the bucket, then the state).
+    fn folded(
+        &self,
+        set: &ParquetSet,
+        columns: &[usize],
+        plan: Vec<u8>,
+        buckets: Option<Vec<u8>>,
+    ) -> Result<Vec<arrow_array::RecordBatch>, Failure> {
+        Remote::runtime()?
+            .block_on(async {
+                let ctx = self.context().await?;
+                let frame = table(&ctx, set, columns).await?;
+                let args: Vec<Expr> = frame.schema().columns().into_iter().map(Expr::Column).collect();
+                let group: Vec<Expr> = buckets
+                    .map(|b| ScalarUDF::from(BucketFunction::new(b)).call(args.clone()).alias("bucket"))
+                    .into_iter()
+                    .collect();
+                let udaf = AggregateUDF::from(FoldFunction::new(plan, None));
+                frame.aggregate(group, vec![udaf.call(args).alias("state")])?.collect().await
+            })
+            .map_err(failure)
+    }
+}
+
+/// The plan of `fold` (its type's `tag`) over `columns` of `set`, as `dpstat_fold`'s bytes.
+fn shipped<T: serde::Serialize>(
+    tag: &str,
+    set: &ParquetSet,
+    columns: &[usize],
+    fold: &T,
+) -> Result<Vec<u8>, Failure> {
+    let plan = Plan {
+        build: function::build(),
+        tag: tag.to_string(),
+        width: set.names().len(),
+        columns: columns.to_vec(),
+        fold: function::encode(fold).map_err(Failure::Engine)?,
+    };
+    function::encode(&plan).map_err(Failure::Engine)
 }
 
 fn unreachable(remote: &Remote, e: DataFusionError) -> String {
-    format!("cannot run on the cluster at {remote}: {}", one_line(e))
+    let text = e.to_string();
+    if text.contains("ConnectError") {
+        // tonic's debug form: the operating system's words are in `message: "…"`.
+        let why =
+            text.split("message: \"").nth(1).and_then(|m| m.split('"').next()).unwrap_or("no connection");
+        return format!("cannot reach the scheduler at {remote}: {}", why.to_lowercase());
+    }
+    format!("cannot run on the cluster at {remote}: {}", one_line(text))
 }
 
 /// The rows as the fold's arguments: a constant first (its length counts the rows), then each
@@ -266,6 +279,14 @@ mod tests {
             Failure::Cell(bad) => assert_eq!((bad.column, bad.why.as_str()), (3, "not a number")),
             other => panic!("{other:?}"),
         }
+        let refused = DataFusionError::Execution(
+            r#"tonic::transport::Error(Transport, ConnectError(ConnectError("tcp connect error", 127.0.0.1:1, Os { code: 111, kind: ConnectionRefused, message: "Connection refused" })))"#.into(),
+        );
+        let remote = Remote { host: "127.0.0.1".into(), port: 1 };
+        assert_eq!(
+            unreachable(&remote, refused),
+            "cannot reach the scheduler at ballista://127.0.0.1:1: connection refused"
+        );
         match failure(DataFusionError::Execution("line one\nline two".into())) {
             Failure::Engine(why) => assert!(why.contains("line one") && !why.contains("two"), "{why}"),
             other => panic!("{other:?}"),
