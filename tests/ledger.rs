@@ -697,6 +697,21 @@ fn a_dataset_is_spent_per_person_or_per_row_never_both() {
     );
 }
 
+/// A first command refused for its budget (none given, or more than it) leaves no file.
+#[test]
+fn a_refused_first_charge_leaves_no_ledger_file() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let out = release(&ledger, "0.5").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "no --budget");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--budget TOTAL"));
+    let out = release(&ledger, "3").args(["--budget", "2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "over the budget");
+    assert!(!ledger.exists());
+    stdout_of(release(&ledger, "0.5").args(["--budget", "2"]));
+    assert!(ledger.exists());
+}
+
 /// A first Gaussian release on a budget without δ: the advice is to add --budget-delta beside
 /// the --budget this command records (no --change-budget, nothing recorded yet); once a budget
 /// is recorded, changing it needs --change-budget.
@@ -715,6 +730,7 @@ fn a_zcdp_release_on_a_budget_without_delta_says_what_to_add() {
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("add --budget-delta D") && !err.contains("--change-budget"), "{err}");
+    assert!(!ledger.exists(), "a refused first command leaves no empty ledger behind");
     stdout_of(release(&ledger, "0.5").args(["--budget", "2"]));
     let out = gaussian().output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

@@ -582,7 +582,16 @@ pub struct Reservation {
 /// Charges a release before its data are read, or refuses it (exit 3 when the budget cannot
 /// pay; nothing is written then). On `Ok` the charge is on disk (fsynced) and the lock released.
 pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
-    let (file, mut ledger, key) = open_to_charge(&spec.path, spec.key.as_deref())?;
+    let mut opened = open_to_charge(&spec.path, spec.key.as_deref())?;
+    let reserved = charge_opened(spec, charge, &mut opened);
+    if reserved.is_err() {
+        opened.discard_if_new(&spec.path);
+    }
+    reserved
+}
+
+fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Result<Reservation> {
+    let Opened { file, ledger, key, .. } = opened;
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
@@ -642,7 +651,7 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
         spent_rho: account.spent_rho.clone(),
         spent_delta: account.spent_delta.clone(),
     });
-    let seqs = append(&file, &spec.path, &mut ledger, &records, key.as_ref())?;
+    let seqs = append(file, &spec.path, ledger, &records, key.as_ref())?;
     let seq = *seqs.last().context("internal error: a charge wrote no record")?;
     Ok(Reservation {
         path: spec.path.clone(),
@@ -650,7 +659,7 @@ pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
         seq,
         summary: BudgetSummary::new(dataset, &account),
     })
-    // The lock is released when `file` is dropped here.
+    // The lock is released when the caller drops `opened`.
 }
 
 /// Whether a charge in unit `asked` may draw on a dataset whose charges are in unit `spent_in`
@@ -769,8 +778,12 @@ fn add_spend(account: &mut Account, spend: &Spend) {
 /// Records that the release charged by `reservation` is complete, read from data with this
 /// fingerprint. Written before the release is printed.
 pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
-    let (file, mut ledger, key) = open_to_charge(&reservation.path, reservation.key.as_deref())?;
+    let Opened { file, mut ledger, key, created } =
+        open_to_charge(&reservation.path, reservation.key.as_deref())?;
     if !ledger.open.contains_key(&reservation.seq) {
+        if created {
+            Opened { file, ledger, key, created }.discard_if_new(&reservation.path);
+        }
         return Err(Error::internal(format!(
             "ledger {}: the charge of this release (record {}) is missing; the file was changed during the run",
             reservation.path.display(),
@@ -786,12 +799,70 @@ pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
 /// Opens a ledger to append to it, locked, read and validated: with the key a keyed ledger
 /// needs (a keyless one refuses a key: its chain cannot show a forgery), and not older than
 /// the key's state file. Everything refused here is refused before anything is written.
-fn open_to_charge(path: &Path, key: Option<&Path>) -> Result<(File, Ledger, Option<LedgerKey>)> {
+fn open_to_charge(path: &Path, key: Option<&Path>) -> Result<Opened> {
     let key = key.map(ledger_key::load).transpose()?;
-    let file = open_locked(path)?;
+    let (file, created) = open_locked(path)?;
+    let checked = check_opened(&file, path, key.as_ref());
+    match checked {
+        Ok(ledger) => Ok(Opened { file, ledger, key, created }),
+        Err(e) => {
+            if created {
+                remove_if_empty(&file, path);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A ledger opened to charge, under its exclusive lock (released when this is dropped).
+struct Opened {
+    file: File,
+    ledger: Ledger,
+    key: Option<LedgerKey>,
+    /// Whether this run created the file: a refused first charge then removes it again.
+    created: bool,
+}
+
+impl Opened {
+    /// After a refusal: a ledger file this run created and left empty is removed, so a refused
+    /// first command leaves no 0-byte ledger behind.
+    fn discard_if_new(self, path: &Path) {
+        if self.created {
+            remove_if_empty(&self.file, path);
+        }
+    }
+}
+
+/// Removes `path` if it is still the (locked) `file` and empty. Called under the exclusive
+/// lock; a run waiting for that lock on the same inode sees the path gone or replaced when it
+/// gets the lock, and opens it again ([`open_locked`]), so no charge lands in a removed file.
+fn remove_if_empty(file: &File, path: &Path) {
+    if cfg!(unix) && file.metadata().is_ok_and(|m| m.len() == 0) && same_file(file, path) {
+        // Best effort: a leftover empty file is only untidy, and reads as a new ledger.
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Whether `path` names the opened `file` now (same device and inode).
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Without inodes to compare, a file this run created is never removed (see [`remove_if_empty`]).
+#[cfg(not(unix))]
+fn same_file(_: &File, path: &Path) -> bool {
+    path.is_file()
+}
+
+fn check_opened(file: &File, path: &Path, key: Option<&LedgerKey>) -> Result<Ledger> {
     // Read under the ledger's lock, which every writer of the state file holds.
-    let state = key.as_ref().map(ledger_key::read_state).transpose()?.flatten();
-    let ledger = read_ledger(&file, path, false, key.as_ref(), state.as_ref().map(|s| s.records))?;
+    let state = key.map(ledger_key::read_state).transpose()?.flatten();
+    let ledger = read_ledger(file, path, false, key, state.as_ref().map(|s| s.records))?;
     if let (Some(id), false) = (&ledger.key_id, ledger.verified) {
         return Err(bad_input(format!(
             "ledger {} is keyed (key id {}): a charge needs its key: give --ledger-key FILE (or set \
@@ -800,10 +871,10 @@ fn open_to_charge(path: &Path, key: Option<&Path>) -> Result<(File, Ledger, Opti
             &id[..16]
         )));
     }
-    if let Some(key) = &key {
+    if let Some(key) = key {
         check_state(path, &ledger, key, state.as_ref(), true)?;
     }
-    Ok((file, ledger, key))
+    Ok(ledger)
 }
 
 /// Compares the ledger with what the key's state file remembers of the last append: fewer
@@ -886,20 +957,34 @@ pub fn read_keyed(path: &Path, key: Option<&Path>) -> Result<Ledger> {
 
 /// Opens the ledger to read and write, under an exclusive lock. Not in append mode: the header
 /// is rewritten at offset 0, which append mode would turn into an append.
-fn open_locked(path: &Path) -> Result<File> {
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return Err(not_regular(path));
+/// Also says whether this call created the file.
+fn open_locked(path: &Path) -> Result<(File, bool)> {
+    let cannot = |e: std::io::Error| bad_input(format!("cannot open ledger {}: {e}", path.display()));
+    loop {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(not_regular(path));
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).write(true);
+        let (file, created) = match options.clone().create_new(true).open(path) {
+            Ok(file) => (file, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match options.open(path) {
+                Ok(file) => (file, false),
+                // Removed in between (a refused first charge): try again.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(cannot(e)),
+            },
+            Err(e) => return Err(cannot(e)),
+        };
+        check_regular(&file, path)?;
+        file.lock().with_context(|| format!("locking ledger {}", path.display()))?;
+        // While this run waited for the lock, the run holding it may have removed the empty
+        // file it created (a refused first charge): a charge written to that removed file
+        // would be lost, so the path is opened again until it names the locked file.
+        if same_file(&file, path) {
+            return Ok((file, created));
+        }
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
-    check_regular(&file, path)?;
-    file.lock().with_context(|| format!("locking ledger {}", path.display()))?;
-    Ok(file)
 }
 
 /// A ledger is a regular file: a FIFO would block the run forever, a device would never end.
@@ -1461,6 +1546,50 @@ mod tests {
         let err = reserve(&s, &release("0.1")).unwrap_err();
         assert!(matches!(err.downcast_ref::<Error>(), Some(Error::Budget(_))));
         assert_eq!(std::fs::read(&s.path).unwrap(), before, "a refusal writes nothing");
+    }
+
+    #[test]
+    fn a_refused_first_charge_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let no_budget = spec(&dir, None);
+        assert!(reserve(&no_budget, &release("0.1")).is_err());
+        assert!(!no_budget.path.exists(), "no budget: the file it created is removed");
+        let too_much = spec(&dir, Some("1"));
+        assert!(reserve(&too_much, &release("2")).is_err());
+        assert!(!too_much.path.exists(), "over budget: the file it created is removed");
+        let gaussian = spending(Spend::Zcdp("0.01".parse().unwrap()));
+        assert!(reserve(&too_much, &gaussian).is_err(), "no --budget-delta");
+        assert!(!too_much.path.exists());
+        // An empty file the run did not create is left as it was.
+        std::fs::write(&too_much.path, b"").unwrap();
+        assert!(reserve(&too_much, &release("2")).is_err());
+        assert_eq!(std::fs::read(&too_much.path).unwrap(), b"");
+    }
+
+    /// A run that opened the file a refused first charge created, and waited for its lock,
+    /// must not write into the removed file: it opens the path again.
+    #[cfg(unix)]
+    #[test]
+    fn a_charge_waiting_on_a_removed_file_opens_it_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(&dir, Some("1"));
+        let (holder, created) = open_locked(&s.path).unwrap();
+        assert!(created);
+        let waiter = {
+            let s = s.clone();
+            std::thread::spawn(move || reserve(&s, &release("0.25")))
+        };
+        // Let the waiter open the file and block on the lock, then remove it as a refusal does.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        remove_if_empty(&holder, &s.path);
+        assert!(!s.path.exists());
+        drop(holder);
+        waiter.join().unwrap().unwrap();
+        assert_eq!(
+            remaining(&s.path, DEFAULT_DATASET),
+            Some("3/4".parse().unwrap()),
+            "the charge is on disk"
+        );
     }
 
     #[test]
