@@ -1,5 +1,7 @@
 //! The one error type, and the exit code each kind maps to. Everything below `cmd/` returns
-//! it; `main` prints its message as one line and exits with [`Error::exit_code`].
+//! it; `main` prints its message ([`printed`]: one line, or a first line of at most 200
+//! characters naming the problem with the details indented after it) and exits with
+//! [`Error::exit_code`].
 //!
 //! | exit | kind | meaning |
 //! |---|---|---|
@@ -128,6 +130,72 @@ pub fn shown_list(names: &[String], max: usize) -> String {
     out.join(", ")
 }
 
+/// The longest first line of an error as printed, `dpstat: ` included.
+pub const FIRST_LINE: usize = 200;
+/// Width of the indented lines that follow it.
+const DETAIL_WIDTH: usize = 100;
+
+/// An error message as `main` prints it after `dpstat: `: whitespace folded to single spaces;
+/// when longer than [`FIRST_LINE`], a first line that names the problem, and what to do or
+/// why on indented lines after it. Messages are clauses joined by `; ` (the problem first),
+/// so the break falls between clauses; a first clause too long on its own breaks after its
+/// last `: ` that fits (else its last `, `, else a space).
+pub fn printed(message: &str) -> String {
+    let folded = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let room = FIRST_LINE - "dpstat: ".len();
+    if folded.chars().count() <= room {
+        return folded;
+    }
+    let mut clauses = folded.split("; ");
+    let mut first = clauses.next().unwrap_or_default().to_string();
+    let mut rest: Vec<String> = vec![];
+    if first.chars().count() > room {
+        let cut = first.char_indices().nth(room).map_or(first.len(), |(i, _)| i);
+        let head = &first[..cut];
+        let at = [": ", ", "]
+            .iter()
+            .filter_map(|sep| head.rfind(sep).map(|i| i + 1).filter(|&i| i > room / 3))
+            .next()
+            .or_else(|| head.rfind(' '))
+            .unwrap_or(cut);
+        rest.push(first[at..].trim_start().to_string());
+        first.truncate(at);
+        first = first.trim_end().to_string();
+    }
+    let mut clauses = clauses.peekable();
+    while rest.is_empty() {
+        match clauses.peek() {
+            Some(next) if first.chars().count() + 2 + next.chars().count() <= room => {
+                first = format!("{first}; {next}");
+                clauses.next();
+            }
+            _ => break,
+        }
+    }
+    rest.extend(clauses.map(str::to_string));
+    let mut out = first;
+    for line in wrap(&rest.join("; "), DETAIL_WIDTH - 2) {
+        out.push_str("\n  ");
+        out.push_str(&line);
+    }
+    out
+}
+
+/// Words into lines of at most `width` characters (a longer word has a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = vec![];
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// Shorthand for a usage error inside a function that returns `anyhow::Result`.
 pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
     Error::Usage(message.into()).into()
@@ -160,6 +228,29 @@ mod tests {
         let io: Result<(), std::io::Error> = Err(std::io::Error::other("disk full"));
         assert_eq!(exit_code(&io.context("writing").unwrap_err()), EXIT_INTERNAL);
         assert_eq!(Error::usage("x").context("file.csv").message(), "file.csv: x");
+    }
+
+    #[test]
+    fn a_long_message_keeps_its_problem_on_a_short_first_line() {
+        assert_eq!(printed("a short\n  one;  with a fix"), "a short one; with a fix");
+        let problem = format!("dataset default cannot pay {}", "x".repeat(60));
+        let fix = format!("add --budget-delta D {}", "y ".repeat(80));
+        let out = printed(&format!("{problem}; {fix}; nothing was charged"));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], problem, "{out}");
+        assert!(lines[1..].iter().all(|l| l.starts_with("  ") && l.len() <= DETAIL_WIDTH), "{out}");
+        // The `; ` at the break is dropped: the line break separates the clauses.
+        let words = |t: &str| t.replace(';', " ").split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(&out), words(&format!("{problem}; {fix}; nothing was charged")), "nothing lost");
+        // A first clause longer than the line breaks after a colon that fits.
+        let long = format!("ledger {}: {}", "p".repeat(100), "word ".repeat(40));
+        let out = printed(&long);
+        let first = out.lines().next().unwrap();
+        assert!(first.len() + "dpstat: ".len() <= FIRST_LINE && first.ends_with(':'), "{out}");
+        assert_eq!(words(&out), words(&long));
+        // Short clauses after the problem stay on its line while they fit.
+        let out = printed(&format!("{problem}; short fix; {}", "z".repeat(190)));
+        assert!(out.lines().next().unwrap().ends_with("; short fix"), "{out}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = writeln!(io::stderr(), "dpstat: {}", one_line(&format!("{e:#}")));
+            let _ = writeln!(io::stderr(), "dpstat: {}", dpstat::error::printed(&format!("{e:#}")));
             ExitCode::from(exit_code(&e))
         }
     }
@@ -98,14 +98,11 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         };
     }
     let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    let _ = writeln!(io::stderr(), "dpstat: {}", usage::message(&e, &Cli::command(), &args));
+    let message = usage::message(&e, &Cli::command(), &args);
+    let _ = writeln!(io::stderr(), "dpstat: {}", dpstat::error::printed(&message));
     ExitCode::from(EXIT_USAGE)
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().filter_map(|c| c.downcast_ref::<io::Error>()).any(|io| io.kind() == io::ErrorKind::BrokenPipe)
-}
-
-fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -99,8 +99,7 @@ fn refused_uncharged(args: &[String], needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    assert!(common::the_error(&stderr).contains(needle), "{args:?}: {stderr}");
     let budget = run(unseeded().args(["budget", "--ledger"]).arg(&ledger).args(["--format", "json"]));
     let text = String::from_utf8_lossy(&budget.stdout);
     assert!(!text.contains("\"count\""), "{args:?} charged the ledger: {text}");
@@ -217,7 +216,6 @@ fn a_lost_executor_never_changes_a_release() {
     } else {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.stdout.is_empty(), "a failed run printed: {}", String::from_utf8_lossy(&out.stdout));
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.contains("cluster"), "{stderr}");
+        assert!(common::the_error(&stderr).contains("cluster"), "{stderr}");
     }
 }

@@ -62,13 +62,23 @@ pub fn fails_with(cmd: &mut Command, needles: &[&str]) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(2), "exit code; stderr: {stderr}");
     assert!(out.stdout.is_empty(), "stdout must be empty, got: {}", String::from_utf8_lossy(&out.stdout));
-    let errors: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
-    assert_eq!(errors.len(), 1, "one error line expected, got: {stderr}");
-    assert!(errors[0].starts_with("dpstat: "), "error line starts with 'dpstat: ': {stderr}");
+    let error = the_error(&stderr);
     for needle in needles {
-        assert!(errors[0].contains(needle), "error should mention {needle:?}: {stderr}");
+        assert!(error.contains(needle), "error should mention {needle:?}: {stderr}");
     }
-    errors[0].to_string()
+    error
+}
+
+/// The one error of a failed run's stderr (warnings aside): a line `dpstat: …` of at most 200
+/// characters naming the problem, and the indented lines of its details, if any, after it;
+/// returned as one line, as a search for the words it names needs.
+pub fn the_error(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
+    let starts = lines.iter().filter(|l| !l.starts_with("  ")).count();
+    assert_eq!(starts, 1, "one error expected, got: {stderr}");
+    assert!(lines[0].starts_with("dpstat: "), "error line starts with 'dpstat: ': {stderr}");
+    assert!(lines[0].chars().count() <= 200, "first line over 200 characters: {stderr}");
+    lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
 }
 
 /// The two privacy units, as flag values.
