@@ -7,12 +7,12 @@
 //! holds `fixtures/` (a link to the repository's), so paths read as from the repository root
 //! and files the examples write (ledgers, keys, plots, man pages) stay in the sandbox, which no
 //! other block sees; `HOME` is another temporary directory, printed as `~`. That nothing lands
-//! in the checkout is asserted: `git status` of the repository is the same after the blocks ran
-//! as before. `dpstat` is the binary under test, first on `PATH`, and a leading
-//! `cargo run --release --` stands for it. A block's commands share its directory and run in
-//! order in `sh`, each with `$?` set to the previous one's exit status. What a command prints,
-//! standard error merged into standard output as a terminal shows them, must equal the lines
-//! under it (trailing spaces aside).
+//! in the checkout is asserted: fixtures/, the sandboxes' one way into it, holds the same files
+//! with the same sizes and times after the blocks ran as before. `dpstat` is the binary under
+//! test, first on `PATH`, and a leading `cargo run --release --` stands for it. A block's
+//! commands share its directory and run in order in `sh`, each with `$?` set to the previous
+//! one's exit status. What a command prints, standard error merged into standard output as a
+//! terminal shows them, must equal the lines under it (trailing spaces aside).
 //!
 //! How a block is marked, on the line before its opening fence:
 //! - nothing: run with `DPSTAT_INSECURE_SEED=1`, so the noise, and the output, are reproducible;
@@ -295,15 +295,24 @@ fn doc_files() -> Vec<String> {
     files
 }
 
-/// What `git status` shows of the repository (untracked files too), or None outside a git
-/// checkout (a packaged crate), where there is nothing to compare.
-fn git_status() -> Option<String> {
-    let out = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=all"])
-        .current_dir(root())
-        .output()
-        .ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+/// Every file and directory under fixtures/, with its length and modification time: the one way
+/// from a sandbox into the checkout is its link to fixtures/, so an example that wrote into the
+/// checkout changed this.
+fn fixtures_snapshot() -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut found = vec![];
+    let mut pending = vec![root().join("fixtures")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                pending.push(path.clone());
+            }
+            found.push((path, meta.len(), meta.modified().ok()));
+        }
+    }
+    found.sort();
+    found
 }
 
 #[test]
@@ -337,7 +346,7 @@ fn doc_examples_print_what_the_docs_show() {
         unchecked.join("\n")
     );
     let bless = std::env::var_os("README_BLESS").is_some();
-    let before = git_status();
+    let before = fixtures_snapshot();
     // Blocks are independent (each has its own sandbox), so they run on a few threads; each
     // block's commands still run in order, sharing its directory and `$?`.
     let done = AtomicUsize::new(0);
@@ -357,12 +366,11 @@ fn doc_examples_print_what_the_docs_show() {
         );
         outcome
     });
-    // Before anything is blessed, which rewrites the docs.
-    let after = git_status();
-    assert_eq!(
-        before, after,
-        "the examples changed the checkout (git status before, then after): an example wrote \
-         outside its sandbox (through fixtures/, or an absolute path)"
+    let after = fixtures_snapshot();
+    assert!(
+        before == after,
+        "the examples changed fixtures/ in the checkout: an example wrote through the sandbox's \
+         link to it (write files with a path relative to the sandbox, not under fixtures/)"
     );
     let mut failures = vec![];
     let mut lines: Vec<Vec<String>> =
