@@ -1,6 +1,6 @@
 //! Statistical tests of the noise (docs/DESIGN.md §8), in two layers. The real binary is run with
 //! different `DPSTAT_INSECURE_SEED` values (sections 1–9) and its releases are tested against the
-//! distribution that README.md and docs/DESIGN.md declare — χ² for integer (discrete Laplace)
+//! distribution that docs/PRIVACY.md and docs/DESIGN.md declare — χ² for integer (discrete Laplace)
 //! noise, Kolmogorov–Smirnov plus a scale test for real-valued noise — and against the accuracy
 //! bound and the grid it prints; a few hundred runs per configuration, which check the wiring
 //! and the law at a coarse resolution (each test prints its power). The same laws are tested at

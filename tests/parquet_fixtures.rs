@@ -1,4 +1,4 @@
-//! The Parquet files shipped in fixtures/ hold the rows of fixtures/people.csv: the README's
+//! The Parquet files shipped in fixtures/ hold the rows of fixtures/people.csv: GUIDE.md's
 //! Parquet examples read them. `DPSTAT_WRITE_FIXTURES=1 cargo test --test parquet_fixtures`
 //! writes them anew from the CSV.
 

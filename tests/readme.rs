@@ -1,11 +1,16 @@
-//! Executable documentation: every ```console block of README.md, and every example in the
-//! `--help` of every subcommand, runs as written.
+//! Executable documentation: every ```console block of the Markdown docs (README.md, GUIDE.md,
+//! CONTRIBUTING.md and docs/*.md but docs/DESIGN.md, which holds no examples), and every example
+//! in the `--help` of every subcommand, runs as written; and every relative link in the docs
+//! points at a file, and at a heading of it, that exist.
 //!
-//! README blocks run from a temporary directory that holds `fixtures/` (a link to the
-//! repository's), so paths read as from the repository root and files the examples write stay
-//! out of the checkout; `HOME` is another temporary directory, printed as `~`. `dpstat` is the binary under
+//! Each block runs in a sandbox of its own: a temporary directory, its working directory, that
+//! holds `fixtures/` (a link to the repository's), so paths read as from the repository root
+//! and files the examples write (ledgers, keys, plots, man pages) stay in the sandbox, which no
+//! other block sees; `HOME` is another temporary directory, printed as `~`. That nothing lands
+//! in the checkout is asserted: fixtures/, the sandboxes' one way into it, holds the same files
+//! with the same sizes and times after the blocks ran as before. `dpstat` is the binary under
 //! test, first on `PATH`, and a leading `cargo run --release --` stands for it. A block's
-//! commands share one directory and run in order in `sh`, each with `$?` set to the previous
+//! commands share its directory and run in order in `sh`, each with `$?` set to the previous
 //! one's exit status. What a command prints, standard error merged into standard output as a
 //! terminal shows them, must equal the lines under it (trailing spaces aside).
 //!
@@ -18,9 +23,15 @@
 //!   that a bound covers a statistic's whole range, which depends on the noise drawn, is left
 //!   out on both sides.
 //!
-//! A `dpstat` command in any other code block of the README (indented, or fenced as anything
-//! but `console`) fails the test, so a new example cannot escape it. `README_BLESS=1 cargo test
-//! --test readme` rewrites the outputs of every block with what dpstat prints now.
+//! A dpstat command in any other code block of the docs (indented, or fenced as anything but
+//! `console`) fails the test, so a new example cannot escape it: a line that runs `dpstat`
+//! (also after `VAR=value` assignments, or as a path ending in `/dpstat`), `cargo run`, or a
+//! script under `bench/` or `scripts/`, which run dpstat. The one exception is an example that
+//! cannot run here (a benchmark, a cluster): a fenced block marked
+//! `<!-- check: not run (REASON) -->`, where REASON says why and what runs it instead.
+//! `README_BLESS=1 cargo test --test readme` rewrites, in every doc, the output of every example
+//! that differs with what dpstat prints now (an unseeded one that matches once masked keeps the
+//! run it shows, so a bless does not churn noise, digests and times).
 //!
 //! Unix only: the examples are shell commands.
 #![cfg(unix)]
@@ -37,6 +48,9 @@ use clap::CommandFactory;
 use dpstat::cli::Cli;
 
 const UNSEEDED: &str = "<!-- check: unseeded -->";
+/// `<!-- check: not run (REASON) -->` before a fenced block: its commands are not run, for the
+/// reason given.
+const NOT_RUN: (&str, &str) = ("<!-- check: not run (", ") -->");
 const SEED_WARNING: &str = "DPSTAT_INSECURE_SEED is set:";
 /// A warning that an unseeded run may or may not print, depending on the noise it drew.
 const NOISE_DEPENDENT: &str = "covers every value it can take";
@@ -128,9 +142,29 @@ struct Block {
     examples: Vec<Example>,
 }
 
+/// Whether a line of code runs dpstat: `dpstat …` (after any `VAR=value` assignments, or as a
+/// path to the binary), `cargo run …`, or a script of bench/ or scripts/ (they run dpstat).
 fn is_dpstat_command(code: &str) -> bool {
     let code = code.trim_start().trim_start_matches("$ ");
-    code.starts_with("dpstat ") || code == "dpstat" || code.starts_with("cargo run")
+    let mut words = code.split_whitespace().skip_while(|w| {
+        w.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    });
+    let Some(first) = words.next() else { return false };
+    first == "dpstat"
+        || first.ends_with("/dpstat")
+        || (first == "cargo" && words.next() == Some("run"))
+        || ["bench/", "scripts/"]
+            .iter()
+            .any(|dir| first.strip_prefix(dir).is_some_and(|script| !script.is_empty()))
+}
+
+/// The reason of a `<!-- check: not run (REASON) -->` marker; None for any other line, and for
+/// a marker whose reason is too short to say why.
+fn not_run_reason(marker: &str) -> Option<&str> {
+    let reason = marker.trim().strip_prefix(NOT_RUN.0)?.strip_suffix(NOT_RUN.1)?.trim();
+    (reason.split_whitespace().count() >= 3).then_some(reason)
 }
 
 /// The console blocks of a Markdown text, and the lines of other code that hold a dpstat
@@ -146,9 +180,13 @@ fn parse(text: &str) -> (Vec<Block>, Vec<String>) {
         if let Some(info) = line.strip_prefix("```") {
             let open = i;
             let close = (i + 1..lines.len()).find(|&j| lines[j].starts_with("```")).unwrap_or(lines.len());
+            let marker =
+                lines[..open].iter().rev().find(|l| !l.trim().is_empty()).copied().unwrap_or_default();
             if info.trim() == "console" {
-                let marker =
-                    lines[..open].iter().rev().find(|l| !l.trim().is_empty()).copied().unwrap_or_default();
+                if marker.contains(NOT_RUN.0) {
+                    unchecked
+                        .push(format!("line {}: a console block is always run; fence it as `sh`", open + 1));
+                }
                 let mut examples: Vec<Example> = vec![];
                 let mut continued = false;
                 for (j, body) in lines.iter().enumerate().take(close).skip(open + 1) {
@@ -170,7 +208,7 @@ fn parse(text: &str) -> (Vec<Block>, Vec<String>) {
                     }
                 }
                 blocks.push(Block { open, close, seeded: marker.trim() != UNSEEDED, examples });
-            } else {
+            } else if not_run_reason(marker).is_none() {
                 for (j, body) in lines.iter().enumerate().take(close).skip(open + 1) {
                     if is_dpstat_command(body) {
                         unchecked.push(format!("line {}: {body}", j + 1));
@@ -241,52 +279,121 @@ fn trimmed(lines: &str) -> Vec<String> {
     lines.lines().map(|l| l.trim_end().to_string()).collect()
 }
 
+/// The Markdown files whose examples run: the README, the guide, CONTRIBUTING.md and every
+/// docs/*.md but DESIGN.md (it explains the code and holds no examples), as paths relative to
+/// the repository root.
+fn doc_files() -> Vec<String> {
+    let mut files: Vec<String> = ["README.md", "GUIDE.md", "CONTRIBUTING.md"].map(String::from).to_vec();
+    let mut docs: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md") && name != "DESIGN.md")
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// Every file and directory under fixtures/, with its length and modification time: the one way
+/// from a sandbox into the checkout is its link to fixtures/, so an example that wrote into the
+/// checkout changed this.
+fn fixtures_snapshot() -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut found = vec![];
+    let mut pending = vec![root().join("fixtures")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                pending.push(path.clone());
+            }
+            found.push((path, meta.len(), meta.modified().ok()));
+        }
+    }
+    found.sort();
+    found
+}
+
 #[test]
-fn readme_examples_print_what_the_readme_shows() {
-    let path = root().join("README.md");
-    let text = std::fs::read_to_string(&path).expect("README.md");
-    let (blocks, unchecked) = parse(&text);
+fn doc_examples_print_what_the_docs_show() {
+    let files = doc_files();
+    let texts: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(root().join(f)).unwrap_or_else(|e| panic!("{f}: {e}")))
+        .collect();
+    let mut unchecked = vec![];
+    // Every block of every file, as (file index, block).
+    let mut blocks: Vec<(usize, Block)> = vec![];
+    for (f, text) in texts.iter().enumerate() {
+        let (found, bad) = parse(text);
+        unchecked.extend(bad.into_iter().map(|b| format!("{} {b}", files[f])));
+        let count = found.len();
+        blocks.extend(found.into_iter().map(|b| (f, b)));
+        let least = match files[f].as_str() {
+            "README.md" => 5,
+            "GUIDE.md" => 40,
+            _ => 0,
+        };
+        assert!(count >= least, "{}: the examples were not found: {count} blocks", files[f]);
+    }
     assert!(
         unchecked.is_empty(),
-        "README.md has dpstat commands outside a ```console block, which this test would not run \
-         (write them as ```console blocks with `$ ` and their output):\n{}",
+        "dpstat commands outside a ```console block, which this test would not run (write them \
+         as ```console blocks with `$ ` and their output; an example that cannot run here, such \
+         as a benchmark, goes in a fenced block marked `<!-- check: not run (REASON) -->` on the \
+         line before, REASON saying why and what runs it):\n{}",
         unchecked.join("\n")
     );
-    assert!(blocks.len() >= 10, "the README's examples were not found: {} blocks", blocks.len());
     let bless = std::env::var_os("README_BLESS").is_some();
-    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let before = fixtures_snapshot();
     // Blocks are independent (each has its own sandbox), so they run on a few threads; each
     // block's commands still run in order, sharing its directory and `$?`.
     let done = AtomicUsize::new(0);
     let outcomes = common::parallel_map(WORKERS, blocks.len(), |b| {
+        let (f, block) = &blocks[b];
         let start = Instant::now();
-        let outcome = run_block(&blocks[b]);
+        let outcome = run_block(&files[*f], block);
         // Past the harness's capture: a slow block (a plan that solves for ε) is not silence.
         let _ = writeln!(
             std::io::stderr().lock(),
-            "readme: block {}/{} (README.md line {}) ran in {:.1} s",
+            "readme: block {}/{} ({} line {}) ran in {:.1} s",
             done.fetch_add(1, Ordering::Relaxed) + 1,
             blocks.len(),
-            blocks[b].open + 1,
+            files[*f],
+            block.open + 1,
             start.elapsed().as_secs_f64()
         );
         outcome
     });
+    let after = fixtures_snapshot();
+    assert!(
+        before == after,
+        "the examples changed fixtures/ in the checkout: an example wrote through the sandbox's \
+         link to it (write files with a path relative to the sandbox, not under fixtures/)"
+    );
     let mut failures = vec![];
+    let mut lines: Vec<Vec<String>> =
+        texts.iter().map(|text| text.lines().map(String::from).collect()).collect();
     // Back to front, so a blessed block's new length does not move the blocks before it.
-    for (block, (failed, rewritten)) in blocks.iter().zip(outcomes).rev() {
+    for ((f, block), (failed, rewritten)) in blocks.iter().zip(outcomes).rev() {
         failures.extend(failed);
         if bless {
-            lines.splice(block.open + 1..block.close, rewritten);
+            lines[*f].splice(block.open + 1..block.close, rewritten);
         }
     }
     if bless {
-        std::fs::write(&path, lines.join("\n") + "\n").expect("README.md is writable");
+        for (f, file) in files.iter().enumerate() {
+            let text = lines[f].join("\n") + "\n";
+            if text != texts[f] {
+                std::fs::write(root().join(file), text).unwrap_or_else(|e| panic!("{file}: {e}"));
+            }
+        }
         return;
     }
     assert!(
         failures.is_empty(),
-        "{}\n\n{} README example(s) differ from what dpstat prints. Fix the example, or if the new \
+        "{}\n\n{} example(s) differ from what dpstat prints. Fix the example, or if the new \
          output is right, rewrite the outputs with README_BLESS=1 cargo test --test readme and read \
          the diff.",
         failures.join("\n\n"),
@@ -294,9 +401,112 @@ fn readme_examples_print_what_the_readme_shows() {
     );
 }
 
+/// The anchor GitHub gives a heading: lowercase, punctuation dropped (letters of any script,
+/// digits, `-` and `_` kept), spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown text's headings (outside code blocks), a repeated one numbered
+/// `-1`, `-2`, … as GitHub does.
+fn anchors(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = vec![];
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if fenced || hashes == 0 || hashes > 6 || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = slug(&line[hashes..]);
+        let mut anchor = base.clone();
+        let mut n = 0;
+        while found.contains(&anchor) {
+            n += 1;
+            anchor = format!("{base}-{n}");
+        }
+        found.push(anchor);
+    }
+    found
+}
+
+/// The targets of a Markdown text's links and images (`](target)`), outside code blocks and
+/// code spans, each with its 1-based line.
+fn link_targets(text: &str) -> Vec<(usize, String)> {
+    let mut found = vec![];
+    let mut fenced = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || line.starts_with("    ") {
+            continue;
+        }
+        for (k, span) in line.split('`').enumerate() {
+            if k % 2 == 1 {
+                continue;
+            }
+            let mut rest = span;
+            while let Some(at) = rest.find("](") {
+                rest = &rest[at + 2..];
+                let end = rest.find(')').unwrap_or(rest.len());
+                found.push((i + 1, rest[..end].trim().to_string()));
+                rest = &rest[end..];
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn relative_links_in_the_docs_point_at_files_and_headings() {
+    let mut files = doc_files();
+    files.push("docs/DESIGN.md".into());
+    let mut broken = vec![];
+    let mut checked = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        for (line, target) in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let resolved = if path.is_empty() {
+                root().join(file)
+            } else {
+                root().join(file).parent().unwrap().join(path)
+            };
+            if !resolved.exists() {
+                broken.push(format!("{file} line {line}: {target}: no file {}", resolved.display()));
+                continue;
+            }
+            if !anchor.is_empty() {
+                let target_text = std::fs::read_to_string(&resolved).unwrap_or_default();
+                if !anchors(&target_text).iter().any(|a| a == anchor) {
+                    broken.push(format!("{file} line {line}: {target}: no heading with that anchor"));
+                }
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} relative links found");
+    assert!(broken.is_empty(), "links that lead nowhere:\n{}", broken.join("\n"));
+}
+
 /// Runs a block's examples in order in a new sandbox: the failures (as messages), and the
-/// block's body as dpstat prints it now (for `README_BLESS`).
-fn run_block(block: &Block) -> (Vec<String>, Vec<String>) {
+/// block's body as dpstat prints it now (for `README_BLESS`; an example that matches is kept as
+/// written).
+fn run_block(file: &str, block: &Block) -> (Vec<String>, Vec<String>) {
     let sandbox = Sandbox::new();
     let mut last = 0;
     let mut failures = vec![];
@@ -307,9 +517,10 @@ fn run_block(block: &Block) -> (Vec<String>, Vec<String>) {
         let (want, got) = (example.expected.join("\n"), trimmed(&printed).join("\n"));
         let (want_cmp, got_cmp) =
             if block.seeded { (want.clone(), got.clone()) } else { (masked(&want), masked(&got)) };
-        if want_cmp.trim_end() != got_cmp.trim_end() {
+        let same = want_cmp.trim_end() == got_cmp.trim_end();
+        if !same {
             failures.push(format!(
-                "README.md line {}: $ {}\n--- the README shows:\n{want}\n--- dpstat printed (exit {status}):\n{got}",
+                "{file} line {}: $ {}\n--- {file} shows:\n{want}\n--- dpstat printed (exit {status}):\n{got}",
                 example.line,
                 example.written.join("\n")
             ));
@@ -317,7 +528,9 @@ fn run_block(block: &Block) -> (Vec<String>, Vec<String>) {
         for (k, written) in example.written.iter().enumerate() {
             rewritten.push(if k == 0 { format!("$ {written}") } else { written.clone() });
         }
-        rewritten.extend(trimmed(&printed));
+        // An unseeded example that still matches keeps the run it shows: blessing rewrites what
+        // changed, not the noise, digests and times of every run.
+        rewritten.extend(if same { example.expected.clone() } else { trimmed(&printed) });
     }
     (failures, rewritten)
 }
@@ -409,6 +622,37 @@ fn the_harness_finds_commands_and_masks_noise() {
     assert_eq!(blocks[0].examples[0].command(), "dpstat count \\\n  --eps 1 f.csv");
     assert_eq!(blocks[0].examples[0].expected, ["12"]);
     assert_eq!(blocks[1].examples[0].command(), "dpstat count f.csv");
+    // Commands a non-console block may hold, and the marker that lets one go unrun.
+    let text = "```sh\ncargo build --release\ncargo test --test readme\n```\n\n\
+                <!-- check: not run (needs a cluster; tests/cluster.rs runs it) -->\n\
+                ```sh\nDPSTAT=target/release/dpstat scripts/cluster-up.sh\ndpstat count f.csv\n```\n\n\
+                <!-- check: not run () -->\n```sh\ndpstat mean f.csv\n```\n\n\
+                ```sh\nDATA=/tmp/x RUNS=5 bench/compare.sh 10\ntarget/release/dpstat sum\n```\n\n\
+                <!-- check: not run (a benchmark; bench/compare.sh runs it) -->\n```console\n$ dpstat count\n```\n";
+    let (blocks, unchecked) = parse(text);
+    assert_eq!(blocks.len(), 1);
+    assert_eq!(unchecked.len(), 4, "{unchecked:?}");
+    assert!(unchecked[0].starts_with("line 14: dpstat mean"), "{unchecked:?}");
+    assert!(unchecked[1].starts_with("line 18: DATA="), "{unchecked:?}");
+    assert!(unchecked[2].starts_with("line 19: target/release/dpstat"), "{unchecked:?}");
+    assert!(unchecked[3].starts_with("line 23: a console block is always run"), "{unchecked:?}");
+    assert!(
+        !is_dpstat_command("    bench/            the benchmarks")
+            && is_dpstat_command("$ bench/compare.sh 10")
+    );
+    assert_eq!(
+        not_run_reason("<!-- check: not run (needs a cluster to run) -->"),
+        Some("needs a cluster to run")
+    );
+    assert_eq!(not_run_reason("<!-- check: not run (cluster) -->"), None);
+    // Anchors as GitHub makes them, and the links the link test follows.
+    assert_eq!(slug(" How much ε do I need? `dpstat plan`"), "how-much-ε-do-i-need-dpstat-plan");
+    assert_eq!(slug(" Filters: `--where`"), "filters---where");
+    assert_eq!(anchors("# A\n```\n# not a heading\n```\n## A\n### B's"), ["a", "a-1", "bs"]);
+    assert_eq!(
+        link_targets("see [x](GUIDE.md#a) and `[y](no.md)`, ![i](docs/c.png)\n    [z](indented.md)"),
+        [(1, "GUIDE.md#a".to_string()), (1, "docs/c.png".to_string())]
+    );
     assert_eq!(
         masked("spent 0.8 of 1 sha256:c4487a8d69 at 2026-11-21T05:23:57Z: -3"),
         masked("spent 0.4 of 2 sha256:ffff at 2027-01-01T00:00:00Z: -12")

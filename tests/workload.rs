@@ -366,7 +366,7 @@ fn quantiles_and_medians_inside_a_workload() {
     assert!(table.lines().nth(1).unwrap().contains("score=9"), "{table}");
     assert!(table.lines().nth(1).unwrap().ends_with(" rows"), "{table}");
 
-    // The README's example.
+    // GUIDE.md's example.
     let lines = json_lines(&mut run(&fixture("compose_quantiles.toml")));
     assert_eq!(lines[0]["quantiles"].as_array().map(Vec::len), Some(3));
     assert_eq!(lines[0]["quantiles"][0]["epsilon_exact"], "1/6");

@@ -14,7 +14,7 @@ use num_traits::{One, Signed};
 
 use crate::numeric::exact::{decimal, parse_ratio, rational_to_f64_up};
 
-/// Smallest ε the tool accepts (README.md, "The privacy model"): below it the noise drowns any statistic
+/// Smallest ε the tool accepts (docs/PRIVACY.md, "The privacy model in plain words"): below it the noise drowns any statistic
 /// and the grid arithmetic would need needlessly large integers.
 const MIN_EPSILON_DECIMALS: u32 = 9;
 /// Above this the release protects little; allowed, with a warning.
