@@ -139,7 +139,7 @@ const DETAIL_WIDTH: usize = 100;
 /// when longer than [`FIRST_LINE`], a first line that names the problem, and what to do or
 /// why on indented lines after it. Messages are clauses joined by `; ` (the problem first),
 /// so the break falls between clauses; a first clause too long on its own breaks after its
-/// last `: ` that fits (else its last `, `, else a space).
+/// last sentence that fits (else its last `: `, else `, `, else a space).
 pub fn printed(message: &str) -> String {
     let folded = message.split_whitespace().collect::<Vec<_>>().join(" ");
     let room = FIRST_LINE - "dpstat: ".len();
@@ -152,9 +152,9 @@ pub fn printed(message: &str) -> String {
     if first.chars().count() > room {
         let cut = first.char_indices().nth(room).map_or(first.len(), |(i, _)| i);
         let head = &first[..cut];
-        let at = [": ", ", "]
+        let at = [". ", ": ", ", "]
             .iter()
-            .filter_map(|sep| head.rfind(sep).map(|i| i + 1).filter(|&i| i > room / 3))
+            .filter_map(|sep| head.rfind(sep).map(|i| i + 1).filter(|&i| i > room / 4))
             .next()
             .or_else(|| head.rfind(' '))
             .unwrap_or(cut);

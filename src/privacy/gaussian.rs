@@ -273,8 +273,10 @@ pub fn discrete_gaussian_error_bound(variance: &BigRational, beta: f64) -> u128 
         return u128::MAX;
     }
     // Gallop up from the guess to a t that passes, then down to one that fails, then bisect.
+    // Steps start at one unit: the guess is usually within a unit or two of the answer, and
+    // each check is exact rational arithmetic on σ², costly when σ² is large.
     let mut hi = guess as u128;
-    let mut step = (hi >> 20).max(1);
+    let mut step = 1;
     while !check(hi) {
         if hi == u128::MAX {
             return u128::MAX;
@@ -282,7 +284,7 @@ pub fn discrete_gaussian_error_bound(variance: &BigRational, beta: f64) -> u128 
         hi = hi.saturating_add(step);
         step = step.saturating_mul(2);
     }
-    let mut step = (hi >> 20).max(1);
+    let mut step = 1;
     let mut lo = hi;
     loop {
         if lo == 0 {

@@ -138,6 +138,7 @@ impl Statistic for Variance {
         let squares = Calibrated::of(&parts.squares, &mechanisms[mechanisms.len() - 1]);
         let n = BigInt::from(rows);
         let h = spec.half_width_units();
+        let radii = Radii::of(count.as_ref(), &sum, &squares, cx.confidence.beta());
         let mut worst = BigRational::zero();
         for i in 0..=PLAN_GRID {
             // A mean of the shifted values from −h to h, and a mean square from its square to h².
@@ -153,7 +154,7 @@ impl Statistic for Variance {
                     rows,
                     (&s, &sum),
                     (&q, &squares),
-                    cx.confidence.beta(),
+                    &radii,
                 );
                 worst = worst.max(bound);
             }
@@ -212,7 +213,7 @@ impl Variance {
             n,
             (&sum.value, &sum.noise),
             (&squares.value, &squares.noise),
-            cx.confidence.beta(),
+            &Radii::of(count.map(|c| &c.noise), &sum.noise, &squares.noise, cx.confidence.beta()),
         );
         let midpoint = sum.noise.grid().to_f64(&BigInt::from(spec.midpoint));
         let mut post = vec![match count {
@@ -406,9 +407,9 @@ impl VarianceSpec {
     }
 
     /// The release's error bound from its noisy parts (`count` under add-remove, else the
-    /// public `n`): a union bound puts each part within its own bound at β/parts, all at once
-    /// with probability >= 1 − β, and [`error_bound`] takes the farthest the true variance can
-    /// be from `value` over that box.
+    /// public `n`): [`Radii`] puts each part within its own bound at β/parts, all at once with
+    /// probability >= 1 − β, and [`error_bound`] takes the farthest the true variance can be
+    /// from `value` over that box.
     pub fn error_bound(
         &self,
         value: &BigRational,
@@ -416,24 +417,19 @@ impl VarianceSpec {
         n: u64,
         sum: (&BigInt, &Calibrated),
         squares: (&BigInt, &Calibrated),
-        beta: f64,
+        radii: &Radii,
     ) -> BigRational {
-        let beta = beta / (2 + count.is_some() as u8) as f64;
-        let count_interval = match count {
-            Some((c, noise)) => {
-                Interval::around(c, noise.error_bound_units(beta), &BigRational::from_integer(1.into()))
-            }
-            None => Interval::point(BigRational::from_integer(BigInt::from(n))),
+        let count_interval = match (count, radii.count) {
+            (Some((c, _)), Some(r)) => Interval::around(c, r, &BigRational::from_integer(1.into())),
+            _ => Interval::point(BigRational::from_integer(BigInt::from(n))),
         };
-        let around = |(v, noise): (&BigInt, &Calibrated)| {
-            Interval::around(v, noise.error_bound_units(beta), &noise.grid().spacing())
-        };
+        let around = |(v, noise): (&BigInt, &Calibrated), r| Interval::around(v, r, &noise.grid().spacing());
         let h = BigRational::from_integer(BigInt::from(self.half_width_units())) * sum.1.grid().spacing();
         error_bound(
             value,
             &count_interval,
-            &around(sum),
-            &around(squares),
+            &around(sum, radii.sum),
+            &around(squares, radii.squares),
             &squares.1.grid().spacing(),
             &self.max_variance(),
             &h,
@@ -543,6 +539,27 @@ impl Fold for VarianceFold {
     }
     fn widest_column(&self) -> Option<usize> {
         Some(self.cell.index)
+    }
+}
+
+/// Each noisy part's error bound, in its grid units, at an equal share of β (a union bound
+/// over the parts: all hold at once with probability >= 1 − β). They depend on the noise
+/// alone, not on the values drawn, so a plan computes them once for every value it tries.
+pub struct Radii {
+    /// None under replace (the count is the public n).
+    count: Option<u128>,
+    sum: u128,
+    squares: u128,
+}
+
+impl Radii {
+    pub fn of(count: Option<&Calibrated>, sum: &Calibrated, squares: &Calibrated, beta: f64) -> Radii {
+        let beta = beta / (2 + count.is_some() as u8) as f64;
+        Radii {
+            count: count.map(|c| c.error_bound_units(beta)),
+            sum: sum.error_bound_units(beta),
+            squares: squares.error_bound_units(beta),
+        }
     }
 }
 
