@@ -431,7 +431,9 @@ fn closed_refusals() {
     let file = closed_csv(&dir, "data.csv", Some("zz"));
     fails_with(dpstat().args(["count", "--eps", "1", "--closed"]).arg(&file), &["--closed", "--keys"]);
     fails_with(
-        dpstat().args(["sum", "--col", "age", "--lower", "0", "--upper", "9", "--eps", "1", "--closed"]).arg(&file),
+        dpstat()
+            .args(["sum", "--col", "age", "--lower", "0", "--upper", "9", "--eps", "1", "--closed"])
+            .arg(&file),
         &["--closed", "--keys"],
     );
     fails_with(
@@ -448,7 +450,18 @@ fn closed_refusals() {
     );
     fails_with(
         dpstat()
-            .args(["count", "--eps", "1", "--by", "region", "--keys", "a,b", "--closed", "--invalid", "impute=c"])
+            .args([
+                "count",
+                "--eps",
+                "1",
+                "--by",
+                "region",
+                "--keys",
+                "a,b",
+                "--closed",
+                "--invalid",
+                "impute=c",
+            ])
             .arg(&file),
         &["--invalid impute=c", "'c' is not one of the --keys listed"],
     );
@@ -472,7 +485,18 @@ fn closed_refusals() {
     // Under a ledger, skip and impute are taken, and the release is charged once.
     stdout_of(
         unseeded()
-            .args(["count", "--eps", "1", "--by", "region", "--keys", "a,b", "--closed", "--invalid", "impute=a"])
+            .args([
+                "count",
+                "--eps",
+                "1",
+                "--by",
+                "region",
+                "--keys",
+                "a,b",
+                "--closed",
+                "--invalid",
+                "impute=a",
+            ])
             .args(["--budget", "1", "--ledger"])
             .arg(&ledger)
             .arg(&file),
@@ -493,7 +517,9 @@ fn closed_in_a_workload() {
     let text = stdout_of(
         dpstat()
             .arg("run")
-            .arg(workload("kind = \"count\"\nby = \"region\"\nkeys = [\"a\", \"b\"]\nclosed = true\ninvalid = \"skip\""))
+            .arg(workload(
+                "kind = \"count\"\nby = \"region\"\nkeys = [\"a\", \"b\"]\nclosed = true\ninvalid = \"skip\"",
+            ))
             .arg(&file),
     );
     assert!(!text.contains("other"), "{text}");

@@ -97,10 +97,9 @@ impl InvalidFlag {
 pub fn check_impute(kind: &str, options: &Options) -> Result<(), Error> {
     let reads_text = kind == "count" || (kind == "histogram" && options.bins.is_none());
     match &options.impute {
-        Some(Impute { text, number: Err(why) }) if !reads_text => Err(Error::usage(format!(
-            "--invalid impute={}: {why}",
-            crate::error::shown(text, 40)
-        ))),
+        Some(Impute { text, number: Err(why) }) if !reads_text => {
+            Err(Error::usage(format!("--invalid impute={}: {why}", crate::error::shown(text, 40))))
+        }
         _ => Ok(()),
     }
 }
@@ -166,9 +165,9 @@ pub fn close_lists(
     Ok(())
 }
 
-
 /// Why `--closed` is refused with `--discover`.
-pub const DISCOVER_CLOSED: &str = "--closed declares the listed --keys or --categories the whole domain; --discover finds \
+pub const DISCOVER_CLOSED: &str =
+    "--closed declares the listed --keys or --categories the whole domain; --discover finds \
      the keys in the data and lists none: leave out one of them";
 
 /// What `--discover` asks for (`query::discover`): the δ of the selection and the cap on
