@@ -551,7 +551,7 @@ pub struct BudgetArgs {
     /// Without it a keyed ledger is listed as not verified.
     #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
     pub ledger_key: Option<PathBuf>,
-    /// Output format (text or json).
+    /// Output format: text, csv (one header, a row per release; the other lines on stderr) or json.
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Field delimiter of FILE.
@@ -626,7 +626,7 @@ pub struct RunArgs {
     /// one `[[query]]` table per query.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
-    /// How to print: --format text is a table, json one line per query.
+    /// How to print: --format text is a table, csv the same rows as CSV, json one line per query.
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -675,7 +675,8 @@ pub struct DescribeArgs {
     /// Use only rows that pass the filter (as for every query; repeatable, all must hold).
     #[arg(short = 'w', long = "where", value_name = "FILTER")]
     pub filters: Vec<Filter>,
-    /// Output format: an aligned table, or JSON lines (one object per query, as a workload prints).
+    /// Output format: an aligned table, csv (its rows, each value and bound in columns of their
+    /// own), or JSON lines (one object per query, as a workload prints).
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bounds, in (0, 1).
