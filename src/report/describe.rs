@@ -149,7 +149,7 @@ pub fn render_csv(d: &Described) -> anyhow::Result<Vec<u8>> {
     let mut total = vec!["total".to_string(), exact_decimal(d.total.as_rational())];
     total.resize(width, String::new());
     writer.write_record(&total)?;
-    Ok(writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))?)
+    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
 }
 
 /// The unit line of a person-level summary (every ε and bound is one person's); None at row

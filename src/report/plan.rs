@@ -501,7 +501,7 @@ pub fn render_csv(r: &Report) -> anyhow::Result<Vec<u8>> {
             if r.target_error.is_some() { p.epsilon_decimal.clone() } else { r.epsilon_decimal.clone() };
         writer.write_record(row(p.max_rows_per_id.to_string(), eps, p.error_bound, false))?;
     }
-    Ok(writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))?)
+    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
 }
 
 /// The lines of a plan's text that are not its numbers (method, parts, assumptions, warnings),
@@ -543,7 +543,7 @@ pub fn render_workload_csv(r: &WorkloadReport) -> anyhow::Result<Vec<u8>> {
             verdict,
         ])?;
     }
-    Ok(writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))?)
+    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
 }
 
 /// The lines of the workload plan's text besides its table.
