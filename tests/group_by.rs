@@ -550,3 +550,27 @@ fn closed_in_a_workload() {
         &["'zz' is not one of the --keys listed"],
     );
 }
+
+/// Per person, a row imputed to key V is bounded in V's group with the person's other rows of
+/// V: person 1's rows `b` and `zz` (imputed to `b`) give group b one row at
+/// --max-rows-per-group 1, as two rows `b` would; bounded under a group `other` of their own
+/// they would give b two.
+#[test]
+fn a_persons_imputed_row_is_bounded_in_its_key_group() {
+    let dir = TempDir::new().unwrap();
+    let mut released = vec![];
+    for (name, rows) in [("imputed", "1,b\n1,zz\n"), ("listed", "1,b\n1,b\n")] {
+        let path = dir.path().join(format!("{name}.csv"));
+        fs::write(&path, format!("pid,region\n{rows}2,a\n3,b\n4,a\n")).unwrap();
+        let json = json_of(
+            seeded(3)
+                .args(["count", "--eps", "1000", "--by", "region", "--keys", "a,b", "--closed"])
+                .args(["--invalid", "impute=b", "--privacy-id", "pid", "--max-rows-per-id", "2"])
+                .args(["--max-groups-per-id", "2", "--max-rows-per-group", "1"])
+                .arg(&path),
+        );
+        released.push(groups_of(&json));
+    }
+    assert_eq!(released[0], released[1]);
+    assert_eq!(released[0], [("a".to_string(), 2.0), ("b".to_string(), 2.0)]);
+}
