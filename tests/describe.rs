@@ -221,3 +221,62 @@ fn a_withheld_column_keeps_its_row_and_the_shared_count() {
     assert_eq!(income[3..5], age[4..6], "one shared count (age's bounds are two words): {text}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("income.quantile: q=0.5 of income: too few rows"));
 }
+
+/// `describe --format csv`: one header, a row per column and the total, each value and its
+/// bound in columns of their own, with the numbers of the JSON release of the same seed.
+#[test]
+fn csv_format_splits_values_and_bounds_and_matches_json() {
+    use common::{csv_records, printed_as};
+    let describe = |format: &str| {
+        stdout_of(
+            seeded(4)
+                .args(["describe", "--cols", "age:0:100,income:0:200000", "--q", "0.5,0.9", "--eps", "1"])
+                .args(["--format", format])
+                .arg(fixture("people.csv")),
+        )
+    };
+    let records = csv_records(&describe("csv"));
+    assert_eq!(
+        records[0],
+        [
+            "column",
+            "epsilon",
+            "lower",
+            "upper",
+            "bounds",
+            "count",
+            "count_error(95%)",
+            "mean",
+            "mean_error(95%)",
+            "q0.5",
+            "q0.5_rank_error(95%)",
+            "q0.9",
+            "q0.9_rank_error(95%)"
+        ]
+    );
+    assert_eq!(records.len(), 4);
+    assert!(records.iter().all(|r| r.len() == 13));
+    assert_eq!(records[3][..2], ["total", "1"]);
+    let json: Vec<Value> = describe("json").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by_name = |name: &str| json.iter().find(|l| l["name"] == name).unwrap_or_else(|| panic!("{name}"));
+    let count = by_name("count");
+    // A bound is rounded up to three significant digits: at least the JSON's, and close to it.
+    let bound_of = |cell: &str, exact: f64| {
+        let b: f64 = cell.parse().unwrap();
+        assert!(b >= exact && b <= exact * 1.01 + 1e-9, "{cell} against {exact}");
+    };
+    for (row, column) in records[1..3].iter().zip(["age", "income"]) {
+        assert_eq!(row[0], column);
+        assert_eq!((row[2].as_str(), row[4].as_str()), ("0", "flags"));
+        assert!(printed_as(&row[5], count["value"].as_f64().unwrap()));
+        bound_of(&row[6], count["accuracy"]["error_bound"].as_f64().unwrap());
+        let mean = by_name(&format!("{column}.mean"));
+        assert!(printed_as(&row[7], mean["value"].as_f64().unwrap()), "{row:?}");
+        bound_of(&row[8], mean["accuracy"]["error_bound"].as_f64().unwrap());
+        let quantiles = by_name(&format!("{column}.quantile"))["quantiles"].as_array().unwrap().clone();
+        for (i, q) in quantiles.iter().enumerate() {
+            assert!(printed_as(&row[9 + 2 * i], q["value"].as_f64().unwrap()), "{row:?}");
+            bound_of(&row[10 + 2 * i], q["rank_error_bound"].as_f64().unwrap());
+        }
+    }
+}

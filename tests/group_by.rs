@@ -310,3 +310,267 @@ fn refusals() {
         &["no column 'nope' (--by)"],
     );
 }
+
+/// A CSV of regions a and b, and optionally one more row whose region is `extra`.
+fn closed_csv(dir: &TempDir, name: &str, extra: Option<&str>) -> std::path::PathBuf {
+    let mut text = String::from("id,region,age\n");
+    for i in 0..30 {
+        text.push_str(&format!("{i},{},{}\n", if i % 3 == 0 { "a" } else { "b" }, 20 + i));
+    }
+    if let Some(region) = extra {
+        text.push_str(&format!("99,{region},50\n"));
+    }
+    let path = dir.path().join(name);
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// The (key, value) pairs of a grouped JSON release.
+fn groups_of(json: &serde_json::Value) -> Vec<(String, f64)> {
+    json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["key"].as_str().unwrap().to_string(), g["value"].as_f64().unwrap()))
+        .collect()
+}
+
+/// `--closed`: no group `other`; a row whose key is not listed is invalid input. Neighbouring
+/// datasets under one seed: a skipped row releases what the data without it releases, an
+/// imputed row what the data with that row's key set to V releases, and `--invalid error` stops
+/// with one line naming the row and the column.
+#[test]
+fn closed_keys_have_no_other_and_a_key_outside_is_invalid_input() {
+    let dir = TempDir::new().unwrap();
+    let without = closed_csv(&dir, "without.csv", None);
+    let outside = closed_csv(&dir, "outside.csv", Some("zz"));
+    let as_b = closed_csv(&dir, "as_b.csv", Some("b"));
+    let count = |seed: u64, file: &std::path::Path, extra: &[&str]| {
+        groups_of(&json_of(
+            seeded(seed)
+                .args(["count", "--eps", "1", "--by", "region", "--keys", "a,b", "--closed"])
+                .args(extra)
+                .arg(file),
+        ))
+    };
+    for seed in 0..5 {
+        let skipped = count(seed, &outside, &["--invalid", "skip"]);
+        let keys: Vec<&str> = skipped.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["a", "b"], "no group other");
+        assert_eq!(skipped, count(seed, &without, &[]), "seed {seed}: skip drops the row");
+        assert_eq!(count(seed, &outside, &["--invalid", "impute=b"]), count(seed, &as_b, &[]), "seed {seed}");
+        // The closed release differs from the open one only by the group it leaves out.
+        let open = groups_of(&json_of(
+            seeded(seed).args(["count", "--eps", "1", "--by", "region", "--keys", "a,b"]).arg(&without),
+        ));
+        assert_eq!(open.len(), 3);
+        assert_eq!(open[2].0, "other");
+    }
+    let text = stdout_of(
+        dpstat().args(["count", "--eps", "1", "--by", "region", "--keys", "a,b", "--closed"]).arg(&without),
+    );
+    assert!(!text.contains("other"), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+    fails_with(
+        dpstat().args(["count", "--eps", "1", "--by", "region", "--keys", "a,b", "--closed"]).arg(&outside),
+        &["row 31", "column 'region'", "'zz' is not one of the --keys listed", "--invalid skip"],
+    );
+    // A numeric statistic reads its value column under the same policy: impute=V must be a
+    // number there, and skip drops the row whose key is outside.
+    let sum = |file: &std::path::Path, invalid: &str| {
+        groups_of(&json_of(
+            seeded(3)
+                .args(["sum", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "1"])
+                .args(["--by", "region", "--keys", "a,b", "--closed", "--invalid", invalid])
+                .arg(file),
+        ))
+    };
+    assert_eq!(sum(&outside, "skip"), sum(&without, "skip"));
+    fails_with(
+        dpstat()
+            .args(["sum", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "1"])
+            .args(["--by", "region", "--keys", "a,b", "--closed", "--invalid", "impute=a"])
+            .arg(&outside),
+        &["--invalid impute=a", "not a finite number"],
+    );
+}
+
+/// A histogram's `--categories` close the same way: no bin `other`.
+#[test]
+fn closed_categories_have_no_other_bin() {
+    let dir = TempDir::new().unwrap();
+    let without = closed_csv(&dir, "without.csv", None);
+    let outside = closed_csv(&dir, "outside.csv", Some("zz"));
+    let as_a = closed_csv(&dir, "as_a.csv", Some("a"));
+    let histogram = |file: &std::path::Path, extra: &[&str]| {
+        stdout_of(
+            dpstat()
+                .args(["histogram", "--col", "region", "--categories", "a,b", "--closed", "--eps", "1"])
+                .args(extra)
+                .arg(file),
+        )
+    };
+    let text = histogram(&without, &[]);
+    let bins: Vec<&str> = text.lines().map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(bins, ["bin", "a", "b"]);
+    assert_eq!(histogram(&outside, &["--invalid", "skip"]), text);
+    assert_eq!(histogram(&outside, &["--invalid", "impute=a"]), histogram(&as_a, &[]));
+    fails_with(
+        dpstat()
+            .args(["histogram", "--col", "region", "--categories", "a,b", "--closed", "--eps", "1"])
+            .arg(&outside),
+        &["row 31", "column 'region'", "'zz' is not one of the --categories listed"],
+    );
+}
+
+/// `--closed` is refused, before anything is read or charged, without a list, with
+/// `--discover`, with an imputed key not listed, and with `--invalid error` under a ledger.
+#[test]
+fn closed_refusals() {
+    let dir = TempDir::new().unwrap();
+    let file = closed_csv(&dir, "data.csv", Some("zz"));
+    fails_with(dpstat().args(["count", "--eps", "1", "--closed"]).arg(&file), &["--closed", "--keys"]);
+    fails_with(
+        dpstat()
+            .args(["sum", "--col", "age", "--lower", "0", "--upper", "9", "--eps", "1", "--closed"])
+            .arg(&file),
+        &["--closed", "--keys"],
+    );
+    fails_with(
+        dpstat()
+            .args(["count", "--eps", "1", "--by", "region", "--discover", "--delta", "1e-6", "--closed"])
+            .arg(&file),
+        &["--closed", "--discover"],
+    );
+    fails_with(
+        dpstat()
+            .args(["histogram", "--col", "region", "--discover", "--delta", "1e-6", "--eps", "1", "--closed"])
+            .arg(&file),
+        &["--closed", "--discover"],
+    );
+    fails_with(
+        dpstat()
+            .args([
+                "count",
+                "--eps",
+                "1",
+                "--by",
+                "region",
+                "--keys",
+                "a,b",
+                "--closed",
+                "--invalid",
+                "impute=c",
+            ])
+            .arg(&file),
+        &["--invalid impute=c", "'c' is not one of the --keys listed"],
+    );
+    fails_with(
+        dpstat()
+            .args(["count", "--eps", "1", "--by", "region", "--keys", "a,b", "--closed", "--invalid", "skip"])
+            .args(["--neighbours", "replace"])
+            .arg(&file),
+        &["--invalid skip is refused with --neighbours replace"],
+    );
+    let ledger = dir.path().join("ledger.jsonl");
+    fails_with(
+        unseeded()
+            .args(["count", "--eps", "1", "--by", "region", "--keys", "a,b", "--closed", "--budget", "1"])
+            .arg("--ledger")
+            .arg(&ledger)
+            .arg(&file),
+        &["with --ledger, add --invalid skip or --invalid impute=V"],
+    );
+    assert!(!ledger.exists(), "nothing is charged");
+    // Under a ledger, skip and impute are taken, and the release is charged once.
+    stdout_of(
+        unseeded()
+            .args([
+                "count",
+                "--eps",
+                "1",
+                "--by",
+                "region",
+                "--keys",
+                "a,b",
+                "--closed",
+                "--invalid",
+                "impute=a",
+            ])
+            .args(["--budget", "1", "--ledger"])
+            .arg(&ledger)
+            .arg(&file),
+    );
+    assert!(fs::read_to_string(&ledger).unwrap().contains("\"charge\""));
+}
+
+/// A workload query takes `closed = true` with the same rules.
+#[test]
+fn closed_in_a_workload() {
+    let dir = TempDir::new().unwrap();
+    let file = closed_csv(&dir, "data.csv", Some("zz"));
+    let workload = |query: &str| {
+        let path = dir.path().join("w.toml");
+        fs::write(&path, format!("epsilon = 1\n\n[[query]]\nname = \"q\"\n{query}\n")).unwrap();
+        path
+    };
+    let text = stdout_of(
+        dpstat()
+            .arg("run")
+            .arg(workload(
+                "kind = \"count\"\nby = \"region\"\nkeys = [\"a\", \"b\"]\nclosed = true\ninvalid = \"skip\"",
+            ))
+            .arg(&file),
+    );
+    assert!(!text.contains("other"), "{text}");
+    assert!(text.contains('a') && text.contains('b'), "{text}");
+    let text = stdout_of(
+        dpstat()
+            .arg("run")
+            .arg(workload("kind = \"histogram\"\ncolumn = \"region\"\ncategories = [\"a\", \"b\"]\nclosed = true\ninvalid = \"impute=b\""))
+            .arg(&file),
+    );
+    assert!(!text.contains("other"), "{text}");
+    fails_with(
+        dpstat().arg("run").arg(workload("kind = \"count\"\nclosed = true")).arg(&file),
+        &["closed = true", "by and keys"],
+    );
+    fails_with(
+        dpstat()
+            .arg("run")
+            .arg(workload("kind = \"count\"\nby = \"region\"\nkeys = [\"a\", \"b\"]\nclosed = true\ninvalid = \"impute=c\""))
+            .arg(&file),
+        &["'c' is not one of the --keys listed"],
+    );
+    fails_with(
+        dpstat()
+            .arg("run")
+            .arg(workload("kind = \"count\"\nby = \"region\"\nkeys = [\"a\", \"b\"]\nclosed = true"))
+            .arg(&file),
+        &["'zz' is not one of the --keys listed"],
+    );
+}
+
+/// Per person, a row imputed to key V is bounded in V's group with the person's other rows of
+/// V: person 1's rows `b` and `zz` (imputed to `b`) give group b one row at
+/// --max-rows-per-group 1, as two rows `b` would; bounded under a group `other` of their own
+/// they would give b two.
+#[test]
+fn a_persons_imputed_row_is_bounded_in_its_key_group() {
+    let dir = TempDir::new().unwrap();
+    let mut released = vec![];
+    for (name, rows) in [("imputed", "1,b\n1,zz\n"), ("listed", "1,b\n1,b\n")] {
+        let path = dir.path().join(format!("{name}.csv"));
+        fs::write(&path, format!("pid,region\n{rows}2,a\n3,b\n4,a\n")).unwrap();
+        let json = json_of(
+            seeded(3)
+                .args(["count", "--eps", "1000", "--by", "region", "--keys", "a,b", "--closed"])
+                .args(["--invalid", "impute=b", "--privacy-id", "pid", "--max-rows-per-id", "2"])
+                .args(["--max-groups-per-id", "2", "--max-rows-per-group", "1"])
+                .arg(&path),
+        );
+        released.push(groups_of(&json));
+    }
+    assert_eq!(released[0], released[1]);
+    assert_eq!(released[0], [("a".to_string(), 2.0), ("b".to_string(), 2.0)]);
+}

@@ -737,3 +737,52 @@ fn a_zcdp_release_on_a_budget_without_delta_says_what_to_add() {
     assert!(err.contains("--budget-delta D --change-budget"), "{err}");
     stdout_of(gaussian().args(["--budget", "2", "--budget-delta", "1e-6", "--change-budget"]));
 }
+
+/// `budget --format csv`: a header and one row per release (a dataset's budget, spent and
+/// remaining on each), the numbers of `--format json`; the ledger line is a note on stderr.
+#[test]
+fn budget_csv_has_a_row_per_release_and_the_json_numbers() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    stdout_of(release(&ledger, "0.25").args(["--budget", "1"]));
+    stdout_of(release(&ledger, "0.5").args(["--budget", "2", "--dataset", "people-2026"]));
+    stdout_of(&mut release(&ledger, "0.125"));
+    let budget = |format: &str| {
+        unseeded()
+            .args(["budget", "--format", format, "--ledger"])
+            .arg(&ledger)
+            .arg(fixture("people.csv"))
+            .output()
+            .unwrap()
+    };
+    let out = budget("csv");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dpstat: note: ledger"));
+    let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_string).collect();
+    assert_eq!(header[..6], ["dataset", "unit", "budget", "spent", "remaining", "release"]);
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 3);
+    let json: serde_json::Value = serde_json::from_slice(&budget("json").stdout).unwrap();
+    let mut expected = vec![];
+    for dataset in json["datasets"].as_array().unwrap() {
+        for r in dataset["releases"].as_array().unwrap() {
+            expected.push((dataset.clone(), r.clone()));
+        }
+    }
+    assert_eq!(expected.len(), rows.len());
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    for (row, (dataset, release)) in rows.iter().zip(&expected) {
+        assert_eq!(&row[column("dataset")], dataset["dataset"].as_str().unwrap());
+        for (cell, key) in [("budget", "total"), ("spent", "spent"), ("remaining", "remaining")] {
+            assert_eq!(row[column(cell)].parse::<f64>().unwrap(), dataset[key].as_f64().unwrap(), "{cell}");
+        }
+        assert_eq!(row[column("release")], release["seq"].to_string());
+        assert_eq!(
+            row[column("epsilon")].parse::<f64>().unwrap(),
+            release["epsilon_decimal"].as_f64().unwrap()
+        );
+        assert_eq!(&row[column("data")], release["fingerprint"].as_str().unwrap());
+        assert_eq!(&row[column("query")], release["query"].as_str().unwrap());
+    }
+}

@@ -341,3 +341,62 @@ fn plans_per_person_at_each_k() {
         &["--max-rows-per-id", "add-remove"],
     );
 }
+
+/// `plan --format csv`: a header and one row with the JSON plan's numbers; `plan run`: a row
+/// per query with both bounds. Nothing else on stdout.
+#[test]
+fn csv_format_has_the_json_numbers() {
+    use common::{csv_records, printed_as};
+    let args = ["plan", "sum", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "0.5"];
+    let records = csv_records(&stdout_of(dpstat().args(args).args(["--format", "csv", "--delta", "1e-6"])));
+    assert_eq!(records.len(), 2);
+    let json = json_of(dpstat().args(args).args(["--delta", "1e-6"]));
+    let cell = |name: &str| {
+        let i = records[0].iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+        records[1][i].clone()
+    };
+    assert_eq!(
+        (cell("plan"), cell("column"), cell("epsilon")),
+        ("sum".into(), "income".into(), "0.5".into())
+    );
+    assert!(printed_as(&cell("error(95%)"), json["accuracy"]["error_bound"].as_f64().unwrap()));
+    assert!(printed_as(&cell("scale"), json["scale"].as_f64().unwrap()));
+    assert!(printed_as(&cell("sensitivity"), json["sensitivity"].as_f64().unwrap()));
+    let gaussian = json["comparison"]["gaussian_error_bound"].as_f64().unwrap();
+    assert!(printed_as(&cell("gaussian_error(95%)"), gaussian));
+    assert_eq!(cell("less_error"), json["comparison"]["less_error"].as_str().unwrap());
+
+    // A small workload: the variance of compose_gaussian.toml takes a minute to plan in a
+    // debug build.
+    let dir = tempfile::TempDir::new().unwrap();
+    let workload = dir.path().join("w.toml");
+    std::fs::write(
+        &workload,
+        "epsilon = 1\n\n[[query]]\nname = \"rows\"\nkind = \"count\"\n\n[[query]]\nname = \"ages\"\n\
+         kind = \"sum\"\ncolumn = \"age\"\nlower = 0\nupper = 100\n\n[[query]]\nname = \"regions\"\n\
+         kind = \"histogram\"\ncolumn = \"region\"\ncategories = [\"north\", \"south\"]\n",
+    )
+    .unwrap();
+    let run = |format: &str| {
+        dpstat()
+            .args(["plan", "run"])
+            .arg(&workload)
+            .args(["--delta", "1e-6", "--rows", "200", "--format", format])
+            .output()
+            .unwrap()
+    };
+    let out = run("csv");
+    assert!(out.status.success());
+    let records = csv_records(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(records[0], ["query", "kind", "laplace_error(95%)", "gaussian_error(95%)", "less_error"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("verdict"), "the verdict is a note on stderr");
+    let json: Value = serde_json::from_slice(&run("json").stdout).unwrap();
+    let queries = json["queries"].as_array().unwrap();
+    assert_eq!(records.len(), 1 + queries.len());
+    for (row, q) in records[1..].iter().zip(queries) {
+        assert_eq!(row[0], q["name"].as_str().unwrap());
+        assert!(printed_as(&row[2], q["laplace_error_bound"].as_f64().unwrap()), "{row:?}");
+        assert!(printed_as(&row[3], q["gaussian_error_bound"].as_f64().unwrap()), "{row:?}");
+        assert_eq!(row[4], q["less_error"].as_str().unwrap());
+    }
+}

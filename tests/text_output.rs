@@ -111,3 +111,37 @@ fn a_release_whose_bound_covers_every_possible_value_warns() {
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].contains("the variance of age in ") && lines[0].contains("[0, 2500]"), "{stderr}");
 }
+
+/// `--format csv` of a single release: always a header and the error column; a lone number is
+/// `value,error(95%)` (a median's bound in rows of rank), several numbers the text's CSV.
+#[test]
+fn csv_format_of_a_single_release_has_a_header_and_the_error() {
+    use common::{csv_records, printed_as};
+    let mean = ["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "0.5"];
+    let records =
+        csv_records(&stdout_of(dpstat().args(mean).args(["--format", "csv"]).arg(fixture("people.csv"))));
+    let json = json_of(dpstat().args(mean).arg(fixture("people.csv")));
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0], ["value", "error(95%)"]);
+    assert!(printed_as(&records[1][0], json["value"].as_f64().unwrap()), "{records:?}");
+    let bound: f64 = records[1][1].parse().unwrap();
+    assert!(bound >= json["accuracy"]["error_bound"].as_f64().unwrap(), "a rounded bound is rounded up");
+
+    let median =
+        ["median", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "1", "--format", "csv"];
+    let records = csv_records(&stdout_of(dpstat().args(median).arg(fixture("people.csv"))));
+    assert_eq!(records[0], ["value", "rank_error(95%)"]);
+
+    let histogram = ["histogram", "--col", "region", "--categories", "north,south", "--eps", "1"];
+    let records = csv_records(&stdout_of(
+        dpstat().args(histogram).args(["--format", "csv"]).arg(fixture("people.csv")),
+    ));
+    let json = json_of(dpstat().args(histogram).arg(fixture("people.csv")));
+    assert_eq!(records[0], ["bin", "count", "error(95%)"]);
+    let bins = json["bins"].as_array().unwrap();
+    assert_eq!(records.len(), 1 + bins.len());
+    for (row, bin) in records[1..].iter().zip(bins) {
+        assert_eq!(row[0], bin["bin"].as_str().unwrap());
+        assert_eq!(row[1], bin["count"].to_string());
+    }
+}

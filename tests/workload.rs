@@ -411,3 +411,64 @@ fn quantiles_and_medians_inside_a_workload() {
         fails_with(dpstat().arg("run").arg(&path).arg(fixture("people.csv")), &[line, needle]);
     }
 }
+
+/// `run --format csv`: the text table's rows (one header, a row per value, the total), read by
+/// a CSV reader, with the numbers of the JSON release of the same seed.
+#[test]
+fn csv_format_has_the_table_rows_and_the_json_numbers() {
+    use common::{csv_records, printed_as};
+    let run = |format: &str| {
+        stdout_of(
+            seeded(7)
+                .args(["run", "--format", format])
+                .arg(fixture("compose_grouped.toml"))
+                .arg(fixture("people.csv")),
+        )
+    };
+    let records = csv_records(&run("csv"));
+    assert_eq!(
+        records[0],
+        ["name", "query", "column", "group", "bin", "value", "epsilon", "sensitivity", "error(95%)"]
+    );
+    // income_by_area: groups 1, 2, other; regions: 4 categories and other; the total.
+    assert_eq!(records.len(), 1 + 3 + 5 + 1);
+    assert_eq!(records[9][..7], ["total", "", "", "", "", "", "0.5"]);
+    let lines: Vec<serde_json::Value> =
+        run("json").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut expected: Vec<(String, String, f64, f64)> = vec![];
+    for line in &lines {
+        let name = line["name"].as_str().unwrap().to_string();
+        if let Some(groups) = line["groups"].as_array() {
+            for g in groups {
+                let bound = g["accuracy"]["error_bound"].as_f64().unwrap();
+                expected.push((
+                    name.clone(),
+                    g["key"].as_str().unwrap().into(),
+                    g["value"].as_f64().unwrap(),
+                    bound,
+                ));
+            }
+        }
+        if let Some(bins) = line["bins"].as_array() {
+            let bound = line["accuracy"]["error_bound"].as_f64().unwrap();
+            for b in bins {
+                expected.push((
+                    name.clone(),
+                    b["bin"].as_str().unwrap().into(),
+                    b["count"].as_f64().unwrap(),
+                    bound,
+                ));
+            }
+        }
+    }
+    assert_eq!(expected.len(), 8);
+    for (row, (name, key, value, bound)) in records[1..9].iter().zip(&expected) {
+        assert_eq!(&row[0], name);
+        assert!(row[3] == *key || row[4] == *key, "{row:?} against {key}");
+        assert!(printed_as(&row[5], *value), "{row:?}: value {value}");
+        assert!(printed_as(&row[8], *bound), "{row:?}: bound {bound}");
+        assert_eq!(row[6], "0.25");
+    }
+    // Nothing but the CSV on stdout: every line is a record of nine cells.
+    assert!(records.iter().all(|r| r.len() == 9));
+}

@@ -34,7 +34,7 @@ use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger::{Budget, LedgerFlags};
 use crate::privacy::zcdp::Rho;
 use crate::query::discover::DEFAULT_MAX_KEYS;
-use crate::query::options::{Level, Options};
+use crate::query::options::{InvalidFlag, Level, Options};
 use crate::report::text::Style;
 
 #[derive(Parser, Debug)]
@@ -295,6 +295,11 @@ pub struct Common {
     /// '"Smith, Ann",Lee,"say ""hi"""'.
     #[arg(short = 'k', long, value_name = "K1,K2,...", requires = "by")]
     pub keys: Option<Keys>,
+    /// The listed --keys (and a histogram's --categories) are the whole domain: no group or bin
+    /// `other`; a row with a key not listed is invalid input, handled by --invalid (error; skip
+    /// drops it; impute=K counts it under the listed key K).
+    #[arg(long)]
+    pub closed: bool,
     #[command(flatten)]
     pub person: PersonArgs,
     #[command(flatten)]
@@ -546,7 +551,7 @@ pub struct BudgetArgs {
     /// Without it a keyed ledger is listed as not verified.
     #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
     pub ledger_key: Option<PathBuf>,
-    /// Output format (text or json).
+    /// Output format: text, csv (one header, a row per release; the other lines on stderr) or json.
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Field delimiter of FILE.
@@ -585,7 +590,9 @@ impl Query {
     pub fn release(&self) -> Option<ReleaseFlags<'_>> {
         let (kind, options, common) = match self {
             Query::Count(a) => {
-                ("count", Options { nonnegative: a.nonnegative, ..Options::default() }, &a.common)
+                let mut options = Options { nonnegative: a.nonnegative, ..Options::default() };
+                a.invalid.apply(&mut options);
+                ("count", options, &a.common)
             }
             Query::Covariance(a) => ("covariance", a.options(), &a.common),
             Query::Regress(a) => ("regress", a.options(), &a.common),
@@ -606,6 +613,7 @@ impl Query {
             #[cfg(feature = "cluster")]
             Query::Cluster(_) => return None,
         };
+        let options = Options { closed: common.closed, ..options };
         Some(ReleaseFlags { kind, options, common })
     }
 }
@@ -618,7 +626,7 @@ pub struct RunArgs {
     /// one `[[query]]` table per query.
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
-    /// How to print: --format text is a table, json one line per query.
+    /// How to print: --format text is a table, csv the same rows as CSV, json one line per query.
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -667,7 +675,8 @@ pub struct DescribeArgs {
     /// Use only rows that pass the filter (as for every query; repeatable, all must hold).
     #[arg(short = 'w', long = "where", value_name = "FILTER")]
     pub filters: Vec<Filter>,
-    /// Output format: an aligned table, or JSON lines (one object per query, as a workload prints).
+    /// Output format: an aligned table, csv (its rows, each value and bound in columns of their
+    /// own), or JSON lines (one object per query, as a workload prints).
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bounds, in (0, 1).
@@ -686,6 +695,10 @@ pub struct CountArgs {
     /// Release a negative noisy count as 0 (post-processing; biases small counts upwards).
     #[arg(long)]
     pub nonnegative: bool,
+    /// With --closed: what to do with a row whose --by key is not listed: error, skip
+    /// (add-remove only), or impute=K (count it under the listed key K).
+    #[arg(long, value_name = "POLICY", default_value = "error", requires = "closed")]
+    pub invalid: InvalidFlag,
     #[command(flatten)]
     pub common: Common,
 }
@@ -702,7 +715,7 @@ pub struct PairArgs {
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only; the row is
     /// dropped), or impute=V (the same V for both columns).
     #[arg(long, value_name = "POLICY", default_value = "error")]
-    pub invalid: InvalidPolicy,
+    pub invalid: InvalidFlag,
 }
 
 impl PairArgs {
@@ -714,7 +727,8 @@ impl PairArgs {
             y_lower: self.lower.map(|p| p.1),
             upper: self.upper.map(|p| p.0),
             y_upper: self.upper.map(|p| p.1),
-            invalid: self.invalid,
+            invalid: self.invalid.policy,
+            impute: self.invalid.impute.clone(),
             ..Options::default()
         }
     }
@@ -782,7 +796,7 @@ pub struct NumericArgs {
     pub bounds_eps: Option<Epsilon>,
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
-    pub invalid: InvalidPolicy,
+    pub invalid: InvalidFlag,
     #[command(flatten)]
     pub common: Common,
 }
@@ -794,7 +808,8 @@ impl NumericArgs {
             lower: self.lower,
             upper: self.upper,
             bounds_eps: self.bounds_eps.clone(),
-            invalid: self.invalid,
+            invalid: self.invalid.policy,
+            impute: self.invalid.impute.clone(),
             ..Options::default()
         }
     }
@@ -829,9 +844,10 @@ pub struct HistogramArgs {
     /// ε spent finding bounds privately when --lower/--upper are omitted (default: a tenth of --eps).
     #[arg(long, value_name = "E", conflicts_with = "categories", allow_negative_numbers = true)]
     pub bounds_eps: Option<Epsilon>,
-    /// What to do with a missing or non-numeric cell (numeric bins): error, skip (add-remove only), or impute=V.
+    /// What to do with a missing or non-numeric cell (numeric bins), or with --closed a category
+    /// not listed: error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
-    pub invalid: InvalidPolicy,
+    pub invalid: InvalidFlag,
     /// Release negative noisy bin counts as 0 (post-processing; biases small bins upwards).
     #[arg(long)]
     pub nonnegative: bool,
@@ -852,7 +868,8 @@ impl HistogramArgs {
             bounds_eps: self.bounds_eps.clone(),
             bins: self.bins,
             categories: self.categories.clone(),
-            invalid: self.invalid,
+            invalid: self.invalid.policy,
+            impute: self.invalid.impute.clone(),
             nonnegative: self.nonnegative || self.normalize,
             normalize: self.normalize,
             ..Options::default()
@@ -886,7 +903,7 @@ pub struct RankArgs {
     pub resolution: Option<usize>,
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
-    pub invalid: InvalidPolicy,
+    pub invalid: InvalidFlag,
     #[command(flatten)]
     pub common: Common,
 }
@@ -898,7 +915,8 @@ impl RankArgs {
             lower: self.lower,
             upper: self.upper,
             resolution: self.resolution,
-            invalid: self.invalid,
+            invalid: self.invalid.policy,
+            impute: self.invalid.impute.clone(),
             levels,
             ..Options::default()
         }

@@ -76,7 +76,8 @@ pub struct PlanRunArgs {
     /// Level of the accuracy bounds, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95")]
     pub confidence: Confidence,
-    /// Output format (text or json).
+    /// Output format: text, csv (one header and the plan as a row, a row per query for plan run;
+    /// the other lines on stderr) or json.
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
 }
@@ -104,7 +105,8 @@ pub struct PlanTarget {
     /// Level of the accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95")]
     pub confidence: Confidence,
-    /// Output format (text or json).
+    /// Output format: text, csv (one header and the plan as a row, a row per query for plan run;
+    /// the other lines on stderr) or json.
     #[arg(short = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Plan a release per person (--privacy-id) keeping at most K rows each, for every K listed

@@ -31,7 +31,9 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
 pub fn plan_run_request(args: &PlanRunArgs) -> Result<cmd::plan::RunRequest, Error> {
     let format: text::Format = args.format.into();
     if format == text::Format::Chart {
-        return Err(Error::usage("--format chart draws a release; dpstat plan prints --format text or json"));
+        return Err(Error::usage(
+            "--format chart draws a release; dpstat plan prints --format text, csv or json",
+        ));
     }
     Ok(cmd::plan::RunRequest {
         workload: args.workload.clone(),
@@ -90,7 +92,9 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
     let PlanTarget { eps, error, neighbours, noise, delta, confidence, format, max_rows_per_id } = target;
     let format: text::Format = (*format).into();
     if format == text::Format::Chart {
-        return Err(Error::usage("--format chart draws a release; dpstat plan prints --format text or json"));
+        return Err(Error::usage(
+            "--format chart draws a release; dpstat plan prints --format text, csv or json",
+        ));
     }
     let target = match (eps, error) {
         (Some(e), _) => cmd::plan::Target::Epsilon(e.clone()),

@@ -88,6 +88,9 @@ pub enum Format {
     /// Bars of a release of several numbers (bins, --by groups, --q levels, a workload), each
     /// with its ± accuracy band.
     Chart,
+    /// CSV with one header line, each value and its error bound in columns of their own (the
+    /// text's rows, unpadded; a lone number as `value,error(95%)`); notes stay on stderr.
+    Csv,
 }
 
 impl From<Format> for text::Format {
@@ -96,6 +99,7 @@ impl From<Format> for text::Format {
             Format::Text => text::Format::Text,
             Format::Json => text::Format::Json,
             Format::Chart => text::Format::Chart,
+            Format::Csv => text::Format::Csv,
         }
     }
 }

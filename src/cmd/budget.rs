@@ -15,6 +15,7 @@ use num_integer::Integer;
 use num_rational::BigRational;
 use serde::Serialize;
 
+use crate::cmd::release::note_line;
 use crate::data::fingerprint::fingerprint_of;
 use crate::data::input::decompressed;
 use crate::error::{bad_input, shown};
@@ -90,7 +91,9 @@ struct FileReport {
 
 pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
     if args.format == Format::Chart {
-        return Err(bad_input("--format chart draws histograms; dpstat budget prints --format text or json"));
+        return Err(bad_input(
+            "--format chart draws histograms; dpstat budget prints --format text, csv or json",
+        ));
     }
     let file = match &args.file {
         None => None,
@@ -146,10 +149,85 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
             serde_json::to_writer(&mut bytes, &report)?;
             bytes.push(b'\n');
         }
+        Format::Csv => render_csv(&mut bytes, &report, &ledger)?,
         Format::Text | Format::Chart => render_text(&mut bytes, &report, &ledger)?,
     }
     out.write_all(&bytes)?;
     out.flush()?;
+    if args.format == Format::Csv {
+        // The lines about the ledger and the file are not rows of the CSV: notes on stderr.
+        let mut text = Vec::new();
+        render_text(&mut text, &Report { datasets: vec![], ..report }, &ledger)?;
+        for line in
+            String::from_utf8_lossy(&text).lines().filter(|l| !l.is_empty() && !l.starts_with("datasets"))
+        {
+            note_line(&line.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    Ok(())
+}
+
+/// `--format csv`: one row per release (a dataset without releases: one row with its budget
+/// only), the dataset's budget, spent and remaining ε on each (rounded as the text rounds
+/// them), every spend in a column of its own, and the release's whole data fingerprint (empty
+/// for a charge whose run stopped before it released).
+fn render_csv(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record([
+        "dataset",
+        "unit",
+        "budget",
+        "spent",
+        "remaining",
+        "release",
+        "time",
+        "query",
+        "column",
+        "neighbours",
+        "epsilon",
+        "delta",
+        "rho",
+        "data",
+        "data_changed",
+    ])?;
+    for dataset in &report.datasets {
+        let a = ledger.account(&dataset.summary.dataset);
+        let head = [
+            dataset.summary.dataset.clone(),
+            dataset.unit.clone().unwrap_or_else(|| ledger::ROW_UNIT.to_string()),
+            a.total.as_ref().map_or_else(String::new, decimal),
+            a.spent_epsilon().map_or_else(String::new, |s| rounded(&s, Round::Up)),
+            a.remaining().map_or_else(String::new, |r| rounded(&r, Round::Down)),
+        ];
+        if dataset.releases.is_empty() {
+            let mut row = head.to_vec();
+            row.resize(15, String::new());
+            writer.write_record(&row)?;
+        }
+        for release in &dataset.releases {
+            let e = &release.entry;
+            let exact = |t: &Option<String>| {
+                t.as_ref().map_or_else(String::new, |t| {
+                    ledger::parse_exact(t).map_or_else(|| t.clone(), |r| decimal(&r))
+                })
+            };
+            let mut row = head.to_vec();
+            row.extend([
+                e.seq.to_string(),
+                e.time.to_string(),
+                e.query.clone(),
+                e.column.clone().unwrap_or_default(),
+                e.neighbours.to_string(),
+                exact(&e.epsilon),
+                exact(&e.delta),
+                exact(&e.rho),
+                e.fingerprint.clone().unwrap_or_default(),
+                release.data_changed.to_string(),
+            ]);
+            writer.write_record(&row)?;
+        }
+    }
+    writer.flush()?;
     Ok(())
 }
 

@@ -131,7 +131,7 @@ impl Request {
     pub fn workload(&self) -> Result<Workload, Error> {
         if self.format == Format::Chart {
             return Err(Error::usage(
-                "--format chart draws one histogram; dpstat describe prints text or json",
+                "--format chart draws one histogram; dpstat describe prints text, csv or json",
             ));
         }
         for (i, c) in self.columns.iter().enumerate() {
@@ -292,6 +292,15 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
     let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
     let bytes = match request.format {
         Format::Text => describe::render_text(&summary(request, &queries)?),
+        Format::Csv => {
+            let described = summary(request, &queries)?;
+            let bytes = describe::render_csv(&described)?;
+            write_then_notes(bytes, &queries, out)?;
+            if let Some(line) = describe::unit_line(&described) {
+                note_line(&format!("unit: {line}"));
+            }
+            return Ok(());
+        }
         _ => {
             let printed = table::Workload {
                 total: workload.spend(),

@@ -38,7 +38,7 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::contribution::{Bounds, Factor};
 use std::path::PathBuf;
 
-use crate::cmd::release::{InputFlags, NoiseKind};
+use crate::cmd::release::{note_line, InputFlags, NoiseKind};
 use crate::cmd::workload::{person_unit, Workload};
 use crate::data::source::{CsvOptions, Source};
 use crate::error::bad_input;
@@ -51,7 +51,7 @@ use crate::query::options::{Options, Setup};
 use crate::query::statistic::{PlanContext, Planned, Statistic};
 use crate::query::AnyStatistic;
 use crate::report::plan::{
-    render_text, render_workload, Comparison, PerPerson, QueryComparison, Report, WorkloadReport,
+    self, render_text, render_workload, Comparison, PerPerson, QueryComparison, Report, WorkloadReport,
 };
 use crate::report::text::Format;
 
@@ -117,6 +117,13 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
             bytes
         }
         Format::Text => render_text(&report).into_bytes(),
+        Format::Csv => {
+            let bytes = plan::render_csv(&report)?;
+            out.write_all(&bytes)?;
+            out.flush()?;
+            plan::csv_notes(&report).iter().for_each(|n| note_line(n));
+            return Ok(());
+        }
         Format::Chart => return Err(Error::internal("chart refused by Request::check").into()),
     };
     out.write_all(&bytes)?;
@@ -129,7 +136,7 @@ impl Request {
     pub fn check(&self) -> Result<(), Error> {
         if self.format == Format::Chart {
             return Err(Error::usage(
-                "--format chart draws a release; dpstat plan prints --format text or json",
+                "--format chart draws a release; dpstat plan prints --format text, csv or json",
             ));
         }
         for &k in &self.rows_per_id {
@@ -390,6 +397,13 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
             let mut bytes = serde_json::to_vec(&report)?;
             bytes.push(b'\n');
             bytes
+        }
+        Format::Csv => {
+            let bytes = plan::render_workload_csv(&report)?;
+            out.write_all(&bytes)?;
+            out.flush()?;
+            plan::workload_notes(&report).iter().for_each(|n| note_line(n));
+            return Ok(());
         }
         _ => render_workload(&report).into_bytes(),
     };

@@ -42,7 +42,7 @@ use crate::privacy::unit::Neighbours;
 use crate::privacy::zcdp::{epsilon_for, Rho};
 use crate::query::discover::{self, Discovery};
 use crate::query::group;
-use crate::query::options::{Options, Setup};
+use crate::query::options::{self, Options, Setup};
 use crate::query::statistic::{Context, Measured, Statistic, Visitor};
 use crate::query::AnyStatistic;
 use crate::report::release::{saturating_i128, Group, GroupedRelease, Published, TruncatedInfo};
@@ -341,6 +341,9 @@ impl Job {
         let has_header = request.input.csv.has_header;
         let (mechanism, discovery) = request.privacy.resolve()?;
         let (mut group, mut discover_by, mut options) = (None, None, request.options.clone());
+        if options.closed && discovery.is_some() {
+            return Err(Error::usage(options::DISCOVER_CLOSED));
+        }
         match (&request.by, discovery) {
             (Some((by, Some(keys))), None) => {
                 group =
@@ -368,6 +371,12 @@ impl Job {
             }
             (None, None) => {}
         }
+        options::close_lists(
+            &mut options,
+            group.as_mut().map(|g: &mut GroupSpec| &mut g.keys),
+            request.neighbours,
+            request.ledger.path.is_some(),
+        )?;
         if discover_by.is_some() && request.neighbours == Neighbours::Replace && request.kind != "count" {
             return Err(Error::usage(format!(
                 "--by with --discover under --neighbours replace covers count only: for {} a changed row \

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cmd::release::{
-    bound_failure, check_plot_path, context, empty_fold, note_no_files, publish, routing, warn,
+    bound_failure, check_plot_path, context, empty_fold, note_line, note_no_files, publish, routing, warn,
     warn_if_large, write_plot, InputFlags, Meter, Outcome,
 };
 use crate::cmd::workload::{person_factor, person_unit, Workload, PER_PERSON};
@@ -121,6 +121,9 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     }
     out.write_all(&bytes)?;
     out.flush()?;
+    if let (Format::Csv, Some(line)) = (request.format, table::unit_line(&printed)) {
+        note_line(&format!("unit: {line}"));
+    }
     for query in &printed.queries {
         for warning in text::warnings(&query.release, Some(&query.name)) {
             warn(&warning);

@@ -28,7 +28,6 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use crate::cmd::release::{filter_specs, InputFlags, Job, Person, PersonFlags};
-use crate::data::cell::InvalidPolicy;
 use crate::data::filter::{Filter, FilterSpec};
 use crate::data::source::{ColumnRef, GroupSpec};
 use crate::error::{bad_input, Error};
@@ -44,7 +43,7 @@ use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
 use crate::privacy::zcdp::Rho;
-use crate::query::options::{Level, Options, Setup};
+use crate::query::options::{close_lists, InvalidFlag, Level, Options, Setup};
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
 use crate::report::text::{Format, Style};
@@ -166,6 +165,8 @@ struct RawQuery {
     filters: Option<Spanned<Vec<String>>>,
     by: Option<Spanned<Value>>,
     keys: Option<Spanned<Value>>,
+    /// `closed = true`: the keys (and categories) are the whole domain (`--closed`).
+    closed: Option<Spanned<bool>>,
     invalid: Option<Spanned<String>>,
     /// Quantile levels: `q = [0.5, 0.9]`, `q = 0.5` or `q = "0.5,0.9"`.
     q: Option<Spanned<Value>>,
@@ -671,13 +672,13 @@ impl SourceText<'_> {
         let Some(allowed) = AnyStatistic::workload_keys_of(kind, &options) else {
             return Err((kind_line, format!("unknown kind '{kind}': use one of {kinds}")));
         };
-        self.refuse_other_keys(q, kind, allowed, options.categories.is_some())?;
-        options.invalid = match &q.invalid {
-            None => InvalidPolicy::Error,
-            Some(v) => {
-                v.get_ref().parse().map_err(|e| (self.line(v.span().start), format!("invalid: {e}")))?
-            }
-        };
+        options.closed = q.closed.as_ref().is_some_and(|c| *c.get_ref());
+        self.refuse_other_keys(q, kind, allowed, options.categories.is_some(), options.closed)?;
+        if let Some(v) = &q.invalid {
+            let flag: InvalidFlag =
+                v.get_ref().parse().map_err(|e| (self.line(v.span().start), format!("invalid: {e}")))?;
+            flag.apply(&mut options);
+        }
         // Two-column kinds (covariance, regress) take column, lower and upper as pairs [x, y].
         if allowed.contains(&"column") {
             let (x, y) = match &q.column {
@@ -754,7 +755,7 @@ impl SourceText<'_> {
                 filter_specs(&typed, has_header, "where").map_err(|e| (line, e.message().to_string()))?
             }
         };
-        let group = match (&q.by, &q.keys) {
+        let mut group = match (&q.by, &q.keys) {
             (None, None) => None,
             (Some(by), Some(keys)) => {
                 let line = self.line(keys.span().start);
@@ -769,6 +770,17 @@ impl SourceText<'_> {
                 ))
             }
         };
+        let closed_line = q.closed.as_ref().map_or(name_line, |c| self.line(c.span().start));
+        if options.closed && group.is_none() && options.categories.is_none() {
+            return Err((
+                closed_line,
+                "closed = true declares a listed domain complete: it needs by and keys, or a histogram's \
+                 categories"
+                    .into(),
+            ));
+        }
+        close_lists(&mut options, group.as_mut().map(|g| &mut g.keys), neighbours, ledger)
+            .map_err(|e| (closed_line, e.message().to_string()))?;
         // With a person, the statistic runs on the bounded rows at its share divided by what one
         // person moves it by; the share stays what the query spends.
         let row = match person {
@@ -813,8 +825,11 @@ impl SourceText<'_> {
         kind: &str,
         allowed: &[&str],
         categories: bool,
+        closed: bool,
     ) -> Result<(), (usize, String)> {
         let line = |span: Range<usize>| self.line(span.start);
+        // A closed list makes a key not listed invalid input: every kind then takes `invalid`.
+        let allowed: Vec<&str> = allowed.iter().copied().chain(closed.then_some("invalid")).collect();
         let present: [(&str, Option<usize>); 8] = [
             ("column", q.column.as_ref().map(|v| line(v.span()))),
             ("lower", q.lower.as_ref().map(|v| line(v.span()))),

@@ -36,6 +36,7 @@ use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
 use crate::data::scan::FOLD_BUDGET;
+use crate::numeric::bins::OTHER;
 use crate::privacy::unit::Bounds;
 
 /// Hash partitions, in memory and on disk.
@@ -793,7 +794,13 @@ fn for_persons<'b>(
 fn group_label<'a>(plan: &'a Plan, body: &'a [u8], slot: usize) -> &'a [u8] {
     let cell = cell_at(body, slot).unwrap_or_default().trim_ascii();
     match &plan.group {
-        Some(g) => g.keys.label(g.keys.index(cell)).as_bytes(),
+        // A closed list's imputed row counts under the key it is imputed to: its person's rows
+        // in that group are bounded together. A refused or dropped row keeps `other`, a group
+        // no release holds (its rows are then refused or dropped by the route).
+        Some(g) => match g.keys.slot(cell) {
+            Ok(Some(i)) => g.keys.label(i).as_bytes(),
+            _ => OTHER.as_bytes(),
+        },
         None => key_of(cell),
     }
 }

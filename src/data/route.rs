@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::data::filter::{passes, Test};
 use crate::data::row::{text_cell, BadCell, Fold, Row};
-use crate::numeric::bins::Keys;
+use crate::numeric::bins::{Keys, NotListed};
 
 /// Resolved filters: column index and the test its trimmed cell must pass.
 pub type FilterList = Vec<(usize, Test)>;
@@ -44,10 +44,13 @@ impl<F: Fold> Routed<F> {
         }
     }
 
-    /// The group index of a row.
+    /// The group of a row; None for a row dropped by a closed key list (`--closed`
+    /// `--invalid skip`), an error for one it refuses.
     #[inline]
-    fn group(&self, record: &Row) -> usize {
-        self.by.as_ref().map_or(0, |b| b.keys.index(text_cell(record, b.index)))
+    fn group(&self, record: &Row) -> Result<Option<usize>, BadCell> {
+        let Some(b) = &self.by else { return Ok(Some(0)) };
+        let cell = text_cell(record, b.index);
+        b.keys.slot(cell).map_err(|_| BadCell { column: b.index, why: NotListed::why(cell, "--keys") })
     }
 }
 
@@ -57,8 +60,10 @@ impl<F: Fold> Fold for Routed<F> {
         if !passes(record, &self.filters) {
             return Ok(());
         }
-        let g = self.group(record);
-        self.groups[g].row(record)
+        match self.group(record)? {
+            Some(g) => self.groups[g].row(record),
+            None => Ok(()),
+        }
     }
     fn merge(&mut self, other: Self) {
         for (mine, theirs) in self.groups.iter_mut().zip(other.groups) {

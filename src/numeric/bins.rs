@@ -60,10 +60,13 @@ impl Bins {
     }
 }
 
-/// A public category list for a categorical histogram, plus the implicit bin `other`.
+/// A public category list for a categorical histogram, plus the implicit bin `other` unless the
+/// list is closed (`--closed`, [`Categories::close`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Categories {
     names: Vec<String>,
+    /// `--closed`: the names are the whole domain; no `other`, and what a cell outside them is.
+    closed: Option<Outside>,
     index: HashMap<Vec<u8>, usize>,
     /// Each name's length and, for names of at most 8 bytes, its bytes as one word ([`word`]).
     words: Vec<(usize, u64)>,
@@ -185,9 +188,72 @@ pub fn word(bytes: &[u8]) -> u64 {
 /// Name of the bin that collects values not in the public list.
 pub const OTHER: &str = "other";
 
+/// What a closed list (`--closed`) does with a cell it does not list: such a cell is invalid
+/// input, handled as `--invalid` says.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Outside {
+    /// Refuse the row (`--invalid error`).
+    Error,
+    /// Drop the row (`--invalid skip`).
+    Skip,
+    /// Count the row under the listed name of this index (`--invalid impute=NAME`).
+    Impute(usize),
+}
+
+/// A cell of a closed list that is not listed: the caller names the column and the row.
+#[derive(Debug)]
+pub struct NotListed;
+
+impl NotListed {
+    /// Why the cell is refused, in the words of an invalid number cell (`data::cell`); `flag`
+    /// is the list's (`--keys`, `--categories`).
+    pub fn why(cell: &[u8], flag: &str) -> String {
+        let text = crate::error::shown(&String::from_utf8_lossy(cell), 40);
+        format!(
+            "'{text}' is not one of the {flag} listed, which --closed declares the whole domain; use \
+             --invalid skip or --invalid impute=V (V one of the {flag})"
+        )
+    }
+}
+
 impl Categories {
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// Declares the names the whole domain: no `other` bin, and a cell outside them handled by
+    /// `outside` ([`Categories::slot`]).
+    pub fn close(&mut self, outside: Outside) {
+        self.closed = Some(outside);
+    }
+
+    pub fn closed(&self) -> Option<Outside> {
+        self.closed
+    }
+
+    /// The counts released: the names, and `other` unless the list is closed.
+    pub fn cells(&self) -> usize {
+        self.names.len() + usize::from(self.closed.is_none())
+    }
+
+    /// The cell a (trimmed) cell counts in: its name's, `other` (`names.len()`) for one not
+    /// listed, or with a closed list what [`Outside`] says (None: the row is dropped).
+    #[inline]
+    pub fn slot(&self, cell: &[u8]) -> Result<Option<usize>, NotListed> {
+        let i = self.index(cell);
+        match self.closed {
+            Some(outside) if i == self.names.len() => match outside {
+                Outside::Error => Err(NotListed),
+                Outside::Skip => Ok(None),
+                Outside::Impute(v) => Ok(Some(v)),
+            },
+            _ => Ok(Some(i)),
+        }
+    }
+
+    /// The index of a listed name, for `--invalid impute=NAME`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name.as_bytes()).copied()
     }
 
     /// Index of a (trimmed) cell: its category, or `names.len()` for `other`. Names of at most
@@ -249,7 +315,7 @@ impl Categories {
         let words =
             names.iter().map(|n| (n.len(), if n.len() <= 8 { word(n.as_bytes()) } else { 0 })).collect();
         let table = Table::new(&names);
-        Ok(Categories { names, index, words, table })
+        Ok(Categories { names, closed: None, index, words, table })
     }
 }
 
@@ -265,9 +331,9 @@ impl Keys {
         self.0.names()
     }
 
-    /// Number of groups: the keys and `other`.
+    /// Number of groups: the keys and `other` (none with `--closed`).
     pub fn groups(&self) -> usize {
-        self.0.names().len() + 1
+        self.0.cells()
     }
 
     /// Name of group i (`other` for the last).
@@ -275,10 +341,25 @@ impl Keys {
         self.0.names().get(i).map_or(OTHER, String::as_str)
     }
 
-    /// The group of a (trimmed) cell.
+    /// The index of a (trimmed) cell: its key's, or `names.len()` for one not listed.
     #[inline]
     pub fn index(&self, cell: &[u8]) -> usize {
         self.0.index(cell)
+    }
+
+    /// The group of a (trimmed) cell: [`Categories::slot`].
+    #[inline]
+    pub fn slot(&self, cell: &[u8]) -> Result<Option<usize>, NotListed> {
+        self.0.slot(cell)
+    }
+
+    /// The list itself (to close it, or to look a key up).
+    pub fn list(&self) -> &Categories {
+        &self.0
+    }
+
+    pub fn list_mut(&mut self) -> &mut Categories {
+        &mut self.0
     }
 }
 

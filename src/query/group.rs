@@ -40,6 +40,15 @@
 //!   (a removal and an addition, or a change within one group, which can move its sum by
 //!   U − L > √2·max(|L|, |U|) when L < 0 < U); histogram Δ₂² = 2 (two (group, bin) cells).
 //!
+//! `--closed` declares the keys the whole domain: there is no group `other`, and a row whose key
+//! is not listed is invalid input (`--invalid`: refused, dropped, or counted under the listed
+//! key V). None of the sensitivities above changes. A kept row still lies in exactly one group
+//! (an imputed one in V's, a function of the row alone), so a row added or removed moves one
+//! group and a changed row leaves at most one group and enters at most one; a dropped row lies in
+//! no group, which only an added or removed row can do (`--invalid skip` is refused under
+//! replace). The group `other` that is no longer released is one the declaration says is always
+//! empty: leaving it out is post-processing of the domain, not a change to any released group.
+//!
 //! Filters (`--where` and a workload query's `where`) are applied first, by the same fold
 //! (`data::route`). The groups' costs compose in parallel in the accountant
 //! (`privacy::accountant`): the whole costs the largest group's ε, which is ε.

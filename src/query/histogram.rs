@@ -5,6 +5,13 @@
 //! - add-remove: 1 (one bin gains or loses one row);
 //! - replace: 2 (one bin loses a row, another gains it).
 //!
+//! `--closed` declares the categories the whole domain: there is no `other` bin, and a row whose
+//! cell is not listed is invalid input (`--invalid`: refused, dropped, or counted in the listed
+//! bin V). The sensitivities do not change: a kept row still lands in exactly one bin (an imputed
+//! one in bin V, a function of the row alone), and a dropped row lands in none, which only an
+//! added or removed row can do, and `--invalid skip` is add-remove only. Leaving out the bin
+//! `other`, which the declaration says is always empty, is post-processing of the domain.
+//!
 //! Independent discrete Laplace noise of scale Δ/ε on every bin gives ε-DP (the Laplace
 //! mechanism with L1 sensitivity, Dwork, McSherry, Nissim, Smith 2006; discrete form after
 //! Ghosh, Roughgarden, Sundararajan 2012). Bins and categories come from flags only: bins read
@@ -45,7 +52,7 @@ use crate::data::row::{text_cell, BadCell, Fold, Row};
 use crate::data::scan::MAX_FOLD_BYTES;
 use crate::data::source::ColumnRef;
 use crate::error::Error;
-use crate::numeric::bins::{Bins, Categories, MAX_BINS, OTHER};
+use crate::numeric::bins::{Bins, Categories, NotListed, MAX_BINS, OTHER};
 use crate::numeric::grid::Grid;
 use crate::privacy::accuracy;
 use crate::privacy::laplace::Aggregate;
@@ -93,7 +100,7 @@ impl BinSpec {
     fn len(&self) -> usize {
         match self {
             BinSpec::Numeric(b) | BinSpec::Found { bins: b, .. } => b.len(),
-            BinSpec::Categories(c) => c.names().len() + 1,
+            BinSpec::Categories(c) => c.cells(),
             BinSpec::NumericPrivate { bins, .. } => *bins,
             BinSpec::Discovered { .. } => 0,
         }
@@ -343,7 +350,7 @@ impl Histogram {
                 .names()
                 .iter()
                 .map(String::as_str)
-                .chain([OTHER])
+                .chain(c.closed().is_none().then_some(OTHER))
                 .zip(counts)
                 .map(|(name, (count, proportion))| BinCount {
                     bin: name.to_string(),
@@ -437,7 +444,7 @@ impl HistogramFold {
     pub fn new(bin_of: BinOf) -> HistogramFold {
         let bins = match &bin_of {
             BinOf::Numeric(_, bins) => bins.len(),
-            BinOf::Category(_, categories) => categories.names().len() + 1,
+            BinOf::Category(_, categories) => categories.cells(),
             BinOf::Discovered(_) => 0,
         };
         HistogramFold { bin_of, counts: vec![0; bins] }
@@ -452,7 +459,14 @@ impl Fold for HistogramFold {
                 Some(x) => bins.index(x),
                 None => return Ok(()),
             },
-            BinOf::Category(index, categories) => categories.index(text_cell(row, *index)),
+            BinOf::Category(index, categories) => {
+                let cell = text_cell(row, *index);
+                match categories.slot(cell) {
+                    Ok(Some(bin)) => bin,
+                    Ok(None) => return Ok(()),
+                    Err(_) => return Err(BadCell { column: *index, why: NotListed::why(cell, "--categories") }),
+                }
+            }
             BinOf::Discovered(keyed) => return keyed.row(row),
         };
         self.counts[bin] += 1;
@@ -497,6 +511,7 @@ pub fn count_into<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numeric::bins::Outside;
     use crate::numeric::bounds::{Bounds, Finite};
     use crate::query::statistic::{neighbouring, Neighbouring};
     use crate::query::sum::tests::awkward_value;
@@ -586,6 +601,45 @@ mod tests {
             prop_assert!(l1(&hist(&added), &hist(&rows)) <= sensitivity(Neighbours::AddRemove));
             prop_assert!(l2(&hist(&changed), &hist(&rows)) <= l2_squared(Neighbours::Replace));
             prop_assert!(l2(&hist(&added), &hist(&rows)) <= l2_squared(Neighbours::AddRemove));
+        }
+
+        /// A closed list (`--closed`) keeps the sensitivities: an imputed row lies in one listed
+        /// bin (replace: −1 and +1), and a skipped row (add-remove only) moves no bin.
+        #[test]
+        fn closed_categories_keep_the_sensitivity(
+            rows in proptest::collection::vec("[a-e]", 1..60),
+            other in "[a-e]",
+            at in any::<prop::sample::Index>(),
+            skip in any::<bool>(),
+        ) {
+            let mut cats: Categories = "a,b,c".parse().unwrap();
+            cats.close(if skip { Outside::Skip } else { Outside::Impute(1) });
+            let k = cats.cells();
+            prop_assert_eq!(k, 3);
+            let hist = |r: &[String]| {
+                let mut counts = vec![0i128; k];
+                for c in r {
+                    if let Some(bin) = cats.slot(c.as_bytes()).unwrap() {
+                        counts[bin] += 1;
+                    }
+                }
+                counts
+            };
+            let i = at.index(rows.len());
+            let mut changed = rows.clone();
+            changed[i] = other.clone();
+            let mut removed = rows.clone();
+            removed.remove(i);
+            let mut added = rows.clone();
+            added.push(other);
+            for neighbour in [&added, &removed] {
+                prop_assert!(l1(&hist(neighbour), &hist(&rows)) <= sensitivity(Neighbours::AddRemove));
+                prop_assert!(l2(&hist(neighbour), &hist(&rows)) <= l2_squared(Neighbours::AddRemove));
+            }
+            if !skip {
+                prop_assert!(l1(&hist(&changed), &hist(&rows)) <= sensitivity(Neighbours::Replace));
+                prop_assert!(l2(&hist(&changed), &hist(&rows)) <= l2_squared(Neighbours::Replace));
+            }
         }
     }
 }

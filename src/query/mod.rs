@@ -117,6 +117,7 @@ macro_rules! registry {
 
             /// The statistic registered as `kind`, validated.
             fn new(kind: &str, options: Options, setup: &Setup) -> Result<AnyStatistic, Error> {
+                options::check_impute(kind, &options)?;
                 $(if <$module::$ty as Statistic>::KINDS.contains(&kind) {
                     return <$module::$ty as Statistic>::new(kind, options, setup).map(AnyStatistic::$ty);
                 })*

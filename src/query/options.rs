@@ -10,7 +10,7 @@ use num_traits::{Signed, ToPrimitive};
 use crate::data::cell::{InvalidPolicy, NumberCell};
 use crate::data::source::ColumnRef;
 use crate::error::Error;
-use crate::numeric::bins::Categories;
+use crate::numeric::bins::{Categories, Keys, Outside};
 use crate::numeric::bounds::{Bounds, Finite};
 use crate::numeric::exact::parse_decimal;
 use crate::privacy::delta::Delta;
@@ -45,7 +45,130 @@ pub struct Options {
     pub normalize: bool,
     /// `histogram --discover`: categories found in the data (`query::discover`).
     pub discover: Option<Discovery>,
+    /// `--closed`: the listed `--keys` / `--categories` are the whole domain ([`close_lists`]).
+    pub closed: bool,
+    /// `--invalid impute=V` as typed: V is also a key or category of a closed list, which need
+    /// not be a number.
+    pub impute: Option<Impute>,
 }
+
+/// `--invalid` as typed: the policy of a number cell, and for `impute=V` the text V, which a
+/// closed list (`--closed`) reads as one of its names. A V that is not a number leaves the number
+/// policy at `error` (so nothing that reads numbers can take it silently) and is refused for a
+/// statistic that reads numbers ([`check_impute`]).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct InvalidFlag {
+    pub policy: InvalidPolicy,
+    pub impute: Option<Impute>,
+}
+
+/// The V of `--invalid impute=V`: its text, and its number or why it is none.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Impute {
+    pub text: String,
+    pub number: Result<Finite, String>,
+}
+
+impl FromStr for InvalidFlag {
+    type Err = String;
+    fn from_str(s: &str) -> Result<InvalidFlag, String> {
+        match s.strip_prefix("impute=") {
+            Some(v) => {
+                let number = v.parse::<Finite>().map_err(|e| format!("impute value: {e}"));
+                let policy = number.as_ref().map_or(InvalidPolicy::Error, |&n| InvalidPolicy::Impute(n));
+                Ok(InvalidFlag { policy, impute: Some(Impute { text: v.to_string(), number }) })
+            }
+            None => Ok(InvalidFlag { policy: s.parse()?, impute: None }),
+        }
+    }
+}
+
+impl InvalidFlag {
+    /// Sets `options`' policy and imputed text.
+    pub fn apply(&self, options: &mut Options) {
+        options.invalid = self.policy;
+        options.impute = self.impute.clone();
+    }
+}
+
+/// `--invalid impute=V` with a V that is not a number is only for a closed list's key or
+/// category: refused for a statistic that reads a number column, with the reason a number
+/// column would give.
+pub fn check_impute(kind: &str, options: &Options) -> Result<(), Error> {
+    let reads_text = kind == "count" || (kind == "histogram" && options.bins.is_none());
+    match &options.impute {
+        Some(Impute { text, number: Err(why) }) if !reads_text => {
+            Err(Error::usage(format!("--invalid impute={}: {why}", crate::error::shown(text, 40))))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `--closed`: the listed `--keys` of `--by` and a histogram's `--categories` (whichever are
+/// given) are declared the whole domain. No `other` group or bin is released, and a row whose
+/// cell is not listed is invalid input, handled by `--invalid` as an invalid number cell is:
+/// `error` refuses it (and is refused under a ledger, [`check_invalid_policy`]), `skip` drops
+/// the row (add-remove only), `impute=V` counts it under V, which must be listed. Checked here,
+/// before anything is read or charged. The sensitivities stay those of the open lists
+/// (`query::group`, `query::histogram`).
+pub fn close_lists(
+    options: &mut Options,
+    keys: Option<&mut Keys>,
+    neighbours: Neighbours,
+    ledger: bool,
+) -> Result<(), Error> {
+    if !options.closed {
+        return Ok(());
+    }
+    if options.discover.is_some() {
+        return Err(Error::usage(DISCOVER_CLOSED));
+    }
+    let mut lists: Vec<(&mut Categories, &str)> = vec![];
+    if let Some(keys) = keys {
+        lists.push((keys.list_mut(), "--keys"));
+    }
+    if let Some(categories) = options.categories.as_mut() {
+        lists.push((categories, "--categories"));
+    }
+    if lists.is_empty() {
+        return Err(Error::usage(
+            "--closed declares a listed domain complete: it needs --by COL --keys K1,K2,... or histogram \
+             --categories A,B,...",
+        ));
+    }
+    for (list, flag) in lists {
+        let outside = match (&options.impute, options.invalid) {
+            (Some(v), _) => match list.position(&v.text) {
+                Some(i) => Outside::Impute(i),
+                None => {
+                    return Err(Error::usage(format!(
+                        "--invalid impute={0}: '{0}' is not one of the {flag} listed; with --closed a row \
+                         outside them is counted under V, so V must be one of them",
+                        crate::error::shown(&v.text, 40)
+                    )))
+                }
+            },
+            (None, InvalidPolicy::Skip) => Outside::Skip,
+            (None, _) => Outside::Error,
+        };
+        // An imputed row is kept under replace and stops nothing under a ledger.
+        let policy = match outside {
+            Outside::Error => Some(InvalidPolicy::Error),
+            Outside::Skip => Some(InvalidPolicy::Skip),
+            Outside::Impute(_) => None,
+        };
+        if let Some(policy) = policy {
+            check_policy(policy, neighbours, ledger)?;
+        }
+        list.close(outside);
+    }
+    Ok(())
+}
+
+/// Why `--closed` is refused with `--discover`.
+pub const DISCOVER_CLOSED: &str =
+    "--closed declares the listed --keys or --categories the whole domain; --discover finds \
+     the keys in the data and lists none: leave out one of them";
 
 /// What `--discover` asks for (`query::discover`): the δ of the selection and the cap on
 /// distinct keys.
@@ -170,7 +293,12 @@ pub fn require_bounds(query: &str, lower: Option<Finite>, upper: Option<Finite>)
 /// with a message, an exit code and a stop that all answer a question about the rows (does a
 /// row matching `--where` hold text in this column?) that no noise protects.
 pub fn check_invalid_policy(invalid: InvalidPolicy, setup: &Setup) -> Result<(), Error> {
-    if invalid == InvalidPolicy::Error && setup.ledger {
+    check_policy(invalid, setup.neighbours, setup.ledger)
+}
+
+/// [`check_invalid_policy`] from the unit and whether there is a ledger.
+fn check_policy(invalid: InvalidPolicy, neighbours: Neighbours, ledger: bool) -> Result<(), Error> {
+    if invalid == InvalidPolicy::Error && ledger {
         // The fix first and short; why after it (a bad cell would stop a charged run, and the
         // stop would answer a question about the rows that no noise protects).
         return Err(Error::usage(
@@ -178,7 +306,6 @@ pub fn check_invalid_policy(invalid: InvalidPolicy, setup: &Setup) -> Result<(),
              under a ledger a bad cell may not stop a charged release; `dpstat check FILE` lists them",
         ));
     }
-    let neighbours = setup.neighbours;
     if invalid == InvalidPolicy::Skip && neighbours == Neighbours::Replace {
         return Err(Error::usage(
             "--invalid skip is refused with --neighbours replace: dropping rows would make the \

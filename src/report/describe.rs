@@ -97,6 +97,67 @@ pub fn render_text(d: &Described) -> Vec<u8> {
     out
 }
 
+/// `--format csv`: the text table's rows with every value and its bound in columns of their own
+/// (`count`, `count_error(95%)`, `mean`, `mean_error(95%)`, `q0.5`, `q0.5_rank_error(95%)` in
+/// rows of rank), the bounds as `lower`, `upper` and their source, and the total row; the
+/// numbers as the text prints them. The unit line is a note for stderr.
+pub fn render_csv(d: &Described) -> anyhow::Result<Vec<u8>> {
+    let levels: Vec<String> = d
+        .columns
+        .iter()
+        .find_map(|c| c.quantiles.quantiles.as_ref())
+        .map(|qs| qs.iter().map(|q| format!("q{}", real(q.q))).collect())
+        .unwrap_or_default();
+    let percent = (d.confidence.level() * 1e6).round() / 1e4;
+    let mut header: Vec<String> =
+        ["column", "epsilon", "lower", "upper", "bounds", "count"].iter().map(|s| s.to_string()).collect();
+    header.push(format!("count_error({percent}%)"));
+    header.push("mean".into());
+    header.push(format!("mean_error({percent}%)"));
+    for level in &levels {
+        header.push(level.clone());
+        header.push(format!("{level}_rank_error({percent}%)"));
+    }
+    let width = header.len();
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(&header)?;
+    for c in &d.columns {
+        let mut row = vec![c.name.clone(), exact_decimal(c.eps.as_rational())];
+        match &c.mean.noise.bounds {
+            Some(b) => row.extend([real(b.lower), real(b.upper), b.source.to_string()]),
+            None => row.extend([String::new(), String::new(), String::new()]),
+        }
+        match &c.count {
+            Count::Noisy { value, bound } => row.extend([value.clone(), rounded_up(*bound)]),
+            Count::Public(n) => row.extend([n.to_string(), "0".into()]),
+            Count::Withheld => row.extend([String::new(), String::new()]),
+        }
+        match c.mean.value {
+            Some(v) => row.extend([format_number(v), rounded_up(c.mean.noise.accuracy.error_bound)]),
+            None => row.extend([String::new(), String::new()]),
+        }
+        match &c.quantiles.quantiles {
+            Some(qs) => {
+                for q in qs {
+                    row.extend([real(q.value), rounded_up(q.rank_error_bound)]);
+                }
+            }
+            None => row.extend(levels.iter().flat_map(|_| [String::new(), String::new()])),
+        }
+        writer.write_record(&row)?;
+    }
+    let mut total = vec!["total".to_string(), exact_decimal(d.total.as_rational())];
+    total.resize(width, String::new());
+    writer.write_record(&total)?;
+    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
+}
+
+/// The unit line of a person-level summary (every ε and bound is one person's); None at row
+/// level.
+pub fn unit_line(d: &Described) -> Option<String> {
+    d.columns.first().and_then(|c| c.mean.unit.line())
+}
+
 /// A bound for people: rounded up to three significant digits, never down.
 fn rounded_up(x: f64) -> String {
     if !(x.is_finite() && x > 0.0) {

@@ -441,3 +441,116 @@ pub fn render_text(r: &Report) -> String {
     }
     text
 }
+
+/// `dpstat plan QUERY --format csv`: one header line and the plan as one row, with one more
+/// row per K of `--max-rows-per-id` (its ε and bound); every number as the text prints it.
+/// The plan's method, assumptions and warnings are notes for stderr ([`csv_notes`]).
+pub fn render_csv(r: &Report) -> anyhow::Result<Vec<u8>> {
+    let percent = (r.noise.accuracy.confidence * 1e6).round() / 1e4;
+    let opt = |x: Option<f64>| x.map_or_else(String::new, show);
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record([
+        "plan".to_string(),
+        "column".into(),
+        "neighbours".into(),
+        "mechanism".into(),
+        "max_rows_per_id".into(),
+        "epsilon".into(),
+        "rho".into(),
+        "lower".into(),
+        "upper".into(),
+        "bins".into(),
+        "rows".into(),
+        "sensitivity".into(),
+        "scale".into(),
+        "l2_sensitivity".into(),
+        "sigma".into(),
+        "scope".into(),
+        format!("error({percent}%)"),
+        format!("gaussian_error({percent}%)"),
+        "less_error".into(),
+    ])?;
+    let n = &r.noise;
+    let row = |k: String, eps: String, bound: f64, compared: bool| -> Vec<String> {
+        let c = r.comparison.as_ref().filter(|_| compared);
+        vec![
+            r.plan.to_string(),
+            r.column.clone().unwrap_or_default(),
+            n.neighbours.to_string(),
+            n.mechanism.to_string(),
+            k,
+            eps,
+            n.guarantee.rho_exact.clone().unwrap_or_default(),
+            opt(n.bounds.as_ref().map(|b| b.lower)),
+            opt(n.bounds.as_ref().map(|b| b.upper)),
+            r.bins.map_or_else(String::new, |b| b.to_string()),
+            n.rows.map_or_else(String::new, |rows| rows.to_string()),
+            opt(n.sensitivity),
+            opt(n.scale),
+            opt(n.l2_sensitivity),
+            opt(n.sigma),
+            n.accuracy.scope.to_string(),
+            show(bound),
+            opt(c.and_then(|c| c.gaussian_error_bound)),
+            c.map_or_else(String::new, |c| c.less_error.to_string()),
+        ]
+    };
+    writer.write_record(row(String::new(), r.epsilon_decimal.clone(), n.accuracy.error_bound, true))?;
+    for p in &r.per_person {
+        let eps =
+            if r.target_error.is_some() { p.epsilon_decimal.clone() } else { r.epsilon_decimal.clone() };
+        writer.write_record(row(p.max_rows_per_id.to_string(), eps, p.error_bound, false))?;
+    }
+    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
+}
+
+/// The lines of a plan's text that are not its numbers (method, parts, assumptions, warnings),
+/// for stderr under `--format csv`.
+pub fn csv_notes(r: &Report) -> Vec<String> {
+    let mut notes: Vec<String> = r.method.iter().cloned().collect();
+    if !r.per_person.is_empty() {
+        notes.push(format!("per person: {PER_PERSON_NOTE}"));
+    }
+    notes.extend(r.assumptions.iter().map(|a| format!("assumes {a}")));
+    notes.extend(r.warnings.iter().map(|w| format!("warning: {w}")));
+    notes
+}
+
+/// `dpstat plan run --format csv`: one row per query with both bounds as numbers (empty where
+/// a query could not be planned, and why in `less_error`); the lines around the text's table
+/// are notes for stderr ([`workload_notes`]).
+pub fn render_workload_csv(r: &WorkloadReport) -> anyhow::Result<Vec<u8>> {
+    let percent = (r.confidence * 1e6).round() / 1e4;
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record([
+        "query".to_string(),
+        "kind".into(),
+        format!("laplace_error({percent}%)"),
+        format!("gaussian_error({percent}%)"),
+        "less_error".into(),
+    ])?;
+    let bound = |b: Option<f64>| b.map_or_else(String::new, show);
+    for q in &r.queries {
+        let verdict = match &q.not_planned {
+            Some(why) => format!("not planned: {why}"),
+            None => q.less_error.to_string(),
+        };
+        writer.write_record([
+            q.name.clone(),
+            q.query.to_string(),
+            bound(q.laplace_error_bound),
+            bound(q.gaussian_error_bound),
+            verdict,
+        ])?;
+    }
+    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
+}
+
+/// The lines of the workload plan's text besides its table.
+pub fn workload_notes(r: &WorkloadReport) -> Vec<String> {
+    render_workload(r)
+        .lines()
+        .filter(|l| !l.starts_with("  "))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}

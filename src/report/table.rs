@@ -49,7 +49,7 @@ struct Line<'a> {
 
 /// Text: an aligned table, one row per value (per group and bin where there are several), and
 /// a last row with the total; every row has its error bound, and `style.round` rounds values
-/// and bounds as for a single release. JSON: one line per query.
+/// and bounds as for a single release. CSV: the same rows, unpadded. JSON: one line per query.
 pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     match format {
@@ -71,41 +71,7 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
             out.extend_from_slice(chart::render(&chart(workload, style), chart::terminal_width()).as_bytes())
         }
         Format::Text => {
-            let confidence = workload.confidence.level();
-            let mut rows: Vec<[String; 9]> = vec![[
-                "name".into(),
-                "query".into(),
-                "column".into(),
-                "group".into(),
-                "bin".into(),
-                "value".into(),
-                if matches!(workload.total, Spend::Zcdp(_)) { "rho" } else { "epsilon" }.into(),
-                "sensitivity".into(),
-                format!("error({}%)", (confidence * 1e6).round() / 1e4),
-            ]];
-            for query in &workload.queries {
-                let eps = shown(&query.share);
-                match &query.release {
-                    Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps, style),
-                    Published::Grouped(g) => {
-                        for group in &g.groups {
-                            table_rows(&mut rows, &query.name, &group.key, &group.release, &eps, style);
-                        }
-                    }
-                }
-            }
-            let dash = || "-".to_string();
-            rows.push([
-                "total".into(),
-                dash(),
-                dash(),
-                dash(),
-                dash(),
-                dash(),
-                shown(&workload.total),
-                dash(),
-                dash(),
-            ]);
+            let rows = rows(workload, style);
             let widths: Vec<usize> =
                 (0..9).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
             for row in &rows {
@@ -114,14 +80,68 @@ pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u
                 out.extend_from_slice(cells.join("  ").trim_end().as_bytes());
                 out.push(b'\n');
             }
-            // A person-level workload's queries share one unit: its epsilons and sensitivities
-            // are one person's.
-            if let Some(line) = workload.queries.first().and_then(|q| unit_of(&q.release).line()) {
+            if let Some(line) = unit_line(workload) {
                 out.extend_from_slice(format!("unit: {line}\n").as_bytes());
             }
         }
+        // The text's rows as CSV, unpadded; the unit line is a note for stderr ([`unit_line`]).
+        Format::Csv => {
+            let mut writer = csv::Writer::from_writer(&mut out);
+            // A cell the text marks `-` (none) is empty in CSV.
+            for row in rows(workload, style) {
+                writer.write_record(row.iter().map(|c| if c == "-" { "" } else { c.as_str() }))?;
+            }
+            writer.flush()?;
+        }
     }
     Ok(out)
+}
+
+/// The text table's rows: the header, one row per value (per group and bin where there are
+/// several), and the total. Value and error bound are columns of their own.
+fn rows(workload: &Workload, style: Style) -> Vec<[String; 9]> {
+    let confidence = workload.confidence.level();
+    let mut rows: Vec<[String; 9]> = vec![[
+        "name".into(),
+        "query".into(),
+        "column".into(),
+        "group".into(),
+        "bin".into(),
+        "value".into(),
+        if matches!(workload.total, Spend::Zcdp(_)) { "rho" } else { "epsilon" }.into(),
+        "sensitivity".into(),
+        format!("error({}%)", (confidence * 1e6).round() / 1e4),
+    ]];
+    for query in &workload.queries {
+        let eps = shown(&query.share);
+        match &query.release {
+            Published::One(r) => table_rows(&mut rows, &query.name, "-", r, &eps, style),
+            Published::Grouped(g) => {
+                for group in &g.groups {
+                    table_rows(&mut rows, &query.name, &group.key, &group.release, &eps, style);
+                }
+            }
+        }
+    }
+    let dash = || "-".to_string();
+    rows.push([
+        "total".into(),
+        dash(),
+        dash(),
+        dash(),
+        dash(),
+        dash(),
+        shown(&workload.total),
+        dash(),
+        dash(),
+    ]);
+    rows
+}
+
+/// A person-level workload's queries share one unit: its epsilons and sensitivities are one
+/// person's. None at row level.
+pub fn unit_line(workload: &Workload) -> Option<String> {
+    workload.queries.first().and_then(|q| unit_of(&q.release).line())
 }
 
 /// The privacy unit a release states.

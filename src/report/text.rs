@@ -24,6 +24,8 @@ pub enum Format {
     Json,
     /// Bars of a release of several numbers, each with its ± accuracy band.
     Chart,
+    /// CSV, one header line, every value next to its error bound in a column of its own.
+    Csv,
 }
 
 /// The bytes to print for a release.
@@ -36,6 +38,11 @@ pub fn render(published: &Published, format: Format, style: Style) -> Result<Vec
         }
         (Format::Text, Published::One(release)) => render_text(release, style, &mut out)?,
         (Format::Text, Published::Grouped(grouped)) => render_grouped_text(grouped, style, &mut out)?,
+        // CSV is the text's CSV with its error column always there; a lone number gets a header.
+        (Format::Csv, Published::One(release)) => render_csv(release, style, &mut out)?,
+        (Format::Csv, Published::Grouped(grouped)) => {
+            render_grouped_text(grouped, Style { with_error: true, ..style }, &mut out)?
+        }
         (Format::Chart, _) => {
             let chart = chart::of_published(published, style).ok_or_else(|| bad_input(chart::ONE_NUMBER))?;
             out.extend_from_slice(chart::render(&chart, chart::terminal_width()).as_bytes());
@@ -161,6 +168,27 @@ fn render_text(release: &Release, style: Style, out: &mut Vec<u8>) -> Result<()>
         }
         writer.flush()?;
     }
+    Ok(())
+}
+
+/// `--format csv` of one release: a lone number as `value,error(95%)` (a median's
+/// `value,rank_error(95%)`, in rows of rank), anything else as its text CSV with the error
+/// column. The numbers are the text's.
+fn render_csv(release: &Release, style: Style, out: &mut Vec<u8>) -> Result<()> {
+    let style = Style { with_error: true, ..style };
+    let Some(value) = release.value else { return render_text(release, style, out) };
+    let accuracy = &release.noise.accuracy;
+    let mut writer = csv::Writer::from_writer(out);
+    if release.quantiles.is_some() {
+        writer
+            .write_record(["value".to_string(), format!("rank_error({}%)", percent(accuracy.confidence))])?;
+        writer.write_record([format_number(value), rank_rows(accuracy.error_bound)])?;
+    } else {
+        writer.write_record(["value".to_string(), error_heading(accuracy)])?;
+        let (shown, error) = figure(value, accuracy, style);
+        writer.write_record([shown, error])?;
+    }
+    writer.flush()?;
     Ok(())
 }
 

@@ -151,3 +151,25 @@ pub fn parallel_map<T: Send>(workers: usize, n: usize, f: impl Fn(usize) -> T + 
     });
     results.into_iter().map(|r| r.expect("every index ran")).collect()
 }
+
+/// Whether a printed number is `value` as written to the digits it shows: within half a unit
+/// of its last digit (a trailing zero before the point counts as not shown, so a value rounded
+/// to significant digits still matches), and never further off than that.
+pub fn printed_as(cell: &str, value: f64) -> bool {
+    let Ok(x) = cell.parse::<f64>() else { return false };
+    if x == value {
+        return true;
+    }
+    let digits = cell.trim_start_matches('-');
+    let unit = match digits.split_once('.') {
+        Some((_, after)) => 10f64.powi(-(after.len() as i32)),
+        None => 10f64.powi((digits.len() - digits.trim_end_matches('0').len()) as i32),
+    };
+    (x - value).abs() <= unit / 2.0 * (1.0 + 1e-9)
+}
+
+/// The records of a CSV text, header first, read by the csv crate (quoting included).
+pub fn csv_records(text: &str) -> Vec<Vec<String>> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
+    reader.records().map(|r| r.expect("valid CSV").iter().map(str::to_string).collect()).collect()
+}
