@@ -1,14 +1,17 @@
 //! `dpstat describe`'s text: one row per column with its ε, its bounds, and each value next to
 //! its error bound, then a row with the total. (Its JSON is a workload's: one line per query.)
-//! Error bounds are rounded up to three significant digits here, which keeps them bounds; the
+//! Values are rounded as a single release's are ([`Style`]: the place of their bound's second
+//! significant digit by default, post-processing that leaves the privacy as it is), and bounds
+//! rounded up, which keeps them bounds: to two significant digits covering the rounding, or,
+//! with `--full-precision`, the values in full and the bounds to three significant digits. The
 //! JSON has them in full.
 
-use crate::numeric::format::real;
+use crate::numeric::format::{real, with_error};
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
-use crate::report::release::Release;
+use crate::report::release::{Number, Release};
 use crate::report::table::exact_decimal;
-use crate::report::text::format_number;
+use crate::report::text::{format_number, quantile_value, rank_rows, Style};
 
 /// What `describe` released, column by column.
 pub struct Described {
@@ -39,7 +42,7 @@ pub enum Count {
 
 /// The table: `column epsilon bounds count mean q…`, each value followed by `±bound` (rows of
 /// rank for quantiles), and a last row with the total ε and the confidence of the bounds.
-pub fn render_text(d: &Described) -> Vec<u8> {
+pub fn render_text(d: &Described, style: Style) -> Vec<u8> {
     // Every column asks for the same levels; a column whose quantiles were withheld has none,
     // so the header comes from the first that has them.
     let levels: Vec<String> = d
@@ -58,20 +61,38 @@ pub fn render_text(d: &Described) -> Vec<u8> {
             Some(b) => format!("[{}, {}]", real(b.lower), real(b.upper)),
             None => "-".to_string(),
         };
+        // A value beside its bound: rounded as `style` says, or both as they were before
+        // rounding was the default (`--full-precision`).
+        let shown = |value: Number, bound: f64| match (style.round, value) {
+            (false, _) => format!("{} ±{}", format_number(value), rounded_up(bound)),
+            (true, Number::Integer(i)) => {
+                let (v, e) = with_error(i as f64, bound, true, style.rounding());
+                format!("{v} ±{e}")
+            }
+            (true, Number::Real(x)) => {
+                let (v, e) = with_error(x, bound, false, style.rounding());
+                format!("{v} ±{e}")
+            }
+        };
         let count = match &c.count {
-            Count::Noisy { value, bound } => format!("{value} ±{}", rounded_up(*bound)),
+            Count::Noisy { value, bound } => match value.parse::<i128>() {
+                Ok(v) if style.round => shown(Number::Integer(v), *bound),
+                _ => format!("{value} ±{}", rounded_up(*bound)),
+            },
             Count::Public(n) => format!("{n} ±0"),
             Count::Withheld => "-".to_string(),
         };
         let mean = match c.mean.value {
-            Some(v) => format!("{} ±{}", format_number(v), rounded_up(c.mean.noise.accuracy.error_bound)),
+            Some(v) => shown(v, c.mean.noise.accuracy.error_bound),
             None => "-".to_string(),
         };
         let mut row = vec![c.name.clone(), exact_decimal(c.eps.as_rational()), bounds, count, mean];
         match &c.quantiles.quantiles {
-            Some(qs) => row.extend(
-                qs.iter().map(|q| format!("{} ±{} rows", real(q.value), rounded_up(q.rank_error_bound))),
-            ),
+            Some(qs) => row.extend(qs.iter().map(|q| {
+                let rank =
+                    if style.round { rank_rows(q.rank_error_bound) } else { rounded_up(q.rank_error_bound) };
+                format!("{} ±{rank} rows", quantile_value(q.value, style))
+            })),
             None => row.extend(levels.iter().map(|_| "-".to_string())),
         }
         rows.push(row);
