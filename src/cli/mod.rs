@@ -420,7 +420,7 @@ pub struct PrecisionArgs {
     pub round: bool,
     /// Text: N significant digits (1 to 17) for every printed value, instead of the digits
     /// its accuracy supports; a printed bound still covers the rounding.
-    #[arg(long, value_name = "N", value_parser = digits, conflicts_with = "full_precision")]
+    #[arg(long, value_name = "N", value_parser = digits, conflicts_with = "full_precision", allow_negative_numbers = true)]
     pub digits: Option<u8>,
     /// Text: every value in full, the shortest decimal that reads back as the same double (the
     /// output before 0.2); by default values are rounded to the digits the noise leaves

@@ -3,15 +3,15 @@
 //! Values are rounded as a single release's are ([`Style`]: the place of their bound's second
 //! significant digit by default, post-processing that leaves the privacy as it is), and bounds
 //! rounded up, which keeps them bounds: to two significant digits covering the rounding, or,
-//! with `--full-precision`, the values in full and the bounds to three significant digits. The
-//! JSON has them in full.
+//! with `--full-precision`, the values in full and the bounds to three significant digits.
+//! Rank bounds (quantiles) keep three significant digits. The JSON has them in full.
 
 use crate::numeric::format::{real, with_error};
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
 use crate::report::release::{Number, Release};
 use crate::report::table::exact_decimal;
-use crate::report::text::{format_number, quantile_value, rank_rows, Style};
+use crate::report::text::{format_number, quantile_value, Style};
 
 /// What `describe` released, column by column.
 pub struct Described {
@@ -88,10 +88,10 @@ pub fn render_text(d: &Described, style: Style) -> Vec<u8> {
         };
         let mut row = vec![c.name.clone(), exact_decimal(c.eps.as_rational()), bounds, count, mean];
         match &c.quantiles.quantiles {
+            // A rank bound is in rows, not the value's units: three significant digits, as
+            // always (a bound well below one row says so).
             Some(qs) => row.extend(qs.iter().map(|q| {
-                let rank =
-                    if style.round { rank_rows(q.rank_error_bound) } else { rounded_up(q.rank_error_bound) };
-                format!("{} ±{rank} rows", quantile_value(q.value, style))
+                format!("{} ±{} rows", quantile_value(q.value, style), rounded_up(q.rank_error_bound))
             })),
             None => row.extend(levels.iter().map(|_| "-".to_string())),
         }
