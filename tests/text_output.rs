@@ -270,3 +270,31 @@ fn a_release_whose_bound_covers_every_possible_value_warns() {
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].contains("the variance of age in ") && lines[0].contains("[0, 2500]"), "{stderr}");
 }
+
+/// Bin edges print as the grid values they are, L + i·(U − L)/K, with no binary noise: in text
+/// and JSON alike, and the same for bounds found privately (powers of two).
+#[test]
+fn bin_edges_print_as_their_grid_values() {
+    let people = fixture("people.csv");
+    let args = ["histogram", "--col", "score", "--bins", "5", "--lower", "0", "--upper", "0.7", "--eps", "1"];
+    let text = stdout_of(dpstat().args(args).arg(&people));
+    let labels: Vec<&str> = text.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(labels, ["0..0.14", "0.14..0.28", "0.28..0.42", "0.42..0.56", "0.56..0.7"], "{text}");
+    let json = json_of(dpstat().args(args).arg(&people));
+    let bins = json["bins"].as_array().unwrap();
+    assert_eq!(bins[2]["upper"].as_f64(), Some(0.42), "{json}");
+    assert_eq!(bins[3]["lower"].as_f64(), Some(0.42), "{json}");
+    let private = ["histogram", "--col", "income", "--bins", "5", "--eps", "1"];
+    let text = stdout_of(dpstat().args(private).arg(fixture("incomes_20k.csv")));
+    let json = json_of(dpstat().args(private).arg(fixture("incomes_20k.csv")));
+    assert_eq!(json["bounds"]["source"], "private", "{json}");
+    for (line, bin) in text.lines().skip(1).zip(json["bins"].as_array().unwrap()) {
+        let label = line.split(',').next().unwrap();
+        let (lower, upper) = label.split_once("..").unwrap();
+        assert_eq!(label, bin["bin"].as_str().unwrap());
+        assert_eq!(lower.parse::<f64>().ok(), bin["lower"].as_f64(), "{line}");
+        assert_eq!(upper.parse::<f64>().ok(), bin["upper"].as_f64(), "{line}");
+        // (U − L)/5 of two powers of two has one decimal: no edge has binary noise.
+        assert!(lower.split_once('.').is_none_or(|(_, f)| f.len() == 1), "{label}");
+    }
+}

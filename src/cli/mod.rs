@@ -391,7 +391,7 @@ pub struct OutputArgs {
     pub confidence: Confidence,
     /// Text: print each value as `53920 ± 310 (95%)`, with its error bound at --confidence, or
     /// as a last CSV column `error(95%)` (quantiles: the bound in rows of rank). The bound is
-    /// rounded up to two significant digits.
+    /// rounded up to two significant digits, and covers the value's rounding.
     #[arg(short = 'E', long)]
     pub with_error: bool,
     #[command(flatten)]
