@@ -182,7 +182,7 @@ mod tests {
         let r = |v: f64, e: f64| with_error(v, e, false, Rounding::Accuracy);
         assert_eq!(r(84664.64927318387, 3014.2), s("84700", "3100"));
         assert_eq!(r(55259.919981036386, 18300.0), s("55000", "19000"));
-        assert_eq!(r(3.14159265, 0.0271), s("3.142", "0.028"));
+        assert_eq!(r(4.56789, 0.0271), s("4.568", "0.028"));
         assert_eq!(r(1.5e9, 2.4e7), s("1500000000", "24000000"));
         assert_eq!(r(0.000123456, 0.00000089), s("0.00012346", "0.00000090"));
         // Negative values round symmetrically, and a value rounded to zero is never "-0".
