@@ -87,23 +87,21 @@ fn common_decimal(l: f64, u: f64) -> Option<(i128, i128, i32)> {
     Some((scale(ml, el)?, scale(mu, eu)?, e))
 }
 
-/// (a·(K − i) + b·i)·10^e / K, the double nearest it: one correctly rounded division when the
-/// quotient is an integer small enough, else parsed from its decimal to 40 places (a decimal
-/// that does not end there is not a dyadic rational, so cannot be a tie between two doubles).
+/// (a·(K − i) + b·i)·10^e / K, the double nearest it: one IEEE division, correctly rounded,
+/// when numerator and denominator (10^e moved to whichever side) are exact doubles, else parsed
+/// from its decimal to 40 places (a decimal that does not end there is not a dyadic rational,
+/// so it cannot be a tie between two doubles).
 fn decimal_edge(a: i128, b: i128, e: i32, count: usize, i: usize) -> Option<f64> {
     let k = count as i128;
     let n = a.checked_mul(k - i as i128)?.checked_add(b.checked_mul(i as i128)?)?;
-    let (q, r) = (n / k, (n % k).unsigned_abs());
     const EXACT: i128 = 1 << 53;
-    if r == 0 && q.abs() < EXACT {
-        match e {
-            0..=22 if (q * 10i128.pow(e as u32)).abs() < EXACT => {
-                return Some((q * 10i128.pow(e as u32)) as f64)
-            }
-            -22..=-1 => return Some(q as f64 / 10f64.powi(-e)),
-            _ => {}
-        }
+    let power = (e.unsigned_abs() <= 22).then(|| 10i128.pow(e.unsigned_abs()));
+    let fraction =
+        power.and_then(|p| if e >= 0 { Some((n.checked_mul(p)?, k)) } else { Some((n, k.checked_mul(p)?)) });
+    if let Some((num, den)) = fraction.filter(|&(num, den)| num.abs() < EXACT && den < EXACT) {
+        return Some(num as f64 / den as f64);
     }
+    let (q, r) = (n / k, (n % k).unsigned_abs());
     let mut text = String::with_capacity(64);
     if n < 0 {
         text.push('-');
@@ -405,7 +403,16 @@ mod tests {
         // Every edge is the double nearest the exact decimal: checked against exact rationals.
         use crate::numeric::exact::parse_decimal;
         use num_traits::ToPrimitive;
-        for (l, u) in [("0", "0.7"), ("-3", "7.9"), ("0.001", "1000000"), ("-0.7", "0.2"), ("2.5", "100")] {
+        // (The last two are past one exact division: they take the 40-place decimal.)
+        for (l, u) in [
+            ("0", "0.7"),
+            ("-3", "7.9"),
+            ("0.001", "1000000"),
+            ("-0.7", "0.2"),
+            ("2.5", "100"),
+            ("0.123456789012345", "987654321.5"),
+            ("-987654321.25", "-0.000123456789"),
+        ] {
             let (lr, ur) = (parse_decimal(l).unwrap(), parse_decimal(u).unwrap());
             for k in [1usize, 3, 7, 10, 12, 37, 100] {
                 let b = Bins::new(bounds(l.parse().unwrap(), u.parse().unwrap()), k);
