@@ -132,8 +132,14 @@ fn grouped_releases_chart_one_bar_per_group_with_its_own_bound() {
     let mean = ["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1"];
     let by = ["--by", "region", "--keys", "north,south,east,west"];
     let json = json_of(dpstat().args(mean).args(by).arg(&people));
-    let chart =
-        stdout_of(dpstat().args(mean).args(by).args(["--format", "chart"]).arg(&people).env("COLUMNS", "90"));
+    let chart = stdout_of(
+        dpstat()
+            .args(mean)
+            .args(by)
+            .args(["--format", "chart", "--full-precision"])
+            .arg(&people)
+            .env("COLUMNS", "90"),
+    );
     assert!(chart.starts_with("mean of income by region: eps 1, add-remove\n"), "{chart}");
     let rows = chart_rows(&chart);
     let groups = json["groups"].as_array().unwrap();

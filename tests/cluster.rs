@@ -39,7 +39,12 @@ fn fixtures_give_the_local_release_on_two_executors() {
     let regions = fixture("people_by_region");
     let cases: Vec<(&str, Vec<&str>, &Path)> = vec![
         ("count", vec!["count", "--eps", "1"], &people),
-        ("mean", vec!["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1"], &people),
+        // Every digit (text is rounded by default): the same release byte for byte.
+        (
+            "mean",
+            vec!["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "--full-precision"],
+            &people,
+        ),
         (
             "histogram by region",
             vec![
@@ -81,7 +86,7 @@ fn fixtures_give_the_local_release_on_two_executors() {
             ],
             &regions,
         ),
-        ("run", vec!["run", "fixtures/compose_two_columns.toml"], &people),
+        ("run", vec!["run", "fixtures/compose_two_columns.toml", "--full-precision"], &people),
     ];
     for (what, args, file) in cases {
         let local = run(dpstat().args(&args).arg(file));

@@ -113,6 +113,8 @@ fn normalized_text_prints_proportions() {
                 "--eps",
                 "1",
                 "--normalize",
+                // Every digit, so that the proportions add up to 1 exactly.
+                "--full-precision",
             ])
             .arg(fixture("people.csv")),
     );

@@ -39,8 +39,11 @@ fn every_unit_format_and_source_gives_one_well_formed_release() {
     for unit in UNITS {
         let mut texts = vec![];
         for source in Source::ALL {
-            let text =
-                released(source.feed(&mut sum("0", "200000", "1", &["--neighbours", unit]), "income.csv"));
+            // The exact value, to compare with JSON's (text is rounded by default).
+            let text = released(source.feed(
+                &mut sum("0", "200000", "1", &["--neighbours", unit, "--full-precision"]),
+                "income.csv",
+            ));
             let value = one_number(&text);
             let j = json_of(source.feed(&mut sum("0", "200000", "1", &["--neighbours", unit]), "income.csv"));
             assert_eq!(j["query"], "sum", "{j}");

@@ -1,11 +1,11 @@
-//! Text output that shows what is known: `--with-error` prints each value with its error bound,
-//! `--round` rounds it to the digits the noise leaves meaningful, and a release whose bound
-//! covers every value the statistic can take says so on stderr. The bare number stays the
-//! default.
+//! Text output that shows what is known: by default each value is rounded to the digits the
+//! noise leaves meaningful (`--digits N` and `--full-precision` say otherwise), `--with-error`
+//! prints each value with its error bound, and a release whose bound covers every value the
+//! statistic can take says so on stderr. The bare number stays the default.
 
 mod common;
 
-use common::{dpstat, fixture, json_of, one_number, stdout_of};
+use common::{dpstat, fails_with, fixture, json_of, one_number, stdout_of};
 
 const MEAN: &[&str] = &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "0.5"];
 
@@ -16,12 +16,29 @@ fn with_error(line: &str) -> (f64, f64) {
     (v.parse().unwrap(), e.parse().unwrap())
 }
 
+/// The place of a bound's second significant digit: the step a value is rounded to.
+fn step_of(bound: f64) -> f64 {
+    10f64.powi(bound.log10().floor() as i32 - 1)
+}
+
 #[test]
-fn the_bare_number_stays_the_default() {
+fn the_default_is_the_bare_number_rounded_to_its_accuracy() {
     let people = fixture("people.csv");
-    let bare = one_number(&stdout_of(dpstat().args(MEAN).arg(&people)));
     let json = json_of(dpstat().args(MEAN).arg(&people));
-    assert_eq!(bare, json["value"].as_f64().unwrap());
+    let (value, bound) = (json["value"].as_f64().unwrap(), json["accuracy"]["error_bound"].as_f64().unwrap());
+    let text = stdout_of(dpstat().args(MEAN).arg(&people));
+    let bare = one_number(&text);
+    let step = step_of(bound);
+    assert!((bare - value).abs() <= step / 2.0 + 1e-9, "{bare} is {value} rounded to {step}");
+    assert_eq!((bare / step).round() * step, bare, "{bare} is a multiple of {step}");
+    assert_ne!(bare, value, "this seed's mean has digits below {step}");
+    // --full-precision: every digit, the JSON's value exactly.
+    let full = one_number(&stdout_of(dpstat().args(MEAN).arg("--full-precision").arg(&people)));
+    assert_eq!(full, value);
+    // --round (-r), the opt-in before it was the default, changes nothing.
+    for flag in ["--round", "-r"] {
+        assert_eq!(stdout_of(dpstat().args(MEAN).arg(flag).arg(&people)), text, "{flag}");
+    }
 }
 
 #[test]
@@ -29,18 +46,160 @@ fn with_error_prints_the_value_and_its_bound_rounded_up() {
     let people = fixture("people.csv");
     let json = json_of(dpstat().args(MEAN).arg(&people));
     let (value, bound) = (json["value"].as_f64().unwrap(), json["accuracy"]["error_bound"].as_f64().unwrap());
-    let (v, e) = with_error(&stdout_of(dpstat().args(MEAN).arg("--with-error").arg(&people)));
-    assert_eq!(v, value, "without --round the value is printed in full");
+    let (v, e) = with_error(&stdout_of(dpstat().args(MEAN).args(["-E", "--full-precision"]).arg(&people)));
+    assert_eq!(v, value, "with --full-precision the value is printed in full");
     assert!(e >= bound && e <= bound * 1.1, "{e} is {bound} rounded up to two significant digits");
-    // --round: the value to the place of the bound's second digit, and the bound covers the move.
-    let (v, e) = with_error(&stdout_of(dpstat().args(MEAN).args(["-E", "-r"]).arg(&people)));
-    let step = 10f64.powi(bound.log10().floor() as i32 - 1);
+    // By default: the value to the place of the bound's second digit, and the bound covers the move.
+    let (v, e) = with_error(&stdout_of(dpstat().args(MEAN).arg("-E").arg(&people)));
+    let step = step_of(bound);
     assert!((v - value).abs() <= step / 2.0 + 1e-9, "{v} is {value} rounded to {step}");
     assert_eq!((v / step).round() * step, v, "{v} is a multiple of {step}");
     assert!(e >= bound + (v - value).abs(), "{e} covers {bound} and the rounding");
-    // --round alone: the same rounded value, bare.
-    let rounded = one_number(&stdout_of(dpstat().args(MEAN).arg("--round").arg(&people)));
-    assert_eq!(rounded, v);
+    assert!(e <= bound + (v - value).abs() + step, "{e} is rounded up by less than one step");
+    // The bare default is the same rounded value.
+    assert_eq!(one_number(&stdout_of(dpstat().args(MEAN).arg(&people))), v);
+}
+
+/// `--digits N`: N significant digits for every value, whatever the bound, and a bound that still
+/// covers the rounding; out of 1..=17 it is refused in one line, before anything is read.
+#[test]
+fn digits_give_n_significant_digits_and_are_checked() {
+    let people = fixture("people.csv");
+    let json = json_of(dpstat().args(MEAN).arg(&people));
+    let (value, bound) = (json["value"].as_f64().unwrap(), json["accuracy"]["error_bound"].as_f64().unwrap());
+    for n in [1, 3, 6] {
+        let (v, e) =
+            with_error(&stdout_of(dpstat().args(MEAN).args(["-E", "--digits", &n.to_string()]).arg(&people)));
+        let step = 10f64.powi(value.abs().log10().floor() as i32 - n + 1);
+        assert!((v - value).abs() <= step / 2.0 + 1e-9, "--digits {n}: {v} is {value} to {step}");
+        assert_eq!((v / step).round() * step, v, "--digits {n}: {v} is a multiple of {step}");
+        assert!(e >= bound + (v - value).abs(), "--digits {n}: {e} covers {bound} and the rounding");
+    }
+    // 17 digits give the double back.
+    assert_eq!(one_number(&stdout_of(dpstat().args(MEAN).args(["--digits", "17"]).arg(&people))), value);
+    for bad in ["0", "18", "-1", "two"] {
+        fails_with(dpstat().args(MEAN).args(["--digits", bad]).arg(&people), &["--digits", "1 to 17"]);
+    }
+    fails_with(
+        dpstat().args(MEAN).args(["--digits", "3", "--full-precision"]).arg(&people),
+        &["--digits", "--full-precision"],
+    );
+}
+
+/// JSON has every value in full whatever the text flags say: the same bytes.
+#[test]
+fn json_ignores_the_rounding_flags() {
+    let people = fixture("people.csv");
+    let run =
+        |extra: &[&str]| stdout_of(dpstat().args(MEAN).args(["--format", "json"]).args(extra).arg(&people));
+    let plain = run(&[]);
+    for extra in [&["--digits", "2"][..], &["--full-precision"], &["-r"]] {
+        assert_eq!(run(extra), plain, "{extra:?}");
+    }
+    let describe = |extra: &[&str]| {
+        stdout_of(
+            dpstat()
+                .args(["describe", "--cols", "income:0:200000", "--eps", "1", "-o", "json"])
+                .args(extra)
+                .arg(&people),
+        )
+    };
+    assert_eq!(describe(&["--digits", "2"]), describe(&[]));
+}
+
+/// A count is never given decimals; an exact one (the public n under replace) prints whole with
+/// ±0; histogram bins, --by groups, quantiles and the describe table follow the same rule.
+#[test]
+fn every_text_output_is_rounded_the_same_way() {
+    let people = fixture("people.csv");
+    let count = stdout_of(dpstat().args(["count", "--eps", "1", "-E"]).arg(&people));
+    assert!(count.trim_end().ends_with(" (95%)") && !count.contains('.'), "{count}");
+    let table = stdout_of(
+        dpstat()
+            .args(["describe", "--cols", "income:0:200000", "--eps", "1", "--neighbours", "replace"])
+            .arg(&people),
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split("  ").filter(|c| !c.is_empty()).collect();
+    assert_eq!(row[3].trim(), "200 ±0", "the public n, exactly: {table}");
+    // The mean, rounded: its digits stop at its bound's second one.
+    let (mean, mean_bound) = row[4].trim().split_once(" ±").unwrap();
+    let (mean, mean_bound): (f64, f64) = (mean.parse().unwrap(), mean_bound.parse().unwrap());
+    let step = step_of(mean_bound);
+    assert!((mean / step - (mean / step).round()).abs() < 1e-9, "{mean} at {step}: {table}");
+    // describe takes the output flags as the statistics do.
+    let full = stdout_of(
+        dpstat()
+            .args([
+                "describe",
+                "--cols",
+                "income:0:200000",
+                "--eps",
+                "1",
+                "--neighbours",
+                "replace",
+                "--full-precision",
+            ])
+            .arg(&people),
+    );
+    assert!(full.lines().nth(1).unwrap().split_whitespace().nth(6).unwrap().contains('.'), "in full: {full}");
+    for flags in [&["-r"][..], &["--digits", "3"]] {
+        stdout_of(
+            dpstat().args(["describe", "--cols", "income:0:200000", "--eps", "1"]).args(flags).arg(&people),
+        );
+    }
+    // Grouped and histogram CSVs: the value column is rounded, a count column stays whole.
+    let grouped = stdout_of(
+        dpstat()
+            .args(["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1"])
+            .args(["--by", "region", "--keys", "north,south", "-E"])
+            .arg(&people),
+    );
+    for line in grouped.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let (v, e): (f64, f64) = (cells[1].parse().unwrap(), cells[2].parse().unwrap());
+        let step = 10f64.powi(e.log10().floor() as i32 - 1);
+        assert!((v / step - (v / step).round()).abs() < 1e-9 || v.abs() < step, "{line}");
+    }
+    let normalized = stdout_of(
+        dpstat()
+            .args([
+                "histogram",
+                "--col",
+                "region",
+                "--categories",
+                "north,south",
+                "--eps",
+                "1",
+                "--normalize",
+            ])
+            .arg(&people),
+    );
+    for line in normalized.lines().skip(1) {
+        let share = line.split(',').nth(1).unwrap();
+        assert!(share.len() <= 6, "a proportion to the digits its bound supports: {normalized}");
+    }
+    // A quantile prints as the public candidate it is: 0.6, not 0.5999999999999999.
+    let quantile = stdout_of(
+        dpstat()
+            .args(["quantile", "--col", "age", "--q", "0.1,0.3,0.7", "--lower", "0", "--upper", "0.7"])
+            .args(["--resolution", "8", "--eps", "1"])
+            .arg(&people),
+    );
+    let full = stdout_of(
+        dpstat()
+            .args(["quantile", "--col", "age", "--q", "0.1,0.3,0.7", "--lower", "0", "--upper", "0.7"])
+            .args(["--resolution", "8", "--eps", "1", "--full-precision"])
+            .arg(&people),
+    );
+    assert!(full.contains("99999"), "this seed's candidates carry binary noise in full: {full}");
+    for (short, long) in quantile.lines().zip(full.lines()).skip(1) {
+        let (a, b) = (short.split(',').nth(1).unwrap(), long.split(',').nth(1).unwrap());
+        assert_eq!(
+            a.parse::<f64>().unwrap(),
+            format!("{:.14e}", b.parse::<f64>().unwrap()).parse::<f64>().unwrap()
+        );
+        assert!(a.len() <= 3, "{short}");
+    }
 }
 
 #[test]
@@ -143,5 +302,33 @@ fn csv_format_of_a_single_release_has_a_header_and_the_error() {
     for (row, bin) in records[1..].iter().zip(bins) {
         assert_eq!(row[0], bin["bin"].as_str().unwrap());
         assert_eq!(row[1], bin["count"].to_string());
+    }
+}
+
+/// Bin edges print as the grid values they are, L + i·(U − L)/K, with no binary noise: in text
+/// and JSON alike, and the same for bounds found privately (powers of two).
+#[test]
+fn bin_edges_print_as_their_grid_values() {
+    let people = fixture("people.csv");
+    let args = ["histogram", "--col", "score", "--bins", "5", "--lower", "0", "--upper", "0.7", "--eps", "1"];
+    let text = stdout_of(dpstat().args(args).arg(&people));
+    let labels: Vec<&str> = text.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(labels, ["0..0.14", "0.14..0.28", "0.28..0.42", "0.42..0.56", "0.56..0.7"], "{text}");
+    let json = json_of(dpstat().args(args).arg(&people));
+    let bins = json["bins"].as_array().unwrap();
+    assert_eq!(bins[2]["upper"].as_f64(), Some(0.42), "{json}");
+    assert_eq!(bins[3]["lower"].as_f64(), Some(0.42), "{json}");
+    let private = ["histogram", "--col", "income", "--bins", "5", "--eps", "1"];
+    let text = stdout_of(dpstat().args(private).arg(fixture("incomes_20k.csv")));
+    let json = json_of(dpstat().args(private).arg(fixture("incomes_20k.csv")));
+    assert_eq!(json["bounds"]["source"], "private", "{json}");
+    for (line, bin) in text.lines().skip(1).zip(json["bins"].as_array().unwrap()) {
+        let label = line.split(',').next().unwrap();
+        let (lower, upper) = label.split_once("..").unwrap();
+        assert_eq!(label, bin["bin"].as_str().unwrap());
+        assert_eq!(lower.parse::<f64>().ok(), bin["lower"].as_f64(), "{line}");
+        assert_eq!(upper.parse::<f64>().ok(), bin["upper"].as_f64(), "{line}");
+        // (U − L)/5 of two powers of two has one decimal: no edge has binary noise.
+        assert!(lower.split_once('.').is_none_or(|(_, f)| f.len() == 1), "{label}");
     }
 }

@@ -157,6 +157,7 @@ impl DescribeArgs {
             person: self.person.flags(),
             format: self.format.into(),
             confidence: self.confidence,
+            style: self.precision.style(),
             ledger: self.ledger.flags(),
             input: self.input.flags(),
         }

@@ -121,6 +121,8 @@ pub struct Request {
     pub person: Option<PersonFlags>,
     pub format: Format,
     pub confidence: Confidence,
+    /// How the text table rounds (`--digits`, `--full-precision`); JSON is always in full.
+    pub style: Style,
     pub ledger: LedgerFlags,
     pub input: InputFlags,
 }
@@ -291,10 +293,10 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
     let batch = Batch { workload: &workload, ledger_query: "describe", ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
     let bytes = match request.format {
-        Format::Text => describe::render_text(&summary(request, &queries)?),
+        Format::Text => describe::render_text(&summary(request, &queries)?, request.style),
         Format::Csv => {
             let described = summary(request, &queries)?;
-            let bytes = describe::render_csv(&described)?;
+            let bytes = describe::render_csv(&described, request.style)?;
             write_then_notes(bytes, &queries, out)?;
             if let Some(line) = describe::unit_line(&described) {
                 note_line(&format!("unit: {line}"));
@@ -309,7 +311,7 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
                 queries,
             };
             return write_then_notes(
-                table::render(&printed, request.format, Style::default())?,
+                table::render(&printed, request.format, request.style)?,
                 &printed.queries,
                 out,
             );

@@ -297,7 +297,7 @@ pub struct Request {
     /// `--privacy-id` and its bounds.
     pub person: Option<PersonFlags>,
     pub format: Format,
-    /// `--with-error`, `--round`.
+    /// `--with-error`, and how text rounds (`--digits`, `--full-precision`).
     pub style: Style,
     pub confidence: Confidence,
     pub ledger: LedgerFlags,

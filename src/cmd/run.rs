@@ -81,7 +81,7 @@ use crate::report::{svg, table};
 pub struct RunRequest {
     pub workload: std::path::PathBuf,
     pub format: Format,
-    /// `--with-error` (the table always has its error column), `--round`.
+    /// `--with-error` (the table always has its error column), `--digits`, `--full-precision`.
     pub style: Style,
     pub confidence: Confidence,
     pub ledger: LedgerFlags,

@@ -20,12 +20,20 @@ pub struct Bins {
 pub const MAX_BINS: usize = 1_000_000;
 
 impl Bins {
+    /// Edge i is L + i·(U − L)/K, computed exactly from the decimals L and U print as (what
+    /// the flags said, or privately found bounds, powers of two) and rounded once to the
+    /// nearest double: 0..0.7 in 5 bins has the edge 0.42, not 0.41999999999999993, so every
+    /// edge prints as the grid value it is and a value on it falls in the bin its label says.
     pub fn new(bounds: Bounds, count: usize) -> Bins {
         let (l, u) = (bounds.lower(), bounds.upper());
         let k = count as f64;
-        // A weighted mean of the ends puts integer edges on integers (0..100 in 100 bins gives
-        // 28, not 28.000000000000004); halved first so it cannot overflow near ±f64::MAX.
-        let edge = |i: usize| ((l / 2.0) * (k - i as f64) + (u / 2.0) * i as f64) / k * 2.0;
+        // Beyond i128 (bounds of very different magnitudes), a weighted mean of the ends,
+        // halved first so it cannot overflow near ±f64::MAX.
+        let weighted = |i: usize| ((l / 2.0) * (k - i as f64) + (u / 2.0) * i as f64) / k * 2.0;
+        let ends = common_decimal(l, u);
+        let edge = |i: usize| {
+            ends.and_then(|(a, b, e)| decimal_edge(a, b, e, count, i)).unwrap_or_else(|| weighted(i))
+        };
         let mut edges: Vec<f64> = (0..=count).map(edge).collect();
         edges[0] = l;
         edges[count] = u;
@@ -58,6 +66,58 @@ impl Bins {
         let show = real;
         format!("{}..{}", show(lo), show(hi))
     }
+}
+
+/// L and U as a·10^e and b·10^e with one exponent, from the shortest decimals they print as;
+/// None when a or b would pass 10^30 (a·K + b·K must fit in an i128 for K up to a million).
+fn common_decimal(l: f64, u: f64) -> Option<(i128, i128, i32)> {
+    let parts = |x: f64| -> Option<(i128, i32)> {
+        let text = format!("{x:e}");
+        let (mantissa, exponent) = text.split_once('e')?;
+        let decimals = mantissa.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
+        let digits: i128 = mantissa.replace('.', "").parse().ok()?;
+        Some((digits, exponent.parse::<i32>().ok()? - decimals))
+    };
+    let ((ml, el), (mu, eu)) = (parts(l)?, parts(u)?);
+    let e = el.min(eu);
+    let scale = |m: i128, from: i32| -> Option<i128> {
+        let shift = u32::try_from(from - e).ok().filter(|&s| s <= 30)?;
+        m.checked_mul(10i128.pow(shift)).filter(|v| v.unsigned_abs() <= 10u128.pow(30))
+    };
+    Some((scale(ml, el)?, scale(mu, eu)?, e))
+}
+
+/// (a·(K − i) + b·i)·10^e / K, the double nearest it: one IEEE division, correctly rounded,
+/// when numerator and denominator (10^e moved to whichever side) are exact doubles, else parsed
+/// from its decimal to 40 places (a decimal that does not end there is not a dyadic rational,
+/// so it cannot be a tie between two doubles).
+fn decimal_edge(a: i128, b: i128, e: i32, count: usize, i: usize) -> Option<f64> {
+    let k = count as i128;
+    let n = a.checked_mul(k - i as i128)?.checked_add(b.checked_mul(i as i128)?)?;
+    const EXACT: i128 = 1 << 53;
+    let power = (e.unsigned_abs() <= 22).then(|| 10i128.pow(e.unsigned_abs()));
+    let fraction =
+        power.and_then(|p| if e >= 0 { Some((n.checked_mul(p)?, k)) } else { Some((n, k.checked_mul(p)?)) });
+    if let Some((num, den)) = fraction.filter(|&(num, den)| num.abs() < EXACT && den < EXACT) {
+        return Some(num as f64 / den as f64);
+    }
+    let (q, r) = (n / k, (n % k).unsigned_abs());
+    let mut text = String::with_capacity(64);
+    if n < 0 {
+        text.push('-');
+    }
+    text.push_str(&q.unsigned_abs().to_string());
+    if r != 0 {
+        text.push('.');
+        let (mut rest, k) = (r, k.unsigned_abs());
+        for _ in 0..40 {
+            rest *= 10;
+            text.push(char::from(b'0' + (rest / k) as u8));
+            rest %= k;
+        }
+    }
+    text.push_str(&format!("e{e}"));
+    text.parse().ok().filter(|x: &f64| x.is_finite())
 }
 
 /// A public category list for a categorical histogram, plus the implicit bin `other` unless the
@@ -401,6 +461,52 @@ mod tests {
         let tenths = Bins::new(bounds(-1.0, 1.0), 10);
         assert_eq!(tenths.index(-0.8), 1);
         assert_eq!(tenths.label(1), "-0.8..-0.6");
+    }
+
+    /// Edges are the grid values L + i·(U − L)/K with no binary noise: decimal bounds give
+    /// decimal edges (a weighted mean in doubles gave 0.41999999999999993 for 0..0.7 in 5 bins),
+    /// and a value on an edge is in the bin that edge opens.
+    #[test]
+    fn edges_are_the_grid_values_they_are() {
+        let five = Bins::new(bounds(0.0, 0.7), 5);
+        let labels: Vec<String> = (0..5).map(|i| five.label(i)).collect();
+        assert_eq!(labels, ["0..0.14", "0.14..0.28", "0.28..0.42", "0.42..0.56", "0.56..0.7"]);
+        assert_eq!(five.index(0.42), 3);
+        let tenths = Bins::new(bounds(0.1, 0.7), 6);
+        assert_eq!(tenths.label(2), "0.3..0.4");
+        assert_eq!(Bins::new(bounds(-1.1, 2.2), 3).label(1), "0..1.1");
+        // Privately found bounds are powers of two: their edges are exact decimals too.
+        let private = Bins::new(bounds(8192.0, 262144.0), 5);
+        assert_eq!(private.label(1), "58982.4..109772.8");
+        // A third is no decimal: the double nearest it.
+        assert_eq!(Bins::new(bounds(0.0, 1.0), 3).edges(1).0, 1.0 / 3.0);
+        assert_eq!(Bins::new(bounds(0.0, 1.0), 3).edges(1).1, 2.0 / 3.0);
+        // Every edge is the double nearest the exact decimal: checked against exact rationals.
+        use crate::numeric::exact::parse_decimal;
+        use num_traits::ToPrimitive;
+        // (The last two are past one exact division: they take the 40-place decimal.)
+        for (l, u) in [
+            ("0", "0.7"),
+            ("-3", "7.9"),
+            ("0.001", "1000000"),
+            ("-0.7", "0.2"),
+            ("2.5", "100"),
+            ("0.123456789012345", "987654321.5"),
+            ("-987654321.25", "-0.000123456789"),
+        ] {
+            let (lr, ur) = (parse_decimal(l).unwrap(), parse_decimal(u).unwrap());
+            for k in [1usize, 3, 7, 10, 12, 37, 100] {
+                let b = Bins::new(bounds(l.parse().unwrap(), u.parse().unwrap()), k);
+                for i in 0..=k {
+                    let exact = &lr + (&ur - &lr) * num_rational::BigRational::new(i.into(), k.into());
+                    let edge = if i < k { b.edges(i).0 } else { b.edges(k - 1).1 };
+                    assert_eq!(edge, exact.to_f64().unwrap(), "{l}..{u} in {k}: edge {i}");
+                }
+            }
+        }
+        // Bounds too far apart in magnitude for one exponent keep the weighted mean.
+        let wide = Bins::new(bounds(-f64::MAX, f64::MAX), 2);
+        assert_eq!(wide.edges(0).1, 0.0);
     }
 
     /// The word compare finds the same category as comparing bytes, for names and cells of

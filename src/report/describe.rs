@@ -1,14 +1,17 @@
 //! `dpstat describe`'s text: one row per column with its ε, its bounds, and each value next to
 //! its error bound, then a row with the total. (Its JSON is a workload's: one line per query.)
-//! Error bounds are rounded up to three significant digits here, which keeps them bounds; the
-//! JSON has them in full.
+//! Values are rounded as a single release's are ([`Style`]: the place of their bound's second
+//! significant digit by default, post-processing that leaves the privacy as it is), and bounds
+//! rounded up, which keeps them bounds: to two significant digits covering the rounding, or,
+//! with `--full-precision`, the values in full and the bounds to three significant digits.
+//! Rank bounds (quantiles) keep three significant digits. The JSON has them in full.
 
-use crate::numeric::format::real;
+use crate::numeric::format::{real, with_error};
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
-use crate::report::release::Release;
+use crate::report::release::{Number, Release};
 use crate::report::table::exact_decimal;
-use crate::report::text::format_number;
+use crate::report::text::{format_number, quantile_value, Style};
 
 /// What `describe` released, column by column.
 pub struct Described {
@@ -39,7 +42,7 @@ pub enum Count {
 
 /// The table: `column epsilon bounds count mean q…`, each value followed by `±bound` (rows of
 /// rank for quantiles), and a last row with the total ε and the confidence of the bounds.
-pub fn render_text(d: &Described) -> Vec<u8> {
+pub fn render_text(d: &Described, style: Style) -> Vec<u8> {
     // Every column asks for the same levels; a column whose quantiles were withheld has none,
     // so the header comes from the first that has them.
     let levels: Vec<String> = d
@@ -58,20 +61,23 @@ pub fn render_text(d: &Described) -> Vec<u8> {
             Some(b) => format!("[{}, {}]", real(b.lower), real(b.upper)),
             None => "-".to_string(),
         };
+        let shown = |(v, e): (String, String)| format!("{v} ±{e}");
         let count = match &c.count {
-            Count::Noisy { value, bound } => format!("{value} ±{}", rounded_up(*bound)),
             Count::Public(n) => format!("{n} ±0"),
             Count::Withheld => "-".to_string(),
+            noisy => count_pair(noisy, style).map(shown).unwrap_or_default(),
         };
         let mean = match c.mean.value {
-            Some(v) => format!("{} ±{}", format_number(v), rounded_up(c.mean.noise.accuracy.error_bound)),
+            Some(v) => shown(value_pair(v, c.mean.noise.accuracy.error_bound, style)),
             None => "-".to_string(),
         };
         let mut row = vec![c.name.clone(), exact_decimal(c.eps.as_rational()), bounds, count, mean];
         match &c.quantiles.quantiles {
-            Some(qs) => row.extend(
-                qs.iter().map(|q| format!("{} ±{} rows", real(q.value), rounded_up(q.rank_error_bound))),
-            ),
+            // A rank bound is in rows, not the value's units: three significant digits, as
+            // always (a bound well below one row says so).
+            Some(qs) => row.extend(qs.iter().map(|q| {
+                format!("{} ±{} rows", quantile_value(q.value, style), rounded_up(q.rank_error_bound))
+            })),
             None => row.extend(levels.iter().map(|_| "-".to_string())),
         }
         rows.push(row);
@@ -97,11 +103,30 @@ pub fn render_text(d: &Described) -> Vec<u8> {
     out
 }
 
+/// A value and its bound as printed: rounded as `style` says, or both as they were before
+/// rounding was the default (`--full-precision`).
+fn value_pair(value: Number, bound: f64, style: Style) -> (String, String) {
+    match (style.round, value) {
+        (false, _) => (format_number(value), rounded_up(bound)),
+        (true, Number::Integer(i)) => with_error(i as f64, bound, true, style.rounding()),
+        (true, Number::Real(x)) => with_error(x, bound, false, style.rounding()),
+    }
+}
+
+/// A noisy count and its bound as printed (None for a public or withheld count).
+fn count_pair(count: &Count, style: Style) -> Option<(String, String)> {
+    let Count::Noisy { value, bound } = count else { return None };
+    Some(match value.parse::<i128>() {
+        Ok(v) if style.round => value_pair(Number::Integer(v), *bound, style),
+        _ => (value.clone(), rounded_up(*bound)),
+    })
+}
+
 /// `--format csv`: the text table's rows with every value and its bound in columns of their own
 /// (`count`, `count_error(95%)`, `mean`, `mean_error(95%)`, `q0.5`, `q0.5_rank_error(95%)` in
 /// rows of rank), the bounds as `lower`, `upper` and their source, and the total row; the
 /// numbers as the text prints them. The unit line is a note for stderr.
-pub fn render_csv(d: &Described) -> anyhow::Result<Vec<u8>> {
+pub fn render_csv(d: &Described, style: Style) -> anyhow::Result<Vec<u8>> {
     let levels: Vec<String> = d
         .columns
         .iter()
@@ -128,18 +153,21 @@ pub fn render_csv(d: &Described) -> anyhow::Result<Vec<u8>> {
             None => row.extend([String::new(), String::new(), String::new()]),
         }
         match &c.count {
-            Count::Noisy { value, bound } => row.extend([value.clone(), rounded_up(*bound)]),
             Count::Public(n) => row.extend([n.to_string(), "0".into()]),
             Count::Withheld => row.extend([String::new(), String::new()]),
+            noisy => row.extend(count_pair(noisy, style).map(|(v, e)| [v, e]).unwrap_or_default()),
         }
         match c.mean.value {
-            Some(v) => row.extend([format_number(v), rounded_up(c.mean.noise.accuracy.error_bound)]),
+            Some(v) => {
+                let (v, e) = value_pair(v, c.mean.noise.accuracy.error_bound, style);
+                row.extend([v, e]);
+            }
             None => row.extend([String::new(), String::new()]),
         }
         match &c.quantiles.quantiles {
             Some(qs) => {
                 for q in qs {
-                    row.extend([real(q.value), rounded_up(q.rank_error_bound)]);
+                    row.extend([quantile_value(q.value, style), rounded_up(q.rank_error_bound)]);
                 }
             }
             None => row.extend(levels.iter().flat_map(|_| [String::new(), String::new()])),

@@ -12,7 +12,7 @@ use crate::privacy::contribution::Unit;
 use crate::privacy::currency::Spend;
 use crate::report::chart;
 use crate::report::release::{Guarantee, Number, Published, Release};
-use crate::report::text::{figure, format_number, Format, Style};
+use crate::report::text::{figure, format_number, quantile_value, rank_rows, Format, Style};
 
 /// A workload's releases as printed.
 pub struct Workload {
@@ -48,8 +48,9 @@ struct Line<'a> {
 }
 
 /// Text: an aligned table, one row per value (per group and bin where there are several), and
-/// a last row with the total; every row has its error bound, and `style.round` rounds values
-/// and bounds as for a single release. CSV: the same rows, unpadded. JSON: one line per query.
+/// a last row with the total; every row has its error bound, and values and bounds are rounded
+/// as for a single release (`style`; in full with `--full-precision`). CSV: the same rows,
+/// unpadded. JSON: one line per query.
 pub fn render(workload: &Workload, format: Format, style: Style) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     match format {
@@ -191,11 +192,13 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
     // A quantile's rows are its levels, each with its score sensitivity and its rank bound.
     if let Some(levels) = &r.quantiles {
         for q in levels {
+            let rank =
+                if style.round { rank_rows(q.rank_error_bound) } else { format_float(q.rank_error_bound) };
             rows.push(row(
                 format!("q={}", format_float(q.q)),
-                format_float(q.value),
+                quantile_value(q.value, style),
                 format!("score={}", q.score_sensitivity),
-                format!("{} rows", format_float(q.rank_error_bound)),
+                format!("{rank} rows"),
             ));
         }
         return;

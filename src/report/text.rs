@@ -2,16 +2,20 @@
 //! whole release is rendered, so a failure leaves stdout empty.
 //!
 //! Text is a bare number (or a CSV) by default, so it pipes into `awk`, `sort` and spreadsheets
-//! unchanged; [`Style`] adds what the release knows about its own accuracy: the error bound
-//! beside each value (`--with-error`) and values rounded to the digits the noise leaves
-//! meaningful (`--round`). JSON always carries the full value and its bound.
+//! unchanged, rounded to the digits the noise leaves meaningful; [`Style`] adds what the
+//! release knows about its own accuracy, the error bound beside each value (`--with-error`),
+//! and says how values are rounded (`--digits N`, `--full-precision`). The rounding is
+//! post-processing of the release and leaves its privacy as it is. JSON always carries the
+//! full value and its bound.
 
 use anyhow::Result;
 
 use crate::error::bad_input;
 use crate::numeric::format::real;
 use crate::report::chart;
-pub use crate::report::figure::{error_heading, figure, format_number, percent, rank_rows, Style};
+pub use crate::report::figure::{
+    error_heading, figure, format_number, percent, quantile_value, rank_rows, Style,
+};
 use crate::report::release::{BinCount, GroupedRelease, Number, Published, Release};
 
 /// How a release is printed (`--format`).
@@ -66,7 +70,7 @@ fn render_grouped_text(grouped: &GroupedRelease, style: Style, out: &mut Vec<u8>
         writer.write_record(&heading)?;
         for group in &grouped.groups {
             for q in group.release.quantiles.iter().flatten() {
-                let (level, value) = (format_number(Number::Real(q.q)), format_number(Number::Real(q.value)));
+                let (level, value) = (format_number(Number::Real(q.q)), quantile_value(q.value, style));
                 let mut cells = vec![group.key.clone(), level, value];
                 if style.with_error {
                     cells.push(rank_rows(q.rank_error_bound));
@@ -125,7 +129,7 @@ fn render_text(release: &Release, style: Style, out: &mut Vec<u8>) -> Result<()>
             }
             (true, true) => format!(
                 "{} (rank within ±{} rows, {}%)",
-                format_number(value),
+                figure(value, accuracy, style).0,
                 rank_rows(accuracy.error_bound),
                 percent(accuracy.confidence)
             ),
@@ -141,7 +145,7 @@ fn render_text(release: &Release, style: Style, out: &mut Vec<u8>) -> Result<()>
         }
         writer.write_record(&heading)?;
         for q in quantiles {
-            let mut cells = vec![format_number(Number::Real(q.q)), format_number(Number::Real(q.value))];
+            let mut cells = vec![format_number(Number::Real(q.q)), quantile_value(q.value, style)];
             if style.with_error {
                 cells.push(rank_rows(q.rank_error_bound));
             }
