@@ -341,3 +341,149 @@ fn plot_errors_come_before_any_data_is_read() {
     );
     assert!(!svg.exists());
 }
+
+// ---- What the SVG looks like: each chart kind, parsed and rasterised -------------------------
+
+/// The SVG drawn as a viewer would (resvg), encoded as PNG and read back with an independent
+/// decoder (png): (width, height, RGBA). Text is drawn only with `fonts` (the system's, for
+/// the PNGs a person looks at); the tests' pixel checks do not need it.
+fn rasterise(svg: &str, fonts: bool) -> (Vec<u8>, u32, u32, Vec<u8>) {
+    let mut options = resvg::usvg::Options::default();
+    if fonts {
+        let fonts = options.fontdb_mut();
+        fonts.load_system_fonts();
+        // `sans-serif` is a viewer's choice; here, one that Debian installs.
+        fonts.set_sans_serif_family("DejaVu Sans");
+    }
+    let tree = resvg::usvg::Tree::from_str(svg, &options).expect("resvg parses the SVG");
+    let size = tree.size().to_int_size();
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).expect("a non-empty size");
+    resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    let png = pixmap.encode_png().expect("PNG encoding");
+    let mut reader = png::Decoder::new(std::io::Cursor::new(&png)).read_info().expect("a PNG header");
+    let mut rgba = vec![0; reader.output_buffer_size().expect("a buffer size")];
+    let frame = reader.next_frame(&mut rgba).expect("a PNG frame");
+    assert_eq!(frame.color_type, png::ColorType::Rgba);
+    rgba.truncate(frame.buffer_size());
+    (png, frame.width, frame.height, rgba)
+}
+
+/// Pixels in the rectangle [x0, x1) × [y0, y1) that are not white.
+fn inked(rgba: &[u8], width: u32, (x0, y0, x1, y1): (f64, f64, f64, f64)) -> usize {
+    let height = rgba.len() as u32 / 4 / width;
+    let (x0, x1) = (x0.max(0.0) as u32, (x1 as u32).min(width));
+    let (y0, y1) = (y0.max(0.0) as u32, (y1 as u32).min(height));
+    let mut n = 0;
+    for y in y0..y1 {
+        for x in x0..x1 {
+            let i = ((y * width + x) * 4) as usize;
+            if rgba[i..i + 3].iter().any(|&c| c < 200) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn attr(node: &roxmltree::Node, name: &str) -> f64 {
+    node.attribute(name).unwrap_or_else(|| panic!("{name} of {node:?}")).parse().unwrap()
+}
+
+fn with_class<'a>(doc: &'a roxmltree::Document, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| n.attribute("class").is_some_and(|c| c.split(' ').next() == Some(class)))
+        .collect()
+}
+
+fn is_other(node: &roxmltree::Node) -> bool {
+    node.attribute("class").is_some_and(|c| c.split(' ').any(|w| w == "other"))
+}
+
+/// The value→pixel map of the x axis below a plot, read off its tick labels (value, x).
+fn x_axis(doc: &roxmltree::Document, nth_panel: usize) -> impl Fn(f64) -> f64 {
+    // Panels' ticks come in order; a panel's are the run whose y is the same.
+    let ticks = with_class(doc, "tick-x");
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![];
+    let mut last_y = f64::NAN;
+    for t in ticks {
+        let y = attr(&t, "y");
+        let text = t.text().unwrap().trim_end_matches('%');
+        let point = (text.parse::<f64>().unwrap(), attr(&t, "x"));
+        if y == last_y {
+            runs.last_mut().unwrap().push(point);
+        } else {
+            runs.push(vec![point]);
+            last_y = y;
+        }
+    }
+    let run = &runs[nth_panel];
+    let ((v0, x0), (v1, x1)) = (run[0], run[run.len() - 1]);
+    move |v| x0 + (v - v0) / (v1 - v0) * (x1 - x0)
+}
+
+/// One chart of each kind through the real binary: its name, its arguments, its input.
+const KINDS: &[(&str, &[&str], &str)] = &[
+    ("histogram", AGE, "people.csv"),
+    (
+        "histogram_by_group",
+        &["histogram", "--col", "age", "--bins", "8", "--lower", "0", "--upper", "80", "--by", "urban_rural", "--keys", "1,2", "--eps", "1"],
+        "people.csv",
+    ),
+    (
+        "means_by_group",
+        &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--by", "region", "--keys", "north,south,east,west", "--eps", "1"],
+        "people.csv",
+    ),
+    (
+        "quantiles",
+        &["quantile", "--col", "income", "--q", "0.1,0.25,0.5,0.75,0.9", "--lower", "0", "--upper", "200000", "--eps", "1"],
+        "incomes_20k.csv",
+    ),
+    ("counts_by_group", &["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "0.5"], "people.csv"),
+    (
+        "categories_by_group",
+        &["histogram", "--col", "region", "--categories", "north,south", "--by", "urban_rural", "--keys", "1,2", "--eps", "1"],
+        "people.csv",
+    ),
+    ("categories", &["histogram", "--col", "fruit", "--categories", "apple,pear,fig & date", "--eps", "0.3"], "ux_fruit.csv"),
+];
+
+/// Every chart kind is written, parses, rasterises to a PNG whose plot areas are inked, and
+/// draws what its kind should. With `DPSTAT_CHART_PNG_DIR` set, the PNGs (with text, in the
+/// system's fonts) are written there to look at.
+#[test]
+fn every_chart_kind_plots_parses_and_rasterises() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = std::env::var_os("DPSTAT_CHART_PNG_DIR").map(std::path::PathBuf::from);
+    let mut plots: Vec<(&str, String)> = KINDS
+        .iter()
+        .map(|&(name, args, file)| (name, plot(dir.path(), &format!("{name}.svg"), args, file, 1).1))
+        .collect();
+    let workload = dir.path().join("workload.svg");
+    stdout_of(
+        seeded(1).args(["run", "--plot"]).arg(&workload).arg(fixture("compose_grouped.toml")).arg(fixture("people.csv")),
+    );
+    plots.push(("workload", std::fs::read_to_string(&workload).unwrap()));
+    for (name, svg) in &plots {
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (png, width, height, rgba) = rasterise(svg, keep.is_some());
+        assert_eq!((width as f64, height as f64), (attr(&doc.root_element(), "width"), attr(&doc.root_element(), "height")));
+        // Every mark is drawn where it is said to be: ink inside each bar, bin and point.
+        let marks: Vec<_> = ["bin", "bar", "share"].iter().flat_map(|c| with_class(&doc, c)).collect();
+        for m in &marks {
+            let (x, y, w, h) = (attr(m, "x"), attr(m, "y"), attr(m, "width"), attr(m, "height"));
+            if w >= 2.0 && h >= 2.0 {
+                assert!(inked(&rgba, width, (x + 0.5, y + 0.5, x + w - 0.5, y + h - 0.5)) > 0, "{name}: {m:?} is blank");
+            }
+        }
+        for p in with_class(&doc, "point") {
+            let (cx, cy, r) = (attr(&p, "cx"), attr(&p, "cy"), attr(&p, "r"));
+            assert!(inked(&rgba, width, (cx - r, cy - r, cx + r, cy + r)) > 0, "{name}: {p:?} is blank");
+        }
+        assert!(!marks.is_empty() || !with_class(&doc, "point").is_empty(), "{name} draws nothing");
+        if let Some(keep) = &keep {
+            std::fs::create_dir_all(keep).unwrap();
+            std::fs::write(keep.join(format!("{name}.png")), &png).unwrap();
+        }
+    }
+}
