@@ -501,7 +501,7 @@ fn legend(chart: &Chart) -> Vec<String> {
         lines.push("%: share of the drawn noisy total (counts below 0 as 0)".into());
     }
     if bars().any(|b| b.other) {
-        lines.push(format!("{OTHER}: rows outside the listed categories or keys; not in the scale"));
+        lines.push(format!("{OTHER}: rows outside the listed keys, not in the scale"));
     }
     lines
 }
