@@ -561,3 +561,188 @@ fn escape(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::chart::Bar;
+
+    fn bar(label: &str, value: f64, error: f64) -> Bar {
+        Bar {
+            label: label.into(),
+            value,
+            band: Band::Value(error),
+            range: None,
+            text: format!("{value} ±{error}"),
+            edges: None,
+            other: label == "other",
+        }
+    }
+
+    fn chart(kind: Kind, bars: Vec<Bar>) -> Chart {
+        let panel = Panel {
+            heading: None,
+            kind,
+            category: "region <&>".into(),
+            measure: "noisy count".into(),
+            per_bin: true,
+            bars,
+        };
+        Chart { title: "t <&>".into(), confidence: 0.95, panels: vec![panel], shared_scale: true, shares: kind == Kind::Bars }
+    }
+
+    /// The SVG parsed, rasterised by resvg (without fonts: text is not drawn) and the PNG read
+    /// back by the png crate; returns the document text and the RGBA pixels and width.
+    fn drawn(chart: &Chart) -> (String, Vec<u8>, u32) {
+        let svg = render(chart).unwrap();
+        roxmltree::Document::parse(&svg).expect("well-formed XML");
+        let tree = resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default()).unwrap();
+        let size = tree.size().to_int_size();
+        let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
+        resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
+        let png = pixmap.encode_png().unwrap();
+        let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+        let mut rgba = vec![0; reader.output_buffer_size().unwrap()];
+        let frame = reader.next_frame(&mut rgba).unwrap();
+        (svg, rgba, frame.width)
+    }
+
+    fn nodes<'a>(doc: &'a roxmltree::Document, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+        doc.descendants().filter(|n| n.attribute("class") == Some(class)).collect()
+    }
+
+    fn num(n: &roxmltree::Node, name: &str) -> f64 {
+        n.attribute(name).unwrap().parse().unwrap()
+    }
+
+    /// The value → pixel map of an axis, from its first and last tick labels.
+    fn axis(doc: &roxmltree::Document, class: &str, coordinate: &str, offset: f64) -> impl Fn(f64) -> f64 {
+        // The first panel's ticks: those on the first tick's line.
+        let all = nodes(doc, class);
+        let across = if coordinate == "x" { "y" } else { "x" };
+        let ticks: Vec<_> = all.iter().filter(|t| num(t, across) == num(&all[0], across)).collect();
+        let read = |n: &roxmltree::Node| (n.text().unwrap().parse::<f64>().unwrap(), num(n, coordinate) - offset);
+        let ((v0, p0), (v1, p1)) = (read(ticks[0]), read(ticks[ticks.len() - 1]));
+        move |v| p0 + (v - v0) / (v1 - v0) * (p1 - p0)
+    }
+
+    /// Pixels that are not white in a rectangle of the PNG.
+    fn ink(rgba: &[u8], width: u32, (x0, y0, x1, y1): (f64, f64, f64, f64)) -> usize {
+        let mut n = 0;
+        for y in y0 as u32..y1 as u32 {
+            for x in x0 as u32..(x1 as u32).min(width) {
+                let i = ((y * width + x) * 4) as usize;
+                n += usize::from(rgba[i..i + 3].iter().any(|&c| c < 200));
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn a_histogram_is_contiguous_bins_with_error_bars_at_the_bound() {
+        let counts = [7.0, -2.0, 31.0, 22.0];
+        let bins = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| Bar { edges: Some([i as f64 * 10.0, (i + 1) as f64 * 10.0]), ..bar("b", c, 6.0) })
+            .collect();
+        let (svg, rgba, width) = drawn(&chart(Kind::Histogram, bins));
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let rects = nodes(&doc, "bin");
+        assert_eq!(rects.len(), 4);
+        for pair in rects.windows(2) {
+            let right = num(&pair[0], "x") + num(&pair[0], "width");
+            assert!((right - num(&pair[1], "x")).abs() < 1e-6, "bins touch: {right} vs {:?}", pair[1]);
+        }
+        // x: the bins' edges on the value axis (tick labels at the edges 0..40).
+        let x = axis(&doc, "tick-x", "x", 0.0);
+        assert!((num(&rects[0], "x") - x(0.0)).abs() < 0.02 && (num(&rects[3], "x") + num(&rects[3], "width") - x(40.0)).abs() < 0.02);
+        // y: counts; a rect spans 0 to its count, an error bar count ± 6.
+        let y = axis(&doc, "tick-y", "y", 4.5);
+        for (rect, &c) in rects.iter().zip(&counts) {
+            let (top, bottom) = (num(rect, "y"), num(rect, "y") + num(rect, "height"));
+            assert!((top - y(c.max(0.0))).abs() < 0.05 && (bottom - y(c.min(0.0))).abs() < 0.05, "{c}: {top}..{bottom}");
+        }
+        let errors: Vec<_> = nodes(&doc, "error").into_iter().filter(|n| num(n, "x1") == num(n, "x2")).collect();
+        assert_eq!(errors.len(), 4, "one vertical error bar per bin");
+        for (e, &c) in errors.iter().zip(&counts) {
+            let (a, b) = (num(e, "y1").max(num(e, "y2")), num(e, "y1").min(num(e, "y2")));
+            assert!((a - y(c - 6.0)).abs() < 0.05 && (b - y(c + 6.0)).abs() < 0.05, "{c}: {a}..{b}");
+        }
+        for label in ["region &lt;&amp;&gt;", "noisy count", "t &lt;&amp;&gt;"] {
+            assert!(svg.contains(&format!(">{label}</text>")), "{label}");
+        }
+        // The plot area is drawn: the tallest bin is ink in the PNG.
+        let r = &rects[2];
+        let area = (num(r, "x") + 2.0, num(r, "y") + 2.0, num(r, "x") + num(r, "width") - 2.0, num(r, "y") + num(r, "height") - 2.0);
+        assert!(ink(&rgba, width, area) as f64 > 0.9 * (area.2 - area.0) * (area.3 - area.1));
+    }
+
+    #[test]
+    fn other_is_apart_muted_clipped_and_not_in_the_scale() {
+        let (svg, rgba, width) = drawn(&chart(Kind::Bars, vec![bar("a", 10.0, 2.0), bar("b", 40.0, 2.0), bar("other", 900.0, 2.0)]));
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let bars = nodes(&doc, "bar");
+        let other = nodes(&doc, "bar other");
+        assert_eq!((bars.len(), other.len()), (2, 1));
+        assert!(bars.iter().all(|b| b.attribute("fill") == Some(BAR_FILL)) && other[0].attribute("fill") == Some(OTHER_FILL));
+        let x = axis(&doc, "tick-x", "x", 0.0);
+        // b's bar is 40 long on an axis that ends near 40, not near 900.
+        let ticks = nodes(&doc, "tick-x");
+        let last: f64 = ticks.iter().filter(|t| num(t, "y") == num(&ticks[0], "y")).map(|t| t.text().unwrap().parse::<f64>().unwrap()).fold(0.0, f64::max);
+        assert!((42.0..=60.0).contains(&last), "the scale ends at {last}");
+        assert!((num(&bars[1], "width") - (x(40.0) - x(0.0))).abs() < 0.05);
+        // other ends at the axis end, with a clip mark and its value, below a rule.
+        assert!((num(&other[0], "x") + num(&other[0], "width") - x(last)).abs() < 0.05);
+        assert_eq!(nodes(&doc, "clip other").len(), 1);
+        assert!(nodes(&doc, "clipped").iter().any(|t| t.text() == Some("900")));
+        let rule = &nodes(&doc, "other-rule")[0];
+        assert!(num(rule, "y1") > num(&bars[1], "y") + num(&bars[1], "height") && num(rule, "y1") < num(&other[0], "y"));
+        // Error bars: value ± 2 in pixels for the listed bars.
+        let errors: Vec<_> = nodes(&doc, "error").into_iter().filter(|n| num(n, "y1") == num(n, "y2")).collect();
+        assert_eq!(errors.len(), 2);
+        for (e, v) in errors.iter().zip([10.0, 40.0]) {
+            assert!((num(e, "x1") - x(v - 2.0)).abs() < 0.05 && (num(e, "x2") - x(v + 2.0)).abs() < 0.05);
+        }
+        // Shares: one stacked bar of the plot's width, each segment its share of 950.
+        let shares: Vec<_> = doc.descendants().filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("share") && n.has_tag_name("rect"))).collect();
+        assert_eq!(shares.len(), 3);
+        let total: f64 = shares.iter().map(|s| num(s, "width")).sum();
+        for (s, v) in shares.iter().zip([10.0, 40.0, 900.0]) {
+            assert!((num(s, "width") / total - v / 950.0).abs() < 1e-3);
+        }
+        let b = &bars[1];
+        assert!(ink(&rgba, width, (num(b, "x") + 1.0, num(b, "y") + 1.0, num(b, "x") + num(b, "width") - 1.0, num(b, "y") + num(b, "height") - 1.0)) > 100);
+    }
+
+    #[test]
+    fn points_have_whiskers_at_the_bound_and_quantiles_none() {
+        let means = vec![Bar { range: Some([0.0, 100.0]), ..bar("north", 60.0, 5.0) }, Bar { range: Some([0.0, 100.0]), ..bar("south", 98.0, 10.0) }];
+        let (svg, rgba, width) = drawn(&chart(Kind::Points, means));
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        assert!(nodes(&doc, "bar").is_empty(), "no bars from zero");
+        let points = nodes(&doc, "point");
+        assert_eq!(points.len(), 2);
+        let x = axis(&doc, "tick-x", "x", 0.0);
+        let ticks: Vec<f64> = nodes(&doc, "tick-x").iter().map(|t| t.text().unwrap().parse().unwrap()).collect();
+        assert!(ticks[0] > 0.0 && *ticks.last().unwrap() <= 100.0, "the axis holds the values, not 0, within [0, 100]: {ticks:?}");
+        let whiskers: Vec<_> = nodes(&doc, "error").into_iter().filter(|n| num(n, "y1") == num(n, "y2")).collect();
+        // south's band is cut at 100, the top of its range.
+        for (w, (lo, hi)) in whiskers.iter().zip([(55.0, 65.0), (88.0, 100.0)]) {
+            assert!((num(w, "x1") - x(lo)).abs() < 0.05 && (num(w, "x2") - x(hi)).abs() < 0.05, "{lo}..{hi}: {w:?}");
+        }
+        for (p, v) in points.iter().zip([60.0, 98.0]) {
+            assert!((num(p, "cx") - x(v)).abs() < 0.05);
+            let (cx, cy) = (num(p, "cx"), num(p, "cy"));
+            assert!(ink(&rgba, width, (cx - 2.0, cy - 2.0, cx + 2.0, cy + 2.0)) >= 12, "the dot is drawn");
+        }
+        let quantiles = vec![
+            Bar { band: Band::Rank(40.0), text: "10 ±40 rows".into(), ..bar("q=0.1", 10.0, 0.0) },
+            Bar { band: Band::Rank(40.0), text: "90 ±40 rows".into(), ..bar("q=0.9", 90.0, 0.0) },
+        ];
+        let (svg, _, _) = drawn(&chart(Kind::Points, quantiles));
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        assert_eq!((nodes(&doc, "point").len(), nodes(&doc, "error").len()), (2, 0));
+        assert!(svg.contains(">90 ±40 rows</text>") && svg.contains("bound is on rank (rows)"));
+    }
+}
