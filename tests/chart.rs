@@ -264,7 +264,10 @@ fn svg_is_well_formed_xml_with_one_bar_per_bin() {
         let (lower, upper) = range.split_once("..").unwrap();
         assert!(ticks.contains(&lower) && ticks.contains(&upper), "{range} on the axis: {ticks:?}");
         let title = bin.children().find_map(|c| c.text()).unwrap();
-        assert!(title.starts_with(&format!("[{lower}, {upper}")) && title.contains(&format!(": {count} ±6")), "{title}");
+        assert!(
+            title.starts_with(&format!("[{lower}, {upper}")) && title.contains(&format!(": {count} ±6")),
+            "{title}"
+        );
     }
     assert!(texts.contains(&"age") && texts.contains(&"noisy count"), "the axes are titled");
     assert!(texts.iter().any(|t| t.contains("error bars ±6")), "the axis says what the error bars are");
@@ -443,26 +446,88 @@ const KINDS: &[(&str, &[&str], &str)] = &[
     ("histogram", AGE, "people.csv"),
     (
         "histogram_by_group",
-        &["histogram", "--col", "age", "--bins", "8", "--lower", "0", "--upper", "80", "--by", "urban_rural", "--keys", "1,2", "--eps", "1"],
+        &[
+            "histogram",
+            "--col",
+            "age",
+            "--bins",
+            "8",
+            "--lower",
+            "0",
+            "--upper",
+            "80",
+            "--by",
+            "urban_rural",
+            "--keys",
+            "1,2",
+            "--eps",
+            "1",
+        ],
         "people.csv",
     ),
     (
         "means_by_group",
-        &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--by", "region", "--keys", "north,south,east,west", "--eps", "1"],
+        &[
+            "mean",
+            "--col",
+            "income",
+            "--lower",
+            "0",
+            "--upper",
+            "200000",
+            "--by",
+            "region",
+            "--keys",
+            "north,south,east,west",
+            "--eps",
+            "1",
+        ],
         "people.csv",
     ),
     (
         "quantiles",
-        &["quantile", "--col", "income", "--q", "0.1,0.25,0.5,0.75,0.9", "--lower", "0", "--upper", "200000", "--eps", "1"],
+        &[
+            "quantile",
+            "--col",
+            "income",
+            "--q",
+            "0.1,0.25,0.5,0.75,0.9",
+            "--lower",
+            "0",
+            "--upper",
+            "200000",
+            "--eps",
+            "1",
+        ],
         "incomes_20k.csv",
     ),
-    ("counts_by_group", &["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "0.5"], "people.csv"),
     (
-        "categories_by_group",
-        &["histogram", "--col", "region", "--categories", "north,south", "--by", "urban_rural", "--keys", "1,2", "--eps", "1"],
+        "counts_by_group",
+        &["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "0.5"],
         "people.csv",
     ),
-    ("categories", &["histogram", "--col", "fruit", "--categories", "apple,pear,fig & date", "--eps", "0.3"], "ux_fruit.csv"),
+    (
+        "categories_by_group",
+        &[
+            "histogram",
+            "--col",
+            "region",
+            "--categories",
+            "north,south",
+            "--by",
+            "urban_rural",
+            "--keys",
+            "1,2",
+            "--eps",
+            "1",
+        ],
+        "people.csv",
+    ),
+    (
+        "categories",
+        &["histogram", "--col", "fruit", "--categories", "apple,pear,fig & date", "--eps", "0.3"],
+        "ux_fruit.csv",
+    ),
 ];
 
 /// A chart kind is written, parses, rasterises to a PNG whose marks are inked, and draws what
@@ -474,7 +539,11 @@ fn check_kind(kind: &str) {
     let plots: Vec<(&str, String)> = if kind == "workload" {
         let workload = dir.path().join("workload.svg");
         stdout_of(
-            seeded(1).args(["run", "--plot"]).arg(&workload).arg(fixture("compose_grouped.toml")).arg(fixture("people.csv")),
+            seeded(1)
+                .args(["run", "--plot"])
+                .arg(&workload)
+                .arg(fixture("compose_grouped.toml"))
+                .arg(fixture("people.csv")),
         );
         vec![("workload", std::fs::read_to_string(&workload).unwrap())]
     } else {
@@ -484,13 +553,19 @@ fn check_kind(kind: &str) {
     for (name, svg) in &plots {
         let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (png, width, height, rgba) = rasterise(svg, keep.is_some());
-        assert_eq!((width as f64, height as f64), (attr(&doc.root_element(), "width"), attr(&doc.root_element(), "height")));
+        assert_eq!(
+            (width as f64, height as f64),
+            (attr(&doc.root_element(), "width"), attr(&doc.root_element(), "height"))
+        );
         // Every mark is drawn where it is said to be: ink inside each bar, bin and point.
         let marks: Vec<_> = ["bin", "bar", "share"].iter().flat_map(|c| with_class(&doc, c)).collect();
         for m in &marks {
             let (x, y, w, h) = (attr(m, "x"), attr(m, "y"), attr(m, "width"), attr(m, "height"));
             if w >= 2.0 && h >= 2.0 {
-                assert!(inked(&rgba, width, (x + 0.5, y + 0.5, x + w - 0.5, y + h - 0.5)) > 0, "{name}: {m:?} is blank");
+                assert!(
+                    inked(&rgba, width, (x + 0.5, y + 0.5, x + w - 0.5, y + h - 0.5)) > 0,
+                    "{name}: {m:?} is blank"
+                );
             }
         }
         for p in with_class(&doc, "point") {
@@ -506,22 +581,31 @@ fn check_kind(kind: &str) {
                 for panel in bins.chunks(8) {
                     for pair in panel.windows(2) {
                         let right = attr(&pair[0], "x") + attr(&pair[0], "width");
-                        assert!((right - attr(&pair[1], "x")).abs() < 1e-6, "{name}: {right} vs {:?}", pair[1]);
+                        assert!(
+                            (right - attr(&pair[1], "x")).abs() < 1e-6,
+                            "{name}: {right} vs {:?}",
+                            pair[1]
+                        );
                     }
                 }
             }
             "means_by_group" => {
                 // Each whisker spans the mean ± its bound (cut at [0, 200000]) on the axis's scale.
                 let x = x_axis(&doc, 0);
-                let whiskers: Vec<_> =
-                    with_class(&doc, "error").into_iter().filter(|n| attr(n, "y1") == attr(n, "y2")).collect();
+                let whiskers: Vec<_> = with_class(&doc, "error")
+                    .into_iter()
+                    .filter(|n| attr(n, "y1") == attr(n, "y2"))
+                    .collect();
                 let values: Vec<_> = with_class(&doc, "value").into_iter().filter_map(|n| n.text()).collect();
                 assert_eq!((whiskers.len(), values.len()), (5, 5), "{name}");
                 for (w, text) in whiskers.iter().zip(values).filter(|(w, _)| !is_other(w)) {
                     let (v, e) = text.split_once(" ±").unwrap();
                     let (v, e): (f64, f64) = (v.parse().unwrap(), e.parse().unwrap());
                     let (lo, hi) = ((v - e).max(0.0), (v + e).min(200000.0));
-                    assert!((attr(w, "x1") - x(lo)).abs() < 0.5 && (attr(w, "x2") - x(hi)).abs() < 0.5, "{text}: {w:?}");
+                    assert!(
+                        (attr(w, "x1") - x(lo)).abs() < 0.5 && (attr(w, "x2") - x(hi)).abs() < 0.5,
+                        "{text}: {w:?}"
+                    );
                 }
             }
             "categories_by_group" => {
@@ -529,9 +613,10 @@ fn check_kind(kind: &str) {
                 // `other` beyond the axis is clipped with its number printed.
                 let listed = with_class(&doc, "bar").into_iter().filter(|b| !is_other(b));
                 let widest = listed.map(|b| attr(&b, "width")).fold(0.0, f64::max);
-                let axis = with_class(&doc, "axis")[0].clone();
+                let axis = with_class(&doc, "axis")[0];
                 assert!(widest > 0.6 * (attr(&axis, "x2") - attr(&axis, "x1")), "{name}: {widest}");
-                let clipped: Vec<_> = with_class(&doc, "clipped").into_iter().filter_map(|n| n.text()).collect();
+                let clipped: Vec<_> =
+                    with_class(&doc, "clipped").into_iter().filter_map(|n| n.text()).collect();
                 assert!(!clipped.is_empty() && with_class(&doc, "clip").len() == clipped.len(), "{name}");
                 assert!(!with_class(&doc, "share").is_empty(), "{name}: shares are drawn");
             }

@@ -234,7 +234,13 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
                 }]
             };
             let shares = panels.iter().all(|p| p.kind == Kind::Bars);
-            Some(Chart { title, confidence: first.noise.accuracy.confidence, panels, shared_scale: true, shares })
+            Some(Chart {
+                title,
+                confidence: first.noise.accuracy.confidence,
+                panels,
+                shared_scale: true,
+                shares,
+            })
         }
     }
 }
@@ -379,11 +385,9 @@ fn release_panel(r: &Release, heading: Option<String>, style: Style) -> Option<P
             .map(|(i, b)| {
                 let bar = scalar_bar(&b.bin, r, Number::Integer(b.count), style);
                 match (b.lower, b.upper) {
-                    (Some(lo), Some(hi)) if numeric => Bar {
-                        label: range_label(lo, hi, i + 1 == bins.len()),
-                        edges: Some([lo, hi]),
-                        ..bar
-                    },
+                    (Some(lo), Some(hi)) if numeric => {
+                        Bar { label: range_label(lo, hi, i + 1 == bins.len()), edges: Some([lo, hi]), ..bar }
+                    }
                     _ => Bar { other: categorical_other && b.bin == OTHER, ..bar },
                 }
             })
@@ -645,9 +649,8 @@ impl Scale {
             })
             .filter(|x| x.is_finite())
             .collect();
-        let (mut lowest, mut highest) = ends.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-            (l.min(x), h.max(x))
-        });
+        let (mut lowest, mut highest) =
+            ends.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
         if ends.is_empty() {
             (lowest, highest) = (0.0, 1.0);
         }
@@ -658,7 +661,14 @@ impl Scale {
         // Ends on round numbers, so that the ruler reads well.
         let step = nice_step((highest - lowest) / 5.0);
         let (lowest, highest) = ((lowest / step).floor() * step, (highest / step).ceil() * step);
-        Scale { unit: (highest - lowest) / cells as f64, cells, negative: 0, lowest, highest, zero_axis: false }
+        Scale {
+            unit: (highest - lowest) / cells as f64,
+            cells,
+            negative: 0,
+            lowest,
+            highest,
+            zero_axis: false,
+        }
     }
 
     /// The value at the centre of cell `j` (from the left).
@@ -948,9 +958,15 @@ mod tests {
         assert!(length(b) * 10 > length(lines[at("a ")]) * 18, "b is twice a: {drawn}");
         let cells = b.chars().filter(|&c| c != ' ').count();
         assert!(length(b) + 5 >= cells - 10, "b spans the scale, not other: {drawn}");
-        assert!(other.contains(CLIPPED_HIGH) && other.contains(OTHER_SOLID) && !other.contains(SOLID), "{other}");
+        assert!(
+            other.contains(CLIPPED_HIGH) && other.contains(OTHER_SOLID) && !other.contains(SOLID),
+            "{other}"
+        );
         assert!(other.contains("200 ±1") && other.ends_with("87%"), "its number and share: {other}");
-        assert!(drawn.contains("share of the drawn noisy total") && drawn.contains("not in the scale"), "{drawn}");
+        assert!(
+            drawn.contains("share of the drawn noisy total") && drawn.contains("not in the scale"),
+            "{drawn}"
+        );
     }
 
     /// Means are a dot and a whisker of ± error on an axis of their own values, not bars from 0.
@@ -973,7 +989,10 @@ mod tests {
         };
         assert!(centre(rows[0]) <= 1 && centre(rows[1]) <= 1, "{drawn}");
         let ruler = drawn.lines().last().unwrap().trim();
-        assert!(!ruler.starts_with("0 ") && ruler.starts_with("9"), "the axis starts near the values: {ruler}");
+        assert!(
+            !ruler.starts_with("0 ") && ruler.starts_with("9"),
+            "the axis starts near the values: {ruler}"
+        );
     }
 
     #[test]
@@ -990,7 +1009,10 @@ mod tests {
         };
         assert_eq!(shares(&panel(&[30.0, -5.0, 10.0])), Some(vec![0.75, 0.0, 0.25]));
         assert_eq!(shares(&panel(&[-3.0, 0.0])), None);
-        assert_eq!((share_text(0.0), share_text(0.0421), share_text(0.5)), ("0%".into(), "4.2%".into(), "50%".into()));
+        assert_eq!(
+            (share_text(0.0), share_text(0.0421), share_text(0.5)),
+            ("0%".into(), "4.2%".into(), "50%".into())
+        );
     }
 
     #[test]

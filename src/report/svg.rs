@@ -140,7 +140,8 @@ impl Scales {
         let bars: Vec<&Bar> = panels.flat_map(|p| &p.bars).collect();
         let scaled = chart::scaled(&bars);
         let finite = |x: f64| x.is_finite();
-        let bands = || scaled.iter().flat_map(|b| [b.band_ends().0, b.band_ends().1, b.value]).filter(|&x| finite(x));
+        let bands =
+            || scaled.iter().flat_map(|b| [b.band_ends().0, b.band_ends().1, b.value]).filter(|&x| finite(x));
         let (low, high) = bands().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(x), h.max(x)));
         let (low, high) = if low <= high { (low, high) } else { (0.0, 1.0) };
         let counts = (low.min(0.0), high.max(0.0));
@@ -159,13 +160,18 @@ impl Scales {
             let lo = ranges.iter().map(|r| r[0]).fold(f64::INFINITY, f64::min);
             let hi = ranges.iter().map(|r| r[1]).fold(f64::NEG_INFINITY, f64::max);
             let clamped = (points.0.max(lo), points.1.min(hi));
-            if clamped.0 < clamped.1 { clamped } else { points }
+            if clamped.0 < clamped.1 {
+                clamped
+            } else {
+                points
+            }
         } else {
             points
         };
-        let edges = scaled.iter().filter_map(|b| b.edges).fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), [a, b]| {
-            (l.min(a), h.max(b))
-        });
+        let edges = scaled
+            .iter()
+            .filter_map(|b| b.edges)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), [a, b]| (l.min(a), h.max(b)));
         let edges = if edges.0 < edges.1 { edges } else { (0.0, 1.0) };
         Scales { counts, points, edges }
     }
@@ -185,11 +191,8 @@ impl Axis {
     /// `exact`, the range is kept as given (a histogram's outer edges) and only ticks inside it drawn.
     fn nice(range: (f64, f64), n: usize, (from, to): (f64, f64), exact: bool) -> (Axis, Vec<f64>) {
         let step = nice_step((range.1 - range.0) / n as f64);
-        let (low, high) = if exact {
-            range
-        } else {
-            ((range.0 / step).floor() * step, (range.1 / step).ceil() * step)
-        };
+        let (low, high) =
+            if exact { range } else { ((range.0 / step).floor() * step, (range.1 / step).ceil() * step) };
         let first = (low / step).ceil() as i64;
         let last = (high / step).floor() as i64;
         let ticks = (first..=last).map(|i| i as f64 * step).collect();
@@ -222,8 +225,11 @@ fn histogram(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mut
     let bins: Vec<&Bar> = panel.bars.iter().filter(|b| b.edges.is_some()).collect();
     let (xa, mut xticks) = Axis::nice(scales.edges, 8, (left, right), true);
     // The bin edges as ticks where they fit (their labels ~7 px per character apart).
-    let edges: Vec<f64> =
-        bins.iter().filter_map(|b| b.edges.map(|e| e[0])).chain(bins.last().and_then(|b| b.edges.map(|e| e[1]))).collect();
+    let edges: Vec<f64> = bins
+        .iter()
+        .filter_map(|b| b.edges.map(|e| e[0]))
+        .chain(bins.last().and_then(|b| b.edges.map(|e| e[1])))
+        .collect();
     let widest = edges.iter().map(|&e| number(e).chars().count()).max().unwrap_or(1) as f64 * 7.0 + 6.0;
     if edges.len() >= 2 && edges.windows(2).all(|w| xa.at(w[1]) - xa.at(w[0]) >= widest) {
         xticks = edges;
@@ -238,7 +244,15 @@ fn histogram(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mut
         let (x0, x1) = (xa.at(lo), xa.at(hi));
         let v = ya.clamp(bar.value);
         let class = if bar.other { "bin other" } else { "bin" };
-        svg.rect(class, x0, ya.at(v.max(0.0)), x1, ya.at(v.min(0.0)), fill, Some(&format!("{}: {}", bar.label, bar.text)));
+        svg.rect(
+            class,
+            x0,
+            ya.at(v.max(0.0)),
+            x1,
+            ya.at(v.min(0.0)),
+            fill,
+            Some(&format!("{}: {}", bar.label, bar.text)),
+        );
         let (b0, b1) = bar.band_ends();
         let (b0, b1) = (ya.clamp(b0), ya.clamp(b1));
         if b0 < b1 {
@@ -267,7 +281,15 @@ fn histogram(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mut
         svg.line("tick", xa.at(t), bottom, xa.at(t), bottom + 4.0, AXIS, 1.0, false);
         svg.text("tick-x", xa.at(t), bottom + 17.0, "middle", 12.0, NOTE, &number(t));
     }
-    svg.text("axis-title", px((left + right) / 2.0), bottom + 36.0, "middle", 14.0, "#000000", &panel.category);
+    svg.text(
+        "axis-title",
+        px((left + right) / 2.0),
+        bottom + 36.0,
+        "middle",
+        14.0,
+        "#000000",
+        &panel.category,
+    );
     svg.vtext("axis-title", MARGIN + 8.0, px((top + bottom) / 2.0), 14.0, &panel.measure);
     bottom + X_AXIS + GAP
 }
@@ -301,16 +323,33 @@ fn rows_panel(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mu
     }
     for (i, bar) in panel.bars.iter().enumerate() {
         let cy = px(top + row * (i as f64 + 0.5) + if bar.other { gap } else { 0.0 });
-        let (fill, error, ink) = if bar.other { (OTHER_FILL, OTHER_ERROR, MUTED) } else { (BAR_FILL, ERROR_STROKE, "#000000") };
+        let (fill, error, ink) =
+            if bar.other { (OTHER_FILL, OTHER_ERROR, MUTED) } else { (BAR_FILL, ERROR_STROKE, "#000000") };
         let font = (row * 0.55).clamp(9.0, 14.0);
         svg.text("label", left - 8.0, cy + font / 3.0, "end", font, ink, &bar.label);
-        svg.text("value", WIDTH - MARGIN, cy + font / 3.0, "end", font.min(13.0), if bar.other { MUTED } else { NOTE }, &bar.text);
+        svg.text(
+            "value",
+            WIDTH - MARGIN,
+            cy + font / 3.0,
+            "end",
+            font.min(13.0),
+            if bar.other { MUTED } else { NOTE },
+            &bar.text,
+        );
         let v = xa.clamp(bar.value);
         let title = format!("{}: {}", bar.label, bar.text);
         let other = if bar.other { " other" } else { "" };
         let half = row / 3.0;
         if !points {
-            svg.rect(&format!("bar{other}"), xa.at(v.min(0.0)), cy - half, xa.at(v.max(0.0)), cy + half, fill, Some(&title));
+            svg.rect(
+                &format!("bar{other}"),
+                xa.at(v.min(0.0)),
+                cy - half,
+                xa.at(v.max(0.0)),
+                cy + half,
+                fill,
+                Some(&title),
+            );
         }
         let (b0, b1) = bar.band_ends();
         let (b0, b1) = (xa.clamp(b0), xa.clamp(b1));
@@ -351,7 +390,15 @@ fn rows_panel(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mu
         }
     }
     svg.line("axis", left, bottom, right, bottom, AXIS, 1.0, false);
-    svg.text("axis-title", px((left + right) / 2.0), bottom + 36.0, "middle", 14.0, "#000000", &panel.measure);
+    svg.text(
+        "axis-title",
+        px((left + right) / 2.0),
+        bottom + 36.0,
+        "middle",
+        14.0,
+        "#000000",
+        &panel.measure,
+    );
     svg.vtext("axis-title", MARGIN + 8.0, px((top + bottom) / 2.0), 14.0, &panel.category);
     bottom + X_AXIS + GAP
 }
@@ -359,14 +406,27 @@ fn rows_panel(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mu
 /// Each counts panel's categories as shares of its drawn noisy total: one 100% stacked bar per
 /// panel, `other` last and grey, every segment labelled where it fits and listed where not.
 fn shares_panel(svg: &mut Svg, chart: &Chart, layout: &Layout, mut y: f64) -> f64 {
-    let rows: Vec<(&Panel, Vec<f64>)> =
-        chart.panels.iter().filter(|p| p.kind == Kind::Bars).filter_map(|p| Some((p, chart::shares(p)?))).collect();
+    let rows: Vec<(&Panel, Vec<f64>)> = chart
+        .panels
+        .iter()
+        .filter(|p| p.kind == Kind::Bars)
+        .filter_map(|p| Some((p, chart::shares(p)?)))
+        .collect();
     if rows.is_empty() {
         return y;
     }
-    svg.text("heading", MARGIN, y + 16.0, "start", 15.0, "#000000", "share of the drawn noisy total (counts below 0 as 0)");
+    svg.text(
+        "heading",
+        MARGIN,
+        y + 16.0,
+        "start",
+        15.0,
+        "#000000",
+        "share of the drawn noisy total (counts below 0 as 0)",
+    );
     y += HEADING;
-    let names: Vec<String> = rows.iter().map(|(p, _)| p.heading.clone().unwrap_or_else(|| "all".into())).collect();
+    let names: Vec<String> =
+        rows.iter().map(|(p, _)| p.heading.clone().unwrap_or_else(|| "all".into())).collect();
     let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64 * 7.5 + 12.0;
     let (left, right) = (MARGIN + layout.labels.max(longest).min(WIDTH / 3.0), WIDTH - MARGIN - layout.texts);
     let xa = Axis { low: 0.0, high: 1.0, from: left, to: right };
@@ -392,7 +452,11 @@ fn shares_panel(svg: &mut Svg, chart: &Chart, layout: &Layout, mut y: f64) -> f6
                 OTHER_FILL
             } else {
                 listed += 1;
-                if listed % 2 == 1 { BAR_FILL } else { SHARE_FILL }
+                if listed % 2 == 1 {
+                    BAR_FILL
+                } else {
+                    SHARE_FILL
+                }
             };
             let text = format!("{} {}", bar.label, chart::share_text(share));
             let class = if bar.other { "share other" } else { "share" };
@@ -442,10 +506,15 @@ fn legend(chart: &Chart) -> Vec<String> {
         }
     }
     if bars().any(|b| matches!(b.band, Band::Rank(_))) {
-        parts.push(format!("quantiles: the {confidence}% bound is on rank (rows), not on the value: no whisker"));
+        parts.push(format!(
+            "quantiles: the {confidence}% bound is on rank (rows), not on the value: no whisker"
+        ));
     }
     if bars().any(|b| b.other) {
-        parts.push("other (grey): rows outside the listed categories or keys, drawn apart and not in the scale".into());
+        parts.push(
+            "other (grey): rows outside the listed categories or keys, drawn apart and not in the scale"
+                .into(),
+        );
     }
     parts.push("noisy values only: nothing here is a true value".into());
     parts
@@ -495,7 +564,17 @@ impl Svg {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn line(&mut self, class: &str, x1: f64, y1: f64, x2: f64, y2: f64, stroke: &str, width: f64, dashed: bool) {
+    fn line(
+        &mut self,
+        class: &str,
+        x1: f64,
+        y1: f64,
+        x2: f64,
+        y2: f64,
+        stroke: &str,
+        width: f64,
+        dashed: bool,
+    ) {
         let dash = if dashed { " stroke-dasharray=\"4 3\"" } else { "" };
         let _ = writeln!(
             self.body,
@@ -588,7 +667,13 @@ mod tests {
             per_bin: true,
             bars,
         };
-        Chart { title: "t <&>".into(), confidence: 0.95, panels: vec![panel], shared_scale: true, shares: kind == Kind::Bars }
+        Chart {
+            title: "t <&>".into(),
+            confidence: 0.95,
+            panels: vec![panel],
+            shared_scale: true,
+            shares: kind == Kind::Bars,
+        }
     }
 
     /// The SVG parsed, rasterised by resvg (without fonts: text is not drawn) and the PNG read
@@ -621,7 +706,8 @@ mod tests {
         let all = nodes(doc, class);
         let across = if coordinate == "x" { "y" } else { "x" };
         let ticks: Vec<_> = all.iter().filter(|t| num(t, across) == num(&all[0], across)).collect();
-        let read = |n: &roxmltree::Node| (n.text().unwrap().parse::<f64>().unwrap(), num(n, coordinate) - offset);
+        let read =
+            |n: &roxmltree::Node| (n.text().unwrap().parse::<f64>().unwrap(), num(n, coordinate) - offset);
         let ((v0, p0), (v1, p1)) = (read(ticks[0]), read(ticks[ticks.len() - 1]));
         move |v| p0 + (v - v0) / (v1 - v0) * (p1 - p0)
     }
@@ -656,14 +742,21 @@ mod tests {
         }
         // x: the bins' edges on the value axis (tick labels at the edges 0..40).
         let x = axis(&doc, "tick-x", "x", 0.0);
-        assert!((num(&rects[0], "x") - x(0.0)).abs() < 0.02 && (num(&rects[3], "x") + num(&rects[3], "width") - x(40.0)).abs() < 0.02);
+        assert!(
+            (num(&rects[0], "x") - x(0.0)).abs() < 0.02
+                && (num(&rects[3], "x") + num(&rects[3], "width") - x(40.0)).abs() < 0.02
+        );
         // y: counts; a rect spans 0 to its count, an error bar count ± 6.
         let y = axis(&doc, "tick-y", "y", 4.5);
         for (rect, &c) in rects.iter().zip(&counts) {
             let (top, bottom) = (num(rect, "y"), num(rect, "y") + num(rect, "height"));
-            assert!((top - y(c.max(0.0))).abs() < 0.05 && (bottom - y(c.min(0.0))).abs() < 0.05, "{c}: {top}..{bottom}");
+            assert!(
+                (top - y(c.max(0.0))).abs() < 0.05 && (bottom - y(c.min(0.0))).abs() < 0.05,
+                "{c}: {top}..{bottom}"
+            );
         }
-        let errors: Vec<_> = nodes(&doc, "error").into_iter().filter(|n| num(n, "x1") == num(n, "x2")).collect();
+        let errors: Vec<_> =
+            nodes(&doc, "error").into_iter().filter(|n| num(n, "x1") == num(n, "x2")).collect();
         assert_eq!(errors.len(), 4, "one vertical error bar per bin");
         for (e, &c) in errors.iter().zip(&counts) {
             let (a, b) = (num(e, "y1").max(num(e, "y2")), num(e, "y1").min(num(e, "y2")));
@@ -674,22 +767,37 @@ mod tests {
         }
         // The plot area is drawn: the tallest bin is ink in the PNG.
         let r = &rects[2];
-        let area = (num(r, "x") + 2.0, num(r, "y") + 2.0, num(r, "x") + num(r, "width") - 2.0, num(r, "y") + num(r, "height") - 2.0);
+        let area = (
+            num(r, "x") + 2.0,
+            num(r, "y") + 2.0,
+            num(r, "x") + num(r, "width") - 2.0,
+            num(r, "y") + num(r, "height") - 2.0,
+        );
         assert!(ink(&rgba, width, area) as f64 > 0.9 * (area.2 - area.0) * (area.3 - area.1));
     }
 
     #[test]
     fn other_is_apart_muted_clipped_and_not_in_the_scale() {
-        let (svg, rgba, width) = drawn(&chart(Kind::Bars, vec![bar("a", 10.0, 2.0), bar("b", 40.0, 2.0), bar("other", 900.0, 2.0)]));
+        let (svg, rgba, width) = drawn(&chart(
+            Kind::Bars,
+            vec![bar("a", 10.0, 2.0), bar("b", 40.0, 2.0), bar("other", 900.0, 2.0)],
+        ));
         let doc = roxmltree::Document::parse(&svg).unwrap();
         let bars = nodes(&doc, "bar");
         let other = nodes(&doc, "bar other");
         assert_eq!((bars.len(), other.len()), (2, 1));
-        assert!(bars.iter().all(|b| b.attribute("fill") == Some(BAR_FILL)) && other[0].attribute("fill") == Some(OTHER_FILL));
+        assert!(
+            bars.iter().all(|b| b.attribute("fill") == Some(BAR_FILL))
+                && other[0].attribute("fill") == Some(OTHER_FILL)
+        );
         let x = axis(&doc, "tick-x", "x", 0.0);
         // b's bar is 40 long on an axis that ends near 40, not near 900.
         let ticks = nodes(&doc, "tick-x");
-        let last: f64 = ticks.iter().filter(|t| num(t, "y") == num(&ticks[0], "y")).map(|t| t.text().unwrap().parse::<f64>().unwrap()).fold(0.0, f64::max);
+        let last: f64 = ticks
+            .iter()
+            .filter(|t| num(t, "y") == num(&ticks[0], "y"))
+            .map(|t| t.text().unwrap().parse::<f64>().unwrap())
+            .fold(0.0, f64::max);
         assert!((42.0..=60.0).contains(&last), "the scale ends at {last}");
         assert!((num(&bars[1], "width") - (x(40.0) - x(0.0))).abs() < 0.05);
         // other ends at the axis end, with a clip mark and its value, below a rule.
@@ -697,39 +805,70 @@ mod tests {
         assert_eq!(nodes(&doc, "clip other").len(), 1);
         assert!(nodes(&doc, "clipped").iter().any(|t| t.text() == Some("900")));
         let rule = &nodes(&doc, "other-rule")[0];
-        assert!(num(rule, "y1") > num(&bars[1], "y") + num(&bars[1], "height") && num(rule, "y1") < num(&other[0], "y"));
+        assert!(
+            num(rule, "y1") > num(&bars[1], "y") + num(&bars[1], "height")
+                && num(rule, "y1") < num(&other[0], "y")
+        );
         // Error bars: value ± 2 in pixels for the listed bars.
-        let errors: Vec<_> = nodes(&doc, "error").into_iter().filter(|n| num(n, "y1") == num(n, "y2")).collect();
+        let errors: Vec<_> =
+            nodes(&doc, "error").into_iter().filter(|n| num(n, "y1") == num(n, "y2")).collect();
         assert_eq!(errors.len(), 2);
         for (e, v) in errors.iter().zip([10.0, 40.0]) {
             assert!((num(e, "x1") - x(v - 2.0)).abs() < 0.05 && (num(e, "x2") - x(v + 2.0)).abs() < 0.05);
         }
         // Shares: one stacked bar of the plot's width, each segment its share of 950.
-        let shares: Vec<_> = doc.descendants().filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("share") && n.has_tag_name("rect"))).collect();
+        let shares: Vec<_> = doc
+            .descendants()
+            .filter(|n| {
+                n.attribute("class").is_some_and(|c| c.starts_with("share") && n.has_tag_name("rect"))
+            })
+            .collect();
         assert_eq!(shares.len(), 3);
         let total: f64 = shares.iter().map(|s| num(s, "width")).sum();
         for (s, v) in shares.iter().zip([10.0, 40.0, 900.0]) {
             assert!((num(s, "width") / total - v / 950.0).abs() < 1e-3);
         }
         let b = &bars[1];
-        assert!(ink(&rgba, width, (num(b, "x") + 1.0, num(b, "y") + 1.0, num(b, "x") + num(b, "width") - 1.0, num(b, "y") + num(b, "height") - 1.0)) > 100);
+        assert!(
+            ink(
+                &rgba,
+                width,
+                (
+                    num(b, "x") + 1.0,
+                    num(b, "y") + 1.0,
+                    num(b, "x") + num(b, "width") - 1.0,
+                    num(b, "y") + num(b, "height") - 1.0
+                )
+            ) > 100
+        );
     }
 
     #[test]
     fn points_have_whiskers_at_the_bound_and_quantiles_none() {
-        let means = vec![Bar { range: Some([0.0, 100.0]), ..bar("north", 60.0, 5.0) }, Bar { range: Some([0.0, 100.0]), ..bar("south", 98.0, 10.0) }];
+        let means = vec![
+            Bar { range: Some([0.0, 100.0]), ..bar("north", 60.0, 5.0) },
+            Bar { range: Some([0.0, 100.0]), ..bar("south", 98.0, 10.0) },
+        ];
         let (svg, rgba, width) = drawn(&chart(Kind::Points, means));
         let doc = roxmltree::Document::parse(&svg).unwrap();
         assert!(nodes(&doc, "bar").is_empty(), "no bars from zero");
         let points = nodes(&doc, "point");
         assert_eq!(points.len(), 2);
         let x = axis(&doc, "tick-x", "x", 0.0);
-        let ticks: Vec<f64> = nodes(&doc, "tick-x").iter().map(|t| t.text().unwrap().parse().unwrap()).collect();
-        assert!(ticks[0] > 0.0 && *ticks.last().unwrap() <= 100.0, "the axis holds the values, not 0, within [0, 100]: {ticks:?}");
-        let whiskers: Vec<_> = nodes(&doc, "error").into_iter().filter(|n| num(n, "y1") == num(n, "y2")).collect();
+        let ticks: Vec<f64> =
+            nodes(&doc, "tick-x").iter().map(|t| t.text().unwrap().parse().unwrap()).collect();
+        assert!(
+            ticks[0] > 0.0 && *ticks.last().unwrap() <= 100.0,
+            "the axis holds the values, not 0, within [0, 100]: {ticks:?}"
+        );
+        let whiskers: Vec<_> =
+            nodes(&doc, "error").into_iter().filter(|n| num(n, "y1") == num(n, "y2")).collect();
         // south's band is cut at 100, the top of its range.
         for (w, (lo, hi)) in whiskers.iter().zip([(55.0, 65.0), (88.0, 100.0)]) {
-            assert!((num(w, "x1") - x(lo)).abs() < 0.05 && (num(w, "x2") - x(hi)).abs() < 0.05, "{lo}..{hi}: {w:?}");
+            assert!(
+                (num(w, "x1") - x(lo)).abs() < 0.05 && (num(w, "x2") - x(hi)).abs() < 0.05,
+                "{lo}..{hi}: {w:?}"
+            );
         }
         for (p, v) in points.iter().zip([60.0, 98.0]) {
             assert!((num(p, "cx") - x(v)).abs() < 0.05);
