@@ -386,7 +386,17 @@ fn rows_panel(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mu
                 if points { OTHER_FILL } else { NOTE }
             );
             let anchor = if dir > 0.0 { "end" } else { "start" };
-            svg.text("clipped", px(x - 9.0 * dir), px(cy - h - 2.0), anchor, 11.0, NOTE, &number(bar.value));
+            // Above the bar, or beside the point's arrow.
+            let above = if points { h } else { half };
+            svg.text(
+                "clipped",
+                px(x - 9.0 * dir),
+                px(cy - above - 3.0),
+                anchor,
+                11.0,
+                NOTE,
+                &number(bar.value),
+            );
         }
     }
     svg.line("axis", left, bottom, right, bottom, AXIS, 1.0, false);
