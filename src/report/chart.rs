@@ -354,7 +354,10 @@ fn release_title(r: &Release, by: Option<&str>) -> String {
         (None, None) => format!("eps {}, {}", number(g.epsilon), r.noise.neighbours),
     };
     let column = r.column.as_deref().unwrap_or(r.query);
-    let numeric = r.bins.as_ref().is_some_and(|b| b.iter().all(|b| b.lower.is_some() && b.upper.is_some()));
+    let numeric = r
+        .bins
+        .as_ref()
+        .is_some_and(|b| !b.is_empty() && b.iter().all(|b| b.lower.is_some() && b.upper.is_some()));
     match (by, r.bins.is_some(), r.quantiles.is_some() && r.value.is_none()) {
         (None, true, _) if numeric => format!("histogram of {column}: noisy counts, {unit}"),
         (None, true, _) => format!("{column}: noisy counts, {unit}"),
@@ -458,7 +461,7 @@ fn legend(chart: &Chart) -> Vec<String> {
         [one] => one.to_string(),
         _ => "noisy value".into(),
     };
-    let has = |kind: Kind| chart.panels.iter().any(|p| p.kind == kind && !p.bars.is_empty());
+    let has = |kind: Kind| chart.panels.iter().any(|p| p.kind == kind);
     let counts = has(Kind::Bars) || has(Kind::Histogram);
     let points = has(Kind::Points);
     let errors: Vec<f64> =
