@@ -1,20 +1,36 @@
-//! `--format chart` and the model `--plot` draws: every release of several numbers as labelled
-//! bars with their ± accuracy bound (histograms, `--by` groups, sets of quantiles, workloads),
-//! drawn here for the terminal with Unicode blocks and in [`svg`](crate::report::svg) as SVG.
+//! `--format chart` and the model `--plot` draws: every release of several numbers (histograms,
+//! `--by` groups, sets of quantiles, workloads), drawn here for the terminal with Unicode
+//! glyphs and in [`svg`](crate::report::svg) as SVG. Each [`Panel`] is of one [`Kind`]:
+//!
+//! - [`Kind::Histogram`], noisy counts of numeric bins: contiguous bins on the column's value
+//!   axis (in the terminal, one row per bin labelled with its range `[L, U)`);
+//! - [`Kind::Bars`], noisy counts of categories or `--by` groups: bars from zero, with each
+//!   one's share of the drawn noisy total ([`shares`]) beside them when the chart asks for it;
+//! - [`Kind::Points`], any other value (means, sums, quantiles, variances…): a dot at the value
+//!   with a whisker to ± its bound, on a value axis that does not start at zero.
+//!
+//! `other`, the bin or group of rows outside the listed categories or keys, is drawn apart and
+//! muted, and left out of the scale, so its size (often noise, or everything the keys missed)
+//! cannot squash the rest: a value beyond the scale is drawn clipped, with its number.
 //!
 //! A [`Chart`] is built from the finished, noisy release only ([`of_published`],
-//! [`of_workload`]): nothing here sees data or true values. It is one or more [`Panel`]s of
-//! [`Bar`]s; the panels of one release (the groups of a grouped histogram) share one scale, the
-//! panels of a workload (different statistics, different units) each have their own.
+//! [`of_workload`]): nothing here sees data or true values, and the shares are ratios of
+//! released noisy counts (post-processing). The panels of one release (the groups of a grouped
+//! histogram) share one scale, the panels of a workload (different statistics, different units)
+//! each have their own.
 //!
-//! Reading a row: `█` is the bar up to the edge of its band, `▓` the rest of the bar inside
-//! the band, `░` the band beyond the bar. So the bar ends where the value is (`█▓` together),
-//! and `▓░` together span value ± error. A zero axis `│` separates negative noisy values
-//! (drawn to its left) from positive ones. A quantile's bound is on its rank, in rows, not on its
-//! value: its bar has no band, and its number says `±N rows`.
+//! Reading a terminal row of counts: `█` is the bar up to the edge of its band, `▓` the rest of
+//! the bar inside the band, `░` the band beyond the bar. So the bar ends where the value is
+//! (`█▓` together), and `▓░` together span value ± error. A zero axis `│` separates negative
+//! noisy values (drawn to its left) from positive ones. A row of points has `●` at the value
+//! and `─` over value ± error; the ruler under it gives the ends of its axis. A quantile's bound
+//! is on its rank, in rows, not on its value (the release carries no interval of values): it
+//! has no whisker, and its number says `±N rows`.
 
 use std::fmt::Write;
 
+use crate::numeric::bins::OTHER;
+use crate::numeric::format::real;
 use crate::report::figure::{figure, percent, Style};
 use crate::report::release::{Number, Published, Release, PER_BIN};
 
@@ -29,6 +45,16 @@ const SOLID: char = '█';
 const INSIDE_BAND: char = '▓';
 const OUTSIDE_BAND: char = '░';
 const AXIS: char = '│';
+/// `other`'s bar, lighter than [`SOLID`].
+const OTHER_SOLID: char = '▒';
+const POINT: char = '●';
+const OTHER_POINT: char = '○';
+const WHISKER: char = '─';
+/// The rule between the listed keys and `other`.
+const RULE: char = '┈';
+/// A value beyond the scale (only `other`'s can be): drawn to the edge, ending in this.
+const CLIPPED_HIGH: char = '▸';
+const CLIPPED_LOW: char = '◂';
 
 /// A chart: a title, and panels of bars.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,19 +66,33 @@ pub struct Chart {
     pub panels: Vec<Panel>,
     /// One scale for all panels (the groups of one release), or one per panel (a workload).
     pub shared_scale: bool,
+    /// Whether each [`Kind::Bars`] panel also shows its categories' [`shares`] of its total.
+    pub shares: bool,
 }
 
 /// Bars on one scale, under an optional heading (a group, a workload query).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Panel {
     pub heading: Option<String>,
+    pub kind: Kind,
     /// What the bars are labelled by: the column of a histogram's bins, the `--by` column, `q`.
     pub category: String,
-    /// What the length of a bar is: `noisy count`, `noisy mean of income`.
+    /// What the length of a bar (or the place of a point) is: `noisy count`, `noisy mean of income`.
     pub measure: String,
     /// Whether the bound holds per bin.
     pub per_bin: bool,
     pub bars: Vec<Bar>,
+}
+
+/// How a panel's values are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Noisy counts of categories or groups: bars from zero.
+    Bars,
+    /// Noisy counts of numeric bins ([`Bar::edges`]): contiguous bins on a value axis.
+    Histogram,
+    /// Any other value: a point with a whisker to ± its bound, on an axis that need not hold 0.
+    Points,
 }
 
 /// One labelled value with its accuracy bound.
@@ -66,6 +106,11 @@ pub struct Bar {
     pub range: Option<[f64; 2]>,
     /// The value and its bound as the chart prints them beside the bar.
     pub text: String,
+    /// A numeric bin's lower and upper edge.
+    pub edges: Option<[f64; 2]>,
+    /// The bin or group `other` (rows outside the listed categories or keys): drawn apart,
+    /// muted, and left out of the scale.
+    pub other: bool,
 }
 
 impl Bar {
@@ -94,6 +139,35 @@ pub enum Band {
     Rank(f64),
 }
 
+/// The bars a scale is computed from: all but `other`, unless there is nothing else.
+pub fn scaled<'a>(bars: &[&'a Bar]) -> Vec<&'a Bar> {
+    let listed: Vec<&Bar> = bars.iter().copied().filter(|b| !b.other).collect();
+    if listed.is_empty() {
+        bars.to_vec()
+    } else {
+        listed
+    }
+}
+
+/// Each bar's share of the panel's drawn total, counts below 0 taken as 0 (a noisy count below
+/// 0 is a count near 0); None when no count is above 0. `other` is part of the total.
+pub fn shares(panel: &Panel) -> Option<Vec<f64>> {
+    let total: f64 = panel.bars.iter().map(|b| b.value.max(0.0)).sum();
+    (total > 0.0 && total.is_finite()).then(|| panel.bars.iter().map(|b| b.value.max(0.0) / total).collect())
+}
+
+/// A share as a percentage: whole percents from 10%, one decimal below.
+pub fn share_text(share: f64) -> String {
+    let p = share * 100.0;
+    if p == 0.0 {
+        "0%".into()
+    } else if p >= 9.95 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
 /// Why a release has no chart, for a refusal.
 pub const ONE_NUMBER: &str = "--format chart and --plot draw releases of several numbers (histograms, --by \
     groups, several --q levels, workloads); this release is one number: print it with its bound with --with-error";
@@ -108,6 +182,7 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
             (panel.bars.len() > 1 || release.discovery.is_some()).then(|| Chart {
                 title: release_title(release, None),
                 confidence: release.noise.accuracy.confidence,
+                shares: panel.kind == Kind::Bars,
                 panels: vec![panel],
                 shared_scale: true,
             })
@@ -118,33 +193,54 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
                 confidence: 0.0,
                 panels: vec![],
                 shared_scale: true,
+                shares: false,
             })
         }
         Published::Grouped(grouped) => {
             let first = &grouped.groups.first()?.release;
             let title = release_title(first, Some(&grouped.by));
             let per_group = first.bins.is_some() || first.quantiles.is_some() && first.value.is_none();
+            // `other` is the group of rows outside the listed keys; keys found in the data have none.
+            let is_other = |key: &str| key == OTHER && grouped.discovery.is_none();
             let panels = if per_group {
                 grouped
                     .groups
                     .iter()
-                    .map(|g| release_panel(&g.release, Some(format!("{} = {}", grouped.by, g.key)), style))
+                    .map(|g| {
+                        let mut panel =
+                            release_panel(&g.release, Some(format!("{} = {}", grouped.by, g.key)), style)?;
+                        if is_other(&g.key) {
+                            panel.bars.iter_mut().for_each(|b| b.other = true);
+                        }
+                        Some(panel)
+                    })
                     .collect::<Option<Vec<_>>>()?
             } else {
                 let bars = grouped
                     .groups
                     .iter()
-                    .filter_map(|g| Some(scalar_bar(&g.key, &g.release, g.release.value?, style)))
+                    .filter_map(|g| {
+                        let bar = scalar_bar(&g.key, &g.release, g.release.value?, style);
+                        Some(Bar { other: is_other(&g.key), ..bar })
+                    })
                     .collect();
                 vec![Panel {
                     heading: None,
+                    kind: scalar_kind(first),
                     category: grouped.by.clone(),
                     measure: measure(first),
                     per_bin: false,
                     bars,
                 }]
             };
-            Some(Chart { title, confidence: first.noise.accuracy.confidence, panels, shared_scale: true })
+            let shares = panels.iter().all(|p| p.kind == Kind::Bars);
+            Some(Chart {
+                title,
+                confidence: first.noise.accuracy.confidence,
+                panels,
+                shared_scale: true,
+                shares,
+            })
         }
     }
 }
@@ -167,6 +263,7 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
                         if let Some(value) = r.value {
                             panels.push(Panel {
                                 heading: None,
+                                kind: scalar_kind(r),
                                 category: "query".into(),
                                 measure: measure(r),
                                 per_bin: false,
@@ -179,21 +276,29 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
             Published::Grouped(g) => {
                 neighbours = g.neighbours;
                 let Some(first) = g.groups.first() else { continue };
+                let is_other = |key: &str| key == OTHER && g.discovery.is_none();
                 if first.release.value.is_none() {
                     for group in &g.groups {
                         let heading = format!("{name}: {} = {}", g.by, group.key);
-                        panels.extend(release_panel(&group.release, Some(heading), style));
+                        if let Some(mut panel) = release_panel(&group.release, Some(heading), style) {
+                            if is_other(&group.key) {
+                                panel.bars.iter_mut().for_each(|b| b.other = true);
+                            }
+                            panels.push(panel);
+                        }
                     }
                 } else {
                     let bars = g
                         .groups
                         .iter()
                         .filter_map(|group| {
-                            Some(scalar_bar(&group.key, &group.release, group.release.value?, style))
+                            let bar = scalar_bar(&group.key, &group.release, group.release.value?, style);
+                            Some(Bar { other: is_other(&group.key), ..bar })
                         })
                         .collect();
                     panels.push(Panel {
                         heading: Some(format!("{name}: {} by {}", what(&first.release), g.by)),
+                        kind: scalar_kind(&first.release),
                         category: g.by.clone(),
                         measure: measure(&first.release),
                         per_bin: false,
@@ -212,6 +317,16 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
         confidence,
         panels,
         shared_scale: false,
+        shares: false,
+    }
+}
+
+/// Counts are bars from zero; every other value is a point on its own value axis.
+fn scalar_kind(r: &Release) -> Kind {
+    if r.query == "count" {
+        Kind::Bars
+    } else {
+        Kind::Points
     }
 }
 
@@ -239,13 +354,24 @@ fn release_title(r: &Release, by: Option<&str>) -> String {
         (None, None) => format!("eps {}, {}", number(g.epsilon), r.noise.neighbours),
     };
     let column = r.column.as_deref().unwrap_or(r.query);
+    let numeric = r
+        .bins
+        .as_ref()
+        .is_some_and(|b| !b.is_empty() && b.iter().all(|b| b.lower.is_some() && b.upper.is_some()));
     match (by, r.bins.is_some(), r.quantiles.is_some() && r.value.is_none()) {
+        (None, true, _) if numeric => format!("histogram of {column}: noisy counts, {unit}"),
         (None, true, _) => format!("{column}: noisy counts, {unit}"),
         (None, _, true) => format!("quantiles of {column}: {unit}"),
         (None, _, _) => format!("{}: {unit}", what(r)),
+        (Some(by), true, _) if numeric => format!("histogram of {column} by {by}: noisy counts, {unit}"),
         (Some(by), true, _) => format!("{column} by {by}: noisy counts, {unit}"),
         (Some(by), _, _) => format!("{} by {by}: {unit}", what(r)),
     }
+}
+
+/// A numeric bin as a range: `[0, 10)`, the last one closed (`[70, 80]`), as the bins count.
+fn range_label(lower: f64, upper: f64, last: bool) -> String {
+    format!("[{}, {}{}", real(lower), real(upper), if last { ']' } else { ')' })
 }
 
 /// A release's own bars: its bins or its quantiles; None for a single value.
@@ -253,9 +379,25 @@ fn release_panel(r: &Release, heading: Option<String>, style: Style) -> Option<P
     let accuracy = &r.noise.accuracy;
     let column = r.column.clone().unwrap_or_else(|| r.query.to_string());
     if let Some(bins) = &r.bins {
-        let bars = bins.iter().map(|b| scalar_bar(&b.bin, r, Number::Integer(b.count), style)).collect();
+        let numeric = !bins.is_empty() && bins.iter().all(|b| b.lower.is_some() && b.upper.is_some());
+        // Categories (not keys found in the data) end in `other`.
+        let categorical_other = !numeric && r.discovery.is_none();
+        let bars = bins
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let bar = scalar_bar(&b.bin, r, Number::Integer(b.count), style);
+                match (b.lower, b.upper) {
+                    (Some(lo), Some(hi)) if numeric => {
+                        Bar { label: range_label(lo, hi, i + 1 == bins.len()), edges: Some([lo, hi]), ..bar }
+                    }
+                    _ => Bar { other: categorical_other && b.bin == OTHER, ..bar },
+                }
+            })
+            .collect();
         return Some(Panel {
             heading,
+            kind: if numeric { Kind::Histogram } else { Kind::Bars },
             category: column,
             measure: measure(r),
             per_bin: accuracy.scope == PER_BIN,
@@ -271,10 +413,13 @@ fn release_panel(r: &Release, heading: Option<String>, style: Style) -> Option<P
             band: Band::Rank(q.rank_error_bound),
             range: None,
             text: format!("{} ±{} rows", number(q.value), number(q.rank_error_bound.ceil())),
+            edges: None,
+            other: false,
         })
         .collect();
     Some(Panel {
         heading,
+        kind: Kind::Points,
         category: "quantile level q".into(),
         measure: format!("noisy quantile of {column}"),
         per_bin: false,
@@ -295,11 +440,20 @@ fn scalar_bar(label: &str, r: &Release, value: Number, style: Style) -> Bar {
     } else {
         format!("{} ±{}", number(x), number(accuracy.error_bound))
     };
-    Bar { label: label.to_string(), value: x, band: Band::Value(accuracy.error_bound), range: r.range, text }
+    Bar {
+        label: label.to_string(),
+        value: x,
+        band: Band::Value(accuracy.error_bound),
+        range: r.range,
+        text,
+        edges: None,
+        other: false,
+    }
 }
 
-/// The line that says how to read the bars and bands.
-fn legend(chart: &Chart) -> String {
+/// The lines that say how to read the bars, points and bands (one line unless `other` or
+/// shares need their own).
+fn legend(chart: &Chart) -> Vec<String> {
     let bars = || chart.panels.iter().flat_map(|p| &p.bars);
     let mut measures: Vec<&str> = chart.panels.iter().map(|p| p.measure.as_str()).collect();
     measures.dedup();
@@ -307,31 +461,56 @@ fn legend(chart: &Chart) -> String {
         [one] => one.to_string(),
         _ => "noisy value".into(),
     };
+    let has = |kind: Kind| chart.panels.iter().any(|p| p.kind == kind);
+    let counts = has(Kind::Bars) || has(Kind::Histogram);
+    let points = has(Kind::Points);
     let errors: Vec<f64> =
         bars().filter_map(|b| if let Band::Value(e) = b.band { Some(e) } else { None }).collect();
     let confidence = percent(chart.confidence);
-    let mut line = if errors.is_empty() {
-        format!("{SOLID} {measure}")
-    } else {
-        format!("{SOLID}{INSIDE_BAND} {measure}")
-    };
+    let mut glyphs = String::new();
+    if counts {
+        glyphs.push(SOLID);
+        if !errors.is_empty() {
+            glyphs.push(INSIDE_BAND);
+        }
+    }
+    if points {
+        if !glyphs.is_empty() {
+            glyphs.push('/');
+        }
+        glyphs.push(POINT);
+    }
+    let mut line = format!("{glyphs} {measure}");
+    let mut band = String::new();
+    if counts {
+        band.push(INSIDE_BAND);
+        band.push(OUTSIDE_BAND);
+    }
+    if points && bars().any(|b| matches!(b.band, Band::Value(_))) {
+        if !band.is_empty() {
+            band.push('/');
+        }
+        band.push(WHISKER);
+    }
     if let Some(&first) = errors.first() {
         if errors.iter().all(|&e| e == first) {
             let per_bin = if chart.panels.iter().any(|p| p.per_bin) { ", per bin" } else { "" };
-            let _ = write!(
-                line,
-                "   {INSIDE_BAND}{OUTSIDE_BAND} ±{}: {confidence}% accuracy bound{per_bin}",
-                number(first)
-            );
+            let _ = write!(line, "   {band} ±{}: {confidence}% accuracy bound{per_bin}", number(first));
         } else {
-            let _ =
-                write!(line, "   {INSIDE_BAND}{OUTSIDE_BAND} ± each value's {confidence}% accuracy bound");
+            let _ = write!(line, "   {band} ± each value's {confidence}% accuracy bound");
         }
     }
     if bars().any(|b| matches!(b.band, Band::Rank(_))) {
         let _ = write!(line, "   ±N rows: {confidence}% bound on rank, not drawn");
     }
-    line
+    let mut lines = vec![line];
+    if chart.shares && chart.panels.iter().any(|p| p.kind == Kind::Bars) {
+        lines.push("%: share of the drawn noisy total (counts below 0 as 0)".into());
+    }
+    if bars().any(|b| b.other) {
+        lines.push(format!("{OTHER}: rows outside the listed keys, not in the scale"));
+    }
+    lines
 }
 
 /// The chart width: `COLUMNS` when set to a number, else the terminal's width when standard
@@ -351,7 +530,24 @@ pub fn terminal_width() -> usize {
 pub fn render(chart: &Chart, width: usize) -> String {
     let width = width.max(MIN_WIDTH);
     let all: Vec<&Bar> = chart.panels.iter().flat_map(|p| &p.bars).collect();
-    let number_width = all.iter().map(|b| b.text.chars().count()).max().unwrap_or(0);
+    // Each row's number, and its share where the chart shows shares.
+    let texts: Vec<Vec<String>> = chart
+        .panels
+        .iter()
+        .map(|panel| {
+            let shares = if chart.shares && panel.kind == Kind::Bars { shares(panel) } else { None };
+            panel
+                .bars
+                .iter()
+                .enumerate()
+                .map(|(i, b)| match &shares {
+                    Some(s) => format!("{} {:>5}", b.text, share_text(s[i])),
+                    None => b.text.clone(),
+                })
+                .collect()
+        })
+        .collect();
+    let number_width = texts.iter().flatten().map(|t| t.chars().count()).max().unwrap_or(0);
     let longest_label = all.iter().map(|b| b.label.chars().count()).max().unwrap_or(0);
     // label, space, bars, axis, space, numbers
     let fixed = number_width + 3;
@@ -360,74 +556,188 @@ pub fn render(chart: &Chart, width: usize) -> String {
         label_width = width.saturating_sub(fixed + MIN_BAR_CELLS).max(3).min(longest_label.max(1));
     }
     let cells = width.saturating_sub(fixed + label_width).max(MIN_BAR_CELLS);
-    let shared = Scale::new(all.iter().copied(), cells);
+    let scale_of = |panels: &[&Panel]| {
+        let bars: Vec<&Bar> = panels.iter().flat_map(|p| &p.bars).collect();
+        let scaled = scaled(&bars);
+        if panels.iter().all(|p| p.kind == Kind::Points) {
+            Scale::points(&scaled, cells)
+        } else {
+            Scale::bars(&scaled, cells)
+        }
+    };
+    let shared = scale_of(&chart.panels.iter().collect::<Vec<_>>());
 
     let mut out = String::new();
-    for line in [chart.title.clone(), legend(chart)] {
+    for line in std::iter::once(chart.title.clone()).chain(legend(chart)) {
         out.push_str(&fit(&line, width));
         out.push('\n');
     }
-    for panel in &chart.panels {
+    for (panel, texts) in chart.panels.iter().zip(&texts) {
         if let Some(heading) = &panel.heading {
             out.push_str(&fit(heading, width));
             out.push('\n');
         }
-        let own;
-        let scale = if chart.shared_scale {
-            &shared
-        } else {
-            own = Scale::new(panel.bars.iter(), cells);
-            &own
-        };
-        for bar in &panel.bars {
+        let scale = if chart.shared_scale { shared.clone() } else { scale_of(&[panel]) };
+        let listed = panel.bars.iter().any(|b| !b.other);
+        let mut ruled = false;
+        for (bar, text) in panel.bars.iter().zip(texts) {
+            if bar.other && listed && !ruled {
+                ruled = true;
+                let _ = writeln!(out, "{}{}", " ".repeat(label_width + 1), rule(cells + 1));
+            }
             let _ = write!(out, "{} ", pad(&fit(&bar.label, label_width), label_width));
-            for k in (0..scale.negative).rev() {
-                out.push(cell(bar, -(k as f64 + 0.5) * scale.unit));
-            }
-            out.push(AXIS);
-            for j in 0..cells - scale.negative {
-                out.push(cell(bar, (j as f64 + 0.5) * scale.unit));
-            }
-            let _ = writeln!(out, " {:>number_width$}", bar.text);
+            let row = if panel.kind == Kind::Points { scale.point_row(bar) } else { scale.bar_row(bar) };
+            out.push_str(&row);
+            let _ = writeln!(out, " {text:>number_width$}");
         }
         out.push_str(&scale.ruler(label_width + 1, cells));
     }
     out
 }
 
-/// Which glyph fills the cell centred at `c`.
+/// The line between the listed keys and `other`.
+fn rule(cells: usize) -> String {
+    std::iter::repeat_n(RULE, cells).collect()
+}
+
+/// Which glyph fills the cell centred at `c` of a bar.
 fn cell(bar: &Bar, c: f64) -> char {
     let in_bar = if bar.value >= 0.0 { c > 0.0 && c <= bar.value } else { c < 0.0 && c >= bar.value };
     let (low, high) = bar.band_ends();
     let in_band = low < high && (low..=high).contains(&c);
     match (in_bar, in_band) {
         (true, true) => INSIDE_BAND,
+        (true, false) if bar.other => OTHER_SOLID,
         (true, false) => SOLID,
         (false, true) => OUTSIDE_BAND,
         (false, false) => ' ',
     }
 }
 
-/// Cells of the bar area: `negative` to the left of the axis, the rest to its right, each `unit` wide.
+/// The cells of a row: `cells` of them, each `unit` wide, the first starting at `lowest`; for
+/// bars `negative` of them left of a zero axis (drawn between them and the rest), for points
+/// none, with a frame `│` before the first.
+#[derive(Clone)]
 struct Scale {
     unit: f64,
+    cells: usize,
     negative: usize,
     lowest: f64,
     highest: f64,
+    /// Bars from zero, or points on an axis from `lowest`.
+    zero_axis: bool,
 }
 
 impl Scale {
     /// Spans 0 and every bar's band.
-    fn new<'a>(bars: impl Iterator<Item = &'a Bar> + Clone, cells: usize) -> Scale {
+    fn bars(bars: &[&Bar], cells: usize) -> Scale {
         let finite = |x: f64| if x.is_finite() { x } else { 0.0 };
-        let lowest = bars.clone().map(|b| finite(b.band_ends().0)).fold(0.0, f64::min);
-        let mut highest = bars.map(|b| finite(b.band_ends().1)).fold(0.0, f64::max);
+        let lowest = bars.iter().map(|b| finite(b.band_ends().0)).fold(0.0, f64::min);
+        let mut highest = bars.iter().map(|b| finite(b.band_ends().1)).fold(0.0, f64::max);
         if highest - lowest <= 0.0 {
             highest = lowest + 1.0;
         }
         let unit = (highest - lowest) / cells as f64;
         let negative = ((-lowest / unit).round() as usize).min(cells);
-        Scale { unit, negative, lowest, highest }
+        Scale { unit, cells, negative, lowest, highest, zero_axis: true }
+    }
+
+    /// Spans every point's band, with a little room at each end (not 0 unless it is near).
+    fn points(bars: &[&Bar], cells: usize) -> Scale {
+        let ends: Vec<f64> = bars
+            .iter()
+            .flat_map(|b| {
+                let (l, h) = b.band_ends();
+                [l, h, b.value]
+            })
+            .filter(|x| x.is_finite())
+            .collect();
+        let (mut lowest, mut highest) =
+            ends.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+        if ends.is_empty() {
+            (lowest, highest) = (0.0, 1.0);
+        }
+        if highest - lowest <= 0.0 {
+            let room = (lowest.abs() * 0.1).max(1.0);
+            (lowest, highest) = (lowest - room, highest + room);
+        }
+        // Ends on round numbers, so that the ruler reads well.
+        let step = nice_step((highest - lowest) / 5.0);
+        let (lowest, highest) = ((lowest / step).floor() * step, (highest / step).ceil() * step);
+        Scale {
+            unit: (highest - lowest) / cells as f64,
+            cells,
+            negative: 0,
+            lowest,
+            highest,
+            zero_axis: false,
+        }
+    }
+
+    /// The value at the centre of cell `j` (from the left).
+    fn centre(&self, j: usize) -> f64 {
+        if self.zero_axis {
+            (j as f64 - self.negative as f64 + 0.5) * self.unit
+        } else {
+            self.lowest + (j as f64 + 0.5) * self.unit
+        }
+    }
+
+    /// The cell holding `x`, or which side it is off the scale.
+    fn cell_of(&self, x: f64) -> Result<usize, bool> {
+        let from = if self.zero_axis { -(self.negative as f64) * self.unit } else { self.lowest };
+        let j = ((x - from) / self.unit).floor();
+        if j < 0.0 {
+            Err(false)
+        } else if j >= self.cells as f64 {
+            // The top of the scale is a value too: its cell is the last.
+            if x <= self.highest {
+                Ok(self.cells - 1)
+            } else {
+                Err(true)
+            }
+        } else {
+            Ok(j as usize)
+        }
+    }
+
+    /// A bar's row: cells left of the zero axis, the axis, the cells right of it; a bar beyond
+    /// the scale ends in a clip mark at the edge.
+    fn bar_row(&self, bar: &Bar) -> String {
+        let mut glyphs: Vec<char> = (0..self.cells).map(|j| cell(bar, self.centre(j))).collect();
+        match self.cell_of(bar.value) {
+            Err(true) if bar.value > 0.0 => glyphs[self.cells - 1] = CLIPPED_HIGH,
+            Err(false) if bar.value < 0.0 && self.negative > 0 => glyphs[0] = CLIPPED_LOW,
+            _ => {}
+        }
+        let mut row: String = glyphs[..self.negative].iter().collect();
+        row.push(AXIS);
+        row.extend(&glyphs[self.negative..]);
+        row
+    }
+
+    /// A point's row: the frame, the whisker over the band, the point; a point off the scale
+    /// is a clip mark at the edge it is beyond.
+    fn point_row(&self, bar: &Bar) -> String {
+        let (low, high) = bar.band_ends();
+        let mut glyphs: Vec<char> = (0..self.cells)
+            .map(|j| {
+                let c = self.centre(j);
+                if low < high && (low..=high).contains(&c) {
+                    WHISKER
+                } else {
+                    ' '
+                }
+            })
+            .collect();
+        match self.cell_of(bar.value) {
+            Ok(j) => glyphs[j] = if bar.other { OTHER_POINT } else { POINT },
+            Err(true) => glyphs[self.cells - 1] = CLIPPED_HIGH,
+            Err(false) => glyphs[0] = CLIPPED_LOW,
+        }
+        let mut row = String::from(AXIS);
+        row.extend(glyphs);
+        row
     }
 
     /// The line under the bars: the values at the left end, the axis and the right end.
@@ -442,10 +752,11 @@ impl Scale {
             }
         };
         let axis = indent + self.negative;
-        put(axis, "0", &mut line);
+        let first = if self.zero_axis { "0".to_string() } else { number(self.lowest) };
+        put(axis, &first, &mut line);
         let high = number(self.highest);
         if let Some(at) = (indent + cells + 1).checked_sub(high.chars().count()) {
-            put(at.max(axis + 2), &high, &mut line);
+            put(at.max(axis + first.chars().count() + 1), &high, &mut line);
         }
         if self.negative > 0 {
             let low = number(self.lowest);
@@ -458,6 +769,25 @@ impl Scale {
         text.push('\n');
         text
     }
+}
+
+/// 1, 2 or 5 times a power of ten, at least `raw`: the step of an axis's round values.
+pub(crate) fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let power = 10f64.powf(raw.log10().floor());
+    let m = raw / power;
+    let nice = if m <= 1.0 {
+        1.0
+    } else if m <= 2.0 {
+        2.0
+    } else if m <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
 }
 
 /// A number as people read it: whole numbers without decimals, others to 4 significant digits.
@@ -511,7 +841,16 @@ mod tests {
             band: Band::Value(error),
             range: None,
             text: format!("{value} ±{error}"),
+            edges: None,
+            other: label == OTHER,
         }
+    }
+
+    fn of_kind(kind: Kind, bars: Vec<Bar>) -> Chart {
+        let mut c = chart("t", vec![bars], true);
+        c.panels[0].kind = kind;
+        c.shares = kind == Kind::Bars;
+        c
     }
 
     fn chart(title: &str, panels: Vec<Vec<Bar>>, shared_scale: bool) -> Chart {
@@ -520,13 +859,14 @@ mod tests {
             .enumerate()
             .map(|(i, bars)| Panel {
                 heading: (panels_named(i)).then(|| format!("panel {i}")),
+                kind: Kind::Bars,
                 category: "c".into(),
                 measure: "noisy count".into(),
                 per_bin: false,
                 bars,
             })
             .collect();
-        Chart { title: title.into(), confidence: 0.95, panels, shared_scale }
+        Chart { title: title.into(), confidence: 0.95, panels, shared_scale, shares: false }
     }
 
     fn panels_named(i: usize) -> bool {
@@ -594,12 +934,87 @@ mod tests {
             band: Band::Rank(12.0),
             range: None,
             text: format!("{value} ±12 rows"),
+            edges: None,
+            other: false,
         };
         let drawn = render(&chart("t", vec![vec![q("q=0.1", 10.0), q("q=0.9", 90.0)]], true), 100);
         assert!(!drawn.contains(OUTSIDE_BAND), "{drawn}");
         assert!(
             drawn.contains("±N rows: 95% bound on rank, not drawn") && drawn.contains("90 ±12 rows"),
             "{drawn}"
+        );
+    }
+
+    /// `other` is ruled off, lighter, and not in the scale: the listed bars fill the width, and
+    /// `other`, ten times larger, is clipped at the edge with its number beside it.
+    #[test]
+    fn other_is_drawn_apart_and_left_out_of_the_scale() {
+        let drawn = render(
+            &of_kind(Kind::Bars, vec![bar("a", 10.0, 1.0), bar("b", 20.0, 1.0), bar(OTHER, 200.0, 1.0)]),
+            60,
+        );
+        let lines: Vec<&str> = drawn.lines().collect();
+        let at = |label: &str| lines.iter().position(|l| l.starts_with(label)).unwrap();
+        let length = |row: &str| row.chars().filter(|&c| c == SOLID || c == INSIDE_BAND).count();
+        let (b, other) = (lines[at("b ")], lines[at("other ")]);
+        assert!(lines[at("other ") - 1].contains(&rule(10)), "a rule above other:\n{drawn}");
+        assert!(length(b) * 10 > length(lines[at("a ")]) * 18, "b is twice a: {drawn}");
+        let cells = b.chars().filter(|&c| c != ' ').count();
+        assert!(length(b) + 5 >= cells - 10, "b spans the scale, not other: {drawn}");
+        assert!(
+            other.contains(CLIPPED_HIGH) && other.contains(OTHER_SOLID) && !other.contains(SOLID),
+            "{other}"
+        );
+        assert!(other.contains("200 ±1") && other.ends_with("87%"), "its number and share: {other}");
+        assert!(
+            drawn.contains("share of the drawn noisy total") && drawn.contains("not in the scale"),
+            "{drawn}"
+        );
+    }
+
+    /// Means are a dot and a whisker of ± error on an axis of their own values, not bars from 0.
+    #[test]
+    fn points_are_dots_with_whiskers_on_their_own_axis() {
+        let drawn = render(&of_kind(Kind::Points, vec![bar("x", 1000.0, 10.0), bar("y", 1040.0, 20.0)]), 80);
+        let rows = rows(&drawn);
+        assert!(rows.iter().all(|r| r.matches(POINT).count() == 1 && !r.contains(SOLID)), "{drawn}");
+        let whisker = |r: &str| r.matches([WHISKER, POINT]).count();
+        // y's whisker is twice x's (within a cell at each end).
+        let (x, y) = (whisker(rows[0]) as i64, whisker(rows[1]) as i64);
+        assert!((y - 2 * x).abs() <= 3, "{x} {y}:\n{drawn}");
+        // The point sits in the middle of its whisker.
+        let centre = |r: &str| {
+            let cells: Vec<char> = r.chars().collect();
+            let first = cells.iter().position(|&c| c == WHISKER || c == POINT).unwrap() as i64;
+            let last = cells.iter().rposition(|&c| c == WHISKER || c == POINT).unwrap() as i64;
+            let point = cells.iter().position(|&c| c == POINT).unwrap() as i64;
+            (point - first - (last - point)).abs()
+        };
+        assert!(centre(rows[0]) <= 1 && centre(rows[1]) <= 1, "{drawn}");
+        let ruler = drawn.lines().last().unwrap().trim();
+        assert!(
+            !ruler.starts_with("0 ") && ruler.starts_with("9"),
+            "the axis starts near the values: {ruler}"
+        );
+    }
+
+    #[test]
+    fn numeric_bins_are_labelled_as_ranges_and_shares_ignore_negatives() {
+        assert_eq!(range_label(0.0, 10.0, false), "[0, 10)");
+        assert_eq!(range_label(70.0, 80.5, true), "[70, 80.5]");
+        let panel = |values: &[f64]| Panel {
+            heading: None,
+            kind: Kind::Bars,
+            category: "c".into(),
+            measure: "noisy count".into(),
+            per_bin: true,
+            bars: values.iter().map(|&v| bar("k", v, 1.0)).collect(),
+        };
+        assert_eq!(shares(&panel(&[30.0, -5.0, 10.0])), Some(vec![0.75, 0.0, 0.25]));
+        assert_eq!(shares(&panel(&[-3.0, 0.0])), None);
+        assert_eq!(
+            (share_text(0.0), share_text(0.0421), share_text(0.5)),
+            ("0%".into(), "4.2%".into(), "50%".into())
         );
     }
 
