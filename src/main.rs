@@ -10,6 +10,10 @@ use dpstat::cmd;
 use dpstat::error::{exit_code, EXIT_INTERNAL, EXIT_USAGE};
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if usage::uses_deprecated_o(&args) {
+        let _ = writeln!(io::stderr(), "dpstat: warning: {}", usage::DEPRECATED_O);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),

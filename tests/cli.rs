@@ -385,8 +385,18 @@ fn short_flags_and_aliases_are_the_long_flags() {
     };
     same(
         &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1", "--format", "json"],
-        &["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "-o", "json"],
+        &["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "-f", "json"],
     );
+    // -o, --format's short flag until 0.2, still works for one release, with a warning.
+    let out = dpstat()
+        .args(["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "-o", "json"])
+        .arg(&people)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let long = stdout_of(dpstat().args(["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "--format", "json"]).arg(&people));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), long);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-o for --format is deprecated"));
     same(
         &["sum", "--col", "age", "--lower", "0", "--upper", "100", "--eps", "1", "--threads", "1"],
         &["sum", "-s", "age", "-l0", "-u100", "--epsilon", "1", "-j", "1"],
@@ -408,7 +418,7 @@ fn short_flags_and_aliases_are_the_long_flags() {
         plan(&[
             "plan", "sum", "--col", "x", "--lower", "0", "--upper", "10", "--eps", "1", "--format", "json"
         ]),
-        plan(&["plan", "sum", "-c", "x", "-l", "0", "-u", "10", "--epsilon", "1", "-o", "json"])
+        plan(&["plan", "sum", "-c", "x", "-l", "0", "-u", "10", "--epsilon", "1", "-f", "json"])
     );
     let semicolons = fixture("semicolon.csv");
     let a =

@@ -48,7 +48,7 @@ fn ledger_in(dir: &Path) -> PathBuf {
 
 /// The charge records of a ledger and its spent total, as `dpstat budget` reads them.
 fn spent(ledger: &Path) -> (usize, String) {
-    let text = stdout_of(unseeded().args(["budget", "-o", "json", "--ledger"]).arg(ledger));
+    let text = stdout_of(unseeded().args(["budget", "-f", "json", "--ledger"]).arg(ledger));
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     let dataset = &json["datasets"][0];
     (dataset["releases"].as_array().map_or(0, Vec::len), dataset["spent_exact"].as_str().unwrap().to_string())
@@ -281,7 +281,7 @@ fn a_partition_column_needs_keys_like_any_column() {
     let own = fails_with(dpstat().args(&by).arg(&hive), &["--by COL needs its public keys"]);
     assert_eq!(partition, own);
     *by.last_mut().unwrap() = "region".into();
-    by.extend(["--keys", "north,south", "--invalid", "skip", "-o", "json"].map(String::from));
+    by.extend(["--keys", "north,south", "--invalid", "skip", "-f", "json"].map(String::from));
     let grouped = stdout_of(dpstat().args(&by).arg(&hive));
     assert_eq!(grouped, stdout_of(dpstat().args(&by).arg(&csv)));
     let json: serde_json::Value = serde_json::from_str(&grouped).unwrap();
@@ -296,7 +296,7 @@ fn parquet_on_standard_input() {
     let bytes = fs::read(&file).unwrap();
     for col in ["income", "price"] {
         let mut args = mean(col);
-        args.extend(["--invalid".into(), "skip".into(), "-o".into(), "json".into()]);
+        args.extend(["--invalid".into(), "skip".into(), "-f".into(), "json".into()]);
         let from_file = stdout_of(dpstat().args(&args).arg(&file));
         let piped = stdout_of(dpstat().args(&args).arg("-").write_stdin(bytes.clone()));
         assert_eq!(from_file, piped, "{col}");
@@ -496,7 +496,7 @@ fn a_column_that_can_hold_no_number_is_refused_before_the_charge() {
     .unwrap();
     let run = ["run".to_string(), workload.display().to_string()];
     refused_before_the_charge(&run, &file, &["flags", declared[0]]);
-    let categories = ["histogram", "--col", "flag", "--categories", "true,false", "--eps", "1", "-o", "json"];
+    let categories = ["histogram", "--col", "flag", "--categories", "true,false", "--eps", "1", "-f", "json"];
     let csv = dir.path().join("t.csv");
     fs::write(&csv, t.csv()).unwrap();
     assert_eq!(
@@ -553,7 +553,7 @@ fn headerless_csv_parts_refuse_nothing_uncharged_for_their_rows() {
     fs::write(parts.join("k=b/p.csv"), "5,6\n7,8\n").unwrap();
     let by = stdout_of(
         dpstat()
-            .args(["count", "--by", "3", "--keys", "a,b", "--no-headers", "--eps", "1000", "-o", "json"])
+            .args(["count", "--by", "3", "--keys", "a,b", "--no-headers", "--eps", "1000", "-f", "json"])
             .arg(&parts),
     );
     let json: serde_json::Value = serde_json::from_str(&by).unwrap();

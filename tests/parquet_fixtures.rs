@@ -52,9 +52,9 @@ fn shipped_parquet_files_hold_the_people_csv() {
     let csv = dir.path().join("people.csv");
     std::fs::write(&csv, table.csv()).unwrap();
     for args in [
-        &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1", "-o", "json"][..],
-        &["sum", "--col", "score", "--lower", "0", "--upper", "100", "--eps", "1", "-o", "json"],
-        &["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "1", "-o", "json"],
+        &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1", "-f", "json"][..],
+        &["sum", "--col", "score", "--lower", "0", "--upper", "100", "--eps", "1", "-f", "json"],
+        &["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "1", "-f", "json"],
         &[
             "histogram",
             "--col",
@@ -67,11 +67,11 @@ fn shipped_parquet_files_hold_the_people_csv() {
             "5",
             "--eps",
             "1",
-            "-o",
+            "-f",
             "json",
         ],
         // Bounds found privately: the histogram reads the files a second time.
-        &["histogram", "--col", "age", "--bins", "5", "--eps", "8", "-o", "json"],
+        &["histogram", "--col", "age", "--bins", "5", "--eps", "8", "-f", "json"],
     ] {
         let want = stdout_of(dpstat().args(args).arg(&csv));
         assert!(want.contains("\"query\""), "{want}");

@@ -99,7 +99,7 @@ fn json_ignores_the_rounding_flags() {
     let describe = |extra: &[&str]| {
         stdout_of(
             dpstat()
-                .args(["describe", "--cols", "income:0:200000", "--eps", "1", "-o", "json"])
+                .args(["describe", "--cols", "income:0:200000", "--eps", "1", "-f", "json"])
                 .args(extra)
                 .arg(&people),
         )

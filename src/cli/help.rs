@@ -77,7 +77,7 @@ Worked examples:
     add-remove: Δ = 1, scale = 1/0.5 = 2: each printed count is within ±6 of
     its bin's true count with probability 0.95, per bin
     (see `dpstat plan histogram --bins 8 --lower 0 --upper 80 --eps 0.5`).
-  dpstat histogram -c age --bins 8 -l 0 -u 80 -e 1 -o chart fixtures/people.csv
+  dpstat histogram -c age --bins 8 -l 0 -u 80 -e 1 -f chart fixtures/people.csv
     draws the noisy counts as bars with their ± accuracy band (width from
     COLUMNS or the terminal).
   dpstat histogram -c age --bins 8 -l 0 -u 80 -e 1 -p a.svg fixtures/people.csv
@@ -101,7 +101,7 @@ Examples:
   dpstat plan sum --lower 0 --upper 200000 --eps 0.5
   dpstat plan histogram --bins 8 --lower 0 --upper 80 --error 5
   dpstat plan median --lower 0 --upper 120 --error 20   # a rank bound, in rows
-  dpstat plan mean -l 0 -u 100 --neighbours replace --rows 200 --error 1 -o json
+  dpstat plan mean -l 0 -u 100 --neighbours replace --rows 200 --error 1 -f json
   dpstat plan count --eps 1 --delta 1e-6
     also compares Laplace at ε with Gaussian noise at the same (ε, δ)
   dpstat plan run fixtures/compose_shares.toml --delta 1e-6

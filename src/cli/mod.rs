@@ -389,7 +389,7 @@ impl std::str::FromStr for RowsPerId {
 #[derive(Args, Debug)]
 pub struct OutputArgs {
     /// Output format.
-    #[arg(short = 'o', long, value_enum, default_value_t)]
+    #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bound, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]
@@ -585,7 +585,7 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
     pub ledger_key: Option<PathBuf>,
     /// Output format: text, csv (one header, a row per release; the other lines on stderr) or json.
-    #[arg(short = 'o', long, value_enum, default_value_t)]
+    #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Field delimiter of FILE.
     #[arg(short = 'd', long, value_name = "CHAR", default_value = ",")]
@@ -710,7 +710,7 @@ pub struct DescribeArgs {
     pub filters: Vec<Filter>,
     /// Output format: an aligned table, csv (its rows, each value and bound in columns of their
     /// own), or JSON lines (one object per query, as a workload prints).
-    #[arg(short = 'o', long, value_enum, default_value_t)]
+    #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Level of the printed accuracy bounds, in (0, 1).
     #[arg(long, value_name = "C", default_value = "0.95", allow_negative_numbers = true)]

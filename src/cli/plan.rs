@@ -78,7 +78,7 @@ pub struct PlanRunArgs {
     pub confidence: Confidence,
     /// Output format: text, csv (one header and the plan as a row, a row per query for plan run;
     /// the other lines on stderr) or json.
-    #[arg(short = 'o', long, value_enum, default_value_t)]
+    #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
 }
 
@@ -107,7 +107,7 @@ pub struct PlanTarget {
     pub confidence: Confidence,
     /// Output format: text, csv (one header and the plan as a row, a row per query for plan run;
     /// the other lines on stderr) or json.
-    #[arg(short = 'o', long, value_enum, default_value_t)]
+    #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Plan a release per person (--privacy-id) keeping at most K rows each, for every K listed
     /// (e.g. 1,2,5,10): the error bound (or, with --error, the ε) at each K.

@@ -98,13 +98,29 @@ fn what(error: &clap::Error) -> String {
 const NEIGHBOURS: &[(&[&str], &str)] = &[
     (&["--group-by", "--groupby", "--group", "--groups"], "dpstat groups with --by COL and --keys K1,K2 (or --discover)"),
     (&["--columns", "--select", "--fields"], "one column is --col COL; two are --cols X,Y (covariance, describe)"),
-    (&["--output", "--out", "--output-file"], "the release goes to standard output (redirect it with > FILE); --plot FILE.svg writes a chart; -o is --format"),
+    (&["--output", "--out", "--output-file"], "the release goes to standard output (redirect it with > FILE); --plot FILE.svg writes a chart; -f is --format"),
     (&["--quiet", "--silent"], "stdout holds only the release; notes and warnings go to stderr (2>/dev/null hides them)"),
     (&["--sep", "--separator", "--delim"], "the field separator is --delimiter C (-d)"),
     (&["--filter", "--search", "--regex"], "rows are filtered with --where COL=VALUE (also !=, <, <=, >, >=, in, not in, empty)"),
-    (&["--json"], "JSON output is --format json (-o json)"),
+    (&["--json"], "JSON output is --format json (-f json)"),
     (&["--seed"], "noise is seeded from the operating system; DPSTAT_INSECURE_SEED=N makes it reproducible for tests only (not private)"),
 ];
+
+/// The warning for `-o`, the short flag of `--format` until 0.2: xsv, xan and qsv use `-o` for
+/// the output file, so dpstat's short flag is now `-f` and `-o` is kept, hidden, for one release.
+pub const DEPRECATED_O: &str = "-o for --format is deprecated and will be removed in the next \
+    release (xsv, xan and qsv use -o for an output file): write -f or --format";
+
+/// Whether the command line uses `-o` (alone, with its value attached, or at the end of a group
+/// of short flags such as `-Eo`) before a `--`.
+pub fn uses_deprecated_o(args: &[String]) -> bool {
+    args.iter().skip(1).take_while(|a| *a != "--").any(|a| match a.strip_prefix('-') {
+        Some(shorts) if !shorts.starts_with('-') => {
+            shorts.starts_with('o') || shorts.ends_with('o') && shorts.chars().all(|c| c.is_ascii_alphabetic())
+        }
+        _ => false,
+    })
+}
 
 /// dpstat's own tip for an unknown flag that a neighbouring tool has.
 fn neighbour_tip(error: &clap::Error) -> Option<&'static str> {
@@ -166,6 +182,20 @@ mod tests {
     use super::*;
     use crate::cli::Cli;
     use clap::{CommandFactory, Parser};
+
+    /// `-o` still means `--format` for one release, and is told apart from values and `-f`.
+    #[test]
+    fn the_deprecated_o_still_parses_and_is_noticed() {
+        let uses = |line: &str| uses_deprecated_o(&line.split(' ').map(String::from).collect::<Vec<_>>());
+        for line in ["dpstat count -e 1 -o json", "dpstat count -e 1 -ojson", "dpstat count -e 1 -Eo json"] {
+            assert!(uses(line), "{line}");
+            assert!(Cli::try_parse_from(line.split(' ')).is_ok(), "{line}");
+        }
+        for line in ["dpstat count -e 1 -f json", "dpstat count --format json -e 1", "dpstat count -e 1 -- -o"] {
+            assert!(!uses(line), "{line}");
+        }
+        assert!(!uses("dpstat sum -c x -l -10 -u 0 -e 1"), "a negative value is not a flag group");
+    }
 
     /// Flags of neighbouring tools get dpstat's own answer, not clap's nearest spelling.
     #[test]
