@@ -287,7 +287,7 @@ fn the_ledger_accounts_in_rho_and_refuses_what_it_cannot_compose() {
             .output()
             .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot share a budget"));
+    assert!(common::the_error(&String::from_utf8_lossy(&out.stderr)).contains("cannot share a budget"));
     let text = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
     assert!(text.contains("budget     1 with delta 0.000001"), "{text}");
     // At the budget's order α* = 23: min(0.1, 23·0.1²/2) + 23·0.015 = 0.445.

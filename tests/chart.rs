@@ -487,6 +487,8 @@ const KINDS: &[(&str, &[&str], &str)] = &[
             "north,south,east,west",
             "--eps",
             "1",
+            // Every digit, so the printed value and bound can be checked against the whiskers.
+            "--full-precision",
         ],
         "people.csv",
     ),

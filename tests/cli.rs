@@ -394,7 +394,11 @@ fn short_flags_and_aliases_are_the_long_flags() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let long = stdout_of(dpstat().args(["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "--format", "json"]).arg(&people));
+    let long = stdout_of(
+        dpstat()
+            .args(["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1", "--format", "json"])
+            .arg(&people),
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), long);
     assert!(String::from_utf8_lossy(&out.stderr).contains("-o for --format is deprecated"));
     same(

@@ -231,7 +231,8 @@ fn csv_format_splits_values_and_bounds_and_matches_json() {
         stdout_of(
             seeded(4)
                 .args(["describe", "--cols", "age:0:100,income:0:200000", "--q", "0.5,0.9", "--eps", "1"])
-                .args(["--format", format])
+                // Every digit, to compare with the JSON (text_output.rs tests the rounding).
+                .args(["--format", format, "--full-precision"])
                 .arg(fixture("people.csv")),
         )
     };

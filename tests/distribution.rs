@@ -992,7 +992,9 @@ fn text_output_parses_to_the_json_value() {
         (&MEAN_ADD_REMOVE, mean_add_remove_runs()),
     ];
     for (config, runs) in configs {
-        let texts = parallel_map(PER_CONFIG, |i| output(runs[i].seed, config.args, config.fixture, &[]));
+        let texts = parallel_map(PER_CONFIG, |i| {
+            output(runs[i].seed, config.args, config.fixture, &["--full-precision"])
+        });
         for (run, text) in runs.iter().zip(texts) {
             let line = text.strip_suffix('\n').unwrap_or_else(|| panic!("no newline: {text:?}"));
             assert!(!line.contains('\n'), "one line expected: {text:?}");

@@ -420,7 +420,8 @@ fn csv_format_has_the_table_rows_and_the_json_numbers() {
     let run = |format: &str| {
         stdout_of(
             seeded(7)
-                .args(["run", "--format", format])
+                // Every digit, to compare with the JSON (text_output.rs tests the rounding).
+                .args(["run", "--full-precision", "--format", format])
                 .arg(fixture("compose_grouped.toml"))
                 .arg(fixture("people.csv")),
         )

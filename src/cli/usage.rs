@@ -116,7 +116,8 @@ pub const DEPRECATED_O: &str = "-o for --format is deprecated and will be remove
 pub fn uses_deprecated_o(args: &[String]) -> bool {
     args.iter().skip(1).take_while(|a| *a != "--").any(|a| match a.strip_prefix('-') {
         Some(shorts) if !shorts.starts_with('-') => {
-            shorts.starts_with('o') || shorts.ends_with('o') && shorts.chars().all(|c| c.is_ascii_alphabetic())
+            shorts.starts_with('o')
+                || shorts.ends_with('o') && shorts.chars().all(|c| c.is_ascii_alphabetic())
         }
         _ => false,
     })
@@ -191,7 +192,9 @@ mod tests {
             assert!(uses(line), "{line}");
             assert!(Cli::try_parse_from(line.split(' ')).is_ok(), "{line}");
         }
-        for line in ["dpstat count -e 1 -f json", "dpstat count --format json -e 1", "dpstat count -e 1 -- -o"] {
+        for line in
+            ["dpstat count -e 1 -f json", "dpstat count --format json -e 1", "dpstat count -e 1 -- -o"]
+        {
             assert!(!uses(line), "{line}");
         }
         assert!(!uses("dpstat sum -c x -l -10 -u 0 -e 1"), "a negative value is not a flag group");

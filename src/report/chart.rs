@@ -831,10 +831,11 @@ fn pad(text: &str, width: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn bar(label: &str, value: f64, error: f64) -> Bar {
+    /// A bar with a band of ± `error` (`other` when so labelled), for the tests of both renderers.
+    pub(crate) fn bar(label: &str, value: f64, error: f64) -> Bar {
         Bar {
             label: label.into(),
             value,

@@ -43,14 +43,7 @@ pub enum Count {
 /// The table: `column epsilon bounds count mean q…`, each value followed by `±bound` (rows of
 /// rank for quantiles), and a last row with the total ε and the confidence of the bounds.
 pub fn render_text(d: &Described, style: Style) -> Vec<u8> {
-    // Every column asks for the same levels; a column whose quantiles were withheld has none,
-    // so the header comes from the first that has them.
-    let levels: Vec<String> = d
-        .columns
-        .iter()
-        .find_map(|c| c.quantiles.quantiles.as_ref())
-        .map(|qs| qs.iter().map(|q| format!("q{}", real(q.q))).collect())
-        .unwrap_or_default();
+    let levels = levels(d);
     let mut header =
         vec!["column".to_string(), "epsilon".into(), "bounds".into(), "count".into(), "mean".into()];
     header.extend(levels.iter().cloned());
@@ -103,6 +96,16 @@ pub fn render_text(d: &Described, style: Style) -> Vec<u8> {
     out
 }
 
+/// The quantile levels' column names, `q0.5`, …: every column asks for the same levels; a
+/// column whose quantiles were withheld has none, so they come from the first that has them.
+fn levels(d: &Described) -> Vec<String> {
+    d.columns
+        .iter()
+        .find_map(|c| c.quantiles.quantiles.as_ref())
+        .map(|qs| qs.iter().map(|q| format!("q{}", real(q.q))).collect())
+        .unwrap_or_default()
+}
+
 /// A value and its bound as printed: rounded as `style` says, or both as they were before
 /// rounding was the default (`--full-precision`).
 fn value_pair(value: Number, bound: f64, style: Style) -> (String, String) {
@@ -127,12 +130,7 @@ fn count_pair(count: &Count, style: Style) -> Option<(String, String)> {
 /// rows of rank), the bounds as `lower`, `upper` and their source, and the total row; the
 /// numbers as the text prints them. The unit line is a note for stderr.
 pub fn render_csv(d: &Described, style: Style) -> anyhow::Result<Vec<u8>> {
-    let levels: Vec<String> = d
-        .columns
-        .iter()
-        .find_map(|c| c.quantiles.quantiles.as_ref())
-        .map(|qs| qs.iter().map(|q| format!("q{}", real(q.q))).collect())
-        .unwrap_or_default();
+    let levels = levels(d);
     let percent = (d.confidence.level() * 1e6).round() / 1e4;
     let mut header: Vec<String> =
         ["column", "epsilon", "lower", "upper", "bounds", "count"].iter().map(|s| s.to_string()).collect();

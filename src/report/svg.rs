@@ -281,16 +281,14 @@ fn histogram(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mut
         svg.line("tick", xa.at(t), bottom, xa.at(t), bottom + 4.0, AXIS, 1.0, false);
         svg.text("tick-x", xa.at(t), bottom + 17.0, "middle", 12.0, NOTE, &number(t));
     }
-    svg.text(
-        "axis-title",
-        px((left + right) / 2.0),
-        bottom + 36.0,
-        "middle",
-        14.0,
-        "#000000",
-        &panel.category,
-    );
-    svg.vtext("axis-title", MARGIN + 8.0, px((top + bottom) / 2.0), 14.0, &panel.measure);
+    axis_titles(svg, [left, right, top, bottom], &panel.category, &panel.measure)
+}
+
+/// The titles of a plot area's axes (`left`, `right`, `top`, `bottom`): `x` under it, `y`
+/// turned along its left side; returns where the next panel starts.
+fn axis_titles(svg: &mut Svg, [left, right, top, bottom]: [f64; 4], x: &str, y: &str) -> f64 {
+    svg.text("axis-title", px((left + right) / 2.0), bottom + 36.0, "middle", 14.0, "#000000", x);
+    svg.vtext("axis-title", MARGIN + 8.0, px((top + bottom) / 2.0), 14.0, y);
     bottom + X_AXIS + GAP
 }
 
@@ -400,17 +398,7 @@ fn rows_panel(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mu
         }
     }
     svg.line("axis", left, bottom, right, bottom, AXIS, 1.0, false);
-    svg.text(
-        "axis-title",
-        px((left + right) / 2.0),
-        bottom + 36.0,
-        "middle",
-        14.0,
-        "#000000",
-        &panel.measure,
-    );
-    svg.vtext("axis-title", MARGIN + 8.0, px((top + bottom) / 2.0), 14.0, &panel.category);
-    bottom + X_AXIS + GAP
+    axis_titles(svg, [left, right, top, bottom], &panel.measure, &panel.category)
 }
 
 /// Each counts panel's categories as shares of its drawn noisy total: one 100% stacked bar per
@@ -654,19 +642,7 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::chart::Bar;
-
-    fn bar(label: &str, value: f64, error: f64) -> Bar {
-        Bar {
-            label: label.into(),
-            value,
-            band: Band::Value(error),
-            range: None,
-            text: format!("{value} ±{error}"),
-            edges: None,
-            other: label == "other",
-        }
-    }
+    use crate::report::chart::tests::bar;
 
     fn chart(kind: Kind, bars: Vec<Bar>) -> Chart {
         let panel = Panel {
