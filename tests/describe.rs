@@ -281,3 +281,23 @@ fn csv_format_splits_values_and_bounds_and_matches_json() {
         }
     }
 }
+
+/// The statistics' output flags are taken by describe: `-E` (its table always has the bounds)
+/// and the precision flags, which change the digits and nothing else.
+#[test]
+fn describe_takes_the_statistics_output_flags() {
+    let run = |extra: &[&str]| {
+        stdout_of(
+            seeded(3)
+                .args(["describe", "--cols", "age:0:100", "--eps", "1"])
+                .args(extra)
+                .arg(fixture("people.csv")),
+        )
+    };
+    let plain = run(&[]);
+    assert_eq!(run(&["-E"]), plain);
+    assert_eq!(run(&["-r"]), plain, "-r is the default");
+    let full = run(&["--full-precision"]);
+    let three = run(&["--digits", "3"]);
+    assert!(full != plain && three != full, "{plain}\n{full}\n{three}");
+}

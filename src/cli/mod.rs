@@ -717,6 +717,10 @@ pub struct DescribeArgs {
     pub confidence: Confidence,
     #[command(flatten)]
     pub precision: PrecisionArgs,
+    /// Taken, as the statistics take it, and changes nothing: the table always prints each
+    /// value's error bound.
+    #[arg(short = 'E', long)]
+    pub with_error: bool,
     #[command(flatten)]
     pub person: PersonArgs,
     #[command(flatten)]
