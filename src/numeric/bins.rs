@@ -5,7 +5,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::str::FromStr;
 
+use num_rational::BigRational;
+use num_traits::ToPrimitive;
+
 use super::bounds::Bounds;
+use super::exact::parse_decimal;
 use super::format::real;
 use super::list;
 
@@ -88,9 +92,8 @@ fn common_decimal(l: f64, u: f64) -> Option<(i128, i128, i32)> {
 }
 
 /// (a·(K − i) + b·i)·10^e / K, the double nearest it: one IEEE division, correctly rounded,
-/// when numerator and denominator (10^e moved to whichever side) are exact doubles, else parsed
-/// from its decimal to 40 places (a decimal that does not end there is not a dyadic rational,
-/// so it cannot be a tie between two doubles).
+/// when numerator and denominator (10^e moved to whichever side) are exact doubles, else the
+/// exact rational rounded to nearest.
 fn decimal_edge(a: i128, b: i128, e: i32, count: usize, i: usize) -> Option<f64> {
     let k = count as i128;
     let n = a.checked_mul(k - i as i128)?.checked_add(b.checked_mul(i as i128)?)?;
@@ -101,23 +104,8 @@ fn decimal_edge(a: i128, b: i128, e: i32, count: usize, i: usize) -> Option<f64>
     if let Some((num, den)) = fraction.filter(|&(num, den)| num.abs() < EXACT && den < EXACT) {
         return Some(num as f64 / den as f64);
     }
-    let (q, r) = (n / k, (n % k).unsigned_abs());
-    let mut text = String::with_capacity(64);
-    if n < 0 {
-        text.push('-');
-    }
-    text.push_str(&q.unsigned_abs().to_string());
-    if r != 0 {
-        text.push('.');
-        let (mut rest, k) = (r, k.unsigned_abs());
-        for _ in 0..40 {
-            rest *= 10;
-            text.push(char::from(b'0' + (rest / k) as u8));
-            rest %= k;
-        }
-    }
-    text.push_str(&format!("e{e}"));
-    text.parse().ok().filter(|x: &f64| x.is_finite())
+    let exact = parse_decimal(&format!("{n}e{e}"))? / BigRational::from_integer(k.into());
+    exact.to_f64().filter(|x| x.is_finite())
 }
 
 /// A public category list for a categorical histogram, plus the implicit bin `other` unless the
