@@ -9,6 +9,7 @@
 use crate::numeric::format::{real, with_error};
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::epsilon::Epsilon;
+use crate::report::figure::percent;
 use crate::report::release::{Number, Release};
 use crate::report::table::exact_decimal;
 use crate::report::text::{format_number, quantile_value, Style};
@@ -131,7 +132,7 @@ fn count_pair(count: &Count, style: Style) -> Option<(String, String)> {
 /// numbers as the text prints them. The unit line is a note for stderr.
 pub fn render_csv(d: &Described, style: Style) -> anyhow::Result<Vec<u8>> {
     let levels = levels(d);
-    let percent = (d.confidence.level() * 1e6).round() / 1e4;
+    let percent = percent(d.confidence.level());
     let mut header: Vec<String> =
         ["column", "epsilon", "lower", "upper", "bounds", "count"].iter().map(|s| s.to_string()).collect();
     header.push(format!("count_error({percent}%)"));

@@ -10,6 +10,7 @@ use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
+use crate::report::figure::percent;
 use crate::report::release::{Noise, PER_BIN, RANK};
 
 /// The plan as printed (`--format json` serialises this).
@@ -446,7 +447,7 @@ pub fn render_text(r: &Report) -> String {
 /// row per K of `--max-rows-per-id` (its ε and bound); every number as the text prints it.
 /// The plan's method, assumptions and warnings are notes for stderr ([`csv_notes`]).
 pub fn render_csv(r: &Report) -> anyhow::Result<Vec<u8>> {
-    let percent = (r.noise.accuracy.confidence * 1e6).round() / 1e4;
+    let percent = percent(r.noise.accuracy.confidence);
     let opt = |x: Option<f64>| x.map_or_else(String::new, show);
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record([
@@ -520,7 +521,7 @@ pub fn csv_notes(r: &Report) -> Vec<String> {
 /// a query could not be planned, and why in `less_error`); the lines around the text's table
 /// are notes for stderr ([`workload_notes`]).
 pub fn render_workload_csv(r: &WorkloadReport) -> anyhow::Result<Vec<u8>> {
-    let percent = (r.confidence * 1e6).round() / 1e4;
+    let percent = percent(r.confidence);
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record([
         "query".to_string(),

@@ -11,6 +11,7 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::contribution::Unit;
 use crate::privacy::currency::Spend;
 use crate::report::chart;
+use crate::report::figure::percent;
 use crate::report::release::{Guarantee, Number, Published, Release};
 use crate::report::text::{figure, format_number, quantile_value, rank_rows, Format, Style};
 
@@ -111,7 +112,7 @@ fn rows(workload: &Workload, style: Style) -> Vec<[String; 9]> {
         "value".into(),
         if matches!(workload.total, Spend::Zcdp(_)) { "rho" } else { "epsilon" }.into(),
         "sensitivity".into(),
-        format!("error({}%)", (confidence * 1e6).round() / 1e4),
+        format!("error({}%)", percent(confidence)),
     ]];
     for query in &workload.queries {
         let eps = shown(&query.share);
