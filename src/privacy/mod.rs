@@ -18,7 +18,7 @@ pub mod epsilon;
 pub mod gaussian;
 pub mod laplace;
 pub mod ledger;
-pub mod ledger_key;
+pub use ledger::key as ledger_key;
 pub mod noise;
 pub mod permute_and_flip;
 pub mod renyi;
