@@ -290,7 +290,8 @@ fn named_datasets_and_budget_rules() {
     stdout_of(named("0.5").args(["--budget", "1"]));
     fails_with(named("0.1").args(["--budget", "3"]), &["--change-budget"]);
     stdout_of(named("1").args(["--budget", "3", "--change-budget"]));
-    stdout_of(release(&ledger, "0.25").args(["--budget", "1"]));
+    // The same file under a second name: only on purpose (one table, one budget).
+    stdout_of(release(&ledger, "0.25").args(["--budget", "1", "--new-dataset-for-same-data"]));
     let text = stdout_of(unseeded().args(["budget", "--dataset", "people-2026", "--ledger"]).arg(&ledger));
     assert!(text.contains("budget     3\n"), "{text}");
     assert!(text.contains("spent      1.5\n"), "{text}");
@@ -675,7 +676,7 @@ fn a_dataset_is_spent_per_person_or_per_row_never_both() {
     );
     assert!(!fs::read_to_string(&rows).unwrap().contains("unit"), "row-level records carry no unit");
     // Under another dataset name the person-level release has a budget of its own.
-    stdout_of(grouped.args(["--dataset", "by-person", "--budget", "1"]));
+    stdout_of(grouped.args(["--dataset", "by-person", "--budget", "1", "--new-dataset-for-same-data"]));
 
     let json = json_of(unseeded().args(["budget", "--ledger"]).arg(&rows));
     let units: Vec<(&str, &str, Vec<&str>)> = json["datasets"]
@@ -745,7 +746,13 @@ fn budget_csv_has_a_row_per_release_and_the_json_numbers() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
     stdout_of(release(&ledger, "0.25").args(["--budget", "1"]));
-    stdout_of(release(&ledger, "0.5").args(["--budget", "2", "--dataset", "people-2026"]));
+    stdout_of(release(&ledger, "0.5").args([
+        "--budget",
+        "2",
+        "--dataset",
+        "people-2026",
+        "--new-dataset-for-same-data",
+    ]));
     stdout_of(&mut release(&ledger, "0.125"));
     let budget = |format: &str| {
         unseeded()
@@ -785,4 +792,126 @@ fn budget_csv_has_a_row_per_release_and_the_json_numbers() {
         assert_eq!(&row[column("data")], release["fingerprint"].as_str().unwrap());
         assert_eq!(&row[column("query")], release["query"].as_str().unwrap());
     }
+}
+
+/// The first line's `head`: what the key's state file names after the last append.
+fn header_head(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    header["head"].as_str().unwrap().to_string()
+}
+
+/// Issue 35, item 1. An analyst who can write the ledger's directory but cannot read the key
+/// copies the ledger, starts an expensive release A (ε = 1), renames the copy over the ledger
+/// while A runs and starts a cheap release B (ε = 1/10000). Before the fix, A and B locked
+/// different inodes, both read the key's state before either wrote it, B wrote it last, and
+/// A's completion took B's open charge (same sequence number) for its own: A was printed and
+/// the ledger the key vouches for held 1/10000 for it. Over 200 attempts at delays of 0 to
+/// 8 ms, with the file the key's state names put back after each (as the analyst may, to go
+/// on), the ledger must hold at least the ε of every release printed.
+#[test]
+fn a_ledger_renamed_during_a_run_never_records_a_release_below_its_epsilon() {
+    // On a tmpfs where there is one: its fsyncs cost nothing, so 200 attempts take seconds.
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() { TempDir::new_in(shm) } else { TempDir::new() }.unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let (copy, kept) = (dir.path().join("copy.jsonl"), dir.path().join("kept.jsonl"));
+    let key = dir.path().join("ledger.key");
+    stdout_of(unseeded().args(["ledger", "init", "--key"]).arg(&key));
+    stdout_of(release(&ledger, "0.0001").args(["--budget", "1000"]).arg("--ledger-key").arg(&key));
+    let binary = assert_cmd::cargo::cargo_bin("dpstat");
+    let start = |eps: &str| {
+        StdCommand::new(&binary)
+            .args(["count", "--eps", eps, "--ledger"])
+            .arg(&ledger)
+            .arg("--ledger-key")
+            .arg(&key)
+            .arg(fixture("people.csv"))
+            .env_remove("DPSTAT_INSECURE_SEED")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let state = dir.path().join("ledger.key.state");
+    let state_head = || {
+        let state: serde_json::Value = serde_json::from_str(&fs::read_to_string(&state).unwrap()).unwrap();
+        state["head"].as_str().unwrap().to_string()
+    };
+    // Printed releases in units of 1/10000: the first one, then A's and B's.
+    let (mut printed, mut expensive) = (1u128, 0);
+    for attempt in 0..200u64 {
+        fs::copy(&ledger, &copy).unwrap();
+        let _ = fs::remove_file(&kept);
+        fs::hard_link(&ledger, &kept).unwrap();
+        let a = start("1");
+        std::thread::sleep(std::time::Duration::from_micros(attempt * 40 % 8000));
+        fs::rename(&copy, &ledger).unwrap();
+        let b = start("0.0001");
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        for (out, units) in [(&a, 10_000), (&b, 1)] {
+            assert_eq!(out.status.success(), !out.stdout.is_empty(), "printed only when it exits 0");
+            if out.status.success() {
+                printed += units;
+                expensive += usize::from(units > 1);
+            }
+        }
+        let named = state_head();
+        if header_head(&ledger) != named {
+            assert_eq!(header_head(&kept), named, "the key's state names one of the two files");
+            fs::rename(&kept, &ledger).unwrap();
+        }
+    }
+    let json = json_of(unseeded().args(["budget", "--ledger"]).arg(&ledger).arg("--ledger-key").arg(&key));
+    assert_eq!((&json["chain"]["verified"], &json["chain"]["state"]), (&true.into(), &"checked".into()));
+    let spent = json["datasets"][0]["spent_exact"].as_str().unwrap();
+    let (n, d) = spent.split_once('/').unwrap();
+    let (n, d): (u128, u128) = (n.parse().unwrap(), d.parse().unwrap());
+    assert!(
+        n * 10_000 >= printed * d,
+        "the ledger holds {spent} for releases printed worth {printed}/10000 ({expensive} of epsilon 1)"
+    );
+}
+
+/// Issue 35, item 5: a mistyped `--dataset` is refused with the recorded name closest to it,
+/// and a new budget for data another dataset already drew on is refused before the charge,
+/// naming that dataset, unless `--new-dataset-for-same-data` asks for it.
+#[test]
+fn one_table_draws_on_one_budget() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let on = |dataset: &str, file: &str| {
+        let mut cmd = unseeded();
+        cmd.args(["count", "--eps", "0.1", "--dataset", dataset, "--ledger"]).arg(&ledger).arg(fixture(file));
+        cmd
+    };
+    stdout_of(on("people", "people.csv").args(["--budget", "1"]));
+    fails_with(
+        &mut on("peeple", "people.csv"),
+        &["no budget is recorded for dataset peeple", "did you mean --dataset people?"],
+    );
+    fails_with(&mut on("zzz", "people.csv"), &["set one with --budget TOTAL"]);
+    let before = fs::read(&ledger).unwrap();
+    let out = on("peeple", "people.csv").args(["--budget", "1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(out.stdout.is_empty());
+    for needle in ["dataset people in ledger", "already draws on these data", "--new-dataset-for-same-data"] {
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    assert_eq!(fs::read(&ledger).unwrap(), before, "nothing written");
+    // Other data open a budget of their own; the same data do with the flag.
+    stdout_of(on("income", "income.csv").args(["--budget", "1"]));
+    stdout_of(on("peeple", "people.csv").args(["--budget", "1", "--new-dataset-for-same-data"]));
+    let records = records(&ledger);
+    assert_eq!(of_type(&records, "budget").len(), 3);
+    // A Parquet dataset's fingerprint is known from its footers, before any row.
+    stdout_of(on("pq", "people.parquet").args(["--budget", "1"]));
+    let out = on("pq2", "people.parquet").args(["--budget", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dataset pq in ledger"));
+    fails_with(
+        on("x", "people.csv").args(["--new-dataset-for-same-data"]),
+        &["--new-dataset-for-same-data", "--budget TOTAL"],
+    );
 }

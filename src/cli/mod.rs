@@ -535,6 +535,10 @@ pub struct LedgerArgs {
     /// the key's state file FILE.state. A file, never the key itself, so `ps` cannot show it.
     #[arg(long, value_name = "FILE", env = "DPSTAT_LEDGER_KEY_FILE")]
     pub ledger_key: Option<PathBuf>,
+    /// With --budget on a new dataset name: open its budget even though the data were already
+    /// released under another dataset of the ledger (refused without it: one table, one budget).
+    #[arg(long)]
+    pub new_dataset_for_same_data: bool,
 }
 
 impl LedgerArgs {
@@ -546,6 +550,7 @@ impl LedgerArgs {
             change_budget: self.change_budget,
             dataset: self.dataset.clone(),
             key: self.ledger_key.clone(),
+            same_data: self.new_dataset_for_same_data,
         }
     }
 }

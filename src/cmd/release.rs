@@ -660,7 +660,9 @@ impl<'a> Meter<'a> {
         let Some(spec) = self.spec else { return Ok(()) };
         input.tolerate_ragged_rows();
         if self.reservation.is_none() {
-            self.reservation = Some(ledger::reserve(spec, &self.charge)?);
+            // Only a run that opens a new budget reads the data for it (docs/DESIGN.md §5.2).
+            let data = &mut || Ok(input.fingerprint_before_rows());
+            self.reservation = Some(ledger::reserve_for(spec, &self.charge, data)?);
         }
         Ok(())
     }

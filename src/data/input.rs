@@ -56,6 +56,8 @@ pub struct Input {
     engine: Option<Remote>,
     /// The columns named so far of an empty dataset, by index.
     empty_names: RefCell<Vec<String>>,
+    /// One CSV file that can be read again (a regular file): see [`Input::fingerprint_before_rows`].
+    path: Option<PathBuf>,
 }
 
 /// The files of an input that is not one CSV stream.
@@ -119,6 +121,7 @@ impl Input {
         let raw = decompressed(&name, raw, path)?;
         let mut input = Input::start(name, raw, options, fingerprint)?;
         input.threads = threads.max(1);
+        input.path = rereadable_path(source);
         input.progress = progress;
         Ok(input)
     }
@@ -184,6 +187,7 @@ impl Input {
             dataset: None,
             named: RefCell::new(Vec::new()),
             empty_names: RefCell::new(Vec::new()),
+            path: None,
             #[cfg(feature = "cluster")]
             engine: None,
         })
@@ -286,6 +290,7 @@ impl Input {
             dataset: Some(dataset),
             named: RefCell::new(Vec::new()),
             empty_names: RefCell::new(Vec::new()),
+            path: None,
             #[cfg(feature = "cluster")]
             engine: None,
         })
@@ -362,6 +367,21 @@ impl Input {
         self.fingerprint = fingerprint;
         self.tolerant = tolerant;
         Ok(())
+    }
+
+    /// The fingerprint the input's records will have, when it can be known before a row is
+    /// read for the release: a Parquet dataset's (of its footers, already read), or one CSV
+    /// file's, read through once more for it. None otherwise (standard input, several CSV
+    /// files) and when that extra read fails: it only serves a check before a new budget
+    /// (`ledger::reserve_for`), which then does not refuse.
+    pub fn fingerprint_before_rows(&self) -> Option<String> {
+        if self.fingerprint.is_some() {
+            return self.fingerprint.clone();
+        }
+        let path = self.path.as_ref().filter(|_| self.dataset.is_none())?;
+        let file = File::open(path).ok()?;
+        let raw = decompressed(&self.name, Box::new(file), Some(path)).ok()?;
+        crate::data::fingerprint::fingerprint_of(raw, self.options.delimiter).ok()
     }
 
     /// The fingerprint of the whole input's records: after a complete scan, of every record.
@@ -580,6 +600,14 @@ impl Input {
                 matches.len()
             ))),
         }
+    }
+}
+
+/// The path of a source that is one regular file, which can be read again.
+fn rereadable_path(source: &Source) -> Option<PathBuf> {
+    match source {
+        Source::Path(path) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => Some(path.clone()),
+        _ => None,
     }
 }
 

@@ -8,10 +8,12 @@ use super::*;
 /// the key's state file. Everything refused here is refused before anything is written.
 pub(super) fn open_to_charge(path: &Path, key: Option<&Path>) -> Result<Opened> {
     let key = key.map(ledger_key::load).transpose()?;
+    // Taken before the ledger's: every run that charges with the key takes the two in this order.
+    let key_lock = key.as_ref().map(|k| k.lock(true)).transpose()?;
     let (file, created) = open_locked(path)?;
     let checked = check_opened(&file, path, key.as_ref());
     match checked {
-        Ok(ledger) => Ok(Opened { file, ledger, key, created }),
+        Ok(ledger) => Ok(Opened { file, ledger, key, created, _key_lock: key_lock }),
         Err(e) => {
             if created {
                 remove_if_empty(&file, path);
@@ -21,13 +23,16 @@ pub(super) fn open_to_charge(path: &Path, key: Option<&Path>) -> Result<Opened> 
     }
 }
 
-/// A ledger opened to charge, under its exclusive lock (released when this is dropped).
+/// A ledger opened to charge, under its exclusive lock (released when this is dropped), and
+/// with a key under the key's exclusive lock too.
 pub(super) struct Opened {
     pub(super) file: File,
     pub(super) ledger: Ledger,
     pub(super) key: Option<LedgerKey>,
     /// Whether this run created the file: a refused first charge then removes it again.
     pub(super) created: bool,
+    /// The lock on `KEYFILE.lock`, held as long as the ledger's.
+    pub(super) _key_lock: Option<File>,
 }
 
 impl Opened {
@@ -67,9 +72,9 @@ pub(super) fn same_file(_: &File, path: &Path) -> bool {
 }
 
 pub(super) fn check_opened(file: &File, path: &Path, key: Option<&LedgerKey>) -> Result<Ledger> {
-    // Read under the ledger's lock, which every writer of the state file holds.
+    // Read under the key's lock, which every writer of the state file holds.
     let state = key.map(ledger_key::read_state).transpose()?.flatten();
-    let ledger = read_ledger(file, path, false, key, state.as_ref().map(|s| s.records))?;
+    let mut ledger = read_ledger(file, path, false, key, state.as_ref().map(|s| s.records))?;
     if let (Some(id), false) = (&ledger.key_id, ledger.verified) {
         return Err(bad_input(format!(
             "ledger {} is keyed (key id {}): a charge needs its key: give --ledger-key FILE (or set \
@@ -81,6 +86,7 @@ pub(super) fn check_opened(file: &File, path: &Path, key: Option<&LedgerKey>) ->
     if let Some(key) = key {
         check_state(path, &ledger, key, state.as_ref(), true)?;
     }
+    ledger.state = state;
     Ok(ledger)
 }
 
@@ -152,6 +158,8 @@ pub fn read_keyed(path: &Path, key: Option<&Path>) -> Result<Ledger> {
     let file =
         File::open(path).map_err(|e| bad_input(format!("cannot open ledger {}: {e}", path.display())))?;
     check_regular(&file, path)?;
+    // A reader who may not create the lock file still reads: the state file is replaced whole.
+    let _key_lock = key.as_ref().and_then(|k| k.lock(false).ok());
     file.lock_shared().with_context(|| format!("locking ledger {}", path.display()))?;
     let state = key.as_ref().map(ledger_key::read_state).transpose()?.flatten();
     let mut ledger = read_ledger(&file, path, true, key.as_ref(), state.as_ref().map(|s| s.records))?;
@@ -230,6 +238,9 @@ pub(super) fn append(
             Some(key) => (Header::keyed_line(records, &head, key), head),
         }
     };
+    if let Some(key) = key {
+        unchanged_state(path, ledger, key)?;
+    }
     let mut bytes = Vec::new();
     let mut at = ledger.len;
     if at == 0 {
@@ -251,7 +262,7 @@ pub(super) fn append(
                 delta_decimal: delta.as_ref().map(Delta::to_f64_up),
                 prev,
             },
-            Draft::Charge { dataset, charge, spent, spent_rho, spent_delta } => {
+            Draft::Charge { dataset, charge, spent, spent_rho, spent_delta, run } => {
                 let (eps, rho, delta) = match &charge.spend {
                     Spend::Pure(e) => (Some(e), None, None),
                     Spend::Zcdp(r) => (None, Some(r), None),
@@ -275,6 +286,7 @@ pub(super) fn append(
                     spent: exact_string(spent),
                     spent_rho: running(spent_rho),
                     spent_delta: running(spent_delta),
+                    run: run.clone(),
                     prev,
                 }
             }
@@ -299,9 +311,28 @@ pub(super) fn append(
     write_at(file, header.as_bytes(), 0).and_then(|()| file.sync_data()).map_err(writing)?;
     ledger.shown_head = hex(&head);
     if let Some(key) = key {
-        ledger_key::write_state(key, &State { records: ledger.records, head: Some(hex(&head)) })?;
+        let state = State { records: ledger.records, head: Some(hex(&head)) };
+        ledger_key::write_state(key, &state)?;
+        ledger.state = Some(state);
     }
     Ok(seqs)
+}
+
+/// Refuses to append when the key's state file is no longer what this run read and checked
+/// the ledger against: another run charged with the key in between (one that did not take the
+/// key's lock, or a state file put back by hand), so the ledger read may not be the key's.
+fn unchanged_state(path: &Path, ledger: &Ledger, key: &LedgerKey) -> Result<()> {
+    let now = ledger_key::read_state(key)?;
+    if now != ledger.state {
+        return Err(Error::internal(format!(
+            "the key's state file {} changed while ledger {} was being charged (another run wrote it); \
+             nothing was appended",
+            key.state_path().display(),
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 #[cfg(unix)]

@@ -10,6 +10,12 @@
 //! A whole older copy of a keyed ledger still verifies. The state file `KEYFILE.state`, beside
 //! the key, holds the record count and head of the key's ledger as last written; a ledger with
 //! fewer records, or another head at that count, is refused. One key belongs to one ledger.
+//!
+//! Every run that charges with the key holds an exclusive lock on `KEYFILE.lock`, beside the
+//! key, from before it opens the ledger until its state file is written ([`LedgerKey::lock`]):
+//! the ledger's own lock is on whatever inode its path names, and a ledger renamed over the
+//! path between two runs would let them read and write the state file in turn, each on a
+//! ledger of its own.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -76,12 +82,42 @@ impl LedgerKey {
     pub fn state_path(&self) -> PathBuf {
         state_path(&self.path)
     }
+
+    /// `KEYFILE.lock`, the file whose lock serialises the runs that use the key.
+    pub fn lock_path(&self) -> PathBuf {
+        beside(&self.path, ".lock")
+    }
+
+    /// Locks `KEYFILE.lock` (created, owner only, if missing): exclusively to charge, shared
+    /// to read. Held until the file returned is dropped. It lives beside the key, in the
+    /// directory the analyst cannot write, so it cannot be swapped for another inode.
+    pub fn lock(&self, exclusive: bool) -> Result<File> {
+        let path = self.lock_path();
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let failed = |e: std::io::Error| {
+            bad_input(format!("--ledger-key: cannot lock {} beside the key: {e}", path.display()))
+        };
+        let file = options.open(&path).map_err(failed)?;
+        match exclusive {
+            true => file.lock(),
+            false => file.lock_shared(),
+        }
+        .map_err(failed)?;
+        Ok(file)
+    }
+}
+
+fn beside(key: &Path, suffix: &str) -> PathBuf {
+    let mut name = key.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 fn state_path(key: &Path) -> PathBuf {
-    let mut name = key.as_os_str().to_owned();
-    name.push(".state");
-    PathBuf::from(name)
+    beside(key, ".state")
 }
 
 /// `dpstat ledger init --key FILE`: a new random key in FILE (mode 0600) and its state file
@@ -196,7 +232,7 @@ pub fn read_state(key: &LedgerKey) -> Result<Option<State>> {
 }
 
 /// Replaces the state file atomically (a new file renamed over it, then the directory synced),
-/// so a crash leaves the old state or the new one. Called under the ledger's exclusive lock.
+/// so a crash leaves the old state or the new one. Called under the key's exclusive lock.
 pub fn write_state(key: &LedgerKey, state: &State) -> Result<()> {
     let path = key.state_path();
     let mut temporary = path.as_os_str().to_owned();

@@ -81,6 +81,7 @@ use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger_key::{self, LedgerKey, State};
 use crate::privacy::renyi::{measure, Measure, Rule};
+use crate::privacy::rng;
 use crate::privacy::zcdp::Rho;
 
 mod budget;
@@ -126,6 +127,8 @@ pub struct LedgerSpec {
     pub dataset: String,
     /// `--ledger-key FILE`: the custodian's key of a keyed ledger.
     pub key: Option<PathBuf>,
+    /// `--new-dataset-for-same-data`: a new budget may draw on data another dataset drew on.
+    pub same_data: bool,
 }
 
 /// The ledger flags as given (`--ledger`, `--budget`, `--change-budget`, `--dataset`).
@@ -137,6 +140,7 @@ pub struct LedgerFlags {
     pub change_budget: bool,
     pub dataset: Option<String>,
     pub key: Option<PathBuf>,
+    pub same_data: bool,
 }
 
 impl LedgerSpec {
@@ -150,6 +154,7 @@ impl LedgerSpec {
                 (args.change_budget, "--change-budget"),
                 (args.dataset.is_some(), "--dataset"),
                 (args.key.is_some(), "--ledger-key"),
+                (args.same_data, "--new-dataset-for-same-data"),
             ];
             return match stray.iter().find(|(given, _)| *given) {
                 Some((_, flag)) => Err(Error::usage(format!(
@@ -167,6 +172,11 @@ impl LedgerSpec {
                  to change a recorded one)",
             ));
         }
+        if args.same_data && args.budget.is_none() {
+            return Err(Error::usage(
+                "--new-dataset-for-same-data opens a new budget: give it with --budget TOTAL",
+            ));
+        }
         let dataset = match &args.dataset {
             Some(name) => check_dataset_name(name)?,
             None => DEFAULT_DATASET.to_string(),
@@ -178,6 +188,7 @@ impl LedgerSpec {
             change_budget: args.change_budget,
             dataset,
             key: args.key.clone(),
+            same_data: args.same_data,
         }))
     }
 }
@@ -202,31 +213,45 @@ pub struct Reservation {
     pub key: Option<PathBuf>,
     pub seq: u64,
     pub summary: BudgetSummary,
+    /// Keyed ledgers: the nonce whose [`run_id`] the charge records, held by this run only.
+    nonce: Option<[u8; 32]>,
 }
 
 /// Charges a release before its data are read, or refuses it (exit 3 when the budget cannot
 /// pay; nothing is written then). On `Ok` the charge is on disk (fsynced) and the lock released.
 pub fn reserve(spec: &LedgerSpec, charge: &Charge) -> Result<Reservation> {
+    reserve_for(spec, charge, &mut || Ok(None))
+}
+
+/// [`reserve`], where a new budget is refused when the data's fingerprint, which `data` gives
+/// when it is known before the charge, is that of a release charged to another dataset
+/// (`--new-dataset-for-same-data` allows it). `data` is called only then: on the run that
+/// records a dataset's first budget, in a ledger that has completed releases.
+pub fn reserve_for(
+    spec: &LedgerSpec,
+    charge: &Charge,
+    data: &mut dyn FnMut() -> Result<Option<String>>,
+) -> Result<Reservation> {
     let mut opened = open_to_charge(&spec.path, spec.key.as_deref())?;
-    let reserved = charge_opened(spec, charge, &mut opened);
+    let reserved = charge_opened(spec, charge, &mut opened, data);
     if reserved.is_err() {
         opened.discard_if_new(&spec.path);
     }
     reserved
 }
 
-fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Result<Reservation> {
+fn charge_opened(
+    spec: &LedgerSpec,
+    charge: &Charge,
+    opened: &mut Opened,
+    data: &mut dyn FnMut() -> Result<Option<String>>,
+) -> Result<Reservation> {
     let Opened { file, ledger, key, .. } = opened;
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
     let (total, delta) = match (&account.total, &spec.budget) {
-        (None, None) => {
-            return Err(bad_input(format!(
-                "{}: no budget is recorded for dataset {dataset}; set one with --budget TOTAL",
-                spec.path.display()
-            )))
-        }
+        (None, None) => return Err(no_budget(ledger, dataset, &spec.path)),
         (Some(total), None) => (total.clone(), account.delta.clone()),
         (Some(total), Some(Budget(asked)))
             if total == asked
@@ -247,6 +272,9 @@ fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Res
             )));
         }
         (_, Some(Budget(asked))) => {
+            if account.total.is_none() && !spec.same_data {
+                same_data(ledger, dataset, &spec.path, data)?;
+            }
             let delta = spec.budget_delta.clone().or(account.delta.clone());
             records.push(Draft::Budget {
                 dataset: dataset.clone(),
@@ -265,6 +293,8 @@ fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Res
             false => why,
         })
         .map_err(|why| anyhow::Error::from(Error::Budget(why)))?;
+    // Drawn only now that the charge is admitted: a refusal above needs no randomness.
+    let nonce = key.as_ref().map(|_| rng::secret_bytes::<32>()).transpose()?;
     account.total = Some(total);
     account.delta = delta;
     add_spend(&mut account, &charge.spend);
@@ -275,6 +305,7 @@ fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Res
         spent: account.spent.clone(),
         spent_rho: account.spent_rho.clone(),
         spent_delta: account.spent_delta.clone(),
+        run: nonce.as_ref().map(run_id),
     });
     let seqs = append(file, &spec.path, ledger, &records, key.as_ref())?;
     let seq = *seqs.last().context("internal error: a charge wrote no record")?;
@@ -283,6 +314,7 @@ fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Res
         key: spec.key.clone(),
         seq,
         summary: BudgetSummary::new(dataset, &account),
+        nonce,
     })
     // The lock is released when the caller drops `opened`.
 }
@@ -290,20 +322,75 @@ fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Res
 /// Records that the release charged by `reservation` is complete, read from data with this
 /// fingerprint. Written before the release is printed.
 pub fn complete(reservation: &Reservation, fingerprint: &str) -> Result<()> {
-    let Opened { file, mut ledger, key, created } =
-        open_to_charge(&reservation.path, reservation.key.as_deref())?;
-    if !ledger.open.contains_key(&reservation.seq) {
-        if created {
-            Opened { file, ledger, key, created }.discard_if_new(&reservation.path);
-        }
+    let opened = open_to_charge(&reservation.path, reservation.key.as_deref())?;
+    // Named by its sequence number and, in a keyed ledger, by the id of this run's nonce: a
+    // ledger put in place of the one charged may hold another run's charge at that number.
+    let ours = reservation.nonce.as_ref().map(run_id);
+    if opened.ledger.open.get(&reservation.seq).is_none_or(|(_, run)| *run != ours) {
+        opened.discard_if_new(&reservation.path);
         return Err(Error::internal(format!(
-            "ledger {}: the charge of this release (record {}) is missing; the file was changed during the run",
+            "ledger {}: the charge of this release (record {}) is not in it; the file was changed or \
+             replaced during the run, and nothing was released",
             reservation.path.display(),
             reservation.seq
         ))
         .into());
     }
+    let Opened { file, mut ledger, key, .. } = opened;
     let draft = Draft::Released { charge: reservation.seq, fingerprint: fingerprint.to_string() };
     append(&file, &reservation.path, &mut ledger, &[draft], key.as_ref())?;
     Ok(())
+}
+
+/// The refusal of a release on a dataset without a budget, with the recorded name closest to
+/// the one given when there is one (a typo, which `--budget` would turn into a second budget).
+fn no_budget(ledger: &Ledger, dataset: &str, path: &Path) -> anyhow::Error {
+    let lower = dataset.to_lowercase();
+    let nearest = ledger
+        .accounts
+        .iter()
+        .filter(|(_, account)| account.total.is_some())
+        .map(|(name, _)| (strsim::jaro_winkler(&lower, &name.to_lowercase()), name))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name);
+    match nearest {
+        Some(name) => bad_input(format!(
+            "{}: no budget is recorded for dataset {}; did you mean --dataset {}? (--budget TOTAL would \
+             open a new budget of its own)",
+            path.display(),
+            shown(dataset, 40),
+            shown(name, 40)
+        )),
+        None => bad_input(format!(
+            "{}: no budget is recorded for dataset {dataset}; set one with --budget TOTAL",
+            path.display()
+        )),
+    }
+}
+
+/// Refuses a first budget for `dataset` when the data it is charged for are those of a release
+/// already charged to another dataset of the ledger: two budgets for one table protect its
+/// people by their sum (docs/DESIGN.md §5.2).
+fn same_data(
+    ledger: &Ledger,
+    dataset: &str,
+    path: &Path,
+    data: &mut dyn FnMut() -> Result<Option<String>>,
+) -> Result<()> {
+    if ledger.data.is_empty() {
+        return Ok(());
+    }
+    let Some(fingerprint) = data()? else { return Ok(()) };
+    let Some(other) = ledger.data.get(&fingerprint).filter(|other| *other != dataset) else { return Ok(()) };
+    Err(Error::Budget(format!(
+        "dataset {other} in ledger {} already draws on these data (the same fingerprint): a second \
+         budget for them, dataset {}, would protect their people only by the sum of the two; charge \
+         the release to --dataset {other}, or add --new-dataset-for-same-data if the data are meant to \
+         have a budget of their own; nothing was released or charged",
+        path.display(),
+        shown(dataset, 40),
+        other = shown(other, 40)
+    ))
+    .into())
 }

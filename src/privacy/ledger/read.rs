@@ -23,8 +23,12 @@ pub struct Ledger {
     pub(super) head_at_state: Option<[u8; 32]>,
     /// Bytes in the file.
     pub(super) len: u64,
-    /// Charges not yet completed, by sequence number: their dataset.
-    pub(super) open: HashMap<u64, String>,
+    /// Charges not yet completed, by sequence number: their dataset and run id (keyed charges).
+    pub(super) open: HashMap<u64, (String, Option<String>)>,
+    /// The key's state as read and checked before an append, and as written after it.
+    pub(super) state: Option<State>,
+    /// The fingerprint of every completed release, with the dataset it was charged to first.
+    pub(super) data: HashMap<String, String>,
 }
 
 impl Ledger {
@@ -299,6 +303,7 @@ pub(super) fn apply(
             spent,
             spent_rho,
             spent_delta,
+            run,
             ..
         } => {
             let spend = charged(epsilon.as_deref(), rho.as_deref(), delta.as_deref())
@@ -342,7 +347,7 @@ pub(super) fn apply(
                     "has a running total that does not follow from the records before it: a record was changed",
                 ));
             }
-            ledger.open.insert(*seq, dataset.clone());
+            ledger.open.insert(*seq, (dataset.clone(), run.clone()));
             if keep {
                 listed.insert(*seq, (dataset.clone(), account.releases.len()));
                 account.releases.push(Entry {
@@ -363,9 +368,10 @@ pub(super) fn apply(
             }
         }
         Record::Released { charge, fingerprint, .. } => {
-            if ledger.open.remove(charge).is_none() {
+            let Some((dataset, _)) = ledger.open.remove(charge) else {
                 return Err(corrupt(path, number, "completes a charge that is not an earlier, open one"));
-            }
+            };
+            ledger.data.entry(fingerprint.clone()).or_insert(dataset);
             if let Some((dataset, i)) = listed.get(charge) {
                 if let Some(entry) = ledger.accounts.get_mut(dataset).and_then(|a| a.releases.get_mut(*i)) {
                     entry.fingerprint = Some(fingerprint.clone());

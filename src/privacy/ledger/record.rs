@@ -138,6 +138,11 @@ pub enum Record {
         /// The dataset's Σδ with this charge, once it is above 0 (exact).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         spent_delta: Option<String>,
+        /// Keyed ledgers: the id of the run that wrote the charge, [`run_id`] of a nonce only
+        /// that run holds, so that its completion finds its own charge and no other (absent in
+        /// keyless ledgers and in charges written before it existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run: Option<String>,
         prev: String,
     },
     /// The release charged by record `charge` was completed, from data with this fingerprint.
@@ -247,9 +252,22 @@ pub(super) enum Draft {
         spent: BigRational,
         spent_rho: BigRational,
         spent_delta: BigRational,
+        /// Keyed ledgers: [`run_id`] of the run's nonce.
+        run: Option<String>,
     },
     Released {
         charge: u64,
         fingerprint: String,
     },
+}
+
+/// The id a charge records for the run that wrote it: a SHA-256 of the run's random nonce,
+/// which never leaves the run. The charge's line, and so this id, is under the keyed chain's
+/// HMAC: nobody without the key can write a charge with the id of another run, and a charge
+/// written by another run (of its own nonce) never has it.
+pub(super) fn run_id(nonce: &[u8; 32]) -> String {
+    let mut id = Sha256::new();
+    id.update(b"dpstat ledger run\n");
+    id.update(nonce);
+    hex(id.finalize().as_slice())
 }

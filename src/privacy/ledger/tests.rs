@@ -8,6 +8,7 @@ fn spec(dir: &tempfile::TempDir, budget: Option<&str>) -> LedgerSpec {
         change_budget: false,
         dataset: DEFAULT_DATASET.into(),
         key: None,
+        same_data: false,
     }
 }
 
@@ -677,4 +678,173 @@ fn an_edited_unit_is_refused() {
             assert!(err.contains("neither row nor person:COLUMN"), "{err}");
         }
     }
+}
+
+/// Issue 35, item 1: a keyed charge records the id of its run's nonce, under the chain's HMAC,
+/// and a completion finds only its own charge. Two runs charged at the same sequence number
+/// (one on a copy of the ledger put in place of the other's) no longer complete each other's.
+#[test]
+fn a_completion_finds_its_own_charge_by_its_run_nonce() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = keyed(&dir, Some("10"));
+    let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+    three_releases(&s);
+    let (copy, state) = (std::fs::read(&s.path).unwrap(), ledger_key::read_state(&key).unwrap());
+    let expensive = reserve(&s, &release("1")).unwrap();
+    // What the race left: the copy in place, charged by another run at the same number, and
+    // the key's state naming it.
+    std::fs::write(&s.path, &copy).unwrap();
+    ledger_key::write_state(&key, state.as_ref().unwrap()).unwrap();
+    let cheap = reserve(&s, &release("1/10000")).unwrap();
+    assert_eq!(cheap.seq, expensive.seq);
+    let charges: Vec<serde_json::Value> = std::fs::read_to_string(&s.path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["type"] == "charge")
+        .collect();
+    let last = charges.last().unwrap();
+    assert_eq!(last["run"].as_str(), Some(run_id(cheap.nonce.as_ref().unwrap()).as_str()));
+    assert_ne!(last["run"].as_str(), Some(run_id(expensive.nonce.as_ref().unwrap()).as_str()));
+    let before = std::fs::read(&s.path).unwrap();
+    let err = complete(&expensive, "csv-sha256:aa").unwrap_err().to_string();
+    assert!(err.contains("is not in it") && err.contains("nothing was released"), "{err}");
+    assert_eq!(std::fs::read(&s.path).unwrap(), before, "nothing appended");
+    complete(&cheap, "csv-sha256:aa").unwrap();
+    // The id is under the HMAC: one taken from another charge does not verify.
+    let text = std::fs::read_to_string(&s.path).unwrap();
+    let first_run = charges[0]["run"].as_str().unwrap();
+    let edited = text.replacen(last["run"].as_str().unwrap(), first_run, 1);
+    assert_ne!(edited, text);
+    std::fs::write(&s.path, edited).unwrap();
+    let err = read_keyed(&s.path, s.key.as_deref()).unwrap_err().to_string();
+    assert!(err.contains("is corrupt"), "{err}");
+    // A keyless ledger writes no run id: its records are as before.
+    let plain_dir = tempfile::tempdir().unwrap();
+    let plain = spec(&plain_dir, Some("1"));
+    let r = reserve(&plain, &release("0.5")).unwrap();
+    assert!(r.nonce.is_none() && !std::fs::read_to_string(&plain.path).unwrap().contains("\"run\""));
+    complete(&r, "csv-sha256:aa").unwrap();
+}
+
+/// `records` chained and headed with `key` as a keyed ledger is, and the key's state brought
+/// up to date: what an earlier dpstat wrote, for records without the fields added since.
+fn written_with_key(key: &LedgerKey, records: &[serde_json::Value]) -> String {
+    let chain = Chain::Keyed(key);
+    let mut link = chain.start();
+    let mut body = String::new();
+    for record in records {
+        let mut record = record.clone();
+        record["prev"] = hex(&link).into();
+        let line = serde_json::to_string(&record).unwrap();
+        link = chain.link(&line);
+        body.push_str(&line);
+        body.push('\n');
+    }
+    let head = chain.head(records.len() as u64, &link);
+    ledger_key::write_state(key, &State { records: records.len() as u64, head: Some(hex(&head)) }).unwrap();
+    format!("{}{body}", Header::keyed_line(records.len() as u64, &head, key))
+}
+
+/// Charges written before the run id existed still verify, are completed by their sequence
+/// number when read, and the ledger is charged on as before.
+#[test]
+fn keyed_charges_from_before_the_run_id_still_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = keyed(&dir, Some("1"));
+    let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+    three_releases(&s);
+    let old: Vec<serde_json::Value> = std::fs::read_to_string(&s.path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut record: serde_json::Value = serde_json::from_str(l).unwrap();
+            record.as_object_mut().unwrap().remove("run");
+            record
+        })
+        .collect();
+    std::fs::write(&s.path, written_with_key(&key, &old)).unwrap();
+    assert!(!std::fs::read_to_string(&s.path).unwrap().contains("\"run\""));
+    let ledger = read_keyed(&s.path, s.key.as_deref()).unwrap();
+    assert!(ledger.verified && ledger.state_checked);
+    assert_eq!(ledger.account(DEFAULT_DATASET).spent, "3/4".parse::<BigRational>().unwrap());
+    let r = reserve(&s, &release("0.25")).unwrap();
+    complete(&r, "csv-sha256:aa").unwrap();
+    assert_eq!(remaining(&s.path, DEFAULT_DATASET), Some(BigRational::zero()));
+}
+
+/// Issue 35, item 1: the append refuses when the key's state file is no longer what the run
+/// read and checked the ledger against, and writes nothing.
+#[test]
+fn a_state_changed_since_it_was_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = keyed(&dir, Some("1"));
+    three_releases(&s);
+    let mut opened = open_to_charge(&s.path, s.key.as_deref()).unwrap();
+    let key = ledger_key::load(s.key.as_deref().unwrap()).unwrap();
+    let read = ledger_key::read_state(&key).unwrap().unwrap();
+    // Written by a run that did not take the key's lock.
+    ledger_key::write_state(&key, &State { records: read.records + 1, head: Some("ab".repeat(32)) }).unwrap();
+    let before = std::fs::read(&s.path).unwrap();
+    let draft = Draft::Released { charge: 2, fingerprint: "csv-sha256:aa".into() };
+    let Opened { file, ledger, key, .. } = &mut opened;
+    let err = append(file, &s.path, ledger, &[draft], key.as_ref()).unwrap_err().to_string();
+    assert!(err.contains("changed while ledger") && err.contains("nothing was appended"), "{err}");
+    assert_eq!(std::fs::read(&s.path).unwrap(), before);
+    drop(opened);
+    ledger_key::write_state(&key_of(&s), &read).unwrap();
+    reserve(&s, &release("0.25")).unwrap();
+}
+
+fn key_of(s: &LedgerSpec) -> LedgerKey {
+    ledger_key::load(s.key.as_deref().unwrap()).unwrap()
+}
+
+/// The key's lock serialises the runs that charge with it, whatever inode the ledger's path
+/// names: a run holding it keeps another from charging until it is released.
+#[test]
+fn the_key_lock_is_held_while_a_keyed_ledger_is_charged() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = keyed(&dir, Some("1"));
+    three_releases(&s);
+    let opened = open_to_charge(&s.path, s.key.as_deref()).unwrap();
+    let lock = std::fs::File::open(key_of(&s).lock_path()).unwrap();
+    assert!(lock.try_lock().is_err(), "held while the ledger is open to charge");
+    drop(opened);
+    lock.try_lock().unwrap();
+}
+
+/// Issue 35, item 5: a first budget for data that another dataset's release read is refused,
+/// naming that dataset, with nothing written; `data` is asked only when it matters.
+#[test]
+fn a_new_budget_for_the_data_of_another_dataset_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = named(&dir, Some("1"), "people");
+    let mut asked = 0;
+    let r = reserve_for(&s, &release("0.1"), &mut || {
+        asked += 1;
+        Ok(Some("csv-sha256:aa".into()))
+    })
+    .unwrap();
+    assert_eq!(asked, 0, "no release completed yet: nothing to compare with");
+    complete(&r, "csv-sha256:aa").unwrap();
+    let before = std::fs::read(&s.path).unwrap();
+    let second = named(&dir, Some("1"), "peeple");
+    let err = reserve_for(&second, &release("0.1"), &mut || Ok(Some("csv-sha256:aa".into())))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dataset people in ledger") && err.contains("--new-dataset-for-same-data"), "{err}");
+    assert_eq!(std::fs::read(&s.path).unwrap(), before, "nothing written");
+    // Other data, data not known before the charge, and the flag: admitted.
+    reserve_for(&second, &release("0.1"), &mut || Ok(None)).unwrap();
+    let third = named(&dir, Some("1"), "third");
+    reserve_for(&third, &release("0.1"), &mut || Ok(Some("csv-sha256:bb".into()))).unwrap();
+    let fourth = LedgerSpec { same_data: true, ..named(&dir, Some("1"), "fourth") };
+    reserve_for(&fourth, &release("0.1"), &mut || panic!("not asked with the flag")).unwrap();
+    // A budget already recorded is not asked either.
+    reserve_for(&s, &release("0.1"), &mut || panic!("not asked for a recorded budget")).unwrap();
+    let err = reserve(&named(&dir, None, "peple"), &release("0.1")).unwrap_err().to_string();
+    assert!(err.contains("did you mean --dataset people?"), "{err}");
 }
