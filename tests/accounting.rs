@@ -265,7 +265,7 @@ fn charged_in(args: &[&str], unit: &str) -> (Value, Total) {
 
 const GAUSSIAN: [&str; 6] = ["--noise", "gaussian", "--rho", "0.07", "--delta", "1e-6"];
 
-/// Quantiles and medians are pure ε-DP only (permute-and-flip, AboveThreshold): no Gaussian form.
+/// Quantiles and medians are pure ε-DP only (the exponential mechanism, AboveThreshold): no Gaussian form.
 fn has_gaussian_form(kind: &Kind) -> bool {
     !matches!(kind.args[0], "quantile" | "median")
 }

@@ -1180,6 +1180,81 @@ fn bounds_free_quantiles_follow_above_threshold() {
     }
 }
 
+/// Bounded quantiles: 0.5 and 0.9 of age in people.csv on [0, 100] with 41 candidates (steps of
+/// 2.5, so most runs of equal score span several candidates) at ε = 0.2, ε/2 a level.
+const QUANTILE_EM: Config = Config {
+    fixture: "people.csv",
+    args: &[
+        "quantile",
+        "--col",
+        "age",
+        "--q",
+        "0.5,0.9",
+        "--lower",
+        "0",
+        "--upper",
+        "100",
+        "--resolution",
+        "41",
+        "--eps",
+        "0.2",
+    ],
+    seed_base: 1_150_000,
+    runs: 400,
+};
+
+runs_of!(quantile_em_runs, QUANTILE_EM);
+
+/// The exponential mechanism's probabilities over `grid`, from its definition (issue 38):
+/// candidate c with weight exp(−ε·s(c)/(2Δu)), s(c) = max(b·#(x < c) − a·n, a·n − b·#(x <= c)).
+fn exponential_distribution(xs: &[f64], grid: &[f64], a: i64, b: i64, eps: f64, delta: f64) -> Vec<f64> {
+    let n = xs.len() as i64;
+    let scores: Vec<i64> = grid
+        .iter()
+        .map(|&c| {
+            let below = xs.iter().filter(|&&x| x < c).count() as i64;
+            let at_or_below = xs.iter().filter(|&&x| x <= c).count() as i64;
+            (b * below - a * n).max(a * n - b * at_or_below)
+        })
+        .collect();
+    let best = *scores.iter().min().unwrap();
+    let weights: Vec<f64> =
+        scores.iter().map(|&s| (-eps * (s - best) as f64 / (2.0 * delta)).exp()).collect();
+    let z: f64 = weights.iter().sum();
+    weights.iter().map(|w| w / z).collect()
+}
+
+#[test]
+fn bounded_quantiles_follow_the_exponential_mechanism() {
+    let runs = quantile_em_runs();
+    let xs: Vec<f64> = column("people.csv", "age").iter().map(|s| s.parse().unwrap()).collect();
+    let grid: Vec<f64> = (0..41).map(|i| i as f64 * 2.5).collect();
+    for (level, a, b) in [(0usize, 1i64, 2i64), (1, 9, 10)] {
+        let delta =
+            runs[0].json.pointer(&format!("/quantiles/{level}/score_sensitivity")).unwrap().as_f64().unwrap();
+        assert_eq!(delta, a.max(b - a) as f64, "add-remove Δu");
+        let probs = exponential_distribution(&xs, &grid, a, b, 0.1, delta);
+        let (cells, expected) = chi2_cells(&probs, runs.len());
+        let chosen: Vec<usize> = runs
+            .iter()
+            .map(|run| {
+                assert_eq!(run.str("/mechanism"), "exponential");
+                let value = run.f64(&format!("/quantiles/{level}/value"));
+                grid.iter().position(|&c| c == value).unwrap_or_else(|| panic!("{value} is no candidate"))
+            })
+            .collect();
+        let power = [COARSE, 1.0 / COARSE]
+            .map(|f| {
+                let alt = exponential_distribution(&xs, &grid, a, b, 0.1 * f, delta);
+                chi2_power(&pooled_cells(&probs, &cells), &pooled_cells(&alt, &cells), runs.len())
+            })
+            .into_iter()
+            .fold(1.0, f64::min);
+        eprintln!("bounded quantile level {level}: power {power:.4} against ε x{COARSE}");
+        assert_chi2_cells(&format!("bounded quantile level {level}"), &chosen, &cells, &expected);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 9. Gaussian noise (--noise gaussian, docs/DESIGN.md §9.2): the discrete Gaussian of variance
 //    Δ₂²/(2ρ) on the statistic's grid, and keys found in the data (--discover, §9.5).

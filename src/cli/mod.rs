@@ -96,8 +96,8 @@ pub enum Query {
     /// L1 sensitivity 1 (add-remove), 2 (replace).
     #[command(after_help = HISTOGRAM_HELP)]
     Histogram(HistogramArgs),
-    /// Noisy quantiles: with --lower/--upper, the exponential mechanism (permute-and-flip) over
-    /// evenly spaced candidates; without, AboveThreshold over a public log-scale grid. Score
+    /// Noisy quantiles: with --lower/--upper, the exponential mechanism over round or evenly
+    /// spaced candidates; without, AboveThreshold over a public log-scale grid. Score
     /// sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
     #[command(after_help = "Examples:\n  \
         dpstat quantile -c income -q 0.5,0.9 -l 0 -u 2e5 -e 1 fixtures/incomes_20k.csv\n  \

@@ -31,7 +31,7 @@ use crate::error::Error;
 /// What one release spends, in the currency of its guarantee.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spend {
-    /// ε-DP (every Laplace release, permute-and-flip).
+    /// ε-DP (every Laplace release, the exponential mechanism).
     Pure(Epsilon),
     /// ρ-zCDP (a discrete Gaussian release).
     Zcdp(Rho),

@@ -283,9 +283,9 @@ mod tests {
                 let cell = NumberCell { index: 0, invalid: InvalidPolicy::Error };
                 let mut fold = QuantileFold::new(Arc::clone(&candidates), cell);
                 v.iter().for_each(|&x| fold.add(x));
-                fold.scores(&level)
+                fold.sorted().scores(&level)
             });
-            let moved = |a: &[Vec<u128>], b: &[Vec<u128>]| -> Vec<u128> {
+            let moved = |a: &[Vec<i128>], b: &[Vec<i128>]| -> Vec<u128> {
                 a.iter().zip(b).map(|(x, y)| x.iter().zip(y).map(|(s, t)| s.abs_diff(*t)).max().unwrap_or(0)).collect()
             };
             let (add_remove, changed) = neighbours_of(&rows, other, at.index(rows.len()));

@@ -1,17 +1,21 @@
 //! **quantile / median** — over public candidates, by one of two mechanisms.
 //!
 //! **The utility.** For a level q = a/b (exact, in lowest terms) and n rows, candidate c is a
-//! valid q-quantile when #(x < c) <= q·n <= #(x <= c). Its score is b times its distance, in
-//! rows, from the set of valid q-quantiles:
+//! valid q-quantile when #(x < c) <= q·n <= #(x <= c). Its score is b times the signed
+//! distance, in rows, from q·n to the interval [#(x < c), #(x <= c)] of ranks c stands for:
 //!
-//!   s(c) = max(0, b·#(x < c) − a·n, a·n − b·#(x <= c))     (an integer; lower is better)
+//!   s(c) = max(b·#(x < c) − a·n, a·n − b·#(x <= c))     (an integer; lower is better)
 //!
-//! so every valid quantile scores 0, ties included (the older |#below − #above| score credited
-//! a tied value only when the ties happened to balance). How far one neighbouring change moves
-//! any score (Δu, `Level::score_sensitivity`; with `--by`, `QuantileSpec::score_sensitivity`):
+//! so an invalid candidate scores b times its distance to validity, a valid one 0 or less:
+//! minus b times the depth of q·n inside its run of ties. When several candidates are valid,
+//! q·n sits on the edge of each one's interval and all score 0, the top score. The depth
+//! doubles the margin of a tied median over its neighbours where q·n is near the middle of
+//! the ties (issue 38), and never costs a valid candidate anything. How far one neighbouring
+//! change moves any score (Δu, `Level::score_sensitivity`; with `--by`,
+//! `QuantileSpec::score_sensitivity`):
 //! - add-remove: a row added below c moves b·#(x < c) − a·n by b − a and a·n − b·#(x <= c) by
 //!   a − b; one added at c moves them by −a and a − b; one added above c by −a and +a. The
-//!   maximum of 0 and two terms moves by at most the larger move of a term: Δu = max(a, b − a);
+//!   maximum of two terms moves by at most the larger move of a term: Δu = max(a, b − a);
 //! - replace (n fixed): #(x < c) and #(x <= c) each move by at most one, so each term by at
 //!   most b: Δu = b. With `--where` a changed row can also leave or join the filter, which moves
 //!   the terms as a removal or an addition does, within b.
@@ -19,12 +23,16 @@
 //!   replace a changed row can leave one group and join another, so each group's Δu is
 //!   2·max(a, b − a) (`query::group::score_sensitivity`).
 //!
-//! **With bounds** (`--lower/--upper`): the exponential mechanism with this score, run as
-//! permute-and-flip with exp(−ε·(s − s_min)/(2Δu)) (McKenna & Sheldon 2020; the exponential
-//! mechanism of McSherry & Talwar 2007; quantiles as in Smith 2011), over public candidates
-//! on [L, U]: by default the multiples of a power of ten, every integer for integer bounds at
-//! least 50 apart ([`Candidates::round`]); `--resolution K` evenly spaced points. ε-DP for the
-//! unit Δu was computed under.
+//! **With bounds** (`--lower/--upper`): the exponential mechanism with this score (McSherry &
+//! Talwar 2007; quantiles as in Smith 2011), in base 2 (Ilvento 2020, [`Base2`]): candidate c
+//! with probability proportional to 2^(−η·s(c)), η·ln 2 <= ε/(2Δu); ε-DP for the unit Δu was
+//! computed under. The candidates are public, on [L, U]: by default the multiples of a power
+//! of ten, every integer for integer bounds at least 50 apart ([`Candidates::round`]);
+//! `--resolution K` evenly spaced points. Values outside [L, U] count as below or above every
+//! candidate. The score is constant on each run of candidates between two rows' positions
+//! ([`runs`]), so the draw picks a run with weight (candidates in it)·2^(−η·s) and then a
+//! candidate in it uniformly: the same distribution as over the candidates one by one, in
+//! O(n log n) whatever the grid.
 //!
 //! **Without bounds**: AboveThreshold over the fixed public log-scale grid (Durfee 2023), in
 //! [`unbounded`]: the release stays within the data's range unless the data are too few for ε,
@@ -32,11 +40,12 @@
 //! candidates beyond the data, each only a few rows of score from the best, outweighed it on
 //! small files.
 //!
-//! Several levels split ε evenly and exactly (sequential composition). The counts are gathered
-//! in one pass, per candidate and per gap between candidates, so memory grows with the number
-//! of candidates, never with the rows. Candidates come from flags or the fixed grid, never from
-//! the data.
+//! Several levels split ε evenly and exactly (sequential composition). Each row is kept as its
+//! position on the grid, four bytes, until a million rows, then packed into counts per
+//! position: memory grows with the rows up to that, then with the candidates only.
+//! Candidates come from flags or the fixed grid, never from the data.
 
+pub mod runs;
 pub mod unbounded;
 
 use serde::{Deserialize, Serialize};
@@ -57,13 +66,14 @@ use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::{self, Drawn, Mechanism};
-use crate::privacy::permute_and_flip::permute_and_flip;
+use crate::privacy::exponential::Base2;
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::group;
 use crate::query::options::{check_invalid_policy, Level, Options, Setup};
+use crate::query::quantile::runs::{Positions, Run};
 use crate::query::quantile::unbounded::{Scan, Split};
-use crate::query::statistic::{first, add_counts, Context, Measured, PlanContext, Planned, Statistic};
+use crate::query::statistic::{first, Context, Measured, PlanContext, Planned, Statistic};
 use crate::report::release::{Accuracy, CandidateInfo, Noise, Number, Part, QuantileValue, Release, RANK};
 
 /// `dpstat quantile` and `dpstat median`.
@@ -177,18 +187,19 @@ impl Statistic for Quantile {
         match spec.method {
             Method::Exponential => {
                 let eps = spec.epsilon_per_level(cx.epsilon()?);
+                let fold = fold.sorted();
                 let chosen: Vec<f64> = spec
                     .levels
                     .iter()
                     .map(|level| {
-                        let scores = fold.scores(level);
-                        let delta = spec.score_sensitivity(level);
-                        spec.candidates.get(permute_and_flip(&scores, delta, &eps, rng))
+                        let mechanism = Base2::new(&eps, spec.score_sensitivity(level));
+                        spec.candidates.get(fold.select(level, &mechanism, rng))
                     })
                     .collect();
                 self.exponential_release(cx, &eps, &chosen).map(Measured::Release)
             }
             Method::AboveThreshold { n_public, filtered } => {
+                let fold = fold.sorted();
                 let split = Split::new(cx.epsilon()?, spec.levels.len(), n_public);
                 let count = split
                     .count
@@ -236,7 +247,7 @@ impl Statistic for Quantile {
             .map(|l| rank_error_bound(l, spec.score_sensitivity(l), &eps, k, cx.confidence.beta()))
             .fold(0.0, f64::max);
         let accuracy = Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: RANK };
-        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(cx.mechanism, cx.neighbours, accuracy) };
+        let noise = Noise { mechanism: "exponential", ..Noise::multi(cx.mechanism, cx.neighbours, accuracy) };
         let assumption = format!(
             "the bound is on rank, over {} {} candidates: the released candidate is within that many \
              rows (in order) of the best candidate; its distance in value from the true quantile \
@@ -273,7 +284,7 @@ impl Quantile {
             })
             .collect();
         let cost = Cost::sequential(spec.levels.iter().map(|l| Cost::part(level_name(l), eps)).collect());
-        self.release(cx, "permute-and-flip", quantiles, cost, vec![])
+        self.release(cx, "exponential", quantiles, cost, vec![])
     }
 
     /// AboveThreshold's candidates, each level with its rank bound and, when the row count
@@ -451,11 +462,27 @@ impl Level {
     }
 }
 
-/// The public candidates, sorted and distinct.
+/// The public candidates, sorted and distinct: a list, or the default decimal grid held as
+/// its rule (a million doubles would be most of a median's memory).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Candidates {
     values: Vec<f64>,
+    decimal: Option<Decimal>,
     pub kind: &'static str,
+}
+
+/// The multiples m·10^k for m in `first..first + count`, with L before them when L is not
+/// one (`lead`) and U after them when U is not one (`trail`). Built only where those doubles
+/// rise strictly, so the i-th candidate is computed, never stored.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct Decimal {
+    lower: f64,
+    upper: f64,
+    k: i32,
+    first: i64,
+    count: usize,
+    lead: bool,
+    trail: bool,
 }
 
 /// [`Candidates`] as a cluster executor reads them: the kind as text, read back as the one name
@@ -463,6 +490,8 @@ pub struct Candidates {
 #[derive(Deserialize)]
 struct CandidatesWire {
     values: Vec<f64>,
+    #[serde(default)]
+    decimal: Option<Decimal>,
     kind: String,
 }
 
@@ -473,7 +502,34 @@ impl<'de> Deserialize<'de> for Candidates {
             .into_iter()
             .find(|k| *k == wire.kind)
             .ok_or_else(|| serde::de::Error::custom(format!("unknown candidate grid {:?}", wire.kind)))?;
-        Ok(Candidates { values: wire.values, kind })
+        Ok(Candidates { values: wire.values, decimal: wire.decimal, kind })
+    }
+}
+
+impl Decimal {
+    fn len(&self) -> usize {
+        usize::from(self.lead) + self.count + usize::from(self.trail)
+    }
+
+    fn get(&self, i: usize) -> f64 {
+        let lead = usize::from(self.lead);
+        if i < lead {
+            return self.lower;
+        }
+        if i - lead >= self.count {
+            return self.upper;
+        }
+        unscaled((self.first + (i - lead) as i64) as f64, self.k)
+    }
+
+    /// The multiples in [L, U] and the bounds, if the multiples rise strictly between them.
+    fn new(lower: f64, upper: f64, k: i32, first: i64, last: i64) -> Option<Decimal> {
+        let count = usize::try_from(last - first + 1).ok()?;
+        let at = |m: i64| unscaled(m as f64, k);
+        let (lead, trail) = (at(first) != lower, at(last) != upper);
+        let rising = (first..last).all(|m| at(m) < at(m + 1));
+        let inside = lower <= at(first) && at(last) <= upper;
+        (count >= 1 && rising && inside).then_some(Decimal { lower, upper, k, first, count, lead, trail })
     }
 }
 
@@ -526,6 +582,9 @@ impl Candidates {
             }
         }
         let (first, last) = (scaled(l, k).ceil() as i64, scaled(u, k).floor() as i64);
+        if let Some(decimal) = Decimal::new(l, u, k, first, last) {
+            return Candidates { values: vec![], decimal: Some(decimal), kind: "decimal" };
+        }
         let mut values: Vec<f64> = (first..=last).map(|m| unscaled(m as f64, k).clamp(l, u)).collect();
         values.extend([l, u]);
         Candidates::from_sorted(values, "decimal")
@@ -546,24 +605,26 @@ impl Candidates {
         Candidates::from_sorted(values, "log")
     }
 
-    /// The index of the first candidate >= x (`values.len()` if none), as `partition_point`
-    /// finds it. On the even grids (`linear`, `decimal`: evenly spaced but for the bounds) a
-    /// guess from x's place in [L, U] is corrected by a walk, which ends at the same index from
-    /// any start; a binary search over 10^6 candidates cost the scan a cache miss per step.
+    /// The index of the first candidate >= x (`len()` if none), as `partition_point` finds it.
+    /// On the even grids (`linear`, `decimal`: evenly spaced but for the bounds) a guess from
+    /// x's place in [L, U] is corrected by a walk, which ends at the same index from any start;
+    /// a binary search over 10^6 candidates cost the scan a cache miss per step.
     pub fn position(&self, x: f64) -> usize {
-        let values = &self.values;
-        let k = values.len();
+        let k = self.len();
         if self.kind == "log" || !x.is_finite() || k < 2 {
-            return values.partition_point(|&c| c < x);
+            return self.values.partition_point(|&c| c < x);
         }
-        let (first, last) = (values[0], values[k - 1]);
-        // Saturating casts: a NaN or negative guess is 0, a huge one k.
-        let guess = ((x - first) / (last - first) * (k - 1) as f64).ceil() as usize;
+        let (first, last) = (self.first(), self.last());
+        let guess = match &self.decimal {
+            // Saturating casts: a NaN or negative guess is 0, a huge one k.
+            Some(d) => (scaled(x, d.k).ceil() - d.first as f64 + f64::from(u8::from(d.lead))).max(0.0) as usize,
+            None => ((x - first) / (last - first) * (k - 1) as f64).ceil() as usize,
+        };
         let mut i = guess.min(k);
-        while i > 0 && values[i - 1] >= x {
+        while i > 0 && self.get(i - 1) >= x {
             i -= 1;
         }
-        while i < k && values[i] < x {
+        while i < k && self.get(i) < x {
             i += 1;
         }
         i
@@ -572,27 +633,35 @@ impl Candidates {
     fn from_sorted(mut values: Vec<f64>, kind: &'static str) -> Candidates {
         values.sort_by(f64::total_cmp);
         values.dedup();
-        Candidates { values, kind }
+        Candidates { values, decimal: None, kind }
     }
 
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.decimal.as_ref().map_or(self.values.len(), Decimal::len)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.len() == 0
     }
 
     pub fn get(&self, i: usize) -> f64 {
-        self.values[i]
+        match &self.decimal {
+            Some(d) => d.get(i),
+            None => self.values[i],
+        }
+    }
+
+    /// The candidates in order.
+    pub fn iter(&self) -> impl Iterator<Item = f64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
     }
 
     pub fn first(&self) -> f64 {
-        self.values[0]
+        self.get(0)
     }
 
     pub fn last(&self) -> f64 {
-        self.values[self.values.len() - 1]
+        self.get(self.len() - 1)
     }
 }
 
@@ -655,58 +724,102 @@ impl QuantileSpec {
     }
 }
 
-/// Per-candidate counts: `equal[i]` = #(x = c_i), `gaps[i]` = #(c_{i−1} < x < c_i) with
-/// `gaps[0]` below every candidate and `gaps[K]` above every one.
+/// The rows as positions on the candidates ([`runs`]): memory grows with the rows up to
+/// [`runs::CHUNK`], then with the candidates only.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QuantileFold {
     pub candidates: Arc<Candidates>,
     pub cell: NumberCell,
-    pub equal: Vec<u64>,
-    pub gaps: Vec<u64>,
+    pub positions: Positions,
 }
 
 impl QuantileFold {
     pub fn new(candidates: Arc<Candidates>, cell: NumberCell) -> QuantileFold {
-        let k = candidates.len();
-        QuantileFold { candidates, cell, equal: vec![0; k], gaps: vec![0; k + 1] }
+        QuantileFold { candidates, cell, positions: Positions::default() }
     }
 
     pub fn add(&mut self, x: f64) {
-        let values = &self.candidates.values;
         let i = self.candidates.position(x);
-        if values.get(i) == Some(&x) {
-            self.equal[i] += 1;
-        } else {
-            self.gaps[i] += 1;
-        }
+        let on = i < self.candidates.len() && self.candidates.get(i) == x;
+        // At most 2·MAX_RESOLUTION + 1 positions: they fit a u32.
+        self.positions.push((2 * i + usize::from(on)) as u32);
+    }
+
+    /// Sorts the positions, which walking the runs needs.
+    pub fn sorted(mut self) -> QuantileFold {
+        self.positions.sort();
+        self
+    }
+
+    /// Per candidate, the rows equal to it, and per gap (K + 1 of them, the first below every
+    /// candidate) the rows inside it: what AboveThreshold's scan reads. Needs [`Self::sorted`].
+    pub fn counts(&self) -> (Vec<u64>, Vec<u64>) {
+        let k = self.candidates.len();
+        let (mut equal, mut gaps) = (vec![0; k], vec![0; k + 1]);
+        self.positions.for_each_count(|p, c| match p % 2 {
+            1 => equal[(p / 2) as usize] += c,
+            _ => gaps[(p / 2) as usize] += c,
+        });
+        (equal, gaps)
     }
 
     /// The AboveThreshold queries of a level, in scan order ([`unbounded::threshold_queries`]).
     pub fn threshold_queries(&self, level: &Level, scan: Scan) -> Vec<(usize, i128)> {
-        unbounded::threshold_queries(&self.equal, &self.gaps, level, scan)
+        let (equal, gaps) = self.counts();
+        unbounded::threshold_queries(&equal, &gaps, level, scan)
     }
 
     /// The rows folded.
     pub fn rows(&self) -> u64 {
-        self.equal.iter().chain(&self.gaps).sum()
+        self.positions.len()
     }
 
-    /// The score of every candidate for a level (lower is better): b times its distance in rows
-    /// from the valid q-quantiles, max(0, b·#(x < c) − a·n, a·n − b·#(x <= c)).
-    pub fn scores(&self, level: &Level) -> Vec<u128> {
+    /// Calls `f` with every run of candidates and its score for `level`, in order.
+    pub fn for_each_scored_run(&self, level: &Level, f: &mut dyn FnMut(Run, i128)) {
         let n = self.rows() as i128;
-        let (a, b) = (level.numer as i128, level.denom as i128);
-        let mut below: i128 = 0;
-        (0..self.equal.len())
-            .map(|i| {
-                below += self.gaps[i] as i128;
-                let at_or_below = below + self.equal[i] as i128;
-                let score = (b * below - a * n).max(a * n - b * at_or_below).max(0);
-                below = at_or_below;
-                score as u128
-            })
-            .collect()
+        self.positions.for_each_run(self.candidates.len(), &mut |run| f(run, score(level, n, run)))
     }
+
+    /// The score of every candidate for a level (lower is better; tests and small grids).
+    /// Needs [`Self::sorted`].
+    pub fn scores(&self, level: &Level) -> Vec<i128> {
+        let mut scores = Vec::with_capacity(self.candidates.len());
+        self.for_each_scored_run(level, &mut |run, s| scores.extend(std::iter::repeat_n(s, run.points)));
+        scores
+    }
+
+    /// One exponential-mechanism draw for `level` ([`Base2`]): the index of a candidate.
+    pub fn select(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
+        let walk = |f: &mut dyn FnMut(u64, i128)| {
+            self.for_each_scored_run(level, &mut |run, s| f(run.points as u64, s));
+        };
+        let Some((run, offset)) = mechanism.sample(&walk, rng) else {
+            return 0;
+        };
+        let mut first = 0;
+        let mut at = 0;
+        self.positions.for_each_run(self.candidates.len(), &mut |r| {
+            if at == run {
+                first = r.first;
+            }
+            at += 1;
+        });
+        first + offset as usize
+    }
+}
+
+/// The score of a run's candidates (lower is better): b times the signed distance in rows from
+/// q·n to the rows the candidate can stand for, [#(x < c), #(x <= c)]:
+///
+///   s(c) = max(b·#(x < c) − a·n, a·n − b·#(x <= c))
+///
+/// positive outside (the distance to validity), zero on the edge, and minus the depth inside a
+/// run of ties.
+fn score(level: &Level, n: i128, run: Run) -> i128 {
+    let (a, b) = (level.numer as i128, level.denom as i128);
+    let below = run.below as i128;
+    let at_or_below = below + run.equal as i128;
+    (b * below - a * n).max(a * n - b * at_or_below)
 }
 
 impl Fold for QuantileFold {
@@ -718,20 +831,20 @@ impl Fold for QuantileFold {
         Ok(())
     }
     fn merge(&mut self, other: Self) {
-        add_counts(&mut self.equal, &other.equal);
-        add_counts(&mut self.gaps, &other.gaps);
+        self.positions.merge(other.positions);
     }
     fn heap_bytes(&self) -> usize {
-        (self.equal.len() + self.gaps.len()) * std::mem::size_of::<u64>()
+        Positions::max_heap_bytes(self.candidates.len())
     }
     fn widest_column(&self) -> Option<usize> {
         Some(self.cell.index)
     }
 }
 
-/// The rank error bound (rows) of permute-and-flip at failure probability β: the chosen
-/// candidate's score is within (2Δu/ε)·ln(K/β) of the best with probability >= 1 − β, and a
-/// score is b times a rank distance.
+/// The rank error bound (rows) of the exponential mechanism at failure probability β: the
+/// chosen candidate's score is within (2Δu/ε)·ln(K/β) of the best with probability >= 1 − β
+/// (the candidates that far from the best weigh at most β/K of the best each), the best scores
+/// at most 0, and a positive score is b times a rank distance to the valid quantiles.
 pub fn rank_error_bound(level: &Level, score_sensitivity: u128, eps: &Epsilon, candidates: usize, beta: f64) -> f64 {
     let delta = score_sensitivity as f64;
     let eps = eps.as_rational().to_f64().unwrap_or(f64::MIN_POSITIVE);
@@ -751,7 +864,7 @@ mod tests {
         let cell = NumberCell { index: 0, invalid: InvalidPolicy::Error };
         let mut fold = QuantileFold::new(Arc::clone(candidates), cell);
         values.iter().for_each(|&x| fold.add(x));
-        fold
+        fold.sorted()
     }
 
     #[test]
@@ -774,8 +887,9 @@ mod tests {
         let cands = linear("0", "10", 11);
         let fold = fold_of(&[1.0, 2.0, 3.0, 7.0, 9.0], &cands);
         let scores = fold.scores(&Level::MEDIAN);
-        // n = 5, q·n = 2.5: only 3 has #(x < c) = 2 <= 2.5 <= 3 = #(x <= c).
-        assert_eq!(scores[3], 0);
+        // n = 5, q·n = 2.5: only 3 has #(x < c) = 2 <= 2.5 <= 3 = #(x <= c), half a row
+        // inside: b·(−1/2) = −1.
+        assert_eq!(scores[3], -1);
         // c = 5: #(x < 5) = 3, half a row above 2.5: b·3 − a·n = 6 − 5 = 1.
         assert_eq!(scores[5], 1);
         // c = 0: #(x <= 0) = 0, 2.5 rows below: a·n − 0 = 5.
@@ -783,7 +897,12 @@ mod tests {
         // 0.9 of 5 rows is 4.5: 9 is valid (#(x < 9) = 4, #(x <= 9) = 5), 10 is half a row off.
         let q9: Level = "0.9".parse().unwrap();
         let scores = fold.scores(&q9);
-        assert_eq!((scores[9], scores[10]), (0, 5));
+        assert_eq!((scores[9], scores[10]), (-5, 5));
+        // Between two rows' values with q·n a whole number of rows, every candidate is valid
+        // and scores 0: 2 rows of 4 below the median of [1, 2, 7, 9] on all of 2..=7.
+        let scores = fold_of(&[1.0, 2.0, 7.0, 9.0], &cands).scores(&Level::MEDIAN);
+        assert_eq!(&scores[2..=7], &[0; 6]);
+        assert!(scores[1] > 0 && scores[8] > 0);
     }
 
     /// On tied data the value whose run of ties covers q·n scores 0. On this sample the old
@@ -794,9 +913,9 @@ mod tests {
         let runs = [(9.0, 50), (12.0, 60), (13.0, 5), (16.0, 85)];
         let rows: Vec<f64> = runs.iter().flat_map(|&(x, k)| std::iter::repeat_n(x, k)).collect();
         let scores = fold_of(&rows, &cands).scores(&Level::MEDIAN);
-        // q·n = 100 lies within [#(x < 12), #(x <= 12)] = [50, 110].
-        assert_eq!(scores[11], 0, "12 is the median");
-        assert_eq!(scores.iter().filter(|&&s| s == 0).count(), 1);
+        // q·n = 100 lies within [#(x < 12), #(x <= 12)] = [50, 110], 10 rows from its top.
+        assert_eq!(scores[11], -20, "12 is the median");
+        assert_eq!(scores.iter().filter(|&&s| s <= 0).count(), 1);
         // 13: #(x < 13) = 110, 10 rows above 100: 2·110 − 200 = 20.
         assert_eq!(scores[12], 20);
         // 11: #(x <= 11) = 50, 50 rows below: 200 − 2·50 = 100.
@@ -808,7 +927,8 @@ mod tests {
     }
 
     fn assert_grid(c: &Candidates, l: f64, u: f64) {
-        assert!(c.values.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
+        let values: Vec<f64> = c.iter().collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
         assert_eq!((c.first(), c.last()), (l, u));
     }
 
@@ -833,7 +953,7 @@ mod tests {
             assert_grid(&c, l as f64, u as f64);
             assert_eq!(c.len(), count, "[{l}, {u}]");
             assert_eq!(c.kind, "decimal");
-            let values: std::collections::HashSet<u64> = c.values.iter().map(|v| v.to_bits()).collect();
+            let values: std::collections::HashSet<u64> = c.iter().map(|v| v.to_bits()).collect();
             for i in l..=u {
                 assert!(values.contains(&(i as f64).to_bits()), "[{l}, {u}] lacks {i}");
             }
@@ -841,7 +961,23 @@ mod tests {
         // Decimals are the doubles the decimal text parses to.
         let c = round("1", "16", cap);
         for text in ["4.01", "4.1", "1.07", "15.99"] {
-            assert!(c.values.contains(&text.parse::<f64>().unwrap()), "{text}");
+            assert!(c.iter().any(|v| v == text.parse::<f64>().unwrap()), "{text}");
+        }
+    }
+
+    /// The decimal grid held as its rule is the list the rule gives, sorted and deduplicated.
+    #[test]
+    fn decimal_grids_are_their_materialized_lists() {
+        for (l, u) in [("0", "1000000"), ("0.1", "3.7"), ("-0.25", "1234.5"), ("1", "16"), ("-5", "3"), ("18", "90")] {
+            let c = round(l, u, default_cap(1));
+            let d = c.decimal.expect("held as a rule");
+            let (lo, hi) = (l.parse::<f64>().unwrap(), u.parse::<f64>().unwrap());
+            let last = d.first + d.count as i64 - 1;
+            let mut list: Vec<f64> = (d.first..=last).map(|m| unscaled(m as f64, d.k).clamp(lo, hi)).collect();
+            list.extend([lo, hi]);
+            let list = Candidates::from_sorted(list, "decimal");
+            assert_eq!(c.len(), list.len(), "[{l}, {u}]");
+            assert!(c.iter().zip(list.iter()).all(|(a, b)| a == b), "[{l}, {u}]");
         }
     }
 
@@ -852,7 +988,7 @@ mod tests {
         let c = round("0", "1000001", default_cap(1));
         assert_grid(&c, 0.0, 1_000_001.0);
         assert_eq!(c.len(), 100_002);
-        assert!(c.values[..c.len() - 1].iter().all(|v| v % 10.0 == 0.0));
+        assert!(c.iter().take(c.len() - 1).all(|v| v % 10.0 == 0.0));
         assert!(c.len() <= MAX_RESOLUTION);
         // Integer bounds far from 0: coarsened until the multiples are exact in f64.
         let c = round("1e15", "1000000000000001", default_cap(1));
@@ -865,7 +1001,7 @@ mod tests {
         let c = round("0.5", "3.7", default_cap(1));
         assert_grid(&c, 0.5, 3.7);
         assert_eq!(c.len(), 3_201); // 0.500, 0.501, …, 3.700
-        assert!(c.values.contains(&1.234));
+        assert!(c.iter().any(|v| v == 1.234));
         let c = round("-0.25", "1234.5", default_cap(1));
         assert_grid(&c, -0.25, 1234.5);
         // Step 1 (1234.75 steps >= 1000): the integers 0..=1234, and both bounds.
@@ -902,9 +1038,10 @@ mod tests {
                 3 => Candidates::linear(Bounds::new("-1000".parse().unwrap(), "1e6".parse().unwrap()).unwrap(), 101),
                 _ => Candidates::log_scale(),
             };
-            prop_assert_eq!(c.position(x), c.values.partition_point(|&v| v < x));
-            for &v in c.values.iter().step_by(97) {
-                prop_assert_eq!(c.position(v), c.values.partition_point(|&w| w < v));
+            let values: Vec<f64> = c.iter().collect();
+            prop_assert_eq!(c.position(x), values.partition_point(|&v| v < x));
+            for &v in values.iter().step_by(97) {
+                prop_assert_eq!(c.position(v), values.partition_point(|&w| w < v));
             }
         }
     }
@@ -914,7 +1051,7 @@ mod tests {
         let c = Candidates::log_scale();
         assert!(c.values.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(c.first(), -c.last());
-        assert!(c.values.contains(&0.0));
+        assert!(c.iter().any(|v| v == 0.0));
         assert!(c.len() > 5000 && c.len() < 6000, "{}", c.len());
     }
 

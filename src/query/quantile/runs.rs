@@ -1,0 +1,215 @@
+//! The rows of a quantile column as positions on the public grid, and the runs of candidates
+//! that share a score.
+//!
+//! A row is kept as one `u32`: 2i + 1 when it equals candidate i, 2i when it lies strictly
+//! between candidates i − 1 and i (0 below every candidate, 2K above every one). Every count a
+//! score needs, #(x < c_i) and #(x <= c_i), is a count of positions below 2i + 1 or 2i + 2, so
+//! sorting the positions is sorting the rows as far as the grid can see. Between two positions
+//! held by rows, every candidate has the same counts, hence the same score: a run. There are at
+//! most 2·(distinct positions) + 1 runs, whatever the number of candidates.
+//!
+//! Memory: four bytes a row until [`CHUNK`] rows, then the positions are sorted and packed
+//! into (position, count) pairs, at most one per position (2K + 1 of them): bounded by the
+//! grid, not by the rows.
+
+use serde::{Deserialize, Serialize};
+
+/// Positions held unsorted before they are packed.
+pub const CHUNK: usize = 1 << 20;
+
+/// The positions of the rows folded so far.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Positions {
+    /// Unsorted until [`Positions::sort`].
+    fresh: Vec<u32>,
+    /// Sorted by position; a count past `u32::MAX` takes several pairs.
+    packed: Vec<(u32, u32)>,
+}
+
+/// A run of candidates with the same counts: `first..first + points`, each with `below` rows
+/// under it and `equal` rows on it (`equal` > 0 only for a single candidate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub first: usize,
+    pub points: usize,
+    pub below: u64,
+    pub equal: u64,
+}
+
+impl Positions {
+    pub fn push(&mut self, position: u32) {
+        self.fresh.push(position);
+        if self.fresh.len() >= CHUNK {
+            self.pack();
+        }
+    }
+
+    pub fn merge(&mut self, other: Positions) {
+        self.fresh.extend(other.fresh);
+        if !other.packed.is_empty() {
+            self.packed = merge_packed(&std::mem::take(&mut self.packed), &other.packed);
+        }
+        if self.fresh.len() >= CHUNK {
+            self.pack();
+        }
+    }
+
+    /// The rows folded.
+    pub fn len(&self) -> u64 {
+        self.fresh.len() as u64 + self.packed.iter().map(|&(_, c)| u64::from(c)).sum::<u64>()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sorts the unpacked positions: needed before [`Positions::for_each_count`].
+    pub fn sort(&mut self) {
+        self.fresh.sort_unstable();
+    }
+
+    /// The most heap this can hold on a grid of `k` candidates.
+    pub fn max_heap_bytes(k: usize) -> usize {
+        CHUNK * 4 + (2 * k + 2) * std::mem::size_of::<(u32, u32)>()
+    }
+
+    fn pack(&mut self) {
+        self.sort();
+        let fresh = std::mem::take(&mut self.fresh);
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for_each_group(&fresh, |p, c| push_count(&mut runs, p, c));
+        self.packed = merge_packed(&self.packed, &runs);
+    }
+
+    /// Every distinct position with its count, ascending. The fresh positions must be sorted.
+    pub fn for_each_count(&self, mut f: impl FnMut(u32, u64)) {
+        debug_assert!(self.fresh.is_sorted(), "Positions::sort first");
+        let (fresh, packed) = (&self.fresh, &self.packed);
+        let (mut i, mut j) = (0, 0);
+        while i < fresh.len() || j < packed.len() {
+            let next = match (fresh.get(i), packed.get(j)) {
+                (Some(&a), Some(&(b, _))) => a.min(b),
+                (Some(&a), None) => a,
+                (None, Some(&(b, _))) => b,
+                (None, None) => break,
+            };
+            let mut count = 0u64;
+            while fresh.get(i) == Some(&next) {
+                count += 1;
+                i += 1;
+            }
+            while let Some(&(_, c)) = packed.get(j).filter(|(p, _)| *p == next) {
+                count += u64::from(c);
+                j += 1;
+            }
+            f(next, count);
+        }
+    }
+
+    /// The runs of a grid of `k` candidates, in order; they cover 0..k.
+    pub fn for_each_run(&self, k: usize, f: &mut dyn FnMut(Run)) {
+        let (mut next, mut below) = (0usize, 0u64);
+        self.for_each_count(|p, count| {
+            // Candidates from `next` up to this position's see the rows so far below them.
+            let at = (p / 2) as usize;
+            let stop = at.min(k);
+            if stop > next {
+                f(Run { first: next, points: stop - next, below, equal: 0 });
+                next = stop;
+            }
+            if p % 2 == 1 && at < k {
+                f(Run { first: at, points: 1, below, equal: count });
+                next = at + 1;
+            }
+            below += count;
+        });
+        if next < k {
+            f(Run { first: next, points: k - next, below, equal: 0 });
+        }
+    }
+}
+
+/// Groups a sorted slice: each distinct value with its count.
+fn for_each_group(sorted: &[u32], mut f: impl FnMut(u32, u64)) {
+    let mut i = 0;
+    while i < sorted.len() {
+        let j = i + sorted[i..].partition_point(|&p| p == sorted[i]);
+        f(sorted[i], (j - i) as u64);
+        i = j;
+    }
+}
+
+fn push_count(out: &mut Vec<(u32, u32)>, position: u32, mut count: u64) {
+    while count > 0 {
+        let c = count.min(u64::from(u32::MAX));
+        out.push((position, c as u32));
+        count -= c;
+    }
+}
+
+/// Two sorted packed lists as one, equal positions summed.
+fn merge_packed(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let p = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => break,
+        };
+        let mut count = 0u64;
+        while a.get(i).is_some_and(|x| x.0 == p) {
+            count += u64::from(a[i].1);
+            i += 1;
+        }
+        while b.get(j).is_some_and(|y| y.0 == p) {
+            count += u64::from(b[j].1);
+            j += 1;
+        }
+        push_count(&mut out, p, count);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The runs by brute force: per candidate, the positions below 2i + 1 and at 2i + 1.
+    fn brute(positions: &[u32], k: usize) -> Vec<(u64, u64)> {
+        (0..k)
+            .map(|i| {
+                let p = 2 * i as u32 + 1;
+                (positions.iter().filter(|&&x| x < p).count() as u64, positions.iter().filter(|&&x| x == p).count() as u64)
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Runs expand to the per-candidate counts, and packing or merging changes nothing.
+        #[test]
+        fn runs_cover_the_grid_with_the_right_counts(
+            positions in proptest::collection::vec(0u32..41, 0..80),
+            split in 0usize..80,
+        ) {
+            let k = 20;
+            let split = split.min(positions.len());
+            let mut a = Positions::default();
+            positions[..split].iter().for_each(|&p| a.push(p));
+            a.pack();
+            let mut b = Positions::default();
+            positions[split..].iter().for_each(|&p| b.push(p));
+            a.merge(b);
+            a.sort();
+            prop_assert_eq!(a.len(), positions.len() as u64);
+            let mut seen = vec![];
+            a.for_each_run(k, &mut |r| {
+                assert!(r.points >= 1 && (r.equal == 0 || r.points == 1));
+                seen.extend((0..r.points).map(|_| (r.below, r.equal)));
+            });
+            prop_assert_eq!(seen, brute(&positions, k));
+        }
+    }
+}
