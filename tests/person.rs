@@ -306,3 +306,52 @@ fn the_people_truncated_are_counted_and_charged() {
         &["--count-truncated", "gaussian"],
     );
 }
+
+/// `visits.csv` with `rows` more rows for each of `persons`, each with the id `id(i)`.
+fn with_rows(extra: &[(&str, usize)]) -> tempfile::NamedTempFile {
+    let mut text = std::fs::read_to_string(fixture(VISITS)).unwrap();
+    for (id, rows) in extra {
+        for i in 0..*rows {
+            text.push_str(&format!("{id},{},{}\n", ["north", "south", "east"][i % 3], 100 + i % 300));
+        }
+    }
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file
+}
+
+/// Issue 35: rows with an empty id were one pseudo-person, whom a real person B's id-less rows
+/// joined, and a K = 3 histogram moved by 4 in L1. They are left out now: with ten id-less
+/// rows, the neighbour with B's ten rows also without an id (empty, blank or quoted empty) is
+/// the same release under the same seed, for every statistic; the release states the policy,
+/// never a count.
+#[test]
+fn rows_without_an_id_are_left_out_and_move_nothing() {
+    let person = ["--eps", "1", "--privacy-id", "patient", "--max-rows-per-id", "3"];
+    let base = with_rows(&[("", 10)]);
+    for b in ["", "  ", "\"\""] {
+        let neighbour = with_rows(&[("", 10), (b, 10)]);
+        for statistic in &STATISTICS[..4] {
+            let args = with(statistic, &person);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let want = release(5, base.path(), &args);
+            assert_eq!(want["rows_without_id"], "left out");
+            assert_eq!(release(5, neighbour.path(), &args), want, "{statistic:?}, B's id {b:?}");
+            // And the same as the data without any id-less row.
+            assert_eq!(release(5, &fixture(VISITS), &args), want, "{statistic:?}");
+        }
+    }
+    // The note says it, as a rule.
+    let out =
+        seeded(5).args(["count", "--eps", "1", "--privacy-id", "patient"]).arg(base.path()).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("rows without an id are left out"), "{stderr}");
+    assert!(!stderr.contains("10 rows"), "{stderr}");
+    // With an id, B counts as a person again: the histogram moves by at most its Δ = 3.
+    let args = with(STATISTICS[3], &person);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let with_b = release(5, with_rows(&[("", 10), ("B", 10)]).path(), &args);
+    let (a, b) = (noisy_numbers(&release(5, base.path(), &args)), noisy_numbers(&with_b));
+    let moved: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).sum();
+    assert!(moved > 0.0 && moved <= 3.0, "moved {moved}");
+}

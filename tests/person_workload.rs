@@ -69,7 +69,12 @@ fn every_query_states_the_person_and_its_factor() {
     assert!(lines[3]["composition"].as_str().unwrap().contains("max_rows_per_id"), "{}", lines[3]);
     // The text table says the unit once, under the total.
     let text = stdout_of(dpstat().arg("run").arg(fixture("compose_person.toml")).arg(fixture(VISITS)));
-    assert!(text.ends_with("unit: one person (by patient), at most 3 rows each\n"), "{text}");
+    assert!(
+        text.ends_with(
+            "unit: one person (by patient), at most 3 rows each; rows without an id are left out\n"
+        ),
+        "{text}"
+    );
     // Without privacy_id a workload is row-level, as before.
     let dir = TempDir::new().unwrap();
     let rows = workload(&dir, "rows.toml", "epsilon = 1\n[[query]]\nname = \"n\"\nkind = \"count\"\n");
@@ -305,7 +310,12 @@ fn describe_summarises_people() {
     let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(row[0], "cost", "{text}");
     assert_eq!(row[5], bound, "{text}");
-    assert!(text.ends_with("unit: one person (by patient), at most 3 rows each\n"), "{text}");
+    assert!(
+        text.ends_with(
+            "unit: one person (by patient), at most 3 rows each; rows without an id are left out\n"
+        ),
+        "{text}"
+    );
 }
 
 /// A describe column whose bounds are not found (few kept rows at a small ε) is withheld inside

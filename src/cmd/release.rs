@@ -849,6 +849,7 @@ pub fn bound_plan<S: Statistic>(
     Ok(Plan {
         ids,
         keep,
+        names: input.column_names(),
         filters,
         group,
         bounds: person.bounds,

@@ -182,6 +182,7 @@ pub fn release_all(
             let plan = Plan {
                 ids,
                 keep,
+                names: input.column_names(),
                 filters: vec![],
                 group: None,
                 bounds: person.bounds,

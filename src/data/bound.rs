@@ -2,27 +2,34 @@
 //! fold that keeps, of each person's rows, at most G `--by` groups, K_g rows in each and K rows
 //! in all (`privacy::contribution` states what that buys).
 //!
-//! **Which rows are kept** depends only on a per-run key, the person's id and the multiset of
-//! the person's rows, never on row order, on how the input was cut into parts, on memory or on
-//! the noise: a row's rank is the keyed SipHash-1-3 (128 bits) of (id, the cells the query reads,
-//! j), j counting earlier copies of the same cells of that person in sorted order; a group's
-//! rank is the hash of (id, group label). A person keeps the G lowest-ranked groups, the K_g
-//! lowest-ranked rows in each and the K lowest-ranked of those. With a key unknown to whoever
-//! wrote the rows, every R-row person keeps a uniformly random K of them, and adding a person
-//! changes no one else's rows. The key is fresh from the operating system each run, or derived
-//! from the test seed (never drawn from the noise generator).
+//! **Which rows are kept** depends only on a per-run key, the column names, the person's id and
+//! the multiset of the person's values, never on row order, on how cells are spelled, on the
+//! order of the columns, on how the input was cut into parts or laid out, on memory or on the
+//! noise: a row's rank is the keyed SipHash-1-3 (128 bits) of (id, its values, j), the values
+//! being the cells the query reads as every query reads them ([`put_value`]: a number, else the
+//! trimmed text; the `--by` cell as its group's label) in the order of their columns' names, and
+//! j counting the person's earlier copies of the same values; a group's rank is the hash of
+//! (id, group label). A person keeps the G lowest-ranked groups, the K_g lowest-ranked rows in
+//! each and the K lowest-ranked of those. With a key unknown to whoever wrote the rows, every
+//! R-row person keeps a uniformly random K of them, and adding a person changes no one else's
+//! rows. The key is fresh from the operating system each run, or derived from the test seed
+//! (never drawn from the noise generator). Rows whose id is empty are left out (DESIGN §3.10).
 //!
 //! **Memory.** The scan hands every row that passed `--where` to [`Bounded::row`], which keeps
-//! the id and the cells the query reads, encoded, in one of [`BUCKETS`] buckets chosen by a hash
-//! of the id, so a person's rows share a bucket. Past [`cap`] bytes held by all copies of the
-//! fold together, the buckets are appended to temporary files (hash partitioning), and
-//! [`Bounded::finish`] reads them back one at a time, splitting again any file larger than the
-//! cap. A bucket is sorted by the keyed hash of the id, each person's rows chosen, and the kept
-//! rows fed to the query's own fold, the buckets shared out among the input's threads and their
-//! folds merged in bucket order. The in-memory and the spilled path, and any thread count, feed
-//! the same rows; the order within a bucket may follow the input's, which the folds (exact sums
-//! and counts) do not see. Only one person's rows must fit at once.
+//! the id, the values and the cells the query reads, encoded, in one of [`BUCKETS`] buckets
+//! chosen by a hash of the id, so a person's rows share a bucket. Past [`cap`] bytes held by all
+//! copies of the fold together, the buckets are appended to temporary files (hash
+//! partitioning), and [`Bounded::finish`] reads them back one at a time, splitting again any
+//! file larger than a share of the cap. A bucket is sorted by the keyed hash of the id, each
+//! person's rows chosen, and the kept rows fed to the query's own fold, the buckets shared out
+//! among the input's threads and their folds merged in bucket order. A file that four splits by
+//! the id leave too large holds one heavy person (or a few): it is split by the hash of (id,
+//! values) instead, each piece narrowed to the rows it may keep ([`select`] keeps at most G·K'_g
+//! per person), and the person chosen from those, so no person is ever held whole. The
+//! in-memory and the spilled path, and any thread count, feed the same rows; the order within
+//! a bucket may follow the input's, which the folds (exact sums and counts) do not see.
 
+use std::collections::HashMap;
 use std::io::{Read, Seek, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,6 +39,7 @@ use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::cell::parse_number;
 use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
@@ -65,6 +73,12 @@ pub struct Plan {
     pub ids: Vec<usize>,
     /// The columns the query reads, in increasing order: the only cells kept.
     pub keep: Vec<usize>,
+    /// The input's column names by index (the header, or the Parquet schema with the partition
+    /// columns); empty without a header. A row's rank reads its kept values in the order of
+    /// their columns' names, so a table whose columns come in another order (hive folders put
+    /// the partition columns last) keeps the same rows.
+    #[serde(default)]
+    pub names: Vec<Vec<u8>>,
     /// Applied before bounding: a person's kept rows are chosen among those that pass.
     pub filters: FilterList,
     /// `--by`: its column must be in `keep`.
@@ -91,6 +105,11 @@ struct Shared {
     found: Option<usize>,
     /// Persons who had rows dropped by the bounds (counted as they are chosen).
     truncated: AtomicU64,
+    /// The slots of `plan.keep` in the order of their columns' names (then numbers): the order
+    /// a row's values are written in for its rank.
+    order: Vec<usize>,
+    /// Where the `--by` column (public keys, or keys found in the data) is among the kept cells.
+    by_slot: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -224,6 +243,11 @@ impl<F: Fold> Bounded<F> {
         plan.keep.dedup();
         let bounds = plan.bounds;
         let id_hasher = SipHasher13::new_with_key(&plan.key);
+        let name = |slot: usize| plan.names.get(plan.keep[slot]).map(Vec::as_slice);
+        let mut order: Vec<usize> = (0..plan.keep.len()).collect();
+        order.sort_by(|&a, &b| name(a).cmp(&name(b)).then(plan.keep[a].cmp(&plan.keep[b])));
+        let by = plan.group.as_ref().map(|g| g.index).or(found);
+        let by_slot = by.and_then(|index| plan.keep.iter().position(|&k| k == index));
         let shared = Shared {
             plan,
             id_hasher,
@@ -231,6 +255,8 @@ impl<F: Fold> Bounded<F> {
             spill: Mutex::new(Spill::default()),
             found,
             truncated: AtomicU64::new(0),
+            order,
+            by_slot,
         };
         Bounded {
             shared: Arc::new(shared),
@@ -273,6 +299,8 @@ impl<F: Fold> Bounded<F> {
         let spilled = self.spilled()?;
         if spilled {
             self.spill_all();
+            // The rows are all in the files now: the room kept for more is not needed.
+            self.buckets = Vec::new();
         }
         let per = BUCKETS.div_ceil(threads);
         let results = if !spilled {
@@ -286,9 +314,7 @@ impl<F: Fold> Bounded<F> {
                 return Err(Failure::Temp(e.clone()));
             }
             in_parallel(&mut spill.files, per, &shared, bounds, &inner, |file, chooser, fold| {
-                read_file(file, 1, &shared.plan, &mut |bytes| {
-                    chooser.bucket(bytes, fold).map_err(Failure::Cell)
-                })
+                read_file(file, 1, &shared.plan, &mut Choose::new(chooser, fold))
             })
         };
         let mut results = results.into_iter();
@@ -311,15 +337,9 @@ impl<F: Fold> Bounded<F> {
     /// How many persons have r rows, for r in 1..=`cap` (index r − 1), and more than `cap`
     /// (the last entry): the rows-per-person distribution `--max-rows-per-id auto` reads.
     pub fn rows_per_person(&mut self, cap: usize) -> Result<Vec<u64>, Failure> {
-        let ids = self.shared.plan.ids.len();
         let mut counts = vec![0u64; cap + 1];
-        self.traverse(&mut |bytes| {
-            for_persons(bytes, ids, |rows: &mut [Rec]| {
-                counts[rows.len().min(cap + 1) - 1] += 1;
-                Ok(())
-            })
-            .map_err(Failure::Cell)
-        })?;
+        let ids = self.shared.plan.ids.len();
+        self.traverse(&mut Count { ids, counts: &mut counts, persons: HashMap::new() })?;
         Ok(counts)
     }
 
@@ -341,9 +361,9 @@ impl<F: Fold> Bounded<F> {
 
     /// Calls `visit` with the bytes of every bucket, in bucket order: from memory, or once
     /// anything spilled, from the temporary files (read again on every call).
-    fn traverse(&mut self, visit: &mut dyn FnMut(&[u8]) -> Result<(), Failure>) -> Result<(), Failure> {
+    fn traverse(&mut self, visit: &mut dyn Visit) -> Result<(), Failure> {
         if !self.spilled()? {
-            return self.buckets.iter().try_for_each(|b| visit(b));
+            return self.buckets.iter().try_for_each(|b| visit.bucket(b));
         }
         self.spill_all();
         let shared = self.shared.clone();
@@ -416,7 +436,7 @@ fn in_parallel<T: Send, G: Fold>(
             .map(|run| {
                 let (mut fold, each) = (inner.clone(), &each);
                 scope.spawn(move || {
-                    let mut chooser = Chooser::new(&shared.plan, &shared.truncated, bounds, shared.found);
+                    let mut chooser = Chooser::new(shared, bounds);
                     run.iter_mut().try_for_each(|item| each(item, &mut chooser, &mut fold))?;
                     Ok(fold)
                 })
@@ -450,17 +470,33 @@ fn temp_error(e: &std::io::Error) -> String {
 impl<F: Fold> Fold for Bounded<F> {
     #[inline]
     fn row(&mut self, row: &Row) -> Result<(), BadCell> {
-        let plan = &self.shared.plan;
+        let shared = &*self.shared;
+        let plan = &shared.plan;
         if !passes(row, &plan.filters) {
             return Ok(());
         }
         let mut id = std::mem::take(&mut self.scratch);
-        let hash = person_hash(&self.shared.id_hasher, &plan.ids, row, &mut id);
+        // A row without an id belongs to no one we can bound: it is left out (DESIGN §3.10).
+        let Some(hash) = person_hash(&shared.id_hasher, &plan.ids, row, &mut id) else {
+            self.scratch = id;
+            return Ok(());
+        };
         let out = &mut self.buckets[bucket_at(hash, 0)];
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
         out.extend_from_slice(&hash.to_le_bytes());
         out.extend_from_slice(&id);
+        let values = out.len();
+        out.extend_from_slice(&[0; 4]);
+        for &slot in &shared.order {
+            if Some(slot) == shared.by_slot {
+                put(out, Some(group_label(plan, text_cell(row, plan.keep[slot]))));
+            } else {
+                put_value(out, row, plan.keep[slot]);
+            }
+        }
+        let values_len = (out.len() - values - 4) as u32;
+        out[values..values + 4].copy_from_slice(&values_len.to_le_bytes());
         out.extend_from_slice(&(row.width() as u32).to_le_bytes());
         for &i in &plan.keep {
             put(out, row.get(i));
@@ -501,15 +537,47 @@ impl<F: Fold> Fold for Bounded<F> {
     }
 }
 
-/// The keyed hash of a row's person: of its id cells, encoded into `id` (cleared first).
+/// The keyed hash of a row's person: of its id cells, encoded into `id` (cleared first); None
+/// when one of them is empty (a null in Parquet), for a row of no known person.
 #[inline]
-fn person_hash(hasher: &SipHasher13, ids: &[usize], row: &Row, id: &mut Vec<u8>) -> u64 {
+fn person_hash(hasher: &SipHasher13, ids: &[usize], row: &Row, id: &mut Vec<u8>) -> Option<u64> {
     id.clear();
     for &i in ids {
-        put(id, Some(text_cell(row, i)));
+        let cell = text_cell(row, i);
+        if cell.is_empty() {
+            return None;
+        }
+        put(id, Some(cell));
     }
-    hasher.hash(id)
+    Some(hasher.hash(id))
 }
+
+/// Appends a kept cell's value as the choice of rows reads it: the number every query reads
+/// from it (typed, or parsed from its text by the one parser all formats share), `-0` as `0`;
+/// else its trimmed text. So `899`, `899.0` and a Parquet double 899 are one value, and a
+/// row's rank does not depend on how its cells are spelled.
+#[inline]
+fn put_value(out: &mut Vec<u8>, row: &Row, column: usize) {
+    let number = match row.typed_number(column) {
+        Some(typed) => typed,
+        None => parse_number(text_cell(row, column)),
+    };
+    match number {
+        Some(x) => {
+            let x = if x == 0.0 { 0.0 } else { x };
+            out.push(NUMBER);
+            out.extend_from_slice(&x.to_bits().to_le_bytes());
+        }
+        None => {
+            out.push(TEXT);
+            put(out, Some(text_cell(row, column)));
+        }
+    }
+}
+
+/// The tags of [`put_value`]'s two kinds of value.
+const NUMBER: u8 = 1;
+const TEXT: u8 = 2;
 
 /// The bucket a row's person falls in (of [`BUCKETS`]), for the plan's key: a cluster groups
 /// rows by it (`data::cluster`), so that each person's rows meet in one bucket's fold.
@@ -524,8 +592,9 @@ impl PersonBuckets {
         PersonBuckets { hasher: SipHasher13::new_with_key(key), ids, scratch: Vec::new() }
     }
 
+    /// A row without an id (left out where it is folded) falls in the first bucket.
     pub fn bucket(&mut self, row: &Row) -> usize {
-        bucket_at(person_hash(&self.hasher, &self.ids, row, &mut self.scratch), 0)
+        bucket_at(person_hash(&self.hasher, &self.ids, row, &mut self.scratch).unwrap_or(0), 0)
     }
 }
 
@@ -564,6 +633,9 @@ struct Rec<'a> {
     hash: u64,
     /// The encoded id (prefix-free: equal ids are equal bytes).
     id: &'a [u8],
+    /// The kept values as the choice reads them ([`put_value`]), in the order of the columns'
+    /// names: equal for rows that any query folds alike, whatever their spelling.
+    values: &'a [u8],
     /// The row's width and its kept cells, encoded.
     body: &'a [u8],
 }
@@ -574,18 +646,59 @@ fn records(bytes: &[u8], ids: usize) -> Vec<Rec<'_>> {
     let mut at = 0;
     while at + 4 <= bytes.len() {
         let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()) as usize;
-        let record = &bytes[at + 4..at + 4 + len];
-        let hash = u64::from_le_bytes(record[..8].try_into().unwrap_or_default());
-        let record = &record[8..];
-        let mut rest = record;
-        for _ in 0..ids {
-            rest = take(rest).1;
-        }
-        let id_len = record.len() - rest.len();
-        out.push(Rec { hash, id: &record[..id_len], body: rest });
+        out.push(record(&bytes[at + 4..at + 4 + len], ids));
         at += 4 + len;
     }
     out
+}
+
+/// One row's record (after its length).
+fn record(record: &[u8], ids: usize) -> Rec<'_> {
+    let hash = u64::from_le_bytes(record[..8].try_into().unwrap_or_default());
+    let record = &record[8..];
+    let mut rest = record;
+    for _ in 0..ids {
+        rest = take(rest).1;
+    }
+    let id = &record[..record.len() - rest.len()];
+    let (values, body) = take(rest);
+    Rec { hash, id, values: values.unwrap_or_default(), body }
+}
+
+/// A row a person may keep: the rank of its group (0 without `--by`), its own rank, its body.
+#[derive(Clone, Debug)]
+struct Candidate<B> {
+    group: u128,
+    rank: u128,
+    body: B,
+}
+
+/// Keeps of one person's candidates those in the G lowest-ranked groups, the K'_g lowest-ranked
+/// in each, and (without groups, or when `last`) the K lowest of those; sorted by rank. Applied
+/// to pieces of a person's rows and then to what the pieces kept, it keeps what it keeps of
+/// all the rows at once: a group among the G lowest of all is among the G lowest of any piece
+/// that holds it, and a row among the lowest of its group among the lowest of its piece's.
+fn select<B>(cands: &mut Vec<Candidate<B>>, bounds: &Bounds, grouped: bool, last: bool) {
+    if grouped {
+        let mut groups: Vec<u128> = cands.iter().map(|c| c.group).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups.truncate(bounds.groups as usize);
+        cands.retain(|c| groups.binary_search(&c.group).is_ok());
+        cands.sort_unstable_by_key(|c| c.rank);
+        let per_group = bounds.rows_per_group.min(bounds.rows);
+        let mut taken = vec![0u32; groups.len()];
+        cands.retain(|c| {
+            let at = groups.binary_search(&c.group).unwrap_or_default();
+            taken[at] += 1;
+            taken[at] <= per_group
+        });
+    } else {
+        cands.sort_unstable_by_key(|c| c.rank);
+    }
+    if last || !grouped {
+        cands.truncate(bounds.rows as usize);
+    }
 }
 
 /// Chooses each person's rows and replays them into a fold.
@@ -594,18 +707,38 @@ struct Chooser<'p> {
     /// Where persons with rows dropped are counted.
     truncated: &'p AtomicU64,
     bounds: Bounds,
-    /// Where the `--by` column (public keys, or keys found in the data) is among the kept cells.
     by_slot: Option<usize>,
+    /// The key and the kept columns' names in the order their values are written: every
+    /// row's rank starts from this state.
+    row_hasher: Sip128,
+    group_hasher: Sip128,
     /// Scratch for one replayed row.
     line: Vec<u8>,
     ends: Vec<usize>,
 }
 
 impl<'p> Chooser<'p> {
-    fn new(plan: &'p Plan, truncated: &'p AtomicU64, bounds: Bounds, found: Option<usize>) -> Chooser<'p> {
-        let by = plan.group.as_ref().map(|g| g.index).or(found);
-        let by_slot = by.and_then(|index| plan.keep.iter().position(|&k| k == index));
-        Chooser { plan, truncated, bounds, by_slot, line: Vec::new(), ends: Vec::new() }
+    fn new(shared: &'p Shared, bounds: Bounds) -> Chooser<'p> {
+        let plan = &shared.plan;
+        let mut row_hasher = Sip128::new_with_key(&plan.key);
+        std::hash::Hasher::write(&mut row_hasher, b"row");
+        for &slot in &shared.order {
+            let name = plan.names.get(plan.keep[slot]).map_or(&[][..], Vec::as_slice);
+            std::hash::Hasher::write(&mut row_hasher, &(name.len() as u32).to_le_bytes());
+            std::hash::Hasher::write(&mut row_hasher, name);
+        }
+        let mut group_hasher = Sip128::new_with_key(&plan.key);
+        std::hash::Hasher::write(&mut group_hasher, b"group");
+        Chooser {
+            plan,
+            truncated: &shared.truncated,
+            bounds,
+            by_slot: shared.by_slot,
+            row_hasher,
+            group_hasher,
+            line: Vec::new(),
+            ends: Vec::new(),
+        }
     }
 
     /// A bucket's bytes.
@@ -613,9 +746,8 @@ impl<'p> Chooser<'p> {
         for_persons(bytes, self.plan.ids.len(), |rows| self.person(rows, fold))
     }
 
-    /// One person's rows (sorted by their bytes): choose, then replay the kept ones.
+    /// One person's rows: choose, then replay the kept ones.
     fn person<F: Fold>(&mut self, rows: &mut [Rec], fold: &mut F) -> Result<(), BadCell> {
-        let plan = self.plan;
         if self.by_slot.is_none() && rows.len() <= self.bounds.rows as usize {
             // Nothing to choose: every row is kept (most persons, on most data), in the order
             // read; the folds are exact sums and counts, which no order changes.
@@ -625,65 +757,74 @@ impl<'p> Chooser<'p> {
             fold.person_end();
             return Ok(());
         }
-        // Copies of a row adjacent, so that j counts them whatever order they were read in.
-        rows.sort_unstable_by(|a, b| a.body.cmp(b.body));
-        let rows: &[Rec] = rows;
-        let hasher = Sip128::new_with_key(&plan.key);
-        // (rank, index) of every row; j counts the copies of a row before it.
-        let mut ranked: Vec<(u128, usize)> = Vec::with_capacity(rows.len());
-        let mut j = 0u64;
-        for (i, r) in rows.iter().enumerate() {
-            j = if i > 0 && rows[i - 1].body == r.body { j + 1 } else { 0 };
-            let mut h = hasher;
-            std::hash::Hasher::write(&mut h, b"row");
-            std::hash::Hasher::write(&mut h, r.id);
-            std::hash::Hasher::write(&mut h, r.body);
-            std::hash::Hasher::write(&mut h, &j.to_le_bytes());
-            ranked.push((h.finish128().as_u128(), i));
-        }
-        let bounds = &self.bounds;
-        if let Some(slot) = self.by_slot {
-            // The person's groups, each ranked by (id, label); keep the G lowest. A label is a
-            // public key's (or `other`) or, with keys found in the data, the key itself.
-            let labels: Vec<&[u8]> = rows.iter().map(|r| group_label(plan, r.body, slot)).collect();
-            let mut distinct = labels.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            let mut groups: Vec<(u128, &[u8])> = distinct
-                .into_iter()
-                .map(|label| {
-                    let mut h = hasher;
-                    std::hash::Hasher::write(&mut h, b"group");
-                    std::hash::Hasher::write(&mut h, rows[0].id);
-                    std::hash::Hasher::write(&mut h, label);
-                    (h.finish128().as_u128(), label)
-                })
-                .collect();
-            groups.sort_unstable();
-            groups.truncate(bounds.groups as usize);
-            // The kept labels in byte order, for the lookup of each row's.
-            let mut kept: Vec<&[u8]> = groups.iter().map(|&(_, label)| label).collect();
-            kept.sort_unstable();
-            ranked.retain(|&(_, i)| kept.binary_search(&labels[i]).is_ok());
-            ranked.sort_unstable();
-            let mut taken = vec![0u32; kept.len()];
-            ranked.retain(|&(_, i)| {
-                let at = kept.binary_search(&labels[i]).unwrap_or_default();
-                taken[at] += 1;
-                taken[at] <= bounds.rows_per_group
-            });
-        } else {
-            ranked.sort_unstable();
-        }
-        ranked.truncate(bounds.rows as usize);
-        if ranked.len() < rows.len() {
+        let mut cands = self.candidates(rows, None);
+        let all = cands.len();
+        select(&mut cands, &self.bounds, self.by_slot.is_some(), true);
+        if cands.len() < all {
             self.truncated.fetch_add(1, Ordering::Relaxed);
         }
-        for &(_, i) in &ranked {
-            self.replay(rows[i].body, fold)?;
+        for c in &cands {
+            self.replay(c.body, fold)?;
         }
         fold.person_end();
         Ok(())
+    }
+
+    /// Every row of one person as a candidate. A row's rank is the keyed hash of (id, its
+    /// values, j), j numbering the copies of the same values from 0, or with `seen` (by id and
+    /// values) from the copies counted in earlier pieces of the person's rows; its group's
+    /// rank is the hash of (id, group label).
+    fn candidates<'r>(
+        &self,
+        rows: &mut [Rec<'r>],
+        mut seen: Option<&mut HashMap<Vec<u8>, u64>>,
+    ) -> Vec<Candidate<&'r [u8]>> {
+        // Copies adjacent, so that j counts them whatever order they were read in (their
+        // bodies may differ in spelling only).
+        rows.sort_unstable_by(|a, b| a.values.cmp(b.values).then(a.body.cmp(b.body)));
+        let mut out = Vec::with_capacity(rows.len());
+        let mut last_group: Option<(&[u8], u128)> = None;
+        let mut start = 0;
+        while start < rows.len() {
+            let values = rows[start].values;
+            let end = start + rows[start..].iter().take_while(|r| r.values == values).count();
+            let key = seen.is_some().then(|| [rows[start].id, values].concat());
+            let first = match (&seen, &key) {
+                (Some(s), Some(k)) => s.get(k).copied().unwrap_or(0),
+                _ => 0,
+            };
+            let mut h = self.row_hasher;
+            std::hash::Hasher::write(&mut h, rows[start].id);
+            std::hash::Hasher::write(&mut h, values);
+            for (j, r) in (first..).zip(&rows[start..end]) {
+                let mut h = h;
+                std::hash::Hasher::write(&mut h, &j.to_le_bytes());
+                let group = match self.by_slot {
+                    None => 0,
+                    Some(slot) => {
+                        let label =
+                            group_label(self.plan, cell_at(r.body, slot).unwrap_or_default().trim_ascii());
+                        match last_group {
+                            Some((l, rank)) if l == label => rank,
+                            _ => {
+                                let mut g = self.group_hasher;
+                                std::hash::Hasher::write(&mut g, r.id);
+                                std::hash::Hasher::write(&mut g, label);
+                                let rank = g.finish128().as_u128();
+                                last_group = Some((label, rank));
+                                rank
+                            }
+                        }
+                    }
+                };
+                out.push(Candidate { group, rank: h.finish128().as_u128(), body: r.body });
+            }
+            if let (Some(s), Some(k)) = (seen.as_deref_mut(), key) {
+                s.insert(k, first + (end - start) as u64);
+            }
+            start = end;
+        }
+        out
     }
 
     /// Feeds one kept row to `fold`: the kept cells at their columns, every other cell empty.
@@ -708,50 +849,257 @@ impl<'p> Chooser<'p> {
     }
 }
 
-/// A spilled bucket: read whole if it fits the cap (or cannot be split further), else split
-/// by another hash of the id into files read one at a time.
-fn read_file(
+/// What reads the buckets back: each whole, or, for a file too large to hold whose rows are
+/// one heavy person's (or a few), in pieces.
+trait Visit {
+    fn bucket(&mut self, bytes: &[u8]) -> Result<(), Failure>;
+    /// A piece of such a file: all copies of a row of one person (same id and values) are in
+    /// one piece, or in consecutive ones of which each but the first comes with `more`.
+    fn piece(&mut self, bytes: &[u8], more: bool) -> Result<(), Failure>;
+    /// After the last piece of such a file.
+    fn pieces_end(&mut self) -> Result<(), Failure>;
+}
+
+/// The bytes of a spilled file read whole at most: the rows held in memory while they are
+/// chosen take about three times their bytes (the records' index and candidates), on each
+/// thread.
+fn read_limit(plan: &Plan) -> usize {
+    (plan.cap / (3 * plan.threads.max(1))).max(MIN_SPLIT)
+}
+
+/// A spilled bucket: read whole if it fits [`read_limit`], else split by another hash of the
+/// id into files read one at a time; past four splits the persons left are heavy ones, whose
+/// rows are read in pieces ([`read_pieces`]), so that no person is ever held whole.
+fn read_file(file: &mut std::fs::File, level: u8, plan: &Plan, visit: &mut dyn Visit) -> Result<(), Failure> {
+    let size = file_size(file)?;
+    if size <= read_limit(plan) {
+        return visit.bucket(&read_all(file, size)?);
+    }
+    if level >= 4 {
+        read_pieces(file, 0, plan, visit)?;
+        return visit.pieces_end();
+    }
+    let mut parts = split(file, |record| bucket_at(u64::from_le_bytes(head8(record)), level))?;
+    for part in &mut parts {
+        read_file(part, level + 1, plan, visit)?;
+    }
+    Ok(())
+}
+
+/// A heavy person's file: split by the keyed hash of (id, values), so that the copies of a row
+/// stay together, up to three times; a file still too large then holds a row with very many
+/// copies, read in consecutive pieces.
+fn read_pieces(
     file: &mut std::fs::File,
     level: u8,
     plan: &Plan,
-    visit: &mut dyn FnMut(&[u8]) -> Result<(), Failure>,
+    visit: &mut dyn Visit,
 ) -> Result<(), Failure> {
-    let io = |e: String| Failure::Temp(e);
-    let size = file.seek(std::io::SeekFrom::End(0)).map_err(|e| io(read_error(&e)))? as usize;
-    file.rewind().map_err(|e| io(read_error(&e)))?;
-    if size <= plan.cap.max(MIN_SPLIT) || level >= 4 {
-        let mut bytes = Vec::with_capacity(size);
-        file.read_to_end(&mut bytes).map_err(|e| io(read_error(&e)))?;
-        return visit(&bytes);
+    let size = file_size(file)?;
+    if size <= read_limit(plan) {
+        return visit.piece(&read_all(file, size)?, false);
     }
-    let mut parts = (0..BUCKETS)
-        .map(|_| tempfile::tempfile())
-        .collect::<std::io::Result<Vec<_>>>()
-        .map_err(|e| io(temp_error(&e)))?;
+    if level < 3 {
+        let mut hasher = SipHasher13::new_with_key(&plan.key);
+        std::hash::Hasher::write(&mut hasher, b"pieces");
+        let ids = plan.ids.len();
+        let mut parts = split(file, |record| {
+            let rec = self::record(record, ids);
+            let mut h = hasher;
+            std::hash::Hasher::write(&mut h, rec.id);
+            std::hash::Hasher::write(&mut h, rec.values);
+            bucket_at(std::hash::Hasher::finish(&h), level)
+        })?;
+        for part in &mut parts {
+            read_pieces(part, level + 1, plan, visit)?;
+        }
+        return Ok(());
+    }
+    let (limit, mut more) = (read_limit(plan), false);
+    let mut piece = Vec::with_capacity(limit);
+    each_record(file, &mut |head, record| {
+        piece.extend_from_slice(head);
+        piece.extend_from_slice(record);
+        if piece.len() >= limit {
+            visit.piece(&piece, std::mem::replace(&mut more, true))?;
+            piece.clear();
+        }
+        Ok(())
+    })?;
+    if !piece.is_empty() {
+        visit.piece(&piece, more)?;
+    }
+    Ok(())
+}
+
+fn head8(record: &[u8]) -> [u8; 8] {
+    record[..8].try_into().unwrap_or_default()
+}
+
+fn file_size(file: &mut std::fs::File) -> Result<usize, Failure> {
+    let size = file.seek(std::io::SeekFrom::End(0)).map_err(|e| Failure::Temp(read_error(&e)))?;
+    file.rewind().map_err(|e| Failure::Temp(read_error(&e)))?;
+    Ok(size as usize)
+}
+
+fn read_all(file: &mut std::fs::File, size: usize) -> Result<Vec<u8>, Failure> {
+    let mut bytes = Vec::with_capacity(size);
+    file.read_to_end(&mut bytes).map_err(|e| Failure::Temp(read_error(&e)))?;
+    Ok(bytes)
+}
+
+/// What [`each_record`] calls: with a record's 4-byte length and its bytes.
+type EachRecord<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), Failure> + 'a;
+
+/// Calls `each` with every record of a file (its 4-byte length, then its bytes), in order.
+fn each_record(file: &mut std::fs::File, each: &mut EachRecord) -> Result<(), Failure> {
     let mut reader = std::io::BufReader::new(&mut *file);
-    let mut writers: Vec<_> = parts.iter_mut().map(std::io::BufWriter::new).collect();
     let mut head = [0u8; 4];
     let mut record = Vec::new();
     loop {
         match reader.read_exact(&mut head) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(e) => return Err(io(read_error(&e))),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(Failure::Temp(read_error(&e))),
         }
-        let len = u32::from_le_bytes(head) as usize;
-        record.resize(len, 0);
-        reader.read_exact(&mut record).map_err(|e| io(read_error(&e)))?;
-        let hash = u64::from_le_bytes(record[..8].try_into().unwrap_or_default());
-        let w = &mut writers[bucket_at(hash, level)];
-        w.write_all(&head).and_then(|()| w.write_all(&record)).map_err(|e| io(temp_error(&e)))?;
+        record.resize(u32::from_le_bytes(head) as usize, 0);
+        reader.read_exact(&mut record).map_err(|e| Failure::Temp(read_error(&e)))?;
+        each(&head, &record)?;
     }
-    for w in writers {
-        w.into_inner().map_err(|e| io(temp_error(e.error())))?;
+}
+
+/// The records of a file written to [`BUCKETS`] temporary files, each to the one `by` names.
+fn split(file: &mut std::fs::File, by: impl Fn(&[u8]) -> usize) -> Result<Vec<std::fs::File>, Failure> {
+    let io = |e: &std::io::Error| Failure::Temp(temp_error(e));
+    let mut parts = (0..BUCKETS)
+        .map(|_| tempfile::tempfile())
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| io(&e))?;
+    {
+        let mut writers: Vec<_> = parts.iter_mut().map(std::io::BufWriter::new).collect();
+        each_record(file, &mut |head, record| {
+            let w = &mut writers[by(record)];
+            w.write_all(head).and_then(|()| w.write_all(record)).map_err(|e| io(&e))
+        })?;
+        for w in writers {
+            w.into_inner().map_err(|e| io(e.error()))?;
+        }
     }
     for part in &mut parts {
-        read_file(part, level + 1, plan, visit)?;
+        part.rewind().map_err(|e| io(&e))?;
     }
-    Ok(())
+    Ok(parts)
+}
+
+/// A heavy person's rows read so far, and the candidates kept of them.
+type Heavy = (u64, Vec<Candidate<Vec<u8>>>);
+
+/// [`Visit`] for the choice: whole buckets person by person; a heavy person's pieces each
+/// narrowed to what they may keep ([`select`]), held per person (at most G·K'_g rows each),
+/// and chosen from at the end.
+struct Choose<'c, 'p, G> {
+    chooser: &'c mut Chooser<'p>,
+    fold: &'c mut G,
+    /// Per id: the rows read and the candidates kept so far.
+    persons: HashMap<Vec<u8>, Heavy>,
+    /// Copies counted per (id, values) in the current leaf of pieces.
+    seen: HashMap<Vec<u8>, u64>,
+}
+
+impl<'c, 'p, G: Fold> Choose<'c, 'p, G> {
+    fn new(chooser: &'c mut Chooser<'p>, fold: &'c mut G) -> Self {
+        Choose { chooser, fold, persons: HashMap::new(), seen: HashMap::new() }
+    }
+}
+
+impl<G: Fold> Visit for Choose<'_, '_, G> {
+    fn bucket(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        self.chooser.bucket(bytes, self.fold).map_err(Failure::Cell)
+    }
+
+    fn piece(&mut self, bytes: &[u8], more: bool) -> Result<(), Failure> {
+        if !more {
+            self.seen.clear();
+        }
+        let Choose { chooser, persons, seen, .. } = self;
+        let (bounds, grouped) = (chooser.bounds, chooser.by_slot.is_some());
+        for_persons(bytes, chooser.plan.ids.len(), |rows| {
+            let read = rows.len() as u64;
+            let id = rows[0].id.to_vec();
+            let mut cands = chooser.candidates(rows, Some(&mut *seen));
+            select(&mut cands, &bounds, grouped, false);
+            let (total, kept) = persons.entry(id).or_default();
+            *total += read;
+            kept.extend(cands.into_iter().map(|c| Candidate {
+                group: c.group,
+                rank: c.rank,
+                body: c.body.to_vec(),
+            }));
+            select(kept, &bounds, grouped, false);
+            Ok(())
+        })
+        .map_err(Failure::Cell)
+    }
+
+    fn pieces_end(&mut self) -> Result<(), Failure> {
+        let mut persons: Vec<_> = self.persons.drain().collect();
+        persons.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let (bounds, grouped) = (self.chooser.bounds, self.chooser.by_slot.is_some());
+        for (_, (total, mut kept)) in persons {
+            select(&mut kept, &bounds, grouped, true);
+            if (kept.len() as u64) < total {
+                self.chooser.truncated.fetch_add(1, Ordering::Relaxed);
+            }
+            for c in &kept {
+                self.chooser.replay(&c.body, self.fold).map_err(Failure::Cell)?;
+            }
+            self.fold.person_end();
+        }
+        self.seen.clear();
+        Ok(())
+    }
+}
+
+/// [`Visit`] for the number of rows of each person (`--max-rows-per-id auto`).
+struct Count<'c> {
+    ids: usize,
+    /// Persons with r rows at r − 1, the last entry past the cap.
+    counts: &'c mut [u64],
+    /// A heavy person's rows counted so far, per id.
+    persons: HashMap<Vec<u8>, u64>,
+}
+
+impl Count<'_> {
+    fn add(&mut self, rows: u64) {
+        let last = self.counts.len() - 1;
+        self.counts[(rows.max(1) - 1).min(last as u64) as usize] += 1;
+    }
+}
+
+impl Visit for Count<'_> {
+    fn bucket(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        for_persons(bytes, self.ids, |rows| {
+            self.add(rows.len() as u64);
+            Ok(())
+        })
+        .map_err(Failure::Cell)
+    }
+
+    fn piece(&mut self, bytes: &[u8], _: bool) -> Result<(), Failure> {
+        let Count { ids, persons, .. } = self;
+        for_persons(bytes, *ids, |rows| {
+            *persons.entry(rows[0].id.to_vec()).or_default() += rows.len() as u64;
+            Ok(())
+        })
+        .map_err(Failure::Cell)
+    }
+
+    fn pieces_end(&mut self) -> Result<(), Failure> {
+        for (_, rows) in std::mem::take(&mut self.persons) {
+            self.add(rows);
+        }
+        Ok(())
+    }
 }
 
 /// Calls `each` with every person's rows of a bucket's bytes, persons in the order of the keyed
@@ -789,10 +1137,9 @@ fn for_persons<'b>(
     Ok(())
 }
 
-/// The label of the group of an encoded row whose group cell is in `slot`: its public key's
+/// The label of the group of a row whose trimmed group cell is `cell`: its public key's
 /// (`other` for a cell not listed), or without public keys the key the cell counts under.
-fn group_label<'a>(plan: &'a Plan, body: &'a [u8], slot: usize) -> &'a [u8] {
-    let cell = cell_at(body, slot).unwrap_or_default().trim_ascii();
+fn group_label<'a>(plan: &'a Plan, cell: &'a [u8]) -> &'a [u8] {
     match &plan.group {
         // A closed list's imputed row counts under the key it is imputed to: its person's rows
         // in that group are bounded together. A refused or dropped row keeps `other`, a group
@@ -848,6 +1195,7 @@ mod tests {
         Plan {
             ids: vec![0],
             keep: vec![2, 1, 0],
+            names: vec![],
             filters: vec![],
             group,
             bounds,
@@ -1030,6 +1378,129 @@ mod tests {
             let mut more = rows.clone();
             more.extend((0..extra).map(|i| row("new", "a", i)));
             assert_eq!(cut(&more), truth + u64::from(extra > 3), "{extra} rows");
+        }
+    }
+
+    /// Rows whose id is empty (or blank) are left out, so a person whose rows lack an id adds
+    /// nothing: the neighbour with person B's rows added without ids keeps exactly the same rows.
+    #[test]
+    fn rows_without_an_id_are_left_out() {
+        let mut rows = people(40);
+        rows.extend((0..10).map(|i| row("", "a", i)));
+        let bounds = Bounds { rows: 3, groups: 1, rows_per_group: 3 };
+        let base = kept(plan(bounds, 6, usize::MAX, false), &rows, 1);
+        assert!(base.iter().all(|r| !r.starts_with(' ')), "an id-less row was kept: {base:?}");
+        assert_eq!(base, kept(plan(bounds, 6, usize::MAX, false), &people(40), 1));
+        let mut more = rows.clone();
+        more.extend((0..10).map(|i| row(if i % 2 == 0 { "" } else { "  " }, "b", 100 + i)));
+        for cap in [usize::MAX, 0] {
+            assert_eq!(kept(plan(bounds, 6, cap, false), &shuffled(&more, 2), 3), base, "cap {cap}");
+        }
+        // A composite id with one empty part is no id either.
+        let mut two = plan(bounds, 6, usize::MAX, false);
+        two.ids = vec![0, 1];
+        let mut partial = people(5);
+        partial.push(row("p1", "", 7));
+        assert_eq!(kept(two.clone(), &partial, 1), kept(two, &people(5), 1));
+    }
+
+    /// The rank reads values, not their spelling, in the order of the columns' names: `899`,
+    /// `899.0`, ` 899 ` and `8.99e2` keep the same rows, and so does the table with its columns
+    /// in another order.
+    #[test]
+    fn spelling_and_column_order_change_no_rank() {
+        let bounds = Bounds { rows: 2, groups: 2, rows_per_group: 2 };
+        let rows: Vec<_> =
+            (0..300).map(|i| row(&format!("p{}", i % 20), ["a", "b", "c"][i % 3], 890 + i % 13)).collect();
+        let respelled: Vec<_> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, [id, g, v])| {
+                let v: f64 = v.parse().unwrap();
+                let v = match i % 4 {
+                    0 => format!("{v:.1}"),
+                    1 => format!(" {v} "),
+                    2 => format!("{}e2", v / 100.0),
+                    _ => v.to_string(),
+                };
+                [id.clone(), g.clone(), v]
+            })
+            .collect();
+        // Kept rows as (id, group, number): what a fold sees.
+        let numbers = |kept: Vec<String>| {
+            let mut out: Vec<String> = kept
+                .iter()
+                .map(|r| {
+                    let f: Vec<&str> = r.split(' ').filter(|s| !s.is_empty()).collect();
+                    format!("{} {} {}", f[0], f[1], f[2].parse::<f64>().unwrap())
+                })
+                .collect();
+            out.sort();
+            out
+        };
+        let named = |order: [usize; 3]| {
+            let mut p = plan(bounds, 9, usize::MAX, true);
+            let names = ["id", "ward", "cost"];
+            p.names = order.iter().map(|&c| names[c].as_bytes().to_vec()).collect();
+            p
+        };
+        for group in [false, true] {
+            let mut p = named([0, 1, 2]);
+            if !group {
+                p.group = None;
+            }
+            let want = numbers(kept(p.clone(), &rows, 1));
+            assert_eq!(numbers(kept(p.clone(), &respelled, 2)), want, "respelled, grouped {group}");
+            // The same table with its columns as (cost, id, ward).
+            let moved: Vec<_> = rows.iter().map(|[id, g, v]| [v.clone(), id.clone(), g.clone()]).collect();
+            let mut q = named([2, 0, 1]);
+            q.ids = vec![1];
+            q.keep = vec![0, 1, 2];
+            q.group = p.group.clone().map(|g| GroupBy { index: 2, keys: g.keys });
+            let back: Vec<String> = kept(q, &moved, 1)
+                .iter()
+                .map(|r| {
+                    let f: Vec<&str> = r.split(' ').collect();
+                    format!("{} {} {}", f[1], f[2], f[0])
+                })
+                .collect();
+            assert_eq!(numbers(back), want, "columns moved, grouped {group}");
+        }
+    }
+
+    /// One person too large for the read-back limit is chosen in pieces (split by the hash of
+    /// id and values, a row of many copies read in consecutive pieces): the same rows, the same
+    /// count of persons cut and of rows per person as when everything is held at once.
+    #[test]
+    fn a_heavy_person_is_chosen_in_pieces_with_the_same_rows() {
+        let mut rows: Vec<_> =
+            (0..24_000).map(|i| row("heavy", ["a", "b", "c", "d", "e"][i % 5], i % 4000)).collect();
+        // A row with very many copies, and a few other persons.
+        rows.extend((0..30_000).map(|_| row("heavy", "a", 7)));
+        rows.extend((0..2_000).map(|i| row(&format!("light{}", i % 300), "b", i % 17)));
+        let rows = shuffled(&rows, 11);
+        for (bounds, group) in [
+            (Bounds { rows: 50, groups: 1, rows_per_group: 50 }, false),
+            (Bounds { rows: 40, groups: 3, rows_per_group: 20 }, true),
+        ] {
+            let counted = |cap: usize| {
+                let mut b = Bounded::new(plan(bounds, 4, cap, group), Seen::default());
+                for r in &rows {
+                    b.row(&Row::record(&ByteRecord::from(r.to_vec()))).unwrap();
+                }
+                let per = b.rows_per_person(100).unwrap();
+                let (mut seen, cut) = b.finish_counted(Seen::default()).unwrap();
+                seen.0.sort();
+                (seen.0, cut, per)
+            };
+            let want = counted(usize::MAX);
+            assert_eq!(want.1, 1, "only the heavy person is cut");
+            if !group {
+                // About 50·30/54 of the 50 kept rows are copies of the repeated one.
+                let copies = want.0.iter().filter(|r| r.as_str() == "heavy a 7").count();
+                assert!((10..45).contains(&copies), "{copies} copies of the repeated row kept");
+            }
+            assert_eq!(counted(0), want, "grouped {group}");
         }
     }
 

@@ -456,6 +456,16 @@ impl Input {
         self.header_len().or(self.first_width)
     }
 
+    /// The columns' names by index, trimmed and without a byte-order mark (the partition
+    /// columns' after the parts' own); empty without a header.
+    pub fn column_names(&self) -> Vec<Vec<u8>> {
+        let name = |n: &Vec<u8>| {
+            let n = n.strip_prefix(BOM).unwrap_or(n);
+            n.trim_ascii().to_vec()
+        };
+        self.header.as_ref().map(|h| h.iter().map(name).collect()).unwrap_or_default()
+    }
+
     /// How messages name a column: its header name, or its 1-based number.
     pub fn column_label(&self, index: usize) -> String {
         match self.header.as_ref().and_then(|h| h.get(index)) {

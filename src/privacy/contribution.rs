@@ -123,8 +123,18 @@ pub enum Unit {
         /// Set when K was chosen privately (`--max-rows-per-id auto`).
         #[serde(skip_serializing_if = "Option::is_none")]
         auto: Option<AutoRows>,
+        /// What became of rows whose id is empty or null: always [`WITHOUT_ID`], a policy
+        /// stated, never a count (how many such rows there were is data, and uncharged).
+        rows_without_id: &'static str,
     },
 }
+
+/// The policy for rows whose id (any of its columns) is empty or null: they are left out,
+/// before bounding (`data::bound`). Taken together they would be one pseudo-person whom any
+/// real person's id-less rows join, and who would then be protected at a multiple of ε; each
+/// row as its own person would protect a person with R id-less rows at Rε. Leaving them out
+/// is a public rule of one row (like a filter), so it changes no sensitivity.
+pub const WITHOUT_ID: &str = "left out";
 
 impl Unit {
     /// A person-level unit of a release (grouped or not) under `bounds`.
@@ -136,6 +146,7 @@ impl Unit {
             max_rows_per_group: grouped.then_some(bounds.rows_per_group),
             factor: bounds.factor(grouped).pure,
             auto: None,
+            rows_without_id: WITHOUT_ID,
         }
     }
 
@@ -172,6 +183,7 @@ impl Unit {
                         if *g == 1 { "" } else { "s" }
                     ));
                 }
+                line.push_str("; rows without an id are left out");
                 Some(line)
             }
         }
@@ -281,5 +293,7 @@ mod tests {
         let both = |ids: [&str; 2]| Unit::person(ids.map(String::from).to_vec(), &Bounds::default(), false);
         assert_eq!(both(["b", "a"]).ledger_name(), both(["a", "b"]).ledger_name());
         assert!(person.line().unwrap().contains("at most 3 rows each, in at most 2 groups, 1 per group"));
+        assert_eq!(json["rows_without_id"], "left out", "the policy, never a count");
+        assert!(person.line().unwrap().ends_with("; rows without an id are left out"));
     }
 }

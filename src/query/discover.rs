@@ -838,6 +838,7 @@ mod tests {
         let plan = Plan {
             ids: vec![0],
             keep: vec![],
+            names: vec![],
             filters: vec![],
             group: None,
             bounds,
