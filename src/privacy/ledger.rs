@@ -44,6 +44,12 @@
 //! - with (ε, δ): Σε <= ε_total and Σδ <= δ_total (basic composition);
 //! - ρ together with (ε, δ) in one dataset: refused (no sound composition is implemented).
 //!
+//! The budget record also fixes how δ_total is used (`--budget-delta-for`,
+//! [`super::delta_use`]): all for ρ (the Rényi rule at δ_total; (ε, δ) charges refused), all
+//! for (ε, δ) (ρ refused), or half each (the default, and how a δ recorded without the field
+//! reads): the rules above then run at δ_total/2, since a choice between the two made after
+//! pure releases spends both halves.
+//!
 //! Ledgers written before these fields existed read unchanged: their charges are pure ε.
 //!
 //! **One privacy unit per dataset.** A charge records the unit its release protects
@@ -78,6 +84,7 @@ use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, ration
 use crate::numeric::format::hex;
 use crate::privacy::currency::{History, Spend};
 use crate::privacy::delta::Delta;
+use crate::privacy::delta_use::DeltaUse;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger_key::{self, LedgerKey, State};
 use crate::privacy::renyi::{measure, Measure, Rule};
@@ -123,6 +130,8 @@ pub struct LedgerSpec {
     /// `--budget-delta`: δ_total recorded with the budget (None: keep the recorded one, 0 for a
     /// new budget).
     pub budget_delta: Option<Delta>,
+    /// `--budget-delta-for`: how δ_total is used (None: keep the recorded use, split for a new δ).
+    pub budget_delta_for: Option<DeltaUse>,
     pub change_budget: bool,
     /// `--dataset NAME`, else [`DEFAULT_DATASET`].
     pub dataset: String,
@@ -136,6 +145,7 @@ pub struct LedgerFlags {
     pub path: Option<PathBuf>,
     pub budget: Option<Budget>,
     pub budget_delta: Option<Delta>,
+    pub budget_delta_for: Option<DeltaUse>,
     pub change_budget: bool,
     pub dataset: Option<String>,
     pub key: Option<PathBuf>,
@@ -149,6 +159,7 @@ impl LedgerSpec {
             let stray = [
                 (args.budget.is_some(), "--budget"),
                 (args.budget_delta.is_some(), "--budget-delta"),
+                (args.budget_delta_for.is_some(), "--budget-delta-for"),
                 (args.change_budget, "--change-budget"),
                 (args.dataset.is_some(), "--dataset"),
                 (args.key.is_some(), "--ledger-key"),
@@ -169,6 +180,12 @@ impl LedgerSpec {
                  to change a recorded one)",
             ));
         }
+        if args.budget_delta_for.is_some() && args.budget_delta.is_none() {
+            return Err(Error::usage(
+                "--budget-delta-for says how a budget's delta is used: give it with --budget TOTAL \
+                 --budget-delta D",
+            ));
+        }
         let dataset = match &args.dataset {
             Some(name) => check_dataset_name(name)?,
             None => DEFAULT_DATASET.to_string(),
@@ -177,6 +194,7 @@ impl LedgerSpec {
             path: path.clone(),
             budget: args.budget.clone(),
             budget_delta: args.budget_delta.clone(),
+            budget_delta_for: args.budget_delta_for,
             change_budget: args.change_budget,
             dataset,
             key: args.key.clone(),
@@ -293,6 +311,10 @@ pub enum Record {
         delta: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delta_decimal: Option<f64>,
+        /// How δ_total is used (`DeltaUse::name`), written with every δ; a δ without it (written
+        /// before the choice existed) reads as `split`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta_for: Option<String>,
         prev: String,
     },
     /// Charges one release, before its data are read: ε (pure), ρ (zCDP) or ε and δ.
@@ -395,6 +417,8 @@ pub struct Account {
     pub total: Option<BigRational>,
     /// δ_total (None: 0).
     pub delta: Option<Delta>,
+    /// How δ_total is shared between ρ and (ε, δ) charges (meaningful with a δ).
+    pub delta_for: DeltaUse,
     /// Σε over the pure and (ε, δ) charges: the records' running `spent`.
     pub spent: BigRational,
     /// Σρ over the zCDP charges.
@@ -423,7 +447,12 @@ impl Account {
     /// A history with ρ charges measured by its budget's rule (R(α*) at the budget's order;
     /// docs/DESIGN.md §9.7), re-derived from the charges whenever the ledger is read.
     pub fn measure(&self) -> Option<Measure> {
-        measure(&self.history, self.total.as_ref()?, self.delta.as_ref()?)
+        measure(&self.history, self.total.as_ref()?, &self.zcdp_delta()?)
+    }
+
+    /// The δ of the budget's zCDP track (all, half or none of δ_total, `DeltaUse`).
+    pub fn zcdp_delta(&self) -> Option<Delta> {
+        self.delta_for.zcdp_delta(self.delta.as_ref()?)
     }
 
     /// ρ of the whole history (pure charges at ε²/2), when it has zCDP charges.
@@ -488,6 +517,9 @@ pub struct BudgetSummary {
     pub total_delta: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_delta_exact: Option<String>,
+    /// How δ_total is used, with it: `zcdp`, `thresholds` or `split` (half each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_delta_for: Option<&'static str>,
     pub spent: f64,
     pub spent_exact: String,
     /// ρ of the whole history (Σρ + Σε²/2 over pure charges), when it has zCDP charges.
@@ -509,7 +541,8 @@ pub struct BudgetSummary {
     pub total_renyi: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_renyi_exact: Option<String>,
-    /// The δ the spend is stated at: δ_total with ρ charges, Σδ with (ε, δ) ones.
+    /// The δ the spend is stated at: the zCDP track's δ with ρ charges (δ_total or half of it),
+    /// Σδ with (ε, δ) ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spent_delta: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -523,7 +556,7 @@ impl BudgetSummary {
         let spent = account.spent_epsilon().unwrap_or_else(|| account.total.clone().unwrap_or_default());
         let rho = account.spent_rho_total();
         let delta = match (&rho, account.history.has_approx()) {
-            (Some(_), _) => account.delta.as_ref().map(|d| d.as_rational().clone()),
+            (Some(_), _) => account.zcdp_delta().map(|d| d.as_rational().clone()),
             (None, true) => Some(account.history.delta_sum().clone()),
             (None, false) => None,
         };
@@ -539,6 +572,7 @@ impl BudgetSummary {
             total_exact: account.total.as_ref().map(exact_string),
             total_delta: account.delta.as_ref().map(Delta::to_f64_up),
             total_delta_exact: account.delta.as_ref().map(Delta::exact_string),
+            total_delta_for: account.delta.as_ref().map(|_| account.delta_for.name()),
             spent: rational_to_f64_up(&spent),
             spent_exact: exact_string(&spent),
             spent_rho: rho.as_ref().map(rational_to_f64_up),
@@ -595,46 +629,53 @@ fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Res
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
-    let (total, delta) = match (&account.total, &spec.budget) {
+    let same_use = spec.budget_delta_for.is_none_or(|u| u == account.delta_for);
+    let (total, delta, delta_for) = match (&account.total, &spec.budget) {
         (None, None) => {
             return Err(bad_input(format!(
                 "{}: no budget is recorded for dataset {dataset}; set one with --budget TOTAL",
                 spec.path.display()
             )))
         }
-        (Some(total), None) => (total.clone(), account.delta.clone()),
+        (Some(total), None) => (total.clone(), account.delta.clone(), account.delta_for),
         (Some(total), Some(Budget(asked)))
             if total == asked
-                && spec.budget_delta.as_ref().is_none_or(|d| Some(d) == account.delta.as_ref()) =>
+                && spec.budget_delta.as_ref().is_none_or(|d| Some(d) == account.delta.as_ref())
+                && same_use =>
         {
-            (total.clone(), account.delta.clone())
+            (total.clone(), account.delta.clone(), account.delta_for)
         }
         (Some(total), Some(Budget(asked))) if !spec.change_budget => {
-            let recorded = |t: &BigRational, d: Option<&Delta>| match d {
-                Some(d) => format!("{} with delta {d}", decimal(t)),
+            let recorded = |t: &BigRational, d: Option<&Delta>, u: DeltaUse| match d {
+                Some(d) => format!("{} with delta {d} (for {u})", decimal(t)),
                 None => decimal(t),
             };
+            let asked_use = spec.budget_delta_for.unwrap_or(account.delta_for);
             return Err(bad_input(format!(
                 "{}: dataset {dataset} has budget {} recorded, not {}; add --change-budget to change it",
                 spec.path.display(),
-                recorded(total, account.delta.as_ref()),
-                recorded(asked, spec.budget_delta.as_ref().or(account.delta.as_ref()))
+                recorded(total, account.delta.as_ref(), account.delta_for),
+                recorded(asked, spec.budget_delta.as_ref().or(account.delta.as_ref()), asked_use)
             )));
         }
         (_, Some(Budget(asked))) => {
             let delta = spec.budget_delta.clone().or(account.delta.clone());
+            // A recorded δ keeps its use unless one is given; a new δ is split.
+            let recorded_use = account.delta.as_ref().map(|_| account.delta_for);
+            let delta_for = spec.budget_delta_for.or(recorded_use).unwrap_or_default();
             records.push(Draft::Budget {
                 dataset: dataset.clone(),
                 total: asked.clone(),
                 delta: delta.clone(),
+                delta_for,
             });
-            (asked.clone(), delta)
+            (asked.clone(), delta, delta_for)
         }
     };
     // A budget this very command records needs no --change-budget to gain its delta.
     let first_budget = account.total.is_none();
     same_unit(account.unit.as_deref(), &charge.unit, dataset, &spec.path)
-        .and_then(|()| admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset))
+        .and_then(|()| admits(&account.history, &charge.spend, &total, delta.as_ref(), delta_for, dataset))
         .map_err(|why| match first_budget {
             true => why.replace(NEEDS_DELTA, FIRST_DELTA),
             false => why,
@@ -642,6 +683,7 @@ fn charge_opened(spec: &LedgerSpec, charge: &Charge, opened: &mut Opened) -> Res
         .map_err(|why| anyhow::Error::from(Error::Budget(why)))?;
     account.total = Some(total);
     account.delta = delta;
+    account.delta_for = delta_for;
     add_spend(&mut account, &charge.spend);
     account.history.add(&charge.spend);
     records.push(Draft::Charge {
@@ -687,12 +729,14 @@ const NEEDS_DELTA: &str = "record a delta with --budget TOTAL --budget-delta D -
 const FIRST_DELTA: &str = "add --budget-delta D (e.g. 1e-6, well below 1/rows) beside --budget";
 
 /// Whether a dataset's history `before` plus `spend` fits its budget (ε_total, δ_total), by the
-/// composition rules of the module comment; the refusal for `dataset` when it does not.
+/// composition rules of the module comment, with δ_total shared between ρ and (ε, δ) charges
+/// as `delta_for` says ([`DeltaUse`]); the refusal for `dataset` when it does not.
 pub fn admits(
     before: &History,
     spend: &Spend,
     total: &BigRational,
     delta: Option<&Delta>,
+    delta_for: DeltaUse,
     dataset: &str,
 ) -> Result<(), String> {
     let mut history = before.clone();
@@ -705,13 +749,17 @@ pub fn admits(
              soundly; charge them to separate datasets (--dataset NAME); {nothing}"
         ));
     }
+    if let Some(why) = delta.and_then(|_| delta_for.refusal(&history)) {
+        return Err(format!("dataset {dataset} cannot pay {spend}: {why}; {nothing}"));
+    }
     if history.has_zcdp() {
-        let Some(delta) = delta else {
+        let Some(delta) = delta.and_then(|d| delta_for.zcdp_delta(d)) else {
             return Err(format!(
                 "dataset {dataset} cannot pay {spend}: its budget has delta 0 (pure epsilon-DP), which a \
                  zCDP release (--noise gaussian) cannot fit; {NEEDS_DELTA}; {nothing}"
             ));
         };
+        let delta = &delta;
         let Some(m) = measure(&history, total, delta) else { unreachable!("ρ without (ε, δ)") };
         if m.fits {
             return Ok(());
@@ -720,8 +768,8 @@ pub fn admits(
         return Err(match &m.rule {
             Rule::Renyi { order, limit } => format!(
                 "budget exhausted for dataset {dataset}: with {spend} the history's Renyi divergence at \
-                 order {} is {}, above the {} that the budget ({}, {delta}) allows at that order; {nothing} \
-                 {raise}",
+                 order {} is {}, above the {} that the budget ({}, {delta} for zCDP) allows there; \
+                 {nothing} {raise}",
                 decimal(&order.alpha),
                 decimal(&m.value),
                 rational_to_f64_down(limit),
@@ -750,11 +798,15 @@ pub fn admits(
             decimal(&(total - &spent).max(BigRational::zero()))
         ));
     }
-    let allowed = delta.map_or_else(BigRational::zero, |d| d.as_rational().clone());
+    let allowed = delta.map_or_else(BigRational::zero, |d| delta_for.thresholds_delta(d));
     if history.delta_sum() > &allowed {
+        let share = match (delta, delta_for) {
+            (Some(d), DeltaUse::Split) => format!(" (half of its delta {d}, --budget-delta-for split)"),
+            _ => String::new(),
+        };
         return Err(format!(
             "budget exhausted for dataset {dataset}: with {spend} the deltas add up to {}, above the \
-             budget's delta {}; {nothing} (record a larger one with --budget TOTAL --budget-delta D \
+             budget's delta {}{share}; {nothing} (record a larger one with --budget TOTAL --budget-delta D \
              --change-budget)",
             decimal(history.delta_sum()),
             decimal(&allowed)
@@ -1234,7 +1286,7 @@ fn apply(
     listed: &mut HashMap<u64, (String, usize)>,
 ) -> Result<()> {
     match record {
-        Record::Budget { dataset, total, delta, .. } => {
+        Record::Budget { dataset, total, delta, delta_for, .. } => {
             let total = parse_exact(total)
                 .filter(|t| t.is_positive())
                 .ok_or_else(|| corrupt(path, number, "has a budget that is not a positive n/d"))?;
@@ -1246,9 +1298,22 @@ fn apply(
                     })?)
                 }
             };
+            let delta_for = match (&delta, delta_for.as_deref().map(str::parse::<DeltaUse>)) {
+                (None, None) => DeltaUse::default(),
+                (Some(_), None) => DeltaUse::Split,
+                (Some(_), Some(Ok(usage))) => usage,
+                _ => {
+                    return Err(corrupt(
+                        path,
+                        number,
+                        "has a delta_for that is not zcdp, thresholds or split beside a delta",
+                    ))
+                }
+            };
             let account = ledger.accounts.entry(dataset.clone()).or_default();
             account.total = Some(total);
             account.delta = delta;
+            account.delta_for = delta_for;
         }
         Record::Charge {
             seq,
@@ -1371,6 +1436,7 @@ enum Draft {
         dataset: String,
         total: BigRational,
         delta: Option<Delta>,
+        delta_for: DeltaUse,
     },
     /// A charge with the dataset's running totals after it.
     Charge {
@@ -1418,7 +1484,7 @@ fn append(
         let prev = hex(&ledger.head);
         let time = now();
         let record = match draft {
-            Draft::Budget { dataset, total, delta } => Record::Budget {
+            Draft::Budget { dataset, total, delta, delta_for } => Record::Budget {
                 seq,
                 time,
                 dataset: dataset.clone(),
@@ -1426,6 +1492,7 @@ fn append(
                 total_decimal: rational_to_f64_down(total),
                 delta: delta.as_ref().map(Delta::exact_string),
                 delta_decimal: delta.as_ref().map(Delta::to_f64_up),
+                delta_for: delta.as_ref().map(|_| delta_for.name().to_string()),
                 prev,
             },
             Draft::Charge { dataset, charge, spent, spent_rho, spent_delta } => {
@@ -1506,6 +1573,7 @@ mod tests {
             path: dir.path().join("ledger.jsonl"),
             budget: budget.map(|b| b.parse().unwrap()),
             budget_delta: None,
+            budget_delta_for: None,
             change_budget: false,
             dataset: DEFAULT_DATASET.into(),
             key: None,
@@ -1944,13 +2012,13 @@ mod tests {
         err.to_string()
     }
 
-    /// ρ charges compose with the pure ones at the budget's Rényi order α* (23 for (1, 1e-6)):
-    /// charges are admitted while R(α*) = Σ min(ε, α*ε²/2) + α*Σρ <= B, the next that would pass
-    /// B is refused, and the spend is R(α*) converted at α* and δ_total.
+    /// ρ charges compose with the pure ones at the budget's Rényi order α* (23 for (1, 1e-6), all
+    /// of δ for zCDP): charges are admitted while R(α*) = Σ min(ε, α*ε²/2) + α*Σρ <= B, the next
+    /// that would pass B is refused, and the spend is R(α*) converted at α* and δ_total.
     #[test]
     fn rho_charges_compose_with_pure_ones_at_the_budget_order() {
         let dir = tempfile::tempdir().unwrap();
-        let s = with_delta(&dir, "1", "1e-6");
+        let s = LedgerSpec { budget_delta_for: Some(DeltaUse::Zcdp), ..with_delta(&dir, "1", "1e-6") };
         let d: Delta = "1e-6".parse().unwrap();
         reserve(&s, &release("0.2")).unwrap();
         reserve(&s, &zcdp("0.001")).unwrap();
@@ -2010,11 +2078,12 @@ mod tests {
         assert_eq!(ledger.account(DEFAULT_DATASET).delta, Some("1e-6".parse().unwrap()));
     }
 
-    /// (ε, δ) charges compose basically with pure ones: Σε <= ε_total and Σδ <= δ_total.
+    /// (ε, δ) charges compose basically with pure ones: Σε <= ε_total and Σδ <= δ_total (all of
+    /// it theirs under `--budget-delta-for thresholds`).
     #[test]
     fn epsilon_delta_charges_add_both() {
         let dir = tempfile::tempdir().unwrap();
-        let s = with_delta(&dir, "1", "2e-7");
+        let s = LedgerSpec { budget_delta_for: Some(DeltaUse::Thresholds), ..with_delta(&dir, "1", "2e-7") };
         reserve(&s, &approx("0.5", "1e-7")).unwrap();
         reserve(&s, &release("0.25")).unwrap();
         assert!(refusal(&s, &approx("0.5", "1e-7")).contains("spent 0.75 of 1"));
