@@ -585,3 +585,129 @@ fn describe_composes_in_sequence_to_the_total_charged() {
         }
     }
 }
+
+/// Φ, the standard normal distribution function, from statrs' erfc (relative error near f64's
+/// epsilon, also far in the tail): nothing of dpstat's arithmetic.
+fn normal_cdf(x: f64) -> f64 {
+    0.5 * statrs::function::erf::erfc(-x / std::f64::consts::SQRT_2)
+}
+
+/// The hockey-stick divergence E[(1 − e^(t − L))₊] at t of the Gaussian mechanism whose
+/// sensitivity is μ standard deviations, L ~ N(μ²/2, μ²) (Balle & Wang 2018, Thm 8), for any
+/// real t: Φ(μ/2 − t/μ) − e^t·Φ(−μ/2 − t/μ). A ρ-zCDP Gaussian release has μ = √(2ρ).
+fn gaussian_hockey_stick(t: f64, mu: f64) -> f64 {
+    normal_cdf(mu / 2.0 - t / mu) - t.exp() * normal_cdf(-mu / 2.0 - t / mu)
+}
+
+/// E over k ~ Binomial(n, p) of f(ε·(2k − n)): the privacy loss of n releases at ε whose loss is
+/// +ε with probability p and −ε otherwise (C(n, k) is exact in f64 for n = 42).
+fn over_pure_losses(n: u64, eps: f64, p: f64, f: impl Fn(f64) -> f64) -> f64 {
+    let mut choose = 1.0f64;
+    let mut sum = 0.0;
+    for k in 0..=n {
+        if k > 0 {
+            choose = choose * (n - k + 1) as f64 / k as f64;
+        }
+        let weight = choose * p.powi(k as i32) * (1.0 - p).powi((n - k) as i32);
+        sum += weight * f(eps * (2.0 * k as f64 - n as f64));
+    }
+    sum
+}
+
+/// P(1 + Z >= τ) for Z discrete Laplace of scale 1/ε: q^(τ−1)/(1 + q), q = e^(−ε). The chance
+/// that a key held by one row is released by the threshold τ (docs/DESIGN.md §9.5).
+fn released_alone(eps: f64, tau: i32) -> f64 {
+    let q = (-eps).exp();
+    q.powi(tau - 1) / (1.0 + q)
+}
+
+/// The least τ with P(1 + Z >= τ) <= δ, found by counting up (not by dpstat's bracketed
+/// logarithms).
+fn least_threshold(eps: f64, delta: f64) -> i32 {
+    (1..).find(|&tau| released_alone(eps, tau) <= delta).unwrap()
+}
+
+/// Issue 35, item 3: the second review's strategy under `--budget 1.3 --budget-delta 1e-6`:
+/// 42 pure counts at ε 0.03, then, depending on what they showed, either the largest Gaussian
+/// count the ledger admits or a `count --by --discover` at ε 0.04. Before the fix both
+/// continuations could use all of δ: ρ 0.0207606 and the discovery at δ 1e-6 were admitted,
+/// and for a row counted in every release with a key of its own the strategy's hockey-stick
+/// divergence at ε = 1.3 was 1.04e-6 > δ. Now the budget's δ is split (the default): the ρ
+/// continuation is measured at δ/2 and the discoveries' Σδ may reach δ/2.
+///
+/// The realised loss, computed here independently of dpstat (statrs' erfc, f64): for that row
+/// the 42 pure releases are dominated by randomized response at ε 0.03 (loss ±ε, +ε with
+/// probability e^ε/(1 + e^ε); every ε-DP pair is a post-processing of it, Kairouz, Oh &
+/// Viswanath 2015), so the ρ branch's divergence is at most E[δ_G(1.3 − L_pure)] with δ_G the
+/// Gaussian's (dpstat's discrete Gaussian has σ at 2^40 grid units or more, where it is the
+/// continuous one to about 2^-40 relative). In the discovery branch the row's key is released
+/// with probability p = P(1 + Z >= τ) and otherwise its loss is at most 1.26 + the key cap's
+/// 0.004 + ln(1/(1 − p)) < 1.3, so its divergence is p. A strategy choosing between them is at
+/// most the sum. The same computation shows the old maximum over δ, from below: the pure
+/// releases' loss is at least a fair ±ε coin (Laplace noise: +ε on half its mass or more), and
+/// the analyst takes the larger branch for each pure outcome.
+#[test]
+fn the_review_strategy_is_refused_or_within_the_budget() {
+    let dir = TempDir::new().unwrap();
+    let pure = dir.path().join("pure.jsonl");
+    let run = |ledger: &std::path::Path, args: &[&str]| {
+        let mut cmd = unseeded();
+        cmd.args(args).arg("--ledger").arg(ledger).arg(fixture("people.csv"));
+        cmd.output().unwrap()
+    };
+    let first = run(&pure, &["count", "--eps", "0.03", "--budget", "1.3", "--budget-delta", "1e-6"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let rest = common::parallel_map(4, 41, |_| run(&pure, &["count", "--eps", "0.03"]).status.code());
+    assert!(rest.iter().all(|code| *code == Some(0)), "{rest:?}");
+    let records = fs::read_to_string(&pure).unwrap();
+    assert_eq!(records.matches("\"type\":\"charge\"").count(), 42);
+    assert!(records.contains("\"delta_for\":\"split\""), "the default use is recorded");
+
+    // The Gaussian continuation: the review's ρ is refused now, and the largest admitted at 7
+    // significant digits is 0.0185531 (α* = 19 at (1.3, 5e-7)).
+    let zcdp = dir.path().join("zcdp.jsonl");
+    let try_rho = |rho: &str| {
+        fs::copy(&pure, &zcdp).unwrap();
+        run(&zcdp, &["count", "--noise", "gaussian", "--rho", rho, "--delta", "1e-6"]).status.code()
+    };
+    assert_eq!(try_rho("0.0207606"), Some(3), "the review's continuation is refused");
+    assert_eq!(try_rho("0.0185532"), Some(3));
+    assert_eq!(try_rho("0.0185531"), Some(0));
+    let rho_max = 0.0185531_f64;
+
+    // The discovery continuation: δ 1e-6 is refused, δ/2 admitted; τ as the release states it.
+    let approx = dir.path().join("approx.jsonl");
+    fs::copy(&pure, &approx).unwrap();
+    let discover = ["count", "--by", "region", "--discover", "--eps", "0.04", "--format", "json"];
+    let out = run(&approx, &[&discover[..], &["--delta", "1e-6"]].concat());
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&approx, &[&discover[..], &["--delta", "5e-7"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let release: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &release["discovery"];
+    let tau = d["threshold"].as_i64().unwrap() as i32;
+    let (eps_keys, delta_keys) = (0.04 * 0.9, d["delta"].as_f64().unwrap());
+    assert_eq!(d["key_cap"]["epsilon_exact"], "1/250");
+    assert_eq!(tau, least_threshold(eps_keys, delta_keys), "dpstat's τ is the least safe one");
+
+    // Each branch's realised divergence at ε = 1.3, and the strategy's (at most their sum).
+    let (total, delta_total, e, n) = (1.3, 1e-6, 0.03_f64, 42);
+    let rr = e.exp() / (1.0 + e.exp());
+    let gaussian_branch = |rho: f64, p: f64| {
+        over_pure_losses(n, e, p, |loss| gaussian_hockey_stick(total - loss, (2.0 * rho).sqrt()))
+    };
+    let zcdp_branch = gaussian_branch(rho_max, rr);
+    let keys_branch = released_alone(eps_keys, tau);
+    eprintln!("now: gaussian {zcdp_branch:.4e} + keys {keys_branch:.4e} = {:.4e}", zcdp_branch + keys_branch);
+    assert!(zcdp_branch <= delta_total / 2.0 && keys_branch <= delta_total / 2.0);
+    assert!(zcdp_branch + keys_branch <= delta_total, "the strategy's loss exceeds the budget");
+
+    // The old rule's maxima (ρ 0.0207606; δ 1e-6, whose selection runs at 9e-7) exceed δ by
+    // this computation, from below: it can tell a strategy over the budget.
+    let old_keys = released_alone(eps_keys, least_threshold(eps_keys, 9e-7));
+    let old = over_pure_losses(n, e, 0.5, |loss| {
+        gaussian_hockey_stick(total - loss, (2.0 * 0.0207606f64).sqrt()).max(old_keys)
+    });
+    eprintln!("before: at least {old:.6e}");
+    assert!(old > delta_total, "{old}");
+}

@@ -258,7 +258,8 @@ fn ledger_run(ledger: &Path, args: &[&str]) -> assert_cmd::Command {
 
 /// The ledger's currencies end to end: a ρ charge needs a budget δ (exit 3, nothing read or
 /// written), composes with pure charges in ρ, and `dpstat budget` states the spend in ρ and as
-/// (ε, δ); (ε, δ) charges of keys found in the data cannot join a ρ history.
+/// (ε, δ); (ε, δ) charges of keys found in the data cannot join a ρ history. The budget's δ is
+/// all for zCDP (`--budget-delta-for zcdp`), so the Rényi rule runs at δ_total.
 #[test]
 fn the_ledger_accounts_in_rho_and_refuses_what_it_cannot_compose() {
     let dir = TempDir::new().unwrap();
@@ -272,7 +273,15 @@ fn the_ledger_accounts_in_rho_and_refuses_what_it_cannot_compose() {
     assert!(out.stdout.is_empty());
     assert_eq!(fs::read(&ledger).unwrap(), before, "nothing written");
     let mut with_delta = gaussian.to_vec();
-    with_delta.extend(["--budget", "1", "--budget-delta", "1e-6", "--change-budget"]);
+    with_delta.extend([
+        "--budget",
+        "1",
+        "--budget-delta",
+        "1e-6",
+        "--budget-delta-for",
+        "zcdp",
+        "--change-budget",
+    ]);
     stdout_of(&mut ledger_run(&ledger, &with_delta));
     // ρ of the history: 0.1²/2 + 0.015 = 0.02, about (0.9, 1e-6)-DP: another 0.015 is too much.
     let out = ledger_run(&ledger, &gaussian).output().unwrap();
@@ -289,7 +298,7 @@ fn the_ledger_accounts_in_rho_and_refuses_what_it_cannot_compose() {
     assert_eq!(out.status.code(), Some(3));
     assert!(common::the_error(&String::from_utf8_lossy(&out.stderr)).contains("cannot share a budget"));
     let text = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
-    assert!(text.contains("budget     1 with delta 0.000001"), "{text}");
+    assert!(text.contains("budget     1 with delta 0.000001, all for zCDP releases"), "{text}");
     // At the budget's order α* = 23: min(0.1, 23·0.1²/2) + 23·0.015 = 0.445.
     assert!(text.contains("Renyi divergence 0.445 at order 23 (the budget allows 0.55"), "{text}");
     assert!(text.contains("rho 0.015") && text.contains("eps 0.1"), "{text}");
@@ -377,11 +386,12 @@ fn check_conversion(spent: &BigRational, r: &BigRational, alpha: &BigRational, d
 /// α* = 17 the pure one counts min(0.5, 17·0.125) = 0.5: R = 0.67 <= B ≈ 0.674, admitted, and
 /// the spend is R converted at α* (≈ 1.296: above the 1.12 of plain sequential composition,
 /// since α* is fixed by the budget, not chosen for this history). A further ρ 0.001 is refused.
+/// All of the budget's δ is for zCDP (`--budget-delta-for zcdp`).
 #[test]
 fn a_pure_release_next_to_gaussian_ones_counts_at_the_budget_order() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("ledger.jsonl");
-    let budget = ["--budget", "1.3", "--budget-delta", "1e-6"];
+    let budget = ["--budget", "1.3", "--budget-delta", "1e-6", "--budget-delta-for", "zcdp"];
     let mut first = vec!["count", "--eps", "0.5"];
     first.extend(budget);
     stdout_of(&mut ledger_run(&ledger, &first));
@@ -464,4 +474,74 @@ fn plan_compares_laplace_and_gaussian() {
         text.contains("verdict     gaussian gives less error for every one of the 30 planned queries"),
         "{text}"
     );
+}
+
+/// Exit 3, nothing on stdout and nothing written; the refusal on stderr.
+fn refused(ledger: &Path, args: &[&str]) -> String {
+    let before = fs::read(ledger).unwrap();
+    let out = ledger_run(ledger, args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(fs::read(ledger).unwrap(), before, "a refusal writes nothing");
+    common::the_error(&stderr)
+}
+
+/// Issue 35, item 3: a budget's δ has a use fixed with it (`--budget-delta-for`), so that after
+/// pure releases the analyst cannot choose between a ρ and an (ε, δ) continuation that each
+/// use all of δ. `thresholds` gives all of δ to keys found in the data and refuses Gaussian
+/// noise, `zcdp` the reverse; changing the use needs --change-budget; the use needs a δ beside
+/// it; `dpstat budget` states it (the split case: tests/accounting.rs).
+#[test]
+fn the_use_of_the_budget_delta_is_fixed_with_it() {
+    let dir = TempDir::new().unwrap();
+    let budget =
+        |usage: &'static str| ["--budget", "1", "--budget-delta", "1e-6", "--budget-delta-for", usage];
+    let count = ["count", "--eps", "0.1"];
+    let gaussian = ["count", "--noise", "gaussian", "--rho", "0.001", "--delta", "1e-6"];
+    let discover = ["count", "--by", "region", "--discover", "--eps", "0.1", "--delta", "1e-6"];
+    let unused = dir.path().join("unused.jsonl");
+    fails_with(
+        &mut ledger_run(&unused, &["count", "--eps", "0.1", "--budget", "1", "--budget-delta-for", "zcdp"]),
+        &["--budget-delta-for", "--budget-delta D"],
+    );
+    fails_with(
+        unseeded().args(["count", "--eps", "0.1", "--budget-delta-for", "split"]).arg(people()),
+        &["--budget-delta-for needs a ledger"],
+    );
+    fails_with(
+        &mut ledger_run(&unused, &[&count[..], &budget("gaussian")].concat()),
+        &["zcdp", "thresholds"],
+    );
+    assert!(!unused.exists());
+
+    let thresholds = dir.path().join("thresholds.jsonl");
+    stdout_of(&mut ledger_run(&thresholds, &[&count[..], &budget("thresholds")].concat()));
+    assert!(refused(&thresholds, &gaussian)
+        .contains("all for keys found in the data (--budget-delta-for thresholds)"));
+    stdout_of(&mut ledger_run(&thresholds, &discover));
+    fails_with(
+        &mut ledger_run(&thresholds, &[&count[..], &budget("zcdp")].concat()),
+        &["(for thresholds)", "--change-budget"],
+    );
+
+    let zcdp = dir.path().join("zcdp.jsonl");
+    stdout_of(&mut ledger_run(&zcdp, &[&count[..], &budget("zcdp")].concat()));
+    assert!(refused(&zcdp, &discover).contains("all for zCDP releases (--budget-delta-for zcdp)"));
+    stdout_of(&mut ledger_run(&zcdp, &gaussian));
+    // The recorded use stays when later runs give the budget without it.
+    stdout_of(&mut ledger_run(&zcdp, &[&count[..], &["--budget", "1", "--budget-delta", "1e-6"]].concat()));
+
+    let text = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&thresholds));
+    assert!(
+        text.contains("budget     1 with delta 0.000001, all for keys found in the data (--discover)"),
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&stdout_of(
+        unseeded().args(["budget", "--format", "json", "--ledger"]).arg(&zcdp),
+    ))
+    .unwrap();
+    assert_eq!(json["datasets"][0]["total_delta_for"], "zcdp");
+    // With all of δ for zCDP the spend is stated at δ_total.
+    assert_eq!(json["datasets"][0]["spent_delta_exact"], "1/1000000");
 }

@@ -915,3 +915,43 @@ fn one_table_draws_on_one_budget() {
         &["--new-dataset-for-same-data", "--budget TOTAL"],
     );
 }
+
+/// A budget δ recorded before its use could be chosen (a `delta` without `delta_for`) reads as
+/// split, half for each kind of release (issue 35, item 3: the conservative reading); a use
+/// that is not one of the three, or one without a δ, is a corrupt record.
+#[test]
+fn a_budget_delta_recorded_without_its_use_reads_as_split() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    stdout_of(release(&ledger, "0.1").args(["--budget", "1", "--budget-delta", "1e-6"]));
+    let text = fs::read_to_string(&ledger).unwrap();
+    assert!(text.contains(",\"delta_for\":\"split\""), "the default is written: {text}");
+    let (header, rest) = text.split_once('\n').unwrap();
+    let lines: Vec<String> = rest.lines().map(String::from).collect();
+    let with_budget = |budget: String| {
+        let mut edited = lines.clone();
+        edited[0] = budget;
+        forged(header, &edited, 1)
+    };
+    fs::write(&ledger, with_budget(lines[0].replace(",\"delta_for\":\"split\"", ""))).unwrap();
+    let shown = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+    let split = "with delta 0.000001, 0.0000005 for zCDP releases and 0.0000005 for keys found in the data";
+    assert!(shown.contains(split), "{shown}");
+    let discover = |delta: &str| {
+        let mut cmd = unseeded();
+        cmd.args(["count", "--by", "region", "--discover", "--eps", "0.1", "--delta", delta, "--ledger"])
+            .arg(&ledger)
+            .arg(fixture("people.csv"));
+        cmd
+    };
+    let out = discover("1e-6").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout_of(&mut discover("5e-7"));
+    for bad in [
+        lines[0].replace("\"delta_for\":\"split\"", "\"delta_for\":\"half\""),
+        lines[0].replace(",\"delta\":\"1/1000000\"", ""),
+    ] {
+        fs::write(&ledger, with_budget(bad)).unwrap();
+        fails_with(unseeded().args(["budget", "--ledger"]).arg(&ledger), &["corrupt", "line 2", "delta_for"]);
+    }
+}

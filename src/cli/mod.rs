@@ -30,6 +30,7 @@ use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::contribution::Bounds;
 use crate::privacy::delta::Delta;
+use crate::privacy::delta_use::DeltaUse;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger::{Budget, LedgerFlags};
 use crate::privacy::zcdp::Rho;
@@ -523,6 +524,11 @@ pub struct LedgerArgs {
     /// before --noise gaussian or --discover releases can be charged.
     #[arg(long, value_name = "D", allow_negative_numbers = true)]
     pub budget_delta: Option<Delta>,
+    /// Which releases --budget-delta pays for, fixed with it: zcdp (all for --noise gaussian),
+    /// thresholds (all for --discover) or split (half each, the default). Changing it needs
+    /// --change-budget.
+    #[arg(long, value_name = "USE")]
+    pub budget_delta_for: Option<DeltaUse>,
     /// Allow --budget to change a total already recorded in the ledger.
     #[arg(long)]
     pub change_budget: bool,
@@ -547,6 +553,7 @@ impl LedgerArgs {
             path: self.ledger.clone(),
             budget: self.budget.clone(),
             budget_delta: self.budget_delta.clone(),
+            budget_delta_for: self.budget_delta_for,
             change_budget: self.change_budget,
             dataset: self.dataset.clone(),
             key: self.ledger_key.clone(),

@@ -282,14 +282,14 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
         let a = ledger.account(&dataset.summary.dataset);
         let mut total = a.total.as_ref().map_or_else(|| "none recorded".to_string(), decimal);
         if let Some(delta) = &a.delta {
-            total.push_str(&format!(" with delta {delta}"));
+            total.push_str(&format!(" with delta {delta}, {}", a.delta_for.describe(delta)));
         }
         let mut spent = a.spent_epsilon().map_or_else(|| "unknown".to_string(), |s| rounded(&s, Round::Up));
         let renyi = match a.measure() {
             Some(Measure { rule: Rule::Renyi { order, limit }, value, .. }) => Some((order, limit, value)),
             _ => None,
         };
-        match (a.spent_rho_total(), &a.delta, renyi) {
+        match (a.spent_rho_total(), &a.zcdp_delta(), renyi) {
             (Some(_), Some(delta), Some((order, limit, value))) => spent.push_str(&format!(
                 " as (epsilon, delta) = ({spent}, {delta}): Renyi divergence {} at order {} (the \
                  budget allows {} there)",

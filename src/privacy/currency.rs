@@ -19,6 +19,9 @@
 //!   (Bun & Steinke 2016, §8: thresholding is δ-approximately (ε²/2)-zCDP, since conditioned on
 //!   the new key staying hidden its output is that of the neighbour); it needs checking against
 //!   that paper's composition and conversion statements before a ledger relies on it.
+//! - **One budget, both kinds**: a ledger's δ_total is shared between the zCDP and the
+//!   approximate histories when the budget is recorded ([`super::delta_use`]), since an analyst
+//!   may pick the kind after pure releases, and the two kinds' δ then add up.
 
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};

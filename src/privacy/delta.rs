@@ -41,6 +41,12 @@ impl Delta {
         &self.0
     }
 
+    /// δ/2, exactly: a budget's δ split between its two tracks (`privacy::delta_use`). Not
+    /// checked against the 1e-300 floor, which is for what a user types, not for arithmetic.
+    pub fn halved(&self) -> Delta {
+        Delta(&self.0 / BigInt::from(2))
+    }
+
     /// The smallest f64 that is >= δ: a printed δ never understates the failure probability.
     pub fn to_f64_up(&self) -> f64 {
         rational_to_f64_up(&self.0)

@@ -5,8 +5,9 @@
 //! Opt-in approximate DP (docs/DESIGN.md §9): δ (`delta`), zCDP's ρ and its conversion to
 //! (ε, δ) (`zcdp`), the discrete Gaussian mechanism (`gaussian`), which noise a release draws
 //! (`noise`: `--noise gaussian`), the partition-selection threshold of keys found in the data
-//! (`threshold`: `--discover`), and the composition of histories in several currencies
-//! (`currency`, used by the accountant and the ledger).
+//! (`threshold`: `--discover`), the composition of histories in several currencies
+//! (`currency`, used by the accountant and the ledger), and how a budget's δ is shared between
+//! them (`delta_use`).
 
 pub mod above_threshold;
 pub mod accountant;
@@ -14,6 +15,7 @@ pub mod accuracy;
 pub mod contribution;
 pub mod currency;
 pub mod delta;
+pub mod delta_use;
 pub mod epsilon;
 pub mod exponential;
 pub mod gaussian;

@@ -20,6 +20,10 @@
 //! - **What a history has spent** is the CKS conversion of R(α*) at α* and δ_total, rounded up:
 //!   at most ε_total for every admitted history.
 //!
+//! The δ_total of this module is the budget's share for zCDP releases, δ_Z ([`super::delta_use`]:
+//! all of the recorded δ, or half of it when it is split with the (ε, δ) releases of keys found
+//! in the data); the ledger passes it in.
+//!
 //! Everything is exact: ε, ρ and α are rationals, min(ε, αε²/2) is exact, and the conversion's
 //! logarithms are bracketed on their safe side (§9.6).
 

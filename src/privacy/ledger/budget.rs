@@ -24,6 +24,8 @@ pub struct Account {
     pub total: Option<BigRational>,
     /// δ_total (None: 0).
     pub delta: Option<Delta>,
+    /// How δ_total is shared between ρ and (ε, δ) charges (meaningful with a δ).
+    pub delta_for: DeltaUse,
     /// Σε over the pure and (ε, δ) charges: the records' running `spent`.
     pub spent: BigRational,
     /// Σρ over the zCDP charges.
@@ -52,7 +54,12 @@ impl Account {
     /// A history with ρ charges measured by its budget's rule (R(α*) at the budget's order;
     /// docs/DESIGN.md §9.7), re-derived from the charges whenever the ledger is read.
     pub fn measure(&self) -> Option<Measure> {
-        measure(&self.history, self.total.as_ref()?, self.delta.as_ref()?)
+        measure(&self.history, self.total.as_ref()?, &self.zcdp_delta()?)
+    }
+
+    /// The δ of the budget's zCDP track (all, half or none of δ_total, `DeltaUse`).
+    pub fn zcdp_delta(&self) -> Option<Delta> {
+        self.delta_for.zcdp_delta(self.delta.as_ref()?)
     }
 
     /// ρ of the whole history (pure charges at ε²/2), when it has zCDP charges.
@@ -81,6 +88,9 @@ pub struct BudgetSummary {
     pub total_delta: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_delta_exact: Option<String>,
+    /// How δ_total is used, with it: `zcdp`, `thresholds` or `split` (half each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_delta_for: Option<&'static str>,
     pub spent: f64,
     pub spent_exact: String,
     /// ρ of the whole history (Σρ + Σε²/2 over pure charges), when it has zCDP charges.
@@ -102,7 +112,8 @@ pub struct BudgetSummary {
     pub total_renyi: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_renyi_exact: Option<String>,
-    /// The δ the spend is stated at: δ_total with ρ charges, Σδ with (ε, δ) ones.
+    /// The δ the spend is stated at: the zCDP track's δ with ρ charges (δ_total or half of it),
+    /// Σδ with (ε, δ) ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spent_delta: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,7 +127,7 @@ impl BudgetSummary {
         let spent = account.spent_epsilon().unwrap_or_else(|| account.total.clone().unwrap_or_default());
         let rho = account.spent_rho_total();
         let delta = match (&rho, account.history.has_approx()) {
-            (Some(_), _) => account.delta.as_ref().map(|d| d.as_rational().clone()),
+            (Some(_), _) => account.zcdp_delta().map(|d| d.as_rational().clone()),
             (None, true) => Some(account.history.delta_sum().clone()),
             (None, false) => None,
         };
@@ -132,6 +143,7 @@ impl BudgetSummary {
             total_exact: account.total.as_ref().map(exact_string),
             total_delta: account.delta.as_ref().map(Delta::to_f64_up),
             total_delta_exact: account.delta.as_ref().map(Delta::exact_string),
+            total_delta_for: account.delta.as_ref().map(|_| account.delta_for.name()),
             spent: rational_to_f64_up(&spent),
             spent_exact: exact_string(&spent),
             spent_rho: rho.as_ref().map(rational_to_f64_up),
@@ -176,12 +188,14 @@ pub(super) const NEEDS_DELTA: &str = "record a delta with --budget TOTAL --budge
 pub(super) const FIRST_DELTA: &str = "add --budget-delta D (e.g. 1e-6, well below 1/rows) beside --budget";
 
 /// Whether a dataset's history `before` plus `spend` fits its budget (ε_total, δ_total), by the
-/// composition rules of the module comment; the refusal for `dataset` when it does not.
+/// composition rules of the module comment, with δ_total shared between ρ and (ε, δ) charges
+/// as `delta_for` says ([`DeltaUse`]); the refusal for `dataset` when it does not.
 pub fn admits(
     before: &History,
     spend: &Spend,
     total: &BigRational,
     delta: Option<&Delta>,
+    delta_for: DeltaUse,
     dataset: &str,
 ) -> Result<(), String> {
     let mut history = before.clone();
@@ -194,13 +208,17 @@ pub fn admits(
              soundly; charge them to separate datasets (--dataset NAME); {nothing}"
         ));
     }
+    if let Some(why) = delta.and_then(|_| delta_for.refusal(&history)) {
+        return Err(format!("dataset {dataset} cannot pay {spend}: {why}; {nothing}"));
+    }
     if history.has_zcdp() {
-        let Some(delta) = delta else {
+        let Some(delta) = delta.and_then(|d| delta_for.zcdp_delta(d)) else {
             return Err(format!(
                 "dataset {dataset} cannot pay {spend}: its budget has delta 0 (pure epsilon-DP), which a \
                  zCDP release (--noise gaussian) cannot fit; {NEEDS_DELTA}; {nothing}"
             ));
         };
+        let delta = &delta;
         let Some(m) = measure(&history, total, delta) else { unreachable!("ρ without (ε, δ)") };
         if m.fits {
             return Ok(());
@@ -209,8 +227,8 @@ pub fn admits(
         return Err(match &m.rule {
             Rule::Renyi { order, limit } => format!(
                 "budget exhausted for dataset {dataset}: with {spend} the history's Renyi divergence at \
-                 order {} is {}, above the {} that the budget ({}, {delta}) allows at that order; {nothing} \
-                 {raise}",
+                 order {} is {}, above the {} that the budget ({}, {delta} for zCDP) allows there; \
+                 {nothing} {raise}",
                 decimal(&order.alpha),
                 decimal(&m.value),
                 rational_to_f64_down(limit),
@@ -239,11 +257,15 @@ pub fn admits(
             decimal(&(total - &spent).max(BigRational::zero()))
         ));
     }
-    let allowed = delta.map_or_else(BigRational::zero, |d| d.as_rational().clone());
+    let allowed = delta.map_or_else(BigRational::zero, |d| delta_for.thresholds_delta(d));
     if history.delta_sum() > &allowed {
+        let share = match (delta, delta_for) {
+            (Some(d), DeltaUse::Split) => format!(" (half of its delta {d}, --budget-delta-for split)"),
+            _ => String::new(),
+        };
         return Err(format!(
             "budget exhausted for dataset {dataset}: with {spend} the deltas add up to {}, above the \
-             budget's delta {}; {nothing} (record a larger one with --budget TOTAL --budget-delta D \
+             budget's delta {}{share}; {nothing} (record a larger one with --budget TOTAL --budget-delta D \
              --change-budget)",
             decimal(history.delta_sum()),
             decimal(&allowed)

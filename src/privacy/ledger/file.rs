@@ -252,7 +252,7 @@ pub(super) fn append(
         let prev = hex(&ledger.head);
         let time = now();
         let record = match draft {
-            Draft::Budget { dataset, total, delta } => Record::Budget {
+            Draft::Budget { dataset, total, delta, delta_for } => Record::Budget {
                 seq,
                 time,
                 dataset: dataset.clone(),
@@ -260,6 +260,7 @@ pub(super) fn append(
                 total_decimal: rational_to_f64_down(total),
                 delta: delta.as_ref().map(Delta::exact_string),
                 delta_decimal: delta.as_ref().map(Delta::to_f64_up),
+                delta_for: delta.as_ref().map(|_| delta_for.name().to_string()),
                 prev,
             },
             Draft::Charge { dataset, charge, spent, spent_rho, spent_delta, run } => {

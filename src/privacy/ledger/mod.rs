@@ -44,6 +44,12 @@
 //! - with (ε, δ): Σε <= ε_total and Σδ <= δ_total (basic composition);
 //! - ρ together with (ε, δ) in one dataset: refused (no sound composition is implemented).
 //!
+//! The budget record also fixes how δ_total is used (`--budget-delta-for`,
+//! [`super::delta_use`]): all for ρ (the Rényi rule at δ_total; (ε, δ) charges refused), all
+//! for (ε, δ) (ρ refused), or half each (the default, and how a δ recorded without the field
+//! reads): the rules above then run at δ_total/2, since a choice between the two made after
+//! pure releases spends both halves.
+//!
 //! Ledgers written before these fields existed read unchanged: their charges are pure ε.
 //!
 //! **One privacy unit per dataset.** A charge records the unit its release protects
@@ -78,6 +84,7 @@ use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, ration
 use crate::numeric::format::hex;
 use crate::privacy::currency::{History, Spend};
 use crate::privacy::delta::Delta;
+use crate::privacy::delta_use::DeltaUse;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::ledger_key::{self, LedgerKey, State};
 use crate::privacy::renyi::{measure, Measure, Rule};
@@ -122,6 +129,8 @@ pub struct LedgerSpec {
     /// `--budget-delta`: δ_total recorded with the budget (None: keep the recorded one, 0 for a
     /// new budget).
     pub budget_delta: Option<Delta>,
+    /// `--budget-delta-for`: how δ_total is used (None: keep the recorded use, split for a new δ).
+    pub budget_delta_for: Option<DeltaUse>,
     pub change_budget: bool,
     /// `--dataset NAME`, else [`DEFAULT_DATASET`].
     pub dataset: String,
@@ -137,6 +146,7 @@ pub struct LedgerFlags {
     pub path: Option<PathBuf>,
     pub budget: Option<Budget>,
     pub budget_delta: Option<Delta>,
+    pub budget_delta_for: Option<DeltaUse>,
     pub change_budget: bool,
     pub dataset: Option<String>,
     pub key: Option<PathBuf>,
@@ -151,6 +161,7 @@ impl LedgerSpec {
             let stray = [
                 (args.budget.is_some(), "--budget"),
                 (args.budget_delta.is_some(), "--budget-delta"),
+                (args.budget_delta_for.is_some(), "--budget-delta-for"),
                 (args.change_budget, "--change-budget"),
                 (args.dataset.is_some(), "--dataset"),
                 (args.key.is_some(), "--ledger-key"),
@@ -177,6 +188,12 @@ impl LedgerSpec {
                 "--new-dataset-for-same-data opens a new budget: give it with --budget TOTAL",
             ));
         }
+        if args.budget_delta_for.is_some() && args.budget_delta.is_none() {
+            return Err(Error::usage(
+                "--budget-delta-for says how a budget's delta is used: give it with --budget TOTAL \
+                 --budget-delta D",
+            ));
+        }
         let dataset = match &args.dataset {
             Some(name) => check_dataset_name(name)?,
             None => DEFAULT_DATASET.to_string(),
@@ -185,6 +202,7 @@ impl LedgerSpec {
             path: path.clone(),
             budget: args.budget.clone(),
             budget_delta: args.budget_delta.clone(),
+            budget_delta_for: args.budget_delta_for,
             change_budget: args.change_budget,
             dataset,
             key: args.key.clone(),
@@ -250,25 +268,28 @@ fn charge_opened(
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
-    let (total, delta) = match (&account.total, &spec.budget) {
+    let same_use = spec.budget_delta_for.is_none_or(|u| u == account.delta_for);
+    let (total, delta, delta_for) = match (&account.total, &spec.budget) {
         (None, None) => return Err(no_budget(ledger, dataset, &spec.path)),
-        (Some(total), None) => (total.clone(), account.delta.clone()),
+        (Some(total), None) => (total.clone(), account.delta.clone(), account.delta_for),
         (Some(total), Some(Budget(asked)))
             if total == asked
-                && spec.budget_delta.as_ref().is_none_or(|d| Some(d) == account.delta.as_ref()) =>
+                && spec.budget_delta.as_ref().is_none_or(|d| Some(d) == account.delta.as_ref())
+                && same_use =>
         {
-            (total.clone(), account.delta.clone())
+            (total.clone(), account.delta.clone(), account.delta_for)
         }
         (Some(total), Some(Budget(asked))) if !spec.change_budget => {
-            let recorded = |t: &BigRational, d: Option<&Delta>| match d {
-                Some(d) => format!("{} with delta {d}", decimal(t)),
+            let recorded = |t: &BigRational, d: Option<&Delta>, u: DeltaUse| match d {
+                Some(d) => format!("{} with delta {d} (for {u})", decimal(t)),
                 None => decimal(t),
             };
+            let asked_use = spec.budget_delta_for.unwrap_or(account.delta_for);
             return Err(bad_input(format!(
                 "{}: dataset {dataset} has budget {} recorded, not {}; add --change-budget to change it",
                 spec.path.display(),
-                recorded(total, account.delta.as_ref()),
-                recorded(asked, spec.budget_delta.as_ref().or(account.delta.as_ref()))
+                recorded(total, account.delta.as_ref(), account.delta_for),
+                recorded(asked, spec.budget_delta.as_ref().or(account.delta.as_ref()), asked_use)
             )));
         }
         (_, Some(Budget(asked))) => {
@@ -276,18 +297,22 @@ fn charge_opened(
                 same_data(ledger, dataset, &spec.path, data)?;
             }
             let delta = spec.budget_delta.clone().or(account.delta.clone());
+            // A recorded δ keeps its use unless one is given; a new δ is split.
+            let recorded_use = account.delta.as_ref().map(|_| account.delta_for);
+            let delta_for = spec.budget_delta_for.or(recorded_use).unwrap_or_default();
             records.push(Draft::Budget {
                 dataset: dataset.clone(),
                 total: asked.clone(),
                 delta: delta.clone(),
+                delta_for,
             });
-            (asked.clone(), delta)
+            (asked.clone(), delta, delta_for)
         }
     };
     // A budget this very command records needs no --change-budget to gain its delta.
     let first_budget = account.total.is_none();
     same_unit(account.unit.as_deref(), &charge.unit, dataset, &spec.path)
-        .and_then(|()| admits(&account.history, &charge.spend, &total, delta.as_ref(), dataset))
+        .and_then(|()| admits(&account.history, &charge.spend, &total, delta.as_ref(), delta_for, dataset))
         .map_err(|why| match first_budget {
             true => why.replace(NEEDS_DELTA, FIRST_DELTA),
             false => why,
@@ -297,6 +322,7 @@ fn charge_opened(
     let nonce = key.as_ref().map(|_| rng::secret_bytes::<32>()).transpose()?;
     account.total = Some(total);
     account.delta = delta;
+    account.delta_for = delta_for;
     add_spend(&mut account, &charge.spend);
     account.history.add(&charge.spend);
     records.push(Draft::Charge {

@@ -270,7 +270,7 @@ pub(super) fn apply(
     listed: &mut HashMap<u64, (String, usize)>,
 ) -> Result<()> {
     match record {
-        Record::Budget { dataset, total, delta, .. } => {
+        Record::Budget { dataset, total, delta, delta_for, .. } => {
             let total = parse_exact(total)
                 .filter(|t| t.is_positive())
                 .ok_or_else(|| corrupt(path, number, "has a budget that is not a positive n/d"))?;
@@ -282,9 +282,22 @@ pub(super) fn apply(
                     })?)
                 }
             };
+            let delta_for = match (&delta, delta_for.as_deref().map(str::parse::<DeltaUse>)) {
+                (None, None) => DeltaUse::default(),
+                (Some(_), None) => DeltaUse::Split,
+                (Some(_), Some(Ok(usage))) => usage,
+                _ => {
+                    return Err(corrupt(
+                        path,
+                        number,
+                        "has a delta_for that is not zcdp, thresholds or split beside a delta",
+                    ))
+                }
+            };
             let account = ledger.accounts.entry(dataset.clone()).or_default();
             account.total = Some(total);
             account.delta = delta;
+            account.delta_for = delta_for;
         }
         Record::Charge {
             seq,

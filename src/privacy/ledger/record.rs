@@ -100,6 +100,10 @@ pub enum Record {
         delta: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delta_decimal: Option<f64>,
+        /// How δ_total is used (`DeltaUse::name`), written with every δ; a δ without it (written
+        /// before the choice existed) reads as `split`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta_for: Option<String>,
         prev: String,
     },
     /// Charges one release, before its data are read: ε (pure), ρ (zCDP) or ε and δ.
@@ -244,6 +248,7 @@ pub(super) enum Draft {
         dataset: String,
         total: BigRational,
         delta: Option<Delta>,
+        delta_for: DeltaUse,
     },
     /// A charge with the dataset's running totals after it.
     Charge {

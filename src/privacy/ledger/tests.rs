@@ -5,6 +5,7 @@ fn spec(dir: &tempfile::TempDir, budget: Option<&str>) -> LedgerSpec {
         path: dir.path().join("ledger.jsonl"),
         budget: budget.map(|b| b.parse().unwrap()),
         budget_delta: None,
+        budget_delta_for: None,
         change_budget: false,
         dataset: DEFAULT_DATASET.into(),
         key: None,
@@ -439,13 +440,13 @@ fn refusal(spec: &LedgerSpec, charge: &Charge) -> String {
     err.to_string()
 }
 
-/// ρ charges compose with the pure ones at the budget's Rényi order α* (23 for (1, 1e-6)):
-/// charges are admitted while R(α*) = Σ min(ε, α*ε²/2) + α*Σρ <= B, the next that would pass
-/// B is refused, and the spend is R(α*) converted at α* and δ_total.
+/// ρ charges compose with the pure ones at the budget's Rényi order α* (23 for (1, 1e-6), all
+/// of δ for zCDP): charges are admitted while R(α*) = Σ min(ε, α*ε²/2) + α*Σρ <= B, the next
+/// that would pass B is refused, and the spend is R(α*) converted at α* and δ_total.
 #[test]
 fn rho_charges_compose_with_pure_ones_at_the_budget_order() {
     let dir = tempfile::tempdir().unwrap();
-    let s = with_delta(&dir, "1", "1e-6");
+    let s = LedgerSpec { budget_delta_for: Some(DeltaUse::Zcdp), ..with_delta(&dir, "1", "1e-6") };
     let d: Delta = "1e-6".parse().unwrap();
     reserve(&s, &release("0.2")).unwrap();
     reserve(&s, &zcdp("0.001")).unwrap();
@@ -505,11 +506,12 @@ fn rho_needs_a_budget_delta_and_never_mixes_with_epsilon_delta() {
     assert_eq!(ledger.account(DEFAULT_DATASET).delta, Some("1e-6".parse().unwrap()));
 }
 
-/// (ε, δ) charges compose basically with pure ones: Σε <= ε_total and Σδ <= δ_total.
+/// (ε, δ) charges compose basically with pure ones: Σε <= ε_total and Σδ <= δ_total (all of
+/// it theirs under `--budget-delta-for thresholds`).
 #[test]
 fn epsilon_delta_charges_add_both() {
     let dir = tempfile::tempdir().unwrap();
-    let s = with_delta(&dir, "1", "2e-7");
+    let s = LedgerSpec { budget_delta_for: Some(DeltaUse::Thresholds), ..with_delta(&dir, "1", "2e-7") };
     reserve(&s, &approx("0.5", "1e-7")).unwrap();
     reserve(&s, &release("0.25")).unwrap();
     assert!(refusal(&s, &approx("0.5", "1e-7")).contains("spent 0.75 of 1"));
