@@ -81,3 +81,29 @@ fn shipped_parquet_files_hold_the_people_csv() {
         assert_eq!(want, stdout_of(dpstat().args(args).arg(fixture("people_by_region"))), "{args:?}");
     }
 }
+
+/// fixtures/people_brotli.parquet is fixtures/people.csv as pyarrow 26 writes it with brotli
+/// pages (`pyarrow.parquet.write_table(pyarrow.csv.read_csv("fixtures/people.csv"),
+/// "fixtures/people_brotli.parquet", compression="brotli", row_group_size=64)`, which is what
+/// pandas' `to_parquet(compression="brotli")` calls): its types are pyarrow's guesses (income
+/// and score doubles), and it reads as the CSV does.
+#[test]
+fn a_brotli_file_from_pyarrow_reads_as_its_csv() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let file = fixture("people_brotli.parquet");
+    let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+    let chunks: Vec<_> = reader.metadata().row_groups().iter().flat_map(|g| g.columns().to_vec()).collect();
+    assert!(chunks.len() >= 6, "{} column chunks", chunks.len());
+    for chunk in &chunks {
+        assert!(matches!(chunk.compression(), parquet::basic::Compression::BROTLI(_)), "{chunk:?}");
+    }
+    for args in [
+        &["mean", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "1", "-f", "json"][..],
+        &["sum", "--col", "score", "--lower", "0", "--upper", "100", "--eps", "1", "-f", "json"],
+        &["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "1", "-f", "json"],
+        &["histogram", "--col", "age", "--bins", "5", "--eps", "8", "-f", "json"],
+    ] {
+        let want = stdout_of(dpstat().args(args).arg(fixture("people.csv")));
+        assert_eq!(stdout_of(dpstat().args(args).arg(&file)), want, "{args:?}");
+    }
+}

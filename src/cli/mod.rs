@@ -467,7 +467,9 @@ pub struct InputArgs {
     pub threads: Option<Threads>,
     /// CSV file (TSV for a .tsv or .tab name; gzip or zstd by their magic bytes), Parquet file,
     /// directory or glob of either (hive folders name=value are columns); several are one
-    /// dataset; - or absent reads standard input.
+    /// dataset; - or absent reads standard input. A directory is read recursively: every file
+    /// under it is a part but names starting with . or _ (hidden, _SUCCESS); a file of 0 bytes
+    /// is an empty part; a file listed twice is refused.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Fold the rows on a Ballista cluster of dpstat executors (ballista://HOST:PORT), from

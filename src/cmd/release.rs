@@ -1043,8 +1043,15 @@ pub fn note_line(message: &str) {
 /// dataset of no rows). Under a ledger what the file system holds is data, released like any
 /// other: no note tells it apart from a file of no rows.
 pub fn note_no_files(input: &Input, ledger: bool) {
-    if !ledger && matches!(input.dataset(), Some(Dataset::Empty)) {
-        note_line(&format!("{} holds no file: the release is over no rows", input.name()));
+    match input.dataset() {
+        Some(Dataset::Empty { files: 0 }) if !ledger => {
+            note_line(&format!("{} holds no file: the release is over no rows", input.name()))
+        }
+        Some(Dataset::Empty { files }) if !ledger => note_line(&format!(
+            "{} holds only empty files ({files}): the release is over no rows",
+            input.name()
+        )),
+        _ => {}
     }
 }
 

@@ -18,7 +18,7 @@ use crate::data::input::{Dataset, Input};
 use crate::data::parquet::{ParquetSet, Stop};
 use crate::data::row::{BadCell, Cells, Fold, Row};
 use crate::data::scan;
-use crate::data::source::{CsvOptions, Source};
+use crate::data::source::CsvOptions;
 use crate::error::bad_input;
 use crate::numeric::format::hex;
 
@@ -74,8 +74,7 @@ impl Executor for CsvParts<'_> {
         let mut rows = 0;
         let mut digest = Sha256::new();
         for part in &self.listing.parts {
-            let mut input =
-                Input::open(&Source::Path(part.path.clone()), self.options, self.fingerprinted, threads)?;
+            let mut input = Input::open_part(part, self.options, self.fingerprinted, threads)?;
             if self.tolerant {
                 input.tolerate_ragged_rows();
             }
@@ -183,7 +182,7 @@ pub fn scan<F: Fold>(input: &mut Input, fold: &mut F) -> Result<u64> {
 pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> Result<u64> {
     match input.dataset() {
         None => scan::each_record(input, &mut each),
-        Some(Dataset::Empty) => Ok(0),
+        Some(Dataset::Empty { .. }) => Ok(0),
         Some(Dataset::Parquet { set, .. }) => {
             let columns: Vec<usize> = (0..input.width().unwrap_or(0)).collect();
             let mut n = 0u64;
@@ -197,7 +196,7 @@ pub fn each_record<C: FnMut(&Row, u64, u64)>(input: &mut Input, mut each: C) -> 
             let (parts, options) = (listing.parts.clone(), options.clone());
             let mut n = 0u64;
             for part in parts {
-                let mut one = Input::open(&Source::Path(part.path), &options, false, 1)?;
+                let mut one = Input::open_part(&part, &options, false, 1)?;
                 scan::each_record(&mut one, &mut |row, _, line| {
                     n += 1;
                     each(row, n, line);
@@ -277,7 +276,7 @@ fn run_dataset<F: Fold>(input: &mut Input, fold: &mut F, threads: usize) -> Opti
         // That nothing matched is itself data (a partition folder exists because a row has its
         // value): it shows only as the release, over no rows (`cmd::release::note_no_files`
         // says so without a ledger).
-        Dataset::Empty => (Ok(0), None),
+        Dataset::Empty { .. } => (Ok(0), None),
         Dataset::Parquet { set, .. } => (ParquetScan { input: shared, set }.run(fold, threads), None),
         Dataset::Csv { listing, options, width } => {
             let mut parts = CsvParts {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 #[cfg(feature = "cluster")]
 use crate::data::cluster::remote::Remote;
-use crate::data::dataset::{self, Format, Listing};
+use crate::data::dataset::{self, Format, Listing, Naming, Part};
 use crate::data::fingerprint::Fingerprinter;
 use crate::data::parallel::{Stream, BLOCK};
 use crate::data::parquet::{self, ParquetSet};
@@ -68,9 +68,9 @@ pub enum Dataset {
     /// Several CSV files with the same header, read one after the other; `width` is the first
     /// part's (the header's), after which the partition columns are numbered.
     Csv { listing: Listing, options: CsvOptions, width: usize },
-    /// A directory or glob that holds no file: no rows, and any column (its schema is unknown,
-    /// and that it is empty is data).
-    Empty,
+    /// A directory or glob that holds no file, or only empty ones (`files` of them): no rows,
+    /// and any column (its schema is unknown, and that it is empty is data).
+    Empty { files: usize },
 }
 
 impl Input {
@@ -82,7 +82,7 @@ impl Input {
     /// decompress them. The rows are scanned by `threads` threads.
     pub fn open(source: &Source, options: &CsvOptions, fingerprint: bool, threads: usize) -> Result<Input> {
         let name = source.display_name();
-        let (raw, path, progress): (Box<dyn Read + Send>, Option<&Path>, _) = match source {
+        let (raw, path, progress): (Box<dyn Read + Send>, Option<&Path>, Option<ProgressBar>) = match source {
             Source::Stdin => {
                 if io::stdin().is_terminal() {
                     // Someone typed `dpstat mean --col x` and forgot the file: say why it waits.
@@ -98,17 +98,38 @@ impl Input {
             Source::Path(path) if is_listing(path)? => {
                 return Input::open_dataset(name, std::slice::from_ref(path), options, fingerprint, threads)
             }
-            Source::Path(path) => {
-                let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
-                let meta = file.metadata().map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
-                let progress = meta.is_file().then_some(meta.len()).and_then(progress_bar);
-                (
-                    Box::new(Counting { inner: file, progress: progress.clone() }),
-                    Some(path.as_path()),
-                    progress,
-                )
-            }
+            Source::Path(path) => return Input::open_file(path, name, options, fingerprint, threads),
         };
+        Input::from_stream(name, raw, path, progress, options, fingerprint, threads)
+    }
+
+    /// One file read as one CSV stream (or a Parquet one that reached here), named `name` in
+    /// messages: the FILE argument, or a dataset's part as its listing names it.
+    fn open_file(
+        path: &Path,
+        name: String,
+        options: &CsvOptions,
+        fingerprint: bool,
+        threads: usize,
+    ) -> Result<Input> {
+        let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
+        let meta = file.metadata().map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
+        let progress = meta.is_file().then_some(meta.len()).and_then(progress_bar);
+        let raw = Box::new(Counting { inner: file, progress: progress.clone() });
+        Input::from_stream(name, raw, Some(path), progress, options, fingerprint, threads)
+    }
+
+    /// A byte stream: Parquet by its magic bytes (spooled), else CSV, decompressed as its first
+    /// bytes (or its `.gz` name) say.
+    fn from_stream(
+        name: String,
+        raw: Box<dyn Read + Send>,
+        path: Option<&Path>,
+        progress: Option<ProgressBar>,
+        options: &CsvOptions,
+        fingerprint: bool,
+        threads: usize,
+    ) -> Result<Input> {
         // A pipe may carry Parquet: its footer is at its end, so it is spooled to a temporary
         // file first (on disk, whatever its size).
         let mut raw = raw;
@@ -193,7 +214,9 @@ impl Input {
         })
     }
 
-    /// An input of the files the FILE arguments list (`data::dataset::list`).
+    /// An input of the files the FILE arguments list (`data::dataset::list`). Under a ledger
+    /// (`fingerprint`) its refusals name the FILE arguments, never a path below them
+    /// (`dataset::Naming`).
     fn open_dataset(
         name: String,
         paths: &[PathBuf],
@@ -201,43 +224,32 @@ impl Input {
         fingerprint: bool,
         threads: usize,
     ) -> Result<Input> {
-        let listing = dataset::list(paths)?;
+        let naming = if fingerprint { Naming::Arguments } else { Naming::Paths };
+        let listing = dataset::list(paths, naming)?;
+        let empty = Dataset::Empty { files: listing.empty };
         let (dataset, header) = match listing.format {
-            None => (Dataset::Empty, None),
+            None => (empty, None),
             Some(Format::Parquet) => {
                 let set = parquet::open(&listing.parts, &listing.partitions)?;
                 let header = set.names().iter().map(|n| n.as_bytes().to_vec()).collect();
                 (Dataset::Parquet { set, _spool: None }, Some(header))
             }
-            Some(Format::Csv) => {
-                let mut header: Option<Vec<Vec<u8>>> = None;
-                let mut first_part = "";
-                for part in &listing.parts {
-                    // Opened as the dataset is: under a ledger without a header, the first
-                    // record is a data row, which nothing may refuse uncharged.
-                    let input = Input::open(&Source::Path(part.path.clone()), options, fingerprint, 1)?;
-                    let this =
-                        input.header.clone().unwrap_or_else(|| vec![Vec::new(); input.width().unwrap_or(0)]);
-                    match &header {
-                        None => (header, first_part) = (Some(this), &part.shown),
-                        Some(first) if *first != this && options.has_header => {
-                            return Err(bad_input(format!(
-                                "{}: its header differs from that of {first_part}; every file of a \
-                                 dataset must have the same columns",
-                                part.shown
-                            )))
-                        }
-                        Some(_) => {}
-                    }
+            Some(Format::Csv) => match csv_header(&listing, options, fingerprint)? {
+                // No part holds a record: no rows, and no header to name the columns.
+                None => (Dataset::Empty { files: listing.empty + listing.parts.len() }, None),
+                Some(mut header) => {
+                    let width = header.len();
+                    header.extend(listing.partitions.iter().map(|p| p.as_bytes().to_vec()));
+                    (Dataset::Csv { listing, options: options.clone(), width }, Some(header))
                 }
-                let mut header = header.unwrap_or_default();
-                let width = header.len();
-                header.extend(listing.partitions.iter().map(|p| p.as_bytes().to_vec()));
-                let dataset = Dataset::Csv { listing, options: options.clone(), width };
-                (dataset, Some(header))
-            }
+            },
         };
         Input::with_dataset(name, dataset, header, options, fingerprint, threads)
+    }
+
+    /// A dataset's part, read as one CSV stream and named as its listing names it.
+    pub fn open_part(part: &Part, options: &CsvOptions, fingerprint: bool, threads: usize) -> Result<Input> {
+        Input::open_file(&part.path, part.shown.clone(), options, fingerprint, threads)
     }
 
     /// Standard input (or a pipe) that starts with Parquet's magic bytes, copied to a temporary
@@ -253,8 +265,7 @@ impl Input {
         let failed = |e: io::Error| bad_input(format!("{name}: copying Parquet to a temporary file: {e}"));
         let mut spool = tempfile::NamedTempFile::new().map_err(failed)?;
         io::copy(&mut io::Cursor::new(magic).chain(raw), spool.as_file_mut()).map_err(failed)?;
-        let part =
-            dataset::Part { path: spool.path().to_path_buf(), shown: name.clone(), partition: Vec::new() };
+        let part = Part { path: spool.path().to_path_buf(), shown: name.clone(), partition: Vec::new() };
         let set = parquet::open(std::slice::from_ref(&part), &[])?;
         let header = set.names().iter().map(|n| n.as_bytes().to_vec()).collect();
         let dataset = Dataset::Parquet { set, _spool: Some(spool) };
@@ -272,7 +283,7 @@ impl Input {
         // A Parquet file's fingerprint is of its footers: known before any row is read.
         let fingerprint_now = match &dataset {
             Dataset::Parquet { set, .. } if fingerprint => Some(set.fingerprint()?),
-            Dataset::Empty if fingerprint => Some(parquet::empty_fingerprint()),
+            Dataset::Empty { .. } if fingerprint => Some(parquet::empty_fingerprint()),
             _ => None,
         };
         let first_width = header.as_ref().map(Vec::len);
@@ -309,7 +320,7 @@ impl Input {
         match &self.dataset {
             Some(Dataset::Parquet { _spool: None, .. }) => self.engine = Some(remote),
             // No file, no row: nothing for a cluster to read.
-            Some(Dataset::Empty) => {}
+            Some(Dataset::Empty { .. }) => {}
             Some(Dataset::Parquet { .. }) => {
                 return Err(bad_input("--engine: the cluster reads files, not standard input"))
             }
@@ -506,6 +517,13 @@ impl Input {
                     self.column_label(index)
                 )));
             }
+            if let Some((part, codec)) = set.unread_codec(index) {
+                return Err(bad_input(format!(
+                    "{part}: column '{}' ({flag}) is compressed with {codec}, which dpstat does not \
+                     read; write it with zstd, snappy, gzip, lz4 or brotli",
+                    self.column_label(index)
+                )));
+            }
         }
         let mut named = self.named.borrow_mut();
         if !named.contains(&index) {
@@ -515,7 +533,7 @@ impl Input {
     }
 
     fn resolve_index(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
-        if let Some(Dataset::Empty) = &self.dataset {
+        if let Some(Dataset::Empty { .. }) = &self.dataset {
             // No file, so no schema: every name is a column of no rows, numbered as named.
             let mut names = self.empty_names.borrow_mut();
             let label = column.label();
@@ -636,6 +654,34 @@ fn nearest<'a>(name: &str, names: &'a [String]) -> Option<&'a str> {
         .map(|(_, n)| n.as_str())
 }
 
+/// The header of a dataset of CSV parts (without one, as many empty names as the first row has
+/// fields), every part's checked to be the same; None when no part holds a record. A part
+/// without a record (no bytes after decompression, or only line ends) is an empty part, as a
+/// part of 0 bytes is (`dataset::list`): writers leave one for a partition of no rows.
+fn csv_header(listing: &Listing, options: &CsvOptions, fingerprint: bool) -> Result<Option<Vec<Vec<u8>>>> {
+    let mut header: Option<(Vec<Vec<u8>>, &Part)> = None;
+    for part in &listing.parts {
+        // Opened as the dataset is: under a ledger without a header, the first record is a
+        // data row, which nothing may refuse uncharged.
+        let input = Input::open_part(part, options, fingerprint, 1)?;
+        let Some(width) = input.first_width else { continue };
+        let this = input.header.clone().unwrap_or_else(|| vec![Vec::new(); width]);
+        match &header {
+            None => header = Some((this, part)),
+            Some((first, first_part)) if *first != this && options.has_header => {
+                return Err(bad_input(format!(
+                    "{}: its header differs from that of {}; every file of a dataset must have the \
+                     same columns",
+                    part.shown,
+                    dataset::other(first_part, part)
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(header.map(|(header, _)| header))
+}
+
 /// Passes bytes through while advancing the progress bar, if there is one.
 /// Whether a path is read as a dataset: a directory, a glob no file is named like, or a Parquet
 /// file (a regular file: the magic bytes of a pipe are read where it is opened).
@@ -643,7 +689,7 @@ fn is_listing(path: &Path) -> Result<bool> {
     let meta = std::fs::metadata(path);
     Ok(match meta {
         Ok(m) if m.is_dir() => true,
-        Ok(m) if m.is_file() => dataset::is_parquet(path)?,
+        Ok(m) if m.is_file() => dataset::is_parquet(path, &path.display().to_string())?,
         Ok(_) => false,
         Err(_) => dataset::is_glob(path),
     })

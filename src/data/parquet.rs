@@ -30,6 +30,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::basic::Compression;
 use sha2::{Digest, Sha256};
 
 use crate::data::arrow_text::{self, Texts};
@@ -86,7 +87,8 @@ pub fn open(parts: &[Part], partitions: &[String]) -> Result<ParquetSet> {
                 return Err(bad_input(format!(
                     "{}: its columns differ from those of {}: {why}; every part of a dataset must \
                      declare the same columns and types",
-                    part.shown, first.part.shown
+                    part.shown,
+                    crate::data::dataset::other(&first.part, part)
                 )));
             }
         }
@@ -107,6 +109,22 @@ pub fn open(parts: &[Part], partitions: &[String]) -> Result<ParquetSet> {
         names.push(name.clone());
     }
     Ok(ParquetSet { parts: opened, names, file_columns })
+}
+
+/// A codec's name, when this build decompresses its pages (the `parquet` crate's features in
+/// Cargo.toml); Err with its name when it does not.
+fn codec(compression: Compression) -> Result<&'static str, &'static str> {
+    match compression {
+        Compression::UNCOMPRESSED => Ok("uncompressed"),
+        Compression::SNAPPY => Ok("snappy"),
+        Compression::GZIP(_) => Ok("gzip"),
+        Compression::LZ4 => Ok("lz4"),
+        Compression::LZ4_RAW => Ok("lz4_raw"),
+        Compression::ZSTD(_) => Ok("zstd"),
+        Compression::BROTLI(_) => Ok("brotli"),
+        // The parquet crate has no LZO codec.
+        Compression::LZO => Err("LZO"),
+    }
 }
 
 /// The first difference between two parts' declared columns, by name and type (not by
@@ -188,6 +206,26 @@ impl ParquetSet {
     /// duration: `arrow_text::readable`); None for a readable one or a partition column.
     pub fn unreadable(&self, column: usize) -> Option<String> {
         self.declared(column).filter(|t| !arrow_text::readable(t)).map(DataType::to_string)
+    }
+
+    /// A part whose pages of file column `column` are compressed with a codec this build does
+    /// not decompress (LZO), named, with the codec: the footer says so, so it is refused before
+    /// the charge instead of failing after it. None for a partition column.
+    pub fn unread_codec(&self, column: usize) -> Option<(&str, &'static str)> {
+        for part in self.parts.iter().filter(|_| column < self.file_columns) {
+            let meta = part.meta.metadata();
+            let schema = meta.file_metadata().schema_descr();
+            for group in meta.row_groups() {
+                for (leaf, chunk) in group.columns().iter().enumerate() {
+                    let named = leaf < schema.num_columns() && schema.get_column_root_idx(leaf) == column;
+                    match codec(chunk.compression()) {
+                        Err(name) if named => return Some((&part.part.shown, name)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// The declared type of a file column (None for a partition column, whose values are text,
