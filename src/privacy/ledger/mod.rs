@@ -63,7 +63,16 @@
 //! record that has it instead of reading a person-level budget as a row-level one.
 //!
 //! Every change happens under an exclusive lock on the file (`flock`), readers take a shared
-//! one; the file must be a regular file and a line may hold at most 64 KiB.
+//! one; the file must be a regular file and a line may hold at most 64 KiB. With a key, a
+//! change also holds the key's lock (`KEYFILE.lock`, taken first), which does not depend on
+//! the inode the ledger's path names, and a keyed charge records the id of its run's nonce, by
+//! which that run's completion finds it ([`key`], docs/DESIGN.md §5.3, §5.4).
+//!
+//! The module's files: `record` (the header, the records and the chain's links), `read`
+//! (validating a whole ledger), `file` (opening, locking, the key's state, appending),
+//! `budget` (budgets, accounts and the admission of a charge), [`key`] (the key and its
+//! state file); this file holds the flags and the two steps of a release, [`reserve`] and
+//! [`complete`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};

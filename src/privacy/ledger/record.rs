@@ -142,7 +142,7 @@ pub enum Record {
         /// The dataset's Σδ with this charge, once it is above 0 (exact).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         spent_delta: Option<String>,
-        /// Keyed ledgers: the id of the run that wrote the charge, [`run_id`] of a nonce only
+        /// Keyed ledgers: the id of the run that wrote the charge, `run_id` of a nonce only
         /// that run holds, so that its completion finds its own charge and no other (absent in
         /// keyless ledgers and in charges written before it existed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
