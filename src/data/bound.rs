@@ -17,8 +17,8 @@
 //!
 //! **Memory.** The scan hands every row that passed `--where` to [`Bounded::row`], which keeps
 //! the id, the values and the cells the query reads, encoded, in one of [`BUCKETS`] buckets
-//! chosen by a hash of the id, so a person's rows share a bucket. Past [`cap`] bytes held by all
-//! copies of the fold together, the buckets are appended to temporary files (hash
+//! chosen by a hash of the id, so a person's rows share a bucket. Past half of [`cap`] bytes held
+//! by all copies of the fold together (their room is up to twice that), the buckets are appended to temporary files (hash
 //! partitioning), and [`Bounded::finish`] reads them back one at a time, splitting again any
 //! file larger than a share of the cap. A bucket is sorted by the keyed hash of the id, each
 //! person's rows chosen, and the kept rows fed to the query's own fold, the buckets shared out
@@ -202,6 +202,13 @@ impl<'de, F: Fold> Deserialize<'de> for Bounded<F> {
         bounded.add_held(bytes);
         Ok(bounded)
     }
+}
+
+/// The bytes held in the buckets past which they spill: half the cap, because a bucket grows
+/// by doubling and is kept allocated, so its room reaches twice its bytes (one heavy person's
+/// rows all fill one bucket).
+fn spill_at(cap: usize) -> usize {
+    cap / 2
 }
 
 /// Bytes a copy holds before it adds them to the shared count.
@@ -413,7 +420,7 @@ impl<F: Fold> Bounded<F> {
         if self.unreported >= REPORT_EVERY.min(self.shared.plan.cap) {
             let all = self.shared.held.fetch_add(self.unreported, Ordering::Relaxed) + self.unreported;
             self.unreported = 0;
-            if all > self.shared.plan.cap {
+            if all > spill_at(self.shared.plan.cap) {
                 self.spill_all();
             }
         }
@@ -521,7 +528,7 @@ impl<F: Fold> Fold for Bounded<F> {
         }
         // The bytes moved from one copy to another: the shared count holds those reported.
         self.held += moved;
-        if self.shared.held.load(Ordering::Relaxed) > self.shared.plan.cap {
+        if self.shared.held.load(Ordering::Relaxed) > spill_at(self.shared.plan.cap) {
             self.spill_all();
         }
     }
@@ -881,6 +888,12 @@ fn read_file(file: &mut std::fs::File, level: u8, plan: &Plan, visit: &mut dyn V
     }
     let mut parts = split(file, |record| bucket_at(u64::from_le_bytes(head8(record)), level))?;
     for part in &mut parts {
+        // A split that moved every row to one part met a single heavy person (or ids whose
+        // hashes agree): splitting by the id again would only copy the file again.
+        if file_size(part)? == size {
+            read_pieces(part, 0, plan, visit)?;
+            return visit.pieces_end();
+        }
         read_file(part, level + 1, plan, visit)?;
     }
     Ok(())
