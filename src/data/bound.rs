@@ -405,10 +405,14 @@ impl<F: Fold> Bounded<F> {
                 spill.error = failed;
             }
         }
-        // Kept allocated for the next rows: freeing and growing them again fragments the heap
-        // (measured: a higher peak at the same cap).
+        // Kept allocated for the next rows (freeing and growing them again fragments the heap),
+        // but only up to this copy's even share of the bytes held: a copy that once held most
+        // of them (one heavy person's bucket, or one thread's share before another's) would
+        // otherwise keep that room while the other copies fill theirs.
+        let share = spill_at(self.shared.plan.cap) / (BUCKETS * self.shared.plan.threads.max(1));
         for bucket in &mut self.buckets {
             bucket.clear();
+            bucket.shrink_to(share);
         }
         self.shared.held.fetch_sub(self.held - self.unreported, Ordering::Relaxed);
         (self.held, self.unreported) = (0, 0);
