@@ -6,7 +6,7 @@
 //! the multiset of the person's values, never on row order, on how cells are spelled, on the
 //! order of the columns, on how the input was cut into parts or laid out, on memory or on the
 //! noise: a row's rank is the keyed SipHash-1-3 (128 bits) of (id, its values, j), the values
-//! being the cells the query reads as every query reads them ([`put_value`]: a number, else the
+//! being the cells the query reads as every query reads them (`put_value`: a number, else the
 //! trimmed text; the `--by` cell as its group's label) in the order of their columns' names, and
 //! j counting the person's earlier copies of the same values; a group's rank is the hash of
 //! (id, group label). A person keeps the G lowest-ranked groups, the K_g lowest-ranked rows in
@@ -24,7 +24,7 @@
 //! person's rows chosen, and the kept rows fed to the query's own fold, the buckets shared out
 //! among the input's threads and their folds merged in bucket order. A file that four splits by
 //! the id leave too large holds one heavy person (or a few): it is split by the hash of (id,
-//! values) instead, each piece narrowed to the rows it may keep ([`select`] keeps at most G·K'_g
+//! values) instead, each piece narrowed to the rows it may keep (`select` keeps at most G·K'_g
 //! per person), and the person chosen from those, so no person is ever held whole. The
 //! in-memory and the spilled path, and any thread count, feed the same rows; the order within
 //! a bucket may follow the input's, which the folds (exact sums and counts) do not see.
