@@ -6,7 +6,7 @@
 //! the multiset of the person's values, never on row order, on how cells are spelled, on the
 //! order of the columns, on how the input was cut into parts or laid out, on memory or on the
 //! noise: a row's rank is the keyed SipHash-1-3 (128 bits) of (id, its values, j), the values
-//! being the cells the query reads as every query reads them ([`put_value`]: a number, else the
+//! being the cells the query reads as every query reads them (`put_value`: a number, else the
 //! trimmed text; the `--by` cell as its group's label) in the order of their columns' names, and
 //! j counting the person's earlier copies of the same values; a group's rank is the hash of
 //! (id, group label). A person keeps the G lowest-ranked groups, the K_g lowest-ranked rows in
@@ -17,14 +17,14 @@
 //!
 //! **Memory.** The scan hands every row that passed `--where` to [`Bounded::row`], which keeps
 //! the id, the values and the cells the query reads, encoded, in one of [`BUCKETS`] buckets
-//! chosen by a hash of the id, so a person's rows share a bucket. Past [`cap`] bytes held by all
-//! copies of the fold together, the buckets are appended to temporary files (hash
+//! chosen by a hash of the id, so a person's rows share a bucket. Past half of [`cap`] bytes held
+//! by all copies of the fold together (their room is up to twice that), the buckets are appended to temporary files (hash
 //! partitioning), and [`Bounded::finish`] reads them back one at a time, splitting again any
 //! file larger than a share of the cap. A bucket is sorted by the keyed hash of the id, each
 //! person's rows chosen, and the kept rows fed to the query's own fold, the buckets shared out
 //! among the input's threads and their folds merged in bucket order. A file that four splits by
 //! the id leave too large holds one heavy person (or a few): it is split by the hash of (id,
-//! values) instead, each piece narrowed to the rows it may keep ([`select`] keeps at most G·K'_g
+//! values) instead, each piece narrowed to the rows it may keep (`select` keeps at most G·K'_g
 //! per person), and the person chosen from those, so no person is ever held whole. The
 //! in-memory and the spilled path, and any thread count, feed the same rows; the order within
 //! a bucket may follow the input's, which the folds (exact sums and counts) do not see.
@@ -202,6 +202,13 @@ impl<'de, F: Fold> Deserialize<'de> for Bounded<F> {
         bounded.add_held(bytes);
         Ok(bounded)
     }
+}
+
+/// The bytes held in the buckets past which they spill: half the cap, because a bucket grows
+/// by doubling and is kept allocated, so its room reaches twice its bytes (one heavy person's
+/// rows all fill one bucket).
+fn spill_at(cap: usize) -> usize {
+    cap / 2
 }
 
 /// Bytes a copy holds before it adds them to the shared count.
@@ -398,10 +405,14 @@ impl<F: Fold> Bounded<F> {
                 spill.error = failed;
             }
         }
-        // Kept allocated for the next rows: freeing and growing them again fragments the heap
-        // (measured: a higher peak at the same cap).
+        // Kept allocated for the next rows (freeing and growing them again fragments the heap),
+        // but only up to this copy's even share of the bytes held: a copy that once held most
+        // of them (one heavy person's bucket, or one thread's share before another's) would
+        // otherwise keep that room while the other copies fill theirs.
+        let share = spill_at(self.shared.plan.cap) / (BUCKETS * self.shared.plan.threads.max(1));
         for bucket in &mut self.buckets {
             bucket.clear();
+            bucket.shrink_to(share);
         }
         self.shared.held.fetch_sub(self.held - self.unreported, Ordering::Relaxed);
         (self.held, self.unreported) = (0, 0);
@@ -413,7 +424,7 @@ impl<F: Fold> Bounded<F> {
         if self.unreported >= REPORT_EVERY.min(self.shared.plan.cap) {
             let all = self.shared.held.fetch_add(self.unreported, Ordering::Relaxed) + self.unreported;
             self.unreported = 0;
-            if all > self.shared.plan.cap {
+            if all > spill_at(self.shared.plan.cap) {
                 self.spill_all();
             }
         }
@@ -521,7 +532,7 @@ impl<F: Fold> Fold for Bounded<F> {
         }
         // The bytes moved from one copy to another: the shared count holds those reported.
         self.held += moved;
-        if self.shared.held.load(Ordering::Relaxed) > self.shared.plan.cap {
+        if self.shared.held.load(Ordering::Relaxed) > spill_at(self.shared.plan.cap) {
             self.spill_all();
         }
     }
@@ -881,6 +892,12 @@ fn read_file(file: &mut std::fs::File, level: u8, plan: &Plan, visit: &mut dyn V
     }
     let mut parts = split(file, |record| bucket_at(u64::from_le_bytes(head8(record)), level))?;
     for part in &mut parts {
+        // A split that moved every row to one part met a single heavy person (or ids whose
+        // hashes agree): splitting by the id again would only copy the file again.
+        if file_size(part)? == size {
+            read_pieces(part, 0, plan, visit)?;
+            return visit.pieces_end();
+        }
         read_file(part, level + 1, plan, visit)?;
     }
     Ok(())
