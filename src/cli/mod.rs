@@ -22,7 +22,7 @@ use crate::cli::values::{
 use crate::cmd::release::InputFlags;
 use crate::cmd::release::PersonFlags;
 use crate::cmd::release::PrivacyFlags;
-use crate::data::cell::InvalidPolicy;
+use crate::data::cell::{DecimalMark, InvalidPolicy};
 use crate::data::filter::Filter;
 use crate::data::source::{CsvOptions, Source};
 use crate::numeric::bins::{Categories, Keys};
@@ -459,6 +459,12 @@ pub struct InputArgs {
     /// The input has no header row; columns are 1-based numbers.
     #[arg(short = 'n', long = "no-headers", visible_alias = "no-header")]
     pub no_header: bool,
+    /// Decimal mark of the file's number cells: , reads 228,04 as 228.04 exactly (a cell with a
+    /// point is then refused: thousands separators are not read). Such files are usually
+    /// separated by semicolons (-d ';'); with a , delimiter the cells must be quoted. Flags
+    /// always take a point.
+    #[arg(long, value_name = "MARK", default_value = ".", hide_default_value = true)]
+    pub decimal: DecimalMark,
     /// Number of threads that read the rows (of a file, standard input or compressed input);
     /// default all cores. Reading the bytes takes one more thread.
     /// Standard input and gzip files are always read by one thread.
@@ -500,7 +506,7 @@ impl InputArgs {
     pub fn csv(&self) -> CsvOptions {
         let delimiter =
             self.delimiter.unwrap_or_else(|| Delimiter::for_file(self.files.first().map(PathBuf::as_path)));
-        CsvOptions { delimiter: delimiter.0, has_header: !self.no_header }
+        CsvOptions { delimiter: delimiter.0, has_header: !self.no_header, decimal: self.decimal }
     }
 
     /// Threads for the scan: `--threads`, else every core.

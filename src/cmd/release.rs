@@ -853,6 +853,7 @@ pub fn bound_plan<S: Statistic>(
         key,
         cap: bound::cap(),
         threads: input.threads(),
+        decimal: input.decimal(),
     })
 }
 

@@ -32,6 +32,7 @@ use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::cell::DecimalMark;
 use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
@@ -75,6 +76,8 @@ pub struct Plan {
     /// Threads that choose and replay the buckets after the scan (each holds its own copy of
     /// the inner fold, merged in bucket order).
     pub threads: usize,
+    /// The file's decimal mark (`--decimal`): a replayed row's numbers are read with it.
+    pub decimal: DecimalMark,
 }
 
 #[derive(Debug)]
@@ -703,7 +706,7 @@ impl<'p> Chooser<'p> {
             self.ends.push(self.line.len());
             self.line.push(b',');
         }
-        let row = Row::line(&self.line, 0, &self.ends, false, width, &[], 0);
+        let row = Row::line(&self.line, 0, &self.ends, false, width, &[], 0).with_decimal(self.plan.decimal);
         fold.row(&row)
     }
 }
@@ -854,6 +857,7 @@ mod tests {
             key: [key; 16],
             cap,
             threads: 1,
+            decimal: Default::default(),
         }
     }
 
