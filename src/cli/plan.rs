@@ -4,8 +4,7 @@ use clap::{Args, Subcommand};
 
 use std::path::PathBuf;
 
-use crate::cli::values::{number, Format, Neighbours, Noise};
-use crate::cli::PrecisionArgs;
+use crate::cli::values::{number, Format, Neighbours, Noise, PrecisionArgs};
 use crate::numeric::bins::Categories;
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;

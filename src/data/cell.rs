@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
 use crate::data::date::{looks_like_date, parse_date_time};
+pub use crate::data::row::DecimalMark;
 use crate::data::row::{text_cell, BadCell, Row};
 use crate::error::shown;
 use crate::numeric::bounds::Finite;
@@ -33,28 +34,6 @@ impl FromStr for InvalidPolicy {
                 Some(v) => v.parse().map(InvalidPolicy::Impute).map_err(|e| format!("impute value: {e}")),
                 None => Err("expected error, skip or impute=V".into()),
             },
-        }
-    }
-}
-
-/// `--decimal`: the mark between a number's whole part and its fraction in the file's cells.
-/// Flags (bounds, filters, ε) always take a point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum DecimalMark {
-    /// `228.04`: what `str::parse::<f64>` reads.
-    #[default]
-    Point,
-    /// `228,04`: a cell with a point is refused (it would be a thousands separator there).
-    Comma,
-}
-
-impl FromStr for DecimalMark {
-    type Err = String;
-    fn from_str(s: &str) -> Result<DecimalMark, String> {
-        match s {
-            "." | "point" => Ok(DecimalMark::Point),
-            "," | "comma" => Ok(DecimalMark::Comma),
-            _ => Err("expected , (comma) or . (point)".into()),
         }
     }
 }

@@ -3,9 +3,9 @@
 
 use csv::ByteRecord;
 
-use crate::data::cell::DecimalMark;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 /// A query's per-row state. `row` sees every row that passed the filters; `merge` combines the
 /// states of two consecutive parts of the input (for parallel scans), so it must be associative
@@ -30,6 +30,28 @@ pub trait Fold: Clone + Send + Serialize + DeserializeOwned + 'static {
     /// the data, `query::discover`) closes the person here. Nothing else needs it; a wrapper
     /// around such a fold must pass it on.
     fn person_end(&mut self) {}
+}
+
+/// `--decimal`: the mark between a number's whole part and its fraction in the file's cells.
+/// Flags (bounds, filters, ε) always take a point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum DecimalMark {
+    /// `228.04`: what `str::parse::<f64>` reads.
+    #[default]
+    Point,
+    /// `228,04`: a cell with a point is refused (it would be a thousands separator there).
+    Comma,
+}
+
+impl FromStr for DecimalMark {
+    type Err = String;
+    fn from_str(s: &str) -> Result<DecimalMark, String> {
+        match s {
+            "." | "point" => Ok(DecimalMark::Point),
+            "," | "comma" => Ok(DecimalMark::Comma),
+            _ => Err("expected , (comma) or . (point)".into()),
+        }
+    }
 }
 
 /// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord` (tests), a
