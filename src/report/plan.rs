@@ -489,7 +489,7 @@ pub fn render_text(r: &Report, style: Style) -> String {
 
 /// `dpstat plan QUERY --format csv`: one header line and the plan as one row, with one more
 /// row per K of `--max-rows-per-id` (its ε and bound); every number in full, as JSON has it
-/// (the text rounds them, [`Shown`]).
+/// (the text rounds them, `Shown`).
 /// The plan's method, assumptions and warnings are notes for stderr ([`csv_notes`]).
 pub fn render_csv(r: &Report) -> anyhow::Result<Vec<u8>> {
     let percent = percent(r.noise.accuracy.confidence);
