@@ -44,7 +44,7 @@ enum Reader {
 }
 
 fn open(path: &Path, reader: Reader) -> Input {
-    let options = CsvOptions { delimiter: b',', has_header: true };
+    let options = CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() };
     match reader {
         Reader::Stream => {
             let file = File::open(path).expect("the generated file opens");

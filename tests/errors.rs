@@ -210,3 +210,25 @@ fn binary_input_is_named_not_parsed() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Flags and subcommands of the neighbouring tools (xsv's `-o FILE`, `--csv`, `-q`, `-s`; SQL's
+/// `avg`, xsv's `stats`) get dpstat's own words, not clap's `use '-- --csv'`.
+#[test]
+fn neighbouring_tools_flags_and_subcommands_get_dpstats_words() {
+    let people = fixture("people.csv");
+    fails_with(
+        dpstat().args(["count", "--eps", "1", "-o", "out.csv"]).arg(&people),
+        &["'out.csv'", "--format", "redirect it with > FILE"],
+    );
+    for (flag, says) in [("--csv", "--format csv"), ("-q", "stderr"), ("-s", "--col COL")] {
+        let error = fails_with(dpstat().args(["count", "--eps", "1", flag]).arg(&people), &[flag, says]);
+        assert!(!error.contains("use '--"), "{error}");
+    }
+    fails_with(dpstat().args(["avg", "--col", "age"]).arg(&people), &["'avg'", "'mean'"]);
+    fails_with(dpstat().args(["stats"]).arg(&people), &["'stats'", "'describe'"]);
+    // A flag that exists in some subcommand still parses there.
+    assert!(stdout_of(dpstat().args(["mean", "-s", "age", "-l", "0", "-u", "100", "-e", "1"]).arg(&people))
+        .trim()
+        .parse::<f64>()
+        .is_ok());
+}

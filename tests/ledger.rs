@@ -982,3 +982,62 @@ fn a_budget_delta_recorded_without_its_use_reads_as_split() {
         fails_with(unseeded().args(["budget", "--ledger"]).arg(&ledger), &["corrupt", "line 2", "delta_for"]);
     }
 }
+
+/// `dpstat budget` lists the releases in aligned columns whatever their labels: a column name
+/// with spaces longer than the listing's usual width, a workload's query names, short ones.
+#[test]
+fn the_budget_listing_stays_aligned_for_any_label() {
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let data = dir.path().join("regions.csv");
+    fs::write(&data, "id,count by region of residence,x\n1,3,4\n2,5,6\n").unwrap();
+    let workload = dir.path().join("w.toml");
+    fs::write(
+        &workload,
+        "epsilon = \"0.25\"\n\n[[query]]\nname = \"count by region\"\nkind = \"count\"\n\n\
+         [[query]]\nname = \"rows in the north and the east\"\nkind = \"count\"\n",
+    )
+    .unwrap();
+    let runs: [&[&str]; 3] = [
+        &["count", "--eps", "0.1", "--budget", "2"],
+        &[
+            "sum",
+            "--col",
+            "count by region of residence",
+            "--lower",
+            "0",
+            "--upper",
+            "9",
+            "--invalid",
+            "skip",
+            "--eps",
+            "0.2",
+        ],
+        &["mean", "--col", "x", "--lower", "0", "--upper", "9", "--invalid", "skip", "--eps", "0.3"],
+    ];
+    for args in runs {
+        stdout_of(
+            unseeded().args(args).args(["--dataset", "count by region", "--ledger"]).arg(&ledger).arg(&data),
+        );
+    }
+    stdout_of(
+        unseeded()
+            .arg("run")
+            .arg(&workload)
+            .args(["--dataset", "count by region", "--ledger"])
+            .arg(&ledger)
+            .arg(&data),
+    );
+    let listing = stdout_of(unseeded().args(["budget", "--ledger"]).arg(&ledger));
+    let lines: Vec<&str> = listing.lines().filter(|l| l.starts_with("  #")).collect();
+    assert_eq!(lines.len(), 4, "{listing}");
+    // Where each column starts: the same in every line.
+    let starts = |line: &str, word: &str| line.find(word).map(|b| line[..b].chars().count());
+    for word in ["add-remove", "data "] {
+        let at: Vec<Option<usize>> = lines.iter().map(|l| starts(l, word)).collect();
+        assert!(at[0].is_some() && at.iter().all(|a| *a == at[0]), "{word} at {at:?}:\n{listing}");
+    }
+    let spends: Vec<Option<usize>> = lines.iter().map(|l| starts(l, " eps ").map(|a| a + 1)).collect();
+    assert!(spends.iter().all(|a| *a == spends[0]), "{listing}");
+    assert!(listing.contains("count by region of residence"), "{listing}");
+}

@@ -52,12 +52,15 @@ fn plan_bound_equals_the_release_bound_for_the_same_flags() {
         }
         assert_eq!(plan["accuracy"], release["accuracy"], "{flags}");
         assert_eq!(plan["epsilon_exact"], release["epsilon_exact"], "{flags}");
-        // The text form prints the same bound.
-        let text = stdout_of(dpstat().arg("plan").args(args(flags)).args(if flags.starts_with("mean") {
-            vec!["--rows", "200"]
-        } else {
-            vec![]
-        }));
+        // The text form prints the same bound (in full: by default it is rounded up, as a
+        // release's text rounds it).
+        let text = stdout_of(
+            dpstat()
+                .arg("plan")
+                .args(args(flags))
+                .arg("--full-precision")
+                .args(if flags.starts_with("mean") { vec!["--rows", "200"] } else { vec![] }),
+        );
         // Read the JSON number with Rust's exact parser (serde_json's default one may be off by an ulp).
         let raw =
             stdout_of(seeded(1).args(args(flags)).args(["--format", "json"]).arg(fixture("people.csv")));
@@ -399,4 +402,58 @@ fn csv_format_has_the_json_numbers() {
         assert!(printed_as(&row[3], q["gaussian_error_bound"].as_f64().unwrap()), "{row:?}");
         assert_eq!(row[4], q["less_error"].as_str().unwrap());
     }
+}
+
+/// The longest run of digits after a point in any number of `text`.
+fn longest_fraction(text: &str) -> usize {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|token| token.split_once('.').map(|(_, fraction)| fraction.len()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// A plan prints its bounds as a release does: rounded up to two significant digits (rank
+/// bounds to whole rows), its scales to four; in full with --full-precision; JSON exact.
+#[test]
+fn plan_rounds_its_numbers_as_releases_do() {
+    let sum = ["plan", "sum", "--col", "income", "--lower", "0", "--upper", "200000", "--eps", "0.5"];
+    let text = stdout_of(dpstat().args(sum));
+    assert!(text.contains("error bound  ±1200000: |release − true value| <= 1200000 "), "{text}");
+    let full = stdout_of(dpstat().args(sum).arg("--full-precision"));
+    assert!(full.contains("±1198292.9094216824"), "{full}");
+    let digits = stdout_of(dpstat().args(sum).args(["--digits", "4"]));
+    assert!(digits.contains("±1199000"), "{digits}");
+    let json = json_of(dpstat().args(sum));
+    assert_eq!(json["accuracy"]["error_bound"].as_f64(), Some(1198292.9094216824), "{json}");
+    // CSV is for programs: every number in full, as JSON has it.
+    let csv = stdout_of(dpstat().args(sum).args(["-f", "csv"]));
+    assert!(csv.contains(",1198292.9094216824,"), "{csv}");
+
+    let histogram = stdout_of(
+        dpstat()
+            .args(["plan", "histogram", "--col", "age", "--bins", "8", "--lower", "0"])
+            .args(["--upper", "80", "--error", "5"]),
+    );
+    assert!(histogram.contains("noise scale  ~1.855 = "), "{histogram}");
+    let median = stdout_of(
+        dpstat().args(["plan", "median", "--col", "age", "--lower", "0", "--upper", "120", "--error", "20"]),
+    );
+    assert!(median.contains("±20 rows of rank"), "{median}");
+    let mean = stdout_of(
+        dpstat().args(["plan", "mean", "--lower", "0", "--upper", "100", "--rows", "500", "--eps", "0.3"]),
+    );
+    let workload = stdout_of(dpstat().args([
+        "plan",
+        "run",
+        "fixtures/compose_gaussian.toml",
+        "--delta",
+        "1e-6",
+        "--rows",
+        "200",
+    ]));
+    assert!(workload.contains("±3000 ") && !workload.contains("2995.73"), "{workload}");
+    for text in [&text, &histogram, &median, &mean] {
+        assert!(longest_fraction(text) <= 6, "{text}");
+    }
+    assert!(longest_fraction(&full) > 6, "{full}");
 }

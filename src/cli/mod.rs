@@ -16,13 +16,14 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
+pub use crate::cli::values::PrecisionArgs;
 use crate::cli::values::{
     number, BoundPair, ColumnPair, Delimiter, DescribeColumns, Format, MaxKeys, Neighbours, Noise, Threads,
 };
 use crate::cmd::release::InputFlags;
 use crate::cmd::release::PersonFlags;
 use crate::cmd::release::PrivacyFlags;
-use crate::data::cell::InvalidPolicy;
+use crate::data::cell::{DecimalMark, InvalidPolicy};
 use crate::data::filter::Filter;
 use crate::data::source::{CsvOptions, Source};
 use crate::numeric::bins::{Categories, Keys};
@@ -415,41 +416,6 @@ impl OutputArgs {
     }
 }
 
-/// How many digits text output prints: the same for every query, a workload and `describe`.
-/// JSON always has every value in full. Rounding reads only the release (post-processing), so
-/// no flag here changes what is private.
-#[derive(Args, Debug)]
-pub struct PrecisionArgs {
-    /// Text: round each value to the decimal place of its error bound's second significant
-    /// digit. Kept for scripts; the default since 0.2.
-    #[arg(short = 'r', long)]
-    pub round: bool,
-    /// Text: N significant digits (1 to 17) for every printed value, instead of the digits
-    /// its accuracy supports; a printed bound still covers the rounding.
-    #[arg(long, value_name = "N", value_parser = digits, conflicts_with = "full_precision", allow_negative_numbers = true)]
-    pub digits: Option<u8>,
-    /// Text: every value in full, the shortest decimal that reads back as the same double (the
-    /// output before 0.2); by default values are rounded to the digits the noise leaves
-    /// meaningful: the place of their error bound's second significant digit.
-    #[arg(long)]
-    pub full_precision: bool,
-}
-
-impl PrecisionArgs {
-    /// The rounding these flags ask for, without an error column.
-    pub fn style(&self) -> Style {
-        Style { with_error: false, round: !self.full_precision, digits: self.digits }
-    }
-}
-
-/// `--digits N`: 1 to 17 (a double has no more significant digits).
-fn digits(s: &str) -> Result<u8, String> {
-    match s.trim().parse::<u8>() {
-        Ok(n) if (1..=17).contains(&n) => Ok(n),
-        _ => Err("a whole number of significant digits from 1 to 17".to_string()),
-    }
-}
-
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.
 #[derive(Args, Debug)]
 pub struct InputArgs {
@@ -460,6 +426,12 @@ pub struct InputArgs {
     /// The input has no header row; columns are 1-based numbers.
     #[arg(short = 'n', long = "no-headers", visible_alias = "no-header")]
     pub no_header: bool,
+    /// Decimal mark of the file's number cells: , reads 228,04 as 228.04 exactly (a cell with a
+    /// point is then refused: thousands separators are not read). Such files are usually
+    /// separated by semicolons (-d ';'); with a , delimiter the cells must be quoted. Flags
+    /// always take a point.
+    #[arg(long, value_name = "MARK", default_value = ".", hide_default_value = true)]
+    pub decimal: DecimalMark,
     /// Number of threads that read the rows (of a file, standard input or compressed input);
     /// default all cores. Reading the bytes takes one more thread.
     /// Standard input and gzip files are always read by one thread.
@@ -503,7 +475,7 @@ impl InputArgs {
     pub fn csv(&self) -> CsvOptions {
         let delimiter =
             self.delimiter.unwrap_or_else(|| Delimiter::for_file(self.files.first().map(PathBuf::as_path)));
-        CsvOptions { delimiter: delimiter.0, has_header: !self.no_header }
+        CsvOptions { delimiter: delimiter.0, has_header: !self.no_header, decimal: self.decimal }
     }
 
     /// Threads for the scan: `--threads`, else every core.

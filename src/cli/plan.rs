@@ -4,7 +4,7 @@ use clap::{Args, Subcommand};
 
 use std::path::PathBuf;
 
-use crate::cli::values::{number, Format, Neighbours, Noise};
+use crate::cli::values::{number, Format, Neighbours, Noise, PrecisionArgs};
 use crate::numeric::bins::Categories;
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
@@ -80,6 +80,9 @@ pub struct PlanRunArgs {
     /// the other lines on stderr) or json.
     #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
+    /// How the text rounds the bounds, as a release's (csv and json have them in full).
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 }
 
 /// What to solve for, and how to state it.
@@ -113,6 +116,10 @@ pub struct PlanTarget {
     /// (e.g. 1,2,5,10): the error bound (or, with --error, the ε) at each K.
     #[arg(long, value_name = "K1,K2,...", value_delimiter = ',')]
     pub max_rows_per_id: Vec<u32>,
+    /// How the text rounds the bounds and scales, as a release's (csv and json have them in
+    /// full).
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 }
 
 /// `dpstat plan sum|mean`: the bounds, as the query takes them.

@@ -41,6 +41,7 @@ pub fn plan_run_request(args: &PlanRunArgs) -> Result<cmd::plan::RunRequest, Err
         rows: args.rows,
         confidence: args.confidence,
         format,
+        style: args.precision.style(),
     })
 }
 
@@ -89,7 +90,8 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         }
         PlanQuery::Run(_) => return Err(Error::internal("a workload plan is not a query's")),
     };
-    let PlanTarget { eps, error, neighbours, noise, delta, confidence, format, max_rows_per_id } = target;
+    let PlanTarget { eps, error, neighbours, noise, delta, confidence, format, max_rows_per_id, precision } =
+        target;
     let format: text::Format = (*format).into();
     if format == text::Format::Chart {
         return Err(Error::usage(
@@ -122,6 +124,7 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         rows,
         target,
         format,
+        style: precision.style(),
         rows_per_id: max_rows_per_id.clone(),
         factor: crate::privacy::contribution::Factor::ONE,
     };

@@ -16,7 +16,7 @@ pub fn message(error: &clap::Error, command: &Command, args: &[String]) -> Strin
         return missing_subcommand(command, args);
     }
     let mut line = what(error);
-    let neighbour = neighbour_tip(error);
+    let neighbour = neighbour_tip(error).or_else(|| output_file_tip(error, args));
     let tips = match neighbour {
         Some(tip) => vec![tip.to_string()],
         None => tips(error),
@@ -97,9 +97,10 @@ fn what(error: &clap::Error) -> String {
 /// out as `--budget`).
 const NEIGHBOURS: &[(&[&str], &str)] = &[
     (&["--group-by", "--groupby", "--group", "--groups"], "dpstat groups with --by COL and --keys K1,K2 (or --discover)"),
-    (&["--columns", "--select", "--fields"], "one column is --col COL; two are --cols X,Y (covariance, describe)"),
+    (&["--columns", "--select", "--fields", "-s"], "one column is --col COL; two are --cols X,Y (covariance, describe)"),
     (&["--output", "--out", "--output-file"], "the release goes to standard output (redirect it with > FILE); --plot FILE.svg writes a chart; -f is --format"),
-    (&["--quiet", "--silent"], "stdout holds only the release; notes and warnings go to stderr (2>/dev/null hides them)"),
+    (&["--csv"], "CSV output is --format csv (-f csv); the input is read as CSV (or Parquet) whatever its name"),
+    (&["--quiet", "--silent", "-q"], "stdout holds only the release; notes and warnings go to stderr (2>/dev/null hides them)"),
     (&["--sep", "--separator", "--delim"], "the field separator is --delimiter C (-d)"),
     (&["--filter", "--search", "--regex"], "rows are filtered with --where COL=VALUE (also !=, <, <=, >, >=, in, not in, empty)"),
     (&["--json"], "JSON output is --format json (-f json)"),
@@ -123,14 +124,55 @@ pub fn uses_deprecated_o(args: &[String]) -> bool {
     })
 }
 
-/// dpstat's own tip for an unknown flag that a neighbouring tool has.
+/// Subcommands of neighbouring tools (xsv stats, SQL's avg) and dpstat's: clap suggests
+/// only names spelled alike, and `avg` is spelled like no dpstat subcommand.
+const NEIGHBOUR_SUBCOMMANDS: &[(&[&str], &str)] = &[
+    (&["avg", "average"], "a similar subcommand exists: 'mean'"),
+    (
+        &["stats", "summary", "summarize", "summarise"],
+        "a similar subcommand exists: 'describe' (a mean, quantiles and their bounds per column)",
+    ),
+    (
+        &["frequency", "freq", "frequencies"],
+        "a similar subcommand exists: 'histogram' (counts per category or bin)",
+    ),
+    (
+        &["std", "stddev", "sd", "var"],
+        "a similar subcommand exists: 'variance' (the standard deviation is its square root)",
+    ),
+];
+
+/// dpstat's own tip for an unknown flag or subcommand that a neighbouring tool has.
 fn neighbour_tip(error: &clap::Error) -> Option<&'static str> {
+    if error.kind() == ErrorKind::InvalidSubcommand {
+        let Some(ContextValue::String(sub)) = error.get(ContextKind::InvalidSubcommand) else { return None };
+        let sub = sub.to_ascii_lowercase();
+        return NEIGHBOUR_SUBCOMMANDS
+            .iter()
+            .find(|(names, _)| names.contains(&sub.as_str()))
+            .map(|(_, tip)| *tip);
+    }
     if error.kind() != ErrorKind::UnknownArgument {
         return None;
     }
     let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else { return None };
     let flag = arg.split('=').next().unwrap_or(arg);
     NEIGHBOURS.iter().find(|(names, _)| names.contains(&flag)).map(|(_, tip)| *tip)
+}
+
+/// The tip for `-o out.csv` (xsv's output file) read as `--format out.csv`: where the release
+/// goes instead.
+fn output_file_tip(error: &clap::Error, args: &[String]) -> Option<&'static str> {
+    if !matches!(error.kind(), ErrorKind::InvalidValue | ErrorKind::ValueValidation) {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else { return None };
+    let Some(ContextValue::String(value)) = error.get(ContextKind::InvalidValue) else { return None };
+    let file_like = value.contains(['.', '/', '\\']);
+    (arg.starts_with("--format") && (uses_deprecated_o(args) || file_like)).then_some(
+        "-o is --format here, not an output file: the release goes to standard output, so redirect it \
+         with > FILE (-f csv > FILE for CSV)",
+    )
 }
 
 /// clap's suggestions: a similar subcommand, flag or value, and its other tips.

@@ -4,14 +4,14 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 
 use crate::cmd::describe::DescribeColumn;
 use crate::cmd::release::NoiseKind;
 use crate::numeric::bounds::Finite;
 use crate::numeric::list;
 use crate::privacy::unit;
-use crate::report::text;
+use crate::report::text::{self, Style};
 
 /// The privacy unit: what two neighbouring datasets differ by (`unit::Neighbours`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
@@ -276,5 +276,40 @@ mod tests {
         assert_eq!(columns[0].bounds.map(|b| (b.0.get(), b.1.get())), Some((0.0, 10.0)));
         assert!("\"income:0:1,age".parse::<DescribeColumns>().unwrap_err().contains("never closed"));
         assert!("income,,age".parse::<DescribeColumns>().unwrap_err().contains("empty"));
+    }
+}
+
+/// How many digits text output prints: the same for every query, a workload and `describe`.
+/// JSON always has every value in full. Rounding reads only the release (post-processing), so
+/// no flag here changes what is private.
+#[derive(Args, Debug)]
+pub struct PrecisionArgs {
+    /// Text: round each value to the decimal place of its error bound's second significant
+    /// digit. Kept for scripts; the default since 0.2.
+    #[arg(short = 'r', long)]
+    pub round: bool,
+    /// Text: N significant digits (1 to 17) for every printed value, instead of the digits
+    /// its accuracy supports; a printed bound still covers the rounding.
+    #[arg(long, value_name = "N", value_parser = digits, conflicts_with = "full_precision", allow_negative_numbers = true)]
+    pub digits: Option<u8>,
+    /// Text: every value in full, the shortest decimal that reads back as the same double (the
+    /// output before 0.2); by default values are rounded to the digits the noise leaves
+    /// meaningful: the place of their error bound's second significant digit.
+    #[arg(long)]
+    pub full_precision: bool,
+}
+
+impl PrecisionArgs {
+    /// The rounding these flags ask for, without an error column.
+    pub fn style(&self) -> Style {
+        Style { with_error: false, round: !self.full_precision, digits: self.digits }
+    }
+}
+
+/// `--digits N`: 1 to 17 (a double has no more significant digits).
+fn digits(s: &str) -> Result<u8, String> {
+    match s.trim().parse::<u8>() {
+        Ok(n) if (1..=17).contains(&n) => Ok(n),
+        _ => Err("a whole number of significant digits from 1 to 17".to_string()),
     }
 }

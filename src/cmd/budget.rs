@@ -318,38 +318,8 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
         writeln!(out, "spent      {spent}")?;
         writeln!(out, "remaining  {remaining}")?;
         writeln!(out, "releases   {}", dataset.releases.len())?;
-        for release in &dataset.releases {
-            let e = &release.entry;
-            let column = e.column.as_deref().unwrap_or("-");
-            let exact = |t: &String| ledger::parse_exact(t).map_or_else(|| t.clone(), |r| decimal(&r));
-            let spend = match (&e.epsilon, &e.rho, &e.delta) {
-                (Some(eps), _, None) => format!("eps {:<8}", exact(eps)),
-                (Some(eps), _, Some(delta)) => format!("eps {} delta {}", exact(eps), exact(delta)),
-                (None, Some(rho), _) => format!("rho {:<8}", exact(rho)),
-                (None, None, _) => "-".to_string(),
-            };
-            let data = match (&e.fingerprint, release.data_changed) {
-                (None, _) => "charged, not released (the run stopped after its charge)".to_string(),
-                (Some(f), changed) => {
-                    let short = f.rsplit(':').next().unwrap_or(f);
-                    let short = &short[..short.len().min(12)];
-                    if changed {
-                        format!("data {short}  (changed since the release before)")
-                    } else {
-                        format!("data {short}")
-                    }
-                }
-            };
-            writeln!(
-                out,
-                "  #{:<4} {}  {:<9} {:<16} {:<10} {spend} {data}",
-                e.seq,
-                e.time,
-                shown(&e.query, 30),
-                shown(column, 40),
-                e.neighbours,
-            )?;
-        }
+        let rows: Vec<[String; 7]> = dataset.releases.iter().map(release_cells).collect();
+        write_aligned(out, &rows)?;
     }
     if let Some(file) = &report.file {
         writeln!(out)?;
@@ -360,6 +330,62 @@ fn render_text(out: &mut Vec<u8>, report: &Report, ledger: &Ledger) -> io::Resul
             format!("the data read by {}", seqs.join(", "))
         };
         writeln!(out, "file       {}: {matches}", shown(&file.name, 60))?;
+    }
+    Ok(())
+}
+
+/// One release's line of the text listing, as cells: sequence, time, query, column, unit,
+/// spend and data.
+fn release_cells(release: &ReleaseReport) -> [String; 7] {
+    let e = &release.entry;
+    let exact = |t: &String| ledger::parse_exact(t).map_or_else(|| t.clone(), |r| decimal(&r));
+    let spend = match (&e.epsilon, &e.rho, &e.delta) {
+        (Some(eps), _, None) => format!("eps {}", exact(eps)),
+        (Some(eps), _, Some(delta)) => format!("eps {} delta {}", exact(eps), exact(delta)),
+        (None, Some(rho), _) => format!("rho {}", exact(rho)),
+        (None, None, _) => "-".to_string(),
+    };
+    let data = match (&e.fingerprint, release.data_changed) {
+        (None, _) => "charged, not released (the run stopped after its charge)".to_string(),
+        (Some(f), changed) => {
+            let short = f.rsplit(':').next().unwrap_or(f);
+            let short = &short[..short.len().min(12)];
+            if changed {
+                format!("data {short}  (changed since the release before)")
+            } else {
+                format!("data {short}")
+            }
+        }
+    };
+    [
+        format!("#{}", e.seq),
+        e.time.clone(),
+        shown(&e.query, 30),
+        shown(e.column.as_deref().unwrap_or("-"), 40),
+        e.neighbours.clone(),
+        spend,
+        data,
+    ]
+}
+
+/// The listing's release lines, each column as wide as its widest cell (and at least as wide
+/// as the listing has always printed it), so that a query or column of any length, with spaces
+/// or not, keeps the columns after it aligned.
+fn write_aligned(out: &mut Vec<u8>, rows: &[[String; 7]]) -> io::Result<()> {
+    const AT_LEAST: [usize; 6] = [5, 21, 9, 16, 10, 12];
+    let widths: Vec<usize> = AT_LEAST
+        .iter()
+        .enumerate()
+        .map(|(c, least)| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0).max(*least))
+        .collect();
+    for row in rows {
+        let mut line = String::from(" ");
+        for (cell, width) in row.iter().zip(&widths) {
+            line.push_str(&format!(" {cell:<width$}"));
+        }
+        line.push(' ');
+        line.push_str(&row[6]);
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::cmd::release::InputFlags;
-use crate::data::cell::parse_number;
+use crate::data::cell::{parse_number_in, DecimalMark};
 use crate::data::engine::each_record;
 use crate::data::input::Input;
 use crate::error::{shown, Error};
@@ -29,6 +29,8 @@ struct Column {
     empty: u64,
     text: u64,
     not_utf8: u64,
+    /// Text cells that are numbers written with a decimal comma (`--decimal ,` would read them).
+    comma: u64,
     /// (row, line, cell) of empty or non-numeric cells, in file order.
     examples: Vec<(u64, u64, String)>,
     not_utf8_rows: Vec<u64>,
@@ -67,7 +69,7 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
                 continue;
             };
             let text = text.trim_ascii();
-            if parse_number(text.as_bytes()).is_some() {
+            if parse_number_in(text.as_bytes(), record.decimal()).is_some() {
                 column.numbers += 1;
                 continue;
             }
@@ -75,6 +77,11 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
                 column.empty += 1;
             } else {
                 column.text += 1;
+                if record.decimal() == DecimalMark::Point
+                    && parse_number_in(text.as_bytes(), DecimalMark::Comma).is_some()
+                {
+                    column.comma += 1;
+                }
             }
             if column.examples.len() < EXAMPLES {
                 column.examples.push((row, line, text.to_string()));
@@ -116,10 +123,17 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
         // cell (or skips or imputes it); a column with no number at all is text.
         if column.numbers > 0 && column.text + column.empty > 0 {
             problems += column.text + column.empty;
+            // Skipping decimal commas would keep the whole numbers alone: name the flag that
+            // reads them instead.
+            let fix = if column.comma > 0 && column.comma == column.text {
+                "they are numbers written with a decimal comma: add --decimal ,"
+            } else {
+                "a numeric query stops there unless --invalid skip or impute=V"
+            };
             writeln!(
                 report,
                 "problem: column '{label}' holds numbers, but {} cells are not numbers and {} are empty \
-                 (a numeric query stops there unless --invalid skip or impute=V):",
+                 ({fix}):",
                 column.text, column.empty
             )?;
             for (row, line, cell) in &column.examples {

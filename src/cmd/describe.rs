@@ -238,6 +238,7 @@ impl Request {
             neighbours: self.neighbours,
             person,
             queries,
+            decimal: self.input.csv.decimal,
         })
     }
 

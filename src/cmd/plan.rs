@@ -53,7 +53,7 @@ use crate::query::AnyStatistic;
 use crate::report::plan::{
     self, render_text, render_workload, Comparison, PerPerson, QueryComparison, Report, WorkloadReport,
 };
-use crate::report::text::Format;
+use crate::report::text::{Format, Style};
 
 /// Three significant digits: mantissas 100..=999.
 const MANTISSAS: u64 = 900;
@@ -78,6 +78,8 @@ pub struct Request {
     pub rows: Option<u64>,
     pub target: Target,
     pub format: Format,
+    /// `--digits`, `--full-precision`: how the text rounds the plan's numbers.
+    pub style: Style,
     /// `--max-rows-per-id K1,K2,...`: plan the release per person at each K as well.
     pub rows_per_id: Vec<u32>,
     /// What one person's rows multiply the row-level budget by (one row: 1).
@@ -116,7 +118,7 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
             bytes.push(b'\n');
             bytes
         }
-        Format::Text => render_text(&report).into_bytes(),
+        Format::Text => render_text(&report, request.style).into_bytes(),
         Format::Csv => {
             let bytes = plan::render_csv(&report)?;
             out.write_all(&bytes)?;
@@ -327,6 +329,8 @@ pub struct RunRequest {
     pub rows: Option<u64>,
     pub confidence: Confidence,
     pub format: Format,
+    /// `--digits`, `--full-precision`: how the text rounds the bounds.
+    pub style: Style,
 }
 
 /// Plans every query of a workload twice, with Laplace noise at the workload's ε and with
@@ -339,7 +343,7 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
     // No data is read: the header is assumed, as for a file with one.
     let input = InputFlags {
         source: Source::Stdin,
-        csv: CsvOptions { delimiter: b',', has_header: true },
+        csv: CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() },
         threads: 1,
         engine: None,
     };
@@ -405,7 +409,7 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
             plan::workload_notes(&report).iter().for_each(|n| note_line(n));
             return Ok(());
         }
-        _ => render_workload(&report).into_bytes(),
+        _ => render_workload(&report, request.style).into_bytes(),
     };
     out.write_all(&bytes)?;
     out.flush()?;
@@ -539,6 +543,7 @@ mod tests {
                 rows: None,
                 confidence: "0.95".parse().unwrap(),
                 format: Format::Json,
+                style: Style::default(),
             };
             let mut out = vec![];
             compare_workload(&request, &mut out)
@@ -568,6 +573,7 @@ mod tests {
             rows: None,
             confidence: "0.95".parse().unwrap(),
             format: Format::Text,
+            style: Style::default(),
         };
         let mut out = vec![];
         compare_workload(&request, &mut out).unwrap();

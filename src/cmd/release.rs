@@ -856,6 +856,7 @@ pub fn bound_plan<S: Statistic>(
         key,
         cap: bound::cap(),
         threads: input.threads(),
+        decimal: input.decimal(),
     })
 }
 

@@ -53,7 +53,7 @@ use crate::cmd::release::{
 };
 use crate::cmd::workload::{person_factor, person_unit, Workload, PER_PERSON};
 use crate::data::bound::{self, Bounded, Plan};
-use crate::data::cell::{parse_number, InvalidPolicy, NumberCell};
+use crate::data::cell::{parse_number_in, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
 use crate::data::route::Routed;
 use crate::data::row::{text_cell, BadCell, Fold, Row};
@@ -107,7 +107,7 @@ pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
     )?;
     let names = workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",");
     let batch = Batch { workload: &workload, ledger_query: "workload", ledger_column: names };
-    let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
+    let (queries, guarantee) = release_all(&batch, &workload.input(&request.input), ledger.as_ref())?;
     let printed =
         table::Workload { total: workload.spend(), guarantee, confidence: request.confidence, queries };
     // Drawn from the releases alone (post-processing); written only after the output is rendered.
@@ -189,6 +189,7 @@ pub fn release_all(
                 key: rng::selection_key()?,
                 cap: bound::cap(),
                 threads: input.threads(),
+                decimal: input.decimal(),
             };
             Pass::Persons(Box::new(Bounded::new(plan, fold)))
         }
@@ -553,7 +554,7 @@ impl Fold for WorkloadFold {
         let i = self.filled;
         let mut numbers = true;
         for (c, &column) in self.columns.iter().enumerate() {
-            let x = parse_number(text_cell(record, column));
+            let x = parse_number_in(text_cell(record, column), record.decimal());
             numbers &= x.is_some();
             self.values[c * BATCH + i] = x.unwrap_or(f64::NAN);
         }

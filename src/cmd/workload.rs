@@ -28,8 +28,9 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use crate::cmd::release::{filter_specs, InputFlags, Job, Person, PersonFlags};
+use crate::data::cell::DecimalMark;
 use crate::data::filter::{Filter, FilterSpec};
-use crate::data::source::{ColumnRef, GroupSpec};
+use crate::data::source::{ColumnRef, CsvOptions, GroupSpec};
 use crate::error::{bad_input, Error};
 use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
@@ -59,6 +60,8 @@ pub struct Workload {
     /// `privacy_id`: every query's rows bounded once, to K rows per person ([`person_factor`]).
     pub person: Option<Person>,
     pub queries: Vec<WorkloadQuery>,
+    /// `decimal = ","`: the file's decimal mark, or `--decimal`'s when the workload gives none.
+    pub decimal: DecimalMark,
 }
 
 /// What one person moves each query of a workload (or of `describe`) by: K, as rows, whether
@@ -146,6 +149,8 @@ struct RawWorkload {
     /// Refused with a message of their own (a workload bounds rows only).
     max_groups_per_id: Option<Spanned<Value>>,
     max_rows_per_group: Option<Spanned<Value>>,
+    /// The decimal mark of the data's number cells (`--decimal`).
+    decimal: Option<Spanned<String>>,
     #[serde(default)]
     query: Vec<Spanned<RawQuery>>,
 }
@@ -235,6 +240,7 @@ impl Workload {
             })?,
         };
         let person = file.person(&raw, neighbours, input.csv.has_header)?;
+        let mark = file.decimal_mark(&raw, input.csv.decimal)?;
         if raw.query.is_empty() {
             return Err(file.error_at(None, "the workload has no queries: add [[query]] tables"));
         }
@@ -305,12 +311,18 @@ impl Workload {
             let origin = format!("{path} line {line}: query '{name}'");
             queries.push(WorkloadQuery { name, origin, job });
         }
-        Ok(Workload { mechanism, epsilon: stated, neighbours, person, queries })
+        Ok(Workload { mechanism, epsilon: stated, neighbours, person, queries, decimal: mark })
     }
 
     /// What the whole workload spends: ε, or ρ with Gaussian noise.
     pub fn spend(&self) -> Spend {
         self.mechanism.spend()
+    }
+
+    /// `flags` with the workload's decimal mark: how its data is read.
+    pub fn input(&self, flags: &InputFlags) -> InputFlags {
+        let csv = CsvOptions { decimal: self.decimal, ..flags.csv.clone() };
+        InputFlags { csv, ..flags.clone() }
     }
 }
 
@@ -447,6 +459,21 @@ impl SourceText<'_> {
                 "the workload needs a total: epsilon = \"E\" (rho derived at delta) or rho = \"R\"",
             )),
         }
+    }
+
+    /// `decimal`, validated: the data's decimal mark; `flag` (`--decimal`) when the file has
+    /// none. A file's `"."` against `--decimal ,` is refused: one of them is wrong.
+    fn decimal_mark(&self, raw: &RawWorkload, flag: DecimalMark) -> Result<DecimalMark, Error> {
+        let Some(written) = &raw.decimal else { return Ok(flag) };
+        let mark: DecimalMark =
+            written.get_ref().parse().map_err(|e| self.error(written.span(), &format!("decimal: {e}")))?;
+        if flag == DecimalMark::Comma && mark == DecimalMark::Point {
+            return Err(self.error(
+                written.span(),
+                "decimal = \".\" disagrees with --decimal , on the command line: give the mark once",
+            ));
+        }
+        Ok(mark)
     }
 
     /// `privacy_id` and `max_rows_per_id`, validated: the person every query's rows are
@@ -865,7 +892,11 @@ mod tests {
     fn parse(text: &str) -> Result<Workload, Error> {
         let input = InputFlags {
             source: crate::data::source::Source::Stdin,
-            csv: crate::data::source::CsvOptions { delimiter: b',', has_header: true },
+            csv: crate::data::source::CsvOptions {
+                delimiter: b',',
+                has_header: true,
+                decimal: Default::default(),
+            },
             threads: 1,
             engine: None,
         };

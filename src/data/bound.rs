@@ -39,7 +39,7 @@ use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
 
 use serde::{Deserialize, Serialize};
 
-use crate::data::cell::parse_number;
+use crate::data::cell::{parse_number_in, DecimalMark};
 use crate::data::filter::passes;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
@@ -89,6 +89,8 @@ pub struct Plan {
     /// Threads that choose and replay the buckets after the scan (each holds its own copy of
     /// the inner fold, merged in bucket order).
     pub threads: usize,
+    /// The file's decimal mark (`--decimal`): a replayed row's numbers are read with it.
+    pub decimal: DecimalMark,
 }
 
 #[derive(Debug)]
@@ -564,14 +566,15 @@ fn person_hash(hasher: &SipHasher13, ids: &[usize], row: &Row, id: &mut Vec<u8>)
 }
 
 /// Appends a kept cell's value as the choice of rows reads it: the number every query reads
-/// from it (typed, or parsed from its text by the one parser all formats share), `-0` as `0`;
-/// else its trimmed text. So `899`, `899.0` and a Parquet double 899 are one value, and a
-/// row's rank does not depend on how its cells are spelled.
+/// from it (typed, or parsed from its text by the one parser all formats share, under the
+/// file's `--decimal` mark), `-0` as `0`; else its trimmed text. So `899`, `899.0`, `899,0`
+/// under `--decimal ,` and a Parquet double 899 are one value, and a row's rank does not
+/// depend on how its cells are spelled.
 #[inline]
 fn put_value(out: &mut Vec<u8>, row: &Row, column: usize) {
     let number = match row.typed_number(column) {
         Some(typed) => typed,
-        None => parse_number(text_cell(row, column)),
+        None => parse_number_in(text_cell(row, column), row.decimal()),
     };
     match number {
         Some(x) => {
@@ -855,7 +858,7 @@ impl<'p> Chooser<'p> {
             self.ends.push(self.line.len());
             self.line.push(b',');
         }
-        let row = Row::line(&self.line, 0, &self.ends, false, width, &[], 0);
+        let row = Row::line(&self.line, 0, &self.ends, false, width, &[], 0).with_decimal(self.plan.decimal);
         fold.row(&row)
     }
 }
@@ -1219,6 +1222,7 @@ mod tests {
             key: [key; 16],
             cap,
             threads: 1,
+            decimal: Default::default(),
         }
     }
 

@@ -1,11 +1,13 @@
 //! One cell as a query reads it: its trimmed bytes, or its finite number under the
 //! `--invalid` policy. The number parser is exact: it returns what `str::parse::<f64>` returns,
-//! and for a date or timestamp the number it means (DESIGN §2.6).
+//! and for a date or timestamp the number it means (DESIGN §2.6). A file that writes decimals
+//! with a comma (`--decimal ,`) is read through the same parser, the comma spelled as a point.
 
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
 use crate::data::date::{looks_like_date, parse_date_time};
+pub use crate::data::row::DecimalMark;
 use crate::data::row::{text_cell, BadCell, Row};
 use crate::error::shown;
 use crate::numeric::bounds::Finite;
@@ -55,12 +57,12 @@ impl NumberCell {
             Some((slot, stamp)) => match slot.get() {
                 (seen, x) if seen == stamp => x,
                 _ => {
-                    let x = parse_number(text_cell(row, self.index));
+                    let x = parse_number_in(text_cell(row, self.index), row.decimal());
                     slot.set((stamp, x));
                     x
                 }
             },
-            None => parse_number(text_cell(row, self.index)),
+            None => parse_number_in(text_cell(row, self.index), row.decimal()),
         };
         self.resolve(parsed, row)
     }
@@ -72,9 +74,10 @@ impl NumberCell {
         match parsed {
             Some(x) => Ok(Some(x)),
             None => match self.invalid {
-                InvalidPolicy::Error => {
-                    Err(BadCell { column: self.index, why: describe_invalid(text_cell(row, self.index)) })
-                }
+                InvalidPolicy::Error => Err(BadCell {
+                    column: self.index,
+                    why: describe_invalid(text_cell(row, self.index), row.decimal()),
+                }),
                 InvalidPolicy::Skip => Ok(None),
                 InvalidPolicy::Impute(v) => Ok(Some(v.get())),
             },
@@ -97,6 +100,46 @@ pub fn parse_number(cell: &[u8]) -> Option<f64> {
     match parse_plain_decimal(cell) {
         Some(x) => Some(x),
         None => parse_with_std(cell),
+    }
+}
+
+/// The cell's number with the file's decimal mark: [`parse_number`] for a point; for a comma,
+/// [`parse_number`] of the cell with its one comma written as a point, so `228,04` is exactly
+/// the f64 of `228.04`. Under a comma a cell holding a point is refused (`1.234,5` writes a
+/// thousands separator, and `1.234` would be read a thousand times too small), unless it is a
+/// date or timestamp (`12:00:00.5`), which reads as it does under a point.
+#[inline(always)]
+pub fn parse_number_in(cell: &[u8], mark: DecimalMark) -> Option<f64> {
+    match mark {
+        DecimalMark::Point => parse_number(cell),
+        DecimalMark::Comma => parse_decimal_comma(cell),
+    }
+}
+
+/// [`parse_number_in`] under a comma.
+#[inline(always)]
+fn parse_decimal_comma(cell: &[u8]) -> Option<f64> {
+    let Some(comma) = cell.iter().position(|&b| b == b',') else {
+        if cell.contains(&b'.') && !looks_like_date(cell) {
+            return None;
+        }
+        return parse_number(cell);
+    };
+    if cell.contains(&b'.') {
+        return None;
+    }
+    let mut spelled = [0u8; 64];
+    match spelled.get_mut(..cell.len()) {
+        Some(copy) => {
+            copy.copy_from_slice(cell);
+            copy[comma] = b'.';
+            parse_number(copy)
+        }
+        None => {
+            let mut copy = cell.to_vec();
+            copy[comma] = b'.';
+            parse_number(&copy)
+        }
     }
 }
 
@@ -266,12 +309,26 @@ fn parse_with_std(cell: &[u8]) -> Option<f64> {
     }
 }
 
-fn describe_invalid(cell: &[u8]) -> String {
+/// Why a cell is not a number, and what reads it: `--decimal ,` for a number written with a
+/// decimal comma (skipping it would drop every row with a fraction, and no message would
+/// say so), else `--invalid`.
+fn describe_invalid(cell: &[u8], mark: DecimalMark) -> String {
     if cell.is_empty() {
         return "the cell is empty; use --invalid skip or --invalid impute=V".to_string();
     }
     let text = shown(&String::from_utf8_lossy(cell), 40);
-    format!("'{text}' is not a finite number; use --invalid skip or --invalid impute=V")
+    match mark {
+        DecimalMark::Point if parse_decimal_comma(cell).is_some() => format!(
+            "'{text}' is a number only with a decimal comma, which --decimal , reads (a workload: decimal = \",\")"
+        ),
+        DecimalMark::Comma if cell.contains(&b'.') && cell.iter().all(|b| b"0123456789+-.,".contains(b)) => {
+            format!(
+                "'{text}' holds a point, which --decimal , refuses: thousands separators are not read \
+                 (write the number without them)"
+            )
+        }
+        _ => format!("'{text}' is not a finite number; use --invalid skip or --invalid impute=V"),
+    }
 }
 
 #[cfg(test)]
@@ -507,6 +564,53 @@ mod tests {
         for cell in ["2025-02-30", "2025-01-01T23:59:60", "2025-01-01T24:00", "1e10-01-01", "2025-01-01x"] {
             assert_eq!(parse_number(cell.as_bytes()), None, "{cell}");
         }
+    }
+
+    proptest! {
+        /// A decimal comma is exactly the number of the point spelling, and a point is refused
+        /// under a comma (outside dates).
+        #[test]
+        fn decimal_comma_is_the_point_spelling(
+            text in "[+-]?[0-9]{0,22}(\\.[0-9]{0,24})?([eE][+-]?[0-9]{1,3})?"
+        ) {
+            let comma = text.replace('.', ",");
+            let (point, read) = (parse_number(text.as_bytes()), parse_number_in(comma.as_bytes(), DecimalMark::Comma));
+            prop_assert_eq!(point.map(f64::to_bits), read.map(f64::to_bits), "{:?}", comma);
+            prop_assert_eq!(parse_number_in(text.as_bytes(), DecimalMark::Point), point);
+            if text.contains('.') {
+                prop_assert_eq!(parse_number_in(text.as_bytes(), DecimalMark::Comma), None);
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_comma_cells() {
+        let comma = |cell: &str| parse_number_in(cell.as_bytes(), DecimalMark::Comma);
+        assert_eq!(comma("228,04"), Some(228.04));
+        assert_eq!(comma("-0,5"), Some(-0.5));
+        assert_eq!(comma("17"), Some(17.0));
+        // Longer than the stack copy: the same answer through the heap.
+        let long = format!("{},5", "0".repeat(80));
+        assert_eq!(comma(&long), Some(0.5));
+        for refused in ["1.234,5", "1.234", "1,2,3", "1 234,5", ",", "abc"] {
+            assert_eq!(comma(refused), None, "{refused}");
+        }
+        assert_eq!(comma("2025-03-01"), parse_number(b"2025-03-01"));
+        assert_eq!(comma("2025-03-01T00:00:00.5Z"), parse_number(b"2025-03-01T00:00:00.5Z"));
+        assert_eq!(parse_number(b"228,04"), None);
+    }
+
+    #[test]
+    fn refusals_name_the_decimal_mark() {
+        let why = describe_invalid(b"228,04", DecimalMark::Point);
+        assert!(why.contains("--decimal ,") && !why.contains("--invalid skip"), "{why}");
+        let why = describe_invalid(b"1.234,5", DecimalMark::Comma);
+        assert!(why.contains("thousands separator") && !why.contains("--invalid skip"), "{why}");
+        let why = describe_invalid(b"abc", DecimalMark::Point);
+        assert!(why.contains("--invalid skip") && !why.contains("--decimal"), "{why}");
+        assert_eq!(",".parse::<DecimalMark>(), Ok(DecimalMark::Comma));
+        assert_eq!(".".parse::<DecimalMark>(), Ok(DecimalMark::Point));
+        assert!(";".parse::<DecimalMark>().is_err());
     }
 
     #[test]

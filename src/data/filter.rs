@@ -16,7 +16,8 @@
 //!
 //! Numbers are read by [`parse_number`], the parser every query uses, on both sides: N when the
 //! filter is parsed (a filter whose N is not a finite number is refused), and the cell on every
-//! row, so a date or timestamp compares as its day or second number (`day>=2025-01-01`). A cell
+//! row (with the file's decimal mark, `--decimal`; N is always written with a point), so a date
+//! or timestamp compares as its day or second number (`day>=2025-01-01`). A cell
 //! that is not a number (text, empty, `NaN`, `inf`, `2025-02-30`) does not match a comparison;
 //! it is not an error, whatever `--invalid` says (`--invalid` is about the column a statistic
 //! reads). Comparisons are between the two f64 values, so `-0` equals `0`.
@@ -43,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::str::FromStr;
 
-use crate::data::cell::parse_number;
+use crate::data::cell::{parse_number, parse_number_in, DecimalMark};
 use crate::data::row::{text_cell, Row};
 use crate::data::source::ColumnRef;
 use crate::numeric::bins::word;
@@ -88,7 +89,7 @@ pub enum Test {
 #[inline(always)]
 pub fn passes(row: &Row, filters: &Filters) -> bool {
     for (i, test) in filters {
-        if !test.matches(text_cell(row, *i)) {
+        if !test.matches_in(text_cell(row, *i), row.decimal()) {
             return false;
         }
     }
@@ -103,9 +104,14 @@ fn same(cell: &[u8], value: &[u8]) -> bool {
 }
 
 impl Test {
-    /// Whether a trimmed cell satisfies the test.
-    #[inline(always)]
+    /// Whether a trimmed cell of a file that writes decimals with a point satisfies the test.
     pub fn matches(&self, cell: &[u8]) -> bool {
+        self.matches_in(cell, DecimalMark::Point)
+    }
+
+    /// Whether a trimmed cell satisfies the test, its number read with the file's mark.
+    #[inline(always)]
+    pub fn matches_in(&self, cell: &[u8], mark: DecimalMark) -> bool {
         match self {
             // Equality first: the common filter stays one slice comparison.
             Test::Equals(value) => same(cell, value),
@@ -114,10 +120,10 @@ impl Test {
             Test::NotEmpty => !cell.is_empty(),
             Test::In(members) => members.contains(cell),
             Test::NotIn(members) => !members.contains(cell),
-            Test::Less(n) => parse_number(cell).is_some_and(|x| x < *n),
-            Test::AtMost(n) => parse_number(cell).is_some_and(|x| x <= *n),
-            Test::Greater(n) => parse_number(cell).is_some_and(|x| x > *n),
-            Test::AtLeast(n) => parse_number(cell).is_some_and(|x| x >= *n),
+            Test::Less(n) => parse_number_in(cell, mark).is_some_and(|x| x < *n),
+            Test::AtMost(n) => parse_number_in(cell, mark).is_some_and(|x| x <= *n),
+            Test::Greater(n) => parse_number_in(cell, mark).is_some_and(|x| x > *n),
+            Test::AtLeast(n) => parse_number_in(cell, mark).is_some_and(|x| x >= *n),
         }
     }
 

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
+use crate::data::cell::DecimalMark;
 #[cfg(feature = "cluster")]
 use crate::data::cluster::remote::Remote;
 use crate::data::dataset::{self, Format, Listing, Naming, Part};
@@ -280,6 +281,12 @@ impl Input {
         fingerprint: bool,
         threads: usize,
     ) -> Result<Input> {
+        if matches!(dataset, Dataset::Parquet { .. }) && options.decimal == DecimalMark::Comma {
+            return Err(bad_input(format!(
+                "{name}: --decimal , reads the number cells of CSV text; Parquet holds its numbers typed \
+                 (drop --decimal)"
+            )));
+        }
         // A Parquet file's fingerprint is of its footers: known before any row is read.
         let fingerprint_now = match &dataset {
             Dataset::Parquet { set, .. } if fingerprint => Some(set.fingerprint()?),
@@ -425,6 +432,11 @@ impl Input {
 
     pub fn delimiter(&self) -> u8 {
         self.options.delimiter
+    }
+
+    /// The decimal mark of the cells (`--decimal`).
+    pub fn decimal(&self) -> DecimalMark {
+        self.options.decimal
     }
 
     pub fn threads(&self) -> usize {
@@ -851,7 +863,7 @@ mod tests {
     use super::*;
 
     fn input(text: &'static str) -> Input {
-        let options = CsvOptions { delimiter: b',', has_header: true };
+        let options = CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() };
         Input::from_reader("t.csv".into(), Box::new(text.as_bytes()), &options).unwrap()
     }
 
@@ -1014,7 +1026,7 @@ mod tests {
                     text.push_str(&format!("{line},{second}{end}"));
                     line += 1 + usize::from(*quoted);
                 }
-                let options = CsvOptions { delimiter: b',', has_header: true };
+                let options = CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() };
                 let file = tempfile::NamedTempFile::new().unwrap();
                 let mut input = match via {
                     0 => {

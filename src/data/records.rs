@@ -17,6 +17,7 @@
 //! than 64 bytes or crosses the block's end. (A loop over each window's line ends and each
 //! record's separators there missed a branch prediction about once per row.)
 
+use crate::data::cell::DecimalMark;
 use crate::data::row::{BadCell, Memo, Row, Span};
 #[cfg(doc)]
 use crate::data::structure::Structure;
@@ -35,6 +36,8 @@ pub struct Shape {
     pub read: usize,
     /// A column read that lies past `width` (not tolerated): every record stops the scan.
     pub missing: bool,
+    /// How the rows' number cells are read (`--decimal`).
+    pub decimal: DecimalMark,
 }
 
 /// One part of the input.
@@ -396,7 +399,8 @@ where
         }
     }
     if !rewrite {
-        let view = Row::line(bytes, start, &ends[..located], any, fields, scratch.memo, *scratch.stamp);
+        let view = Row::line(bytes, start, &ends[..located], any, fields, scratch.memo, *scratch.stamp)
+            .with_decimal(shape.decimal);
         return each(&view).map_err(Problem::Cell);
     }
     let mut from = start;
@@ -425,7 +429,8 @@ where
         fields,
         scratch.memo,
         *scratch.stamp,
-    );
+    )
+    .with_decimal(shape.decimal);
     each(&view).map_err(Problem::Cell)
 }
 
@@ -691,7 +696,7 @@ pub(crate) mod tests {
         ) {
             let bytes = if last { &text[..] } else { &text[..cut.index(text.len() + 1)] };
             let part = Part { bytes, last, after_cr };
-            let shape = Shape { delimiter, width, read, missing: false };
+            let shape = Shape { delimiter, width, read, missing: false, decimal: DecimalMark::Point };
             let probe = read + STEP + 2;
             let want = expected(part, &shape, probe);
             prop_assert_eq!(&parsed(part, &shape, probe, Some(windows)), &want);

@@ -2,8 +2,10 @@
 //! state a query folds its rows into.
 
 use csv::ByteRecord;
+
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 /// A query's per-row state. `row` sees every row that passed the filters; `merge` combines the
 /// states of two consecutive parts of the input (for parallel scans), so it must be associative
@@ -30,12 +32,37 @@ pub trait Fold: Clone + Send + Serialize + DeserializeOwned + 'static {
     fn person_end(&mut self) {}
 }
 
+/// `--decimal`: the mark between a number's whole part and its fraction in the file's cells.
+/// Flags (bounds, filters, ε) always take a point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum DecimalMark {
+    /// `228.04`: what `str::parse::<f64>` reads.
+    #[default]
+    Point,
+    /// `228,04`: a cell with a point is refused (it would be a thousands separator there).
+    Comma,
+}
+
+impl FromStr for DecimalMark {
+    type Err = String;
+    fn from_str(s: &str) -> Result<DecimalMark, String> {
+        match s {
+            "." | "point" => Ok(DecimalMark::Point),
+            "," | "comma" => Ok(DecimalMark::Comma),
+            _ => Err("expected , (comma) or . (point)".into()),
+        }
+    }
+}
+
 /// One row's fields, by 0-based index, as the folds see them: a csv `ByteRecord` (tests), a
 /// record found by the scan ([`records`](crate::data::records)) with the spans of its first
 /// fields (those the scan reads), their quotes already taken off, or one row of a batch of typed
 /// columns ([`Cells`], a Parquet file).
+///
+/// A row also carries the decimal mark its number cells are read with (`--decimal`, a
+/// property of the file like its delimiter): the scan sets it, every reader of a number asks it.
 #[derive(Clone, Copy)]
-pub struct Row<'a>(Fields<'a>);
+pub struct Row<'a>(Fields<'a>, DecimalMark);
 
 #[derive(Clone, Copy)]
 enum Fields<'a> {
@@ -105,7 +132,7 @@ pub type Memo = std::cell::Cell<(u64, Option<f64>)>;
 
 impl<'a> Row<'a> {
     pub fn record(record: &'a ByteRecord) -> Row<'a> {
-        Row(Fields::Record(record))
+        Row(Fields::Record(record), DecimalMark::Point)
     }
 
     /// A record of `width` fields that starts at `bytes[start]` and whose first fields lie at
@@ -120,7 +147,7 @@ impl<'a> Row<'a> {
         memo: &'a [Memo],
         stamp: u64,
     ) -> Row<'a> {
-        Row(Fields::Spans { bytes, rewritten, spans, width, memo, stamp, start })
+        Row(Fields::Spans { bytes, rewritten, spans, width, memo, stamp, start }, DecimalMark::Point)
     }
 
     /// A record that starts at `bytes[start]`, whose field i ends at `ends[i]`; with `quoted`,
@@ -136,12 +163,23 @@ impl<'a> Row<'a> {
         memo: &'a [Memo],
         stamp: u64,
     ) -> Row<'a> {
-        Row(Fields::Line { bytes, start, ends, quoted, width, memo, stamp })
+        Row(Fields::Line { bytes, start, ends, quoted, width, memo, stamp }, DecimalMark::Point)
     }
 
     /// Row `row` of a batch of columns.
     pub fn cells(cells: &'a dyn Cells, row: usize) -> Row<'a> {
-        Row(Fields::Cells { cells, row })
+        Row(Fields::Cells { cells, row }, DecimalMark::Point)
+    }
+
+    /// This row with its number cells read under `mark`.
+    pub fn with_decimal(self, mark: DecimalMark) -> Row<'a> {
+        Row(self.0, mark)
+    }
+
+    /// The decimal mark of its number cells.
+    #[inline(always)]
+    pub fn decimal(&self) -> DecimalMark {
+        self.1
     }
 
     /// The offset of the record's first byte in the bytes the scan read it from (0 for a

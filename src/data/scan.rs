@@ -96,6 +96,7 @@ fn shape(input: &Input, widest: Option<usize>) -> Shape {
         width,
         read: widest.map_or(0, |w| w + 1),
         missing: matches!((widest, width), (Some(w), Some(n)) if w >= n),
+        decimal: input.decimal(),
     }
 }
 
@@ -142,8 +143,13 @@ pub fn each_record(input: &mut Input, each: &mut dyn FnMut(&Row, u64, u64)) -> R
     let Some(stream) = input.take_stream() else {
         return Err(bad_input(format!("{}: cannot read the input a second time", input.name())));
     };
-    let shape =
-        Shape { delimiter: input.delimiter(), width: None, read: input.width().unwrap_or(0), missing: false };
+    let shape = Shape {
+        delimiter: input.delimiter(),
+        width: None,
+        read: input.width().unwrap_or(0),
+        missing: false,
+        decimal: input.decimal(),
+    };
     // The line of each record, counted on from the one before in the same part.
     let (mut part, mut seen, mut line) = (u64::MAX, 0usize, 0u64);
     let mut row = 0u64;
@@ -176,7 +182,7 @@ mod tests {
     use crate::data::source::CsvOptions;
 
     fn input(text: &'static str, has_header: bool) -> Input {
-        let options = CsvOptions { delimiter: b',', has_header };
+        let options = CsvOptions { delimiter: b',', has_header, decimal: Default::default() };
         Input::from_reader("t.csv".into(), Box::new(text.as_bytes()), &options).unwrap()
     }
 
@@ -468,7 +474,7 @@ mod parallel_tests {
             block in 8usize..200,
             tolerant in any::<bool>(),
         ) {
-            let options = CsvOptions { delimiter, has_header };
+            let options = CsvOptions { delimiter, has_header, decimal: Default::default() };
             let (name, got, fingerprint) = by_scan(&bytes, via, (&options, tolerant), upto, threads, block);
             let want = by_csv(&name, &bytes, (&options, tolerant), upto);
             prop_assert_eq!(&got, &want, "{:?}, {} threads, {}-byte blocks: {:?}", via, threads, block, String::from_utf8_lossy(&bytes));
@@ -479,7 +485,7 @@ mod parallel_tests {
     }
 
     fn write_and_scan(text: &str, threads: usize, block: usize) -> Outcome {
-        let options = CsvOptions { delimiter: b',', has_header: true };
+        let options = CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() };
         by_scan(text.as_bytes(), Via::File, (&options, false), 1, threads, block).1
     }
 
@@ -487,7 +493,7 @@ mod parallel_tests {
     /// closing quote), with its quotes on every byte of a window and across window ends.
     #[test]
     fn quoted_values_at_every_offset() {
-        let options = CsvOptions { delimiter: b',', has_header: false };
+        let options = CsvOptions { delimiter: b',', has_header: false, decimal: Default::default() };
         for pad in 0..140 {
             for field in ["\"ab\"cd", "\"a\"\"b\"", "\"ab\"", "\"\"", "\"a,b\"", "\"a\nb\"x"] {
                 let text = format!("{},{field},z\n{field},1,2\n\"q\",{field},{field}\n", "x".repeat(pad));
@@ -527,8 +533,12 @@ mod parallel_tests {
         for i in 0..300 {
             text.push_str(&format!("\"q{i}\",\"l\nl\"\n"));
         }
-        let want =
-            by_csv("t", text.as_bytes(), (&CsvOptions { delimiter: b',', has_header: true }, false), 1);
+        let want = by_csv(
+            "t",
+            text.as_bytes(),
+            (&CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() }, false),
+            1,
+        );
         for threads in [1, 2, 3] {
             for block in [16, 40, 64, 100, 1000] {
                 let got = write_and_scan(&text, threads, block);
@@ -588,7 +598,7 @@ mod parallel_tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(text.as_bytes()).unwrap();
         let source = Source::Path(file.path().to_path_buf());
-        let options = CsvOptions { delimiter: b',', has_header: true };
+        let options = CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() };
         let run = |bytes: usize, threads: usize| {
             let mut input = Input::open(&source, &options, false, threads).unwrap();
             let mut fold = Heavy { bytes, rows: 0, merged: false };

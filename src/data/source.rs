@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::data::cell::DecimalMark;
 use crate::error::Error;
 use crate::numeric::bins::Keys;
 
@@ -80,6 +81,8 @@ impl ColumnRef {
 pub struct CsvOptions {
     pub delimiter: u8,
     pub has_header: bool,
+    /// The mark of decimals in number cells (`--decimal`).
+    pub decimal: DecimalMark,
 }
 
 /// `--by COL --keys k1,k2,...`: one release per public key, plus `other`.

@@ -62,6 +62,27 @@ pub fn with_error(value: f64, error: f64, integer: bool, rounding: Rounding) -> 
     (shown, rounded_up_at(error + moved, k))
 }
 
+/// An error bound printed without a value beside it (`dpstat plan`), as [`with_error`] prints a
+/// release's: rounded up, never smaller than it is, to two significant digits (N with
+/// `--digits N`); in full with `--full-precision`, or when it is not finite or too large or
+/// small for plain decimals.
+pub fn bound_up(error: f64, rounding: Rounding) -> String {
+    if !(error.is_finite() && (1e-12..1e16).contains(&error)) {
+        return real(error);
+    }
+    let text = match rounding {
+        Rounding::Full => return real(error),
+        Rounding::Significant(n) => rounded_up(error, i32::from(n), false),
+        Rounding::Accuracy => rounded_up(error, 2, false),
+    };
+    // With no value beside it, a zero after the point says nothing: `3`, not `3.0`.
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
 /// `value` to `n` significant digits (no decimals for an `integer`), and how far that moved it.
 /// Rounded from the double's exact binary value (Rust's `{:.*e}`), so even 17 digits are right.
 pub fn significant(value: f64, n: u8, integer: bool) -> (String, f64) {
@@ -156,6 +177,28 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bound_alone_rounds_up_as_beside_a_value() {
+        assert_eq!(bound_up(1198292.9094216824, Rounding::Accuracy), "1200000");
+        assert_eq!(bound_up(2995.7322735539638, Rounding::Accuracy), "3000");
+        assert_eq!(bound_up(29.0, Rounding::Accuracy), "29");
+        assert_eq!(bound_up(3.0, Rounding::Accuracy), "3");
+        assert_eq!(bound_up(2.5, Rounding::Accuracy), "2.5");
+        assert_eq!(bound_up(9.96, Rounding::Accuracy), "10");
+        assert_eq!(bound_up(0.001234, Rounding::Accuracy), "0.0013");
+        assert_eq!(bound_up(2995.7322735539638, Rounding::Significant(4)), "2996");
+        assert_eq!(bound_up(2995.7322735539638, Rounding::Full), "2995.7322735539638");
+        // Beside a value that did not move, the same text as a release's bound.
+        for e in [301.0, 3100.5, 0.0421, 117283.80085895176] {
+            assert_eq!(
+                bound_up(e, Rounding::Accuracy),
+                with_error(0.0, e, false, Rounding::Accuracy).1,
+                "{e}"
+            );
+            assert!(bound_up(e, Rounding::Accuracy).parse::<f64>().unwrap() >= e);
+        }
+    }
 
     fn s(v: &str, e: &str) -> (String, String) {
         (v.to_string(), e.to_string())

@@ -845,6 +845,7 @@ mod tests {
             key: [7; 16],
             cap,
             threads: 1,
+            decimal: Default::default(),
         };
         let keyed = Keyed::new(1, 10_000, CountFold::default()).per_person(persons.keys_each());
         let mut bounded = Bounded::found_keys(plan, 1, keyed);

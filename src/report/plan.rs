@@ -3,14 +3,14 @@
 
 use serde::Serialize;
 
-use crate::numeric::format::real as show;
+use crate::numeric::format::{bound_up, real as show, significant, Rounding};
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::contribution::Unit;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
-use crate::report::figure::percent;
+use crate::report::figure::{percent, rank_rows, Style};
 use crate::report::release::{Noise, PER_BIN, RANK};
 
 /// The plan as printed (`--format json` serialises this).
@@ -226,7 +226,8 @@ impl WorkloadReport {
 }
 
 /// The workload comparison as aligned text: one line per query.
-pub fn render_workload(r: &WorkloadReport) -> String {
+pub fn render_workload(r: &WorkloadReport, style: Style) -> String {
+    let shown = Shown(style.rounding());
     let mut text = format!(
         "plan        workload {}, {} (no data read, no noise drawn, no budget charged)\n\
          compare     laplace at epsilon {} against gaussian at rho {} (its (epsilon, delta) = ({}, {})), \
@@ -245,7 +246,7 @@ pub fn render_workload(r: &WorkloadReport) -> String {
              times a row's), and its bound with it\n"
         ));
     }
-    let bound = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("±{}", show(b)));
+    let bound = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("±{}", shown.bound(b)));
     let mut rows: Vec<[String; 5]> =
         vec![["query".into(), "kind".into(), "laplace".into(), "gaussian".into(), "less error".into()]];
     for q in &r.queries {
@@ -301,8 +302,48 @@ fn short(x: f64) -> String {
     format!("~{text}")
 }
 
+/// How a plan prints the numbers it derives, as a release prints its own (DESIGN §4.1): an
+/// error bound rounded up to two significant digits (a rank bound to whole rows), a noise scale
+/// or a part's share to four, marked `~` where that moved it; N digits with `--digits N`, every
+/// number in full with `--full-precision`. The flags' own numbers (ε, bounds, sensitivities)
+/// print as given.
+#[derive(Clone, Copy)]
+struct Shown(Rounding);
+
+impl Shown {
+    /// A bound in the statistic's units.
+    fn bound(&self, x: f64) -> String {
+        bound_up(x, self.0)
+    }
+
+    /// A bound of a plan with accuracy scope `scope`: in rows of rank for a quantile.
+    fn of(&self, scope: &str, x: f64) -> String {
+        if scope == RANK && self.0 != Rounding::Full {
+            rank_rows(x)
+        } else {
+            self.bound(x)
+        }
+    }
+
+    /// A number derived from the flags that is not a bound (a scale, a part's ε).
+    fn approx(&self, x: f64) -> String {
+        let digits = match self.0 {
+            Rounding::Full => return show(x),
+            Rounding::Significant(n) => n,
+            Rounding::Accuracy => 4,
+        };
+        let (text, moved) = significant(x, digits, false);
+        if moved == 0.0 {
+            text
+        } else {
+            format!("~{text}")
+        }
+    }
+}
+
 /// The plan as aligned `key value` lines.
-pub fn render_text(r: &Report) -> String {
+pub fn render_text(r: &Report, style: Style) -> String {
+    let shown = Shown(style.rounding());
     let mut lines: Vec<(&str, String)> = vec![];
     let what = match (&r.column, r.plan) {
         (Some(c), q) => format!("{q} of {c}"),
@@ -351,26 +392,29 @@ pub fn render_text(r: &Report) -> String {
     }
     if let Some(s) = r.noise.scale {
         let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
-        lines.push(("noise scale", format!("{} = sensitivity / epsilon, discrete Laplace{grid}", show(s))));
+        lines.push((
+            "noise scale",
+            format!("{} = sensitivity / epsilon, discrete Laplace{grid}", shown.approx(s)),
+        ));
     }
     if let (Some(s), Some(sigma)) = (r.noise.l2_sensitivity, r.noise.sigma) {
         lines.push(("sensitivity", format!("{} (L2)", show(s))));
         let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
         lines.push((
             "noise sigma",
-            format!("{} = L2 sensitivity / sqrt(2 rho), discrete Gaussian{grid}", show(sigma)),
+            format!("{} = L2 sensitivity / sqrt(2 rho), discrete Gaussian{grid}", shown.approx(sigma)),
         ));
     }
     let parts = r.noise.parts.len();
     for p in &r.noise.parts {
         let spend = match (p.epsilon, p.rho) {
-            (Some(e), _) => format!("epsilon {}", show(e)),
-            (None, Some(rho)) => format!("rho {}", show(rho)),
+            (Some(e), _) => format!("epsilon {}", shown.approx(e)),
+            (None, Some(rho)) => format!("rho {}", shown.approx(rho)),
             (None, None) => String::new(),
         };
         let width = match (p.scale, p.sigma) {
-            (Some(s), _) => format!("scale {}", show(s)),
-            (None, Some(s)) => format!("sigma {}", show(s)),
+            (Some(s), _) => format!("scale {}", shown.approx(s)),
+            (None, Some(s)) => format!("sigma {}", shown.approx(s)),
             (None, None) => String::new(),
         };
         lines.push((
@@ -379,11 +423,11 @@ pub fn render_text(r: &Report) -> String {
                 "{}: {spend}, sensitivity {}, {width}, bound ±{} at β/{parts}",
                 p.name,
                 show(p.sensitivity_read()),
-                show(p.error_bound.unwrap_or(f64::NAN))
+                shown.bound(p.error_bound.unwrap_or(f64::NAN))
             ),
         ));
     }
-    let bound = show(r.noise.accuracy.error_bound);
+    let bound = shown.of(r.noise.accuracy.scope, r.noise.accuracy.error_bound);
     let confidence = r.noise.accuracy.confidence;
     lines.push((
         "error bound",
@@ -401,7 +445,7 @@ pub fn render_text(r: &Report) -> String {
         },
     ));
     for p in &r.per_person {
-        let bound = show(p.error_bound);
+        let bound = shown.of(r.noise.accuracy.scope, p.error_bound);
         let eps =
             if r.target_error.is_some() { format!(", epsilon {}", p.epsilon_decimal) } else { String::new() };
         let rows =
@@ -419,7 +463,7 @@ pub fn render_text(r: &Report) -> String {
     }
     if let Some(c) = &r.comparison {
         let gaussian = match (c.gaussian_error_bound, c.rho) {
-            (Some(b), Some(rho)) => format!("gaussian ±{} (rho {})", show(b), short(rho)),
+            (Some(b), Some(rho)) => format!("gaussian ±{} (rho {})", shown.bound(b), short(rho)),
             _ => "gaussian: no positive rho at this (epsilon, delta)".to_string(),
         };
         let verdict = match c.less_error {
@@ -432,7 +476,7 @@ pub fn render_text(r: &Report) -> String {
                 "at (epsilon {}, delta {}): laplace ±{}, {gaussian}: {verdict}",
                 show(c.epsilon),
                 c.delta_shown,
-                show(c.laplace_error_bound)
+                shown.bound(c.laplace_error_bound)
             ),
         ));
     }
@@ -444,7 +488,8 @@ pub fn render_text(r: &Report) -> String {
 }
 
 /// `dpstat plan QUERY --format csv`: one header line and the plan as one row, with one more
-/// row per K of `--max-rows-per-id` (its ε and bound); every number as the text prints it.
+/// row per K of `--max-rows-per-id` (its ε and bound); every number in full, as JSON has it
+/// (the text rounds them, `Shown`).
 /// The plan's method, assumptions and warnings are notes for stderr ([`csv_notes`]).
 pub fn render_csv(r: &Report) -> anyhow::Result<Vec<u8>> {
     let percent = percent(r.noise.accuracy.confidence);
@@ -472,7 +517,7 @@ pub fn render_csv(r: &Report) -> anyhow::Result<Vec<u8>> {
         "less_error".into(),
     ])?;
     let n = &r.noise;
-    let row = |k: String, eps: String, bound: f64, compared: bool| -> Vec<String> {
+    let row = |k: String, eps: String, error: f64, compared: bool| -> Vec<String> {
         let c = r.comparison.as_ref().filter(|_| compared);
         vec![
             r.plan.to_string(),
@@ -491,7 +536,7 @@ pub fn render_csv(r: &Report) -> anyhow::Result<Vec<u8>> {
             opt(n.l2_sensitivity),
             opt(n.sigma),
             n.accuracy.scope.to_string(),
-            show(bound),
+            show(error),
             opt(c.and_then(|c| c.gaussian_error_bound)),
             c.map_or_else(String::new, |c| c.less_error.to_string()),
         ]
@@ -549,7 +594,7 @@ pub fn render_workload_csv(r: &WorkloadReport) -> anyhow::Result<Vec<u8>> {
 
 /// The lines of the workload plan's text besides its table.
 pub fn workload_notes(r: &WorkloadReport) -> Vec<String> {
-    render_workload(r)
+    render_workload(r, Style::default())
         .lines()
         .filter(|l| !l.starts_with("  "))
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
