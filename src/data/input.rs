@@ -143,7 +143,7 @@ impl Input {
         let raw = decompressed(&name, raw, path)?;
         let mut input = Input::start(name, raw, options, fingerprint)?;
         input.threads = threads.max(1);
-        input.path = rereadable_path(source);
+        input.path = path.and_then(rereadable_path);
         input.progress = progress;
         Ok(input)
     }
@@ -643,12 +643,9 @@ impl Input {
     }
 }
 
-/// The path of a source that is one regular file, which can be read again.
-fn rereadable_path(source: &Source) -> Option<PathBuf> {
-    match source {
-        Source::Path(path) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => Some(path.clone()),
-        _ => None,
-    }
+/// The path of an input that is one regular file, which can be read again.
+fn rereadable_path(path: &Path) -> Option<PathBuf> {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file()).then(|| path.to_path_buf())
 }
 
 /// The header name closest to a mistyped one: the same name in another case, else the most
