@@ -423,6 +423,12 @@ impl<F: Fold> Bounded<F> {
     fn add_held(&mut self, bytes: usize) {
         self.held += bytes;
         self.unreported += bytes;
+        self.report();
+    }
+
+    /// Adds this copy's unreported bytes to the shared count once they are many, and spills
+    /// past [`spill_at`].
+    fn report(&mut self) {
         if self.unreported >= REPORT_EVERY.min(self.shared.plan.cap) {
             let all = self.shared.held.fetch_add(self.unreported, Ordering::Relaxed) + self.unreported;
             self.unreported = 0;
@@ -533,7 +539,10 @@ impl<F: Fold> Fold for Bounded<F> {
             }
         }
         // The bytes moved from one copy to another: the shared count holds those reported.
+        // Those not yet reported are reported now if many: the scan merges many small copies
+        // (each under the batch) into one, whose rows would otherwise never count.
         self.held += moved;
+        self.report();
         if self.shared.held.load(Ordering::Relaxed) > spill_at(self.shared.plan.cap) {
             self.spill_all();
         }
