@@ -1,7 +1,21 @@
 //! The budget arithmetic of a ledger: budgets, accounts, the admission of a charge and the
 //! summary a release prints (docs/DESIGN.md §5, §9.7).
 
-use super::*;
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::Result;
+use num_rational::BigRational;
+use num_traits::{Signed, Zero};
+use serde::Serialize;
+
+use super::record::{exact_string, Entry, ROW_UNIT};
+use crate::error::shown;
+use crate::numeric::exact::{decimal, parse_decimal, rational_to_f64_down, rational_to_f64_up};
+use crate::privacy::currency::{History, Spend};
+use crate::privacy::delta::Delta;
+use crate::privacy::delta_use::DeltaUse;
+use crate::privacy::renyi::{measure, Measure, Rule};
 
 /// `--budget`: a positive exact decimal.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,24 @@
 //! The ledger's file: opening and locking it, comparing it with the key's state, appending
 //! (docs/DESIGN.md §5.4).
 
-use super::*;
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use num_rational::BigRational;
+use num_traits::Zero;
+
+use super::key::{self as ledger_key, LedgerKey, State};
+use super::read::{read_ledger, Ledger};
+use super::record::{exact_string, Chain, Draft, Header, Record, ROW_UNIT};
+use crate::error::{bad_input, Error};
+use crate::numeric::exact::rational_to_f64_down;
+use crate::numeric::format::hex;
+use crate::privacy::currency::Spend;
+use crate::privacy::delta::Delta;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::zcdp::Rho;
 
 /// Opens a ledger to append to it, locked, read and validated: with the key a keyed ledger
 /// needs (a keyless one refuses a key: its chain cannot show a forgery), and not older than

@@ -1,7 +1,25 @@
 //! Reading a ledger: every line validated against the chain, the sequence and the running
 //! totals (docs/DESIGN.md §5.3).
 
-use super::*;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use anyhow::Result;
+use num_rational::BigRational;
+use num_traits::{Signed, Zero};
+use serde::Deserialize;
+
+use super::budget::{add_spend, Account};
+use super::key::{LedgerKey, State};
+use super::record::{
+    charged, corrupt, parse_exact, Chain, Entry, Header, Record, FORMAT, KEYED_FORMAT, MAX_LINE, ROW_UNIT,
+};
+use crate::error::bad_input;
+use crate::numeric::format::hex;
+use crate::privacy::delta::Delta;
+use crate::privacy::delta_use::DeltaUse;
 
 /// A whole ledger, validated.
 #[derive(Debug, Default)]

@@ -1,7 +1,39 @@
 //! The ledger's format: its header, its records and the chain that links them (docs/DESIGN.md
 //! §5, §5.3).
 
-use super::*;
+use std::path::Path;
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::Zero;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::key::LedgerKey;
+use crate::error::bad_input;
+use crate::numeric::format::hex;
+use crate::privacy::currency::Spend;
+use crate::privacy::delta::Delta;
+use crate::privacy::delta_use::DeltaUse;
+use crate::privacy::epsilon::Epsilon;
+use crate::privacy::zcdp::Rho;
+
+/// The dataset a release draws on without `--dataset`.
+pub const DEFAULT_DATASET: &str = "default";
+
+/// The unit of a charge record without a `unit` field: every release before `--privacy-id`.
+pub const ROW_UNIT: &str = "row";
+
+/// The longest line a ledger may hold: a record is a few hundred bytes, and a line read without
+/// a limit could take all memory (`--ledger /dev/zero`).
+pub(super) const MAX_LINE: usize = 64 << 10;
+
+/// The format of a keyless ledger (line 1 says which).
+pub(super) const FORMAT: u32 = 2;
+
+/// The format of a keyed ledger: links and head are HMACs under the custodian's key. A number
+/// of its own, so that an earlier dpstat refuses it by its header instead of failing its chain.
+pub(super) const KEYED_FORMAT: u32 = 3;
 
 /// Line 1: what the rest of the file must hold.
 #[derive(Debug, Deserialize)]

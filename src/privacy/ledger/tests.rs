@@ -1,5 +1,20 @@
 use super::*;
 
+use std::path::Path;
+
+use num_rational::BigRational;
+use num_traits::Zero;
+use sha2::{Digest, Sha256};
+
+use super::key::{self as ledger_key, LedgerKey, State};
+use crate::error::Error;
+use crate::numeric::format::hex;
+use crate::privacy::currency::Spend;
+use crate::privacy::delta::Delta;
+use crate::privacy::delta_use::DeltaUse;
+use crate::privacy::renyi::Rule;
+use crate::privacy::zcdp::Rho;
+
 fn spec(dir: &tempfile::TempDir, budget: Option<&str>) -> LedgerSpec {
     LedgerSpec {
         path: dir.path().join("ledger.jsonl"),
