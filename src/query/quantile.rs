@@ -725,7 +725,8 @@ impl QuantileSpec {
 }
 
 /// The rows as positions on the candidates ([`runs`]): memory grows with the rows up to
-/// [`runs::CHUNK`], then with the candidates only.
+/// a chunk of eight rows per candidate ([`runs::chunk_for`], at most [`runs::CHUNK`]), then with
+/// the candidates only.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QuantileFold {
     pub candidates: Arc<Candidates>,
@@ -735,7 +736,8 @@ pub struct QuantileFold {
 
 impl QuantileFold {
     pub fn new(candidates: Arc<Candidates>, cell: NumberCell) -> QuantileFold {
-        QuantileFold { candidates, cell, positions: Positions::default() }
+        let positions = Positions::for_grid(candidates.len());
+        QuantileFold { candidates, cell, positions }
     }
 
     pub fn add(&mut self, x: f64) {

@@ -8,14 +8,23 @@
 //! held by rows, every candidate has the same counts, hence the same score: a run. There are at
 //! most 2·(distinct positions) + 1 runs, whatever the number of candidates.
 //!
-//! Memory: four bytes a row until [`CHUNK`] rows, then the positions are sorted and packed
-//! into (position, count) pairs, at most one per position (2K + 1 of them): bounded by the
-//! grid, not by the rows.
+//! Memory: four bytes a row until a chunk of rows ([`chunk_for`]: eight per candidate, at
+//! least 4,096 and at most [`CHUNK`]), then the positions are sorted and packed into
+//! (position, count) pairs, at most one per position (2K + 1 of them): bounded by the grid, not
+//! by the rows. The chunk follows the grid so that a fold per group (`--by`, `--discover`)
+//! holds O(K), as the counts per candidate did, not a fixed 4 MiB each.
 
 use serde::{Deserialize, Serialize};
 
-/// Positions held unsorted before they are packed.
+/// The most positions held unsorted before they are packed.
 pub const CHUNK: usize = 1 << 20;
+
+/// The positions a fold on a grid of `k` candidates holds unsorted before it packs them: eight
+/// per candidate, so a pack (a sort of the chunk and a merge with at most 2K + 1 pairs) costs
+/// O(log) per row, within [4,096, `CHUNK`].
+pub fn chunk_for(k: usize) -> usize {
+    k.saturating_add(1).saturating_mul(8).clamp(1 << 12, CHUNK)
+}
 
 /// The positions of the rows folded so far.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -24,6 +33,9 @@ pub struct Positions {
     fresh: Vec<u32>,
     /// Sorted by position; a count past `u32::MAX` takes several pairs.
     packed: Vec<(u32, u32)>,
+    /// How many fresh positions are packed at once ([`chunk_for`]; 0 reads as [`CHUNK`]).
+    #[serde(default)]
+    chunk: usize,
 }
 
 /// A run of candidates with the same counts: `first..first + points`, each with `below` rows
@@ -37,9 +49,22 @@ pub struct Run {
 }
 
 impl Positions {
+    /// No positions yet, on a grid of `k` candidates.
+    pub fn for_grid(k: usize) -> Positions {
+        Positions { chunk: chunk_for(k), ..Positions::default() }
+    }
+
+    fn chunk(&self) -> usize {
+        if self.chunk == 0 {
+            CHUNK
+        } else {
+            self.chunk
+        }
+    }
+
     pub fn push(&mut self, position: u32) {
         self.fresh.push(position);
-        if self.fresh.len() >= CHUNK {
+        if self.fresh.len() >= self.chunk() {
             self.pack();
         }
     }
@@ -49,7 +74,7 @@ impl Positions {
         if !other.packed.is_empty() {
             self.packed = merge_packed(&std::mem::take(&mut self.packed), &other.packed);
         }
-        if self.fresh.len() >= CHUNK {
+        if self.fresh.len() >= self.chunk() {
             self.pack();
         }
     }
@@ -68,9 +93,10 @@ impl Positions {
         self.fresh.sort_unstable();
     }
 
-    /// The most heap this can hold on a grid of `k` candidates.
+    /// The most heap this can hold on a grid of `k` candidates: two chunks (a merge of two
+    /// copies before it packs) and the packed pairs.
     pub fn max_heap_bytes(k: usize) -> usize {
-        CHUNK * 4 + (2 * k + 2) * std::mem::size_of::<(u32, u32)>()
+        2 * chunk_for(k) * 4 + (2 * k + 2) * std::mem::size_of::<(u32, u32)>()
     }
 
     fn pack(&mut self) {
