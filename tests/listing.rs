@@ -20,14 +20,6 @@ use tempfile::TempDir;
 const SECRET: &str = "secret";
 
 /// A ledger with a budget of 100 and one count charged to it.
-fn ledger_in(dir: &Path) -> PathBuf {
-    let ledger = dir.join("ledger.jsonl");
-    let csv = dir.join("seed.csv");
-    fs::write(&csv, "x\n1\n").unwrap();
-    stdout_of(unseeded().args(["count", "--eps", "1", "--budget", "100", "--ledger"]).arg(&ledger).arg(&csv));
-    ledger
-}
-
 /// The number of releases charged to the ledger's (only) dataset.
 fn releases(ledger: &Path) -> usize {
     let text = stdout_of(unseeded().args(["budget", "-f", "json", "--ledger"]).arg(ledger));
@@ -72,24 +64,11 @@ fn refused(
     plain_needles: &[&str],
 ) -> (String, String) {
     let dir = TempDir::new().unwrap();
-    let ledger = ledger_in(dir.path());
-    let before = fs::read(&ledger).unwrap();
-    let mut cmd = unseeded();
-    cmd.args(args).arg("--ledger").arg(&ledger).args(files);
-    if args[0] != "count" {
-        cmd.args(["--invalid", "skip"]);
-    }
-    let out = cmd.output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "exit code: {stderr}");
-    assert!(out.stdout.is_empty(), "nothing on stdout: {stderr}");
+    let (charged, stderr) = refused_under_a_ledger(dir.path(), args, files);
     assert!(!stderr.contains(SECRET), "under a ledger nothing below the root is named: {stderr}");
-    // One error (its details on indented lines after it), joined into one line.
-    let charged = the_error(&stderr);
     for needle in ledger_needles {
         assert!(charged.contains(needle), "{needle:?} in {charged}");
     }
-    assert_eq!(fs::read(&ledger).unwrap(), before, "nothing charged: {charged}");
     let plain = fails_with(unseeded().args(args).args(files), plain_needles);
     (charged, plain)
 }

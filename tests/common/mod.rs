@@ -173,3 +173,39 @@ pub fn csv_records(text: &str) -> Vec<Vec<String>> {
     let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
     reader.records().map(|r| r.expect("valid CSV").iter().map(str::to_string).collect()).collect()
 }
+
+/// A ledger in `dir` with a budget of 100 and one count charged to it (on a CSV file of its
+/// own), for tests of refusals before the charge.
+pub fn ledger_in(dir: &std::path::Path) -> PathBuf {
+    let ledger = dir.join("ledger.jsonl");
+    let csv = dir.join("seed.csv");
+    std::fs::write(&csv, "x\n1\n").unwrap();
+    stdout_of(unseeded().args(["count", "--eps", "1", "--budget", "100", "--ledger"]).arg(&ledger).arg(&csv));
+    ledger
+}
+
+/// `args` with `files` run under a fresh [`ledger_in`] in `dir` (with `--invalid skip`, as a
+/// ledger asks, for the commands that take it): refused with exit 2, nothing on stdout, one
+/// error, and the ledger byte for byte as it was. Returns the error as one line and the whole
+/// stderr.
+pub fn refused_under_a_ledger<S: AsRef<std::ffi::OsStr>>(
+    dir: &std::path::Path,
+    args: &[S],
+    files: &[&std::path::Path],
+) -> (String, String) {
+    let ledger = ledger_in(dir);
+    let before = std::fs::read(&ledger).unwrap();
+    let mut cmd = unseeded();
+    cmd.args(args).arg("--ledger").arg(&ledger).args(files);
+    let first = args[0].as_ref().to_string_lossy();
+    if first != "count" && first != "run" {
+        cmd.args(["--invalid", "skip"]);
+    }
+    let out = cmd.output().expect("dpstat runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "exit code: {stderr}");
+    assert!(out.stdout.is_empty(), "nothing on stdout: {stderr}");
+    let error = the_error(&stderr);
+    assert_eq!(std::fs::read(&ledger).unwrap(), before, "nothing charged: {error}");
+    (error, stderr)
+}
