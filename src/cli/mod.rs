@@ -324,11 +324,15 @@ pub struct PersonArgs {
     pub privacy_id: Option<String>,
     /// With --privacy-id: the most rows of one person a release uses (1 to 10000; default 1),
     /// chosen at random, the same whatever the order of the rows. The noise grows with it.
-    /// `auto` spends a tenth of --eps choosing K privately: about the 0.9 quantile of the
-    /// number of rows per person.
+    /// `auto` spends a tenth of --eps choosing K privately, trading truncation bias for noise:
+    /// the smallest K with only a few persons above it (Amin et al. 2019); with too few
+    /// persons it says so and uses 1.
     #[arg(long, value_name = "K|auto", requires = "privacy_id", help_heading = "Privacy unit")]
     pub max_rows_per_id: Option<RowsPerId>,
-    /// With --privacy-id and --by: the most groups one person's rows count in (default 1).
+    /// With --privacy-id and --by: the most groups one person's rows count in. Default: every
+    /// group of --keys, which costs no noise while --max-rows-per-group is K (the noise
+    /// follows K rows however many groups hold them); 1 with --discover, whose selection
+    /// grows with it.
     #[arg(long, value_name = "G", requires = "privacy_id", help_heading = "Privacy unit")]
     pub max_groups_per_id: Option<u32>,
     /// With --privacy-id and --by: the most rows of one person in one group (default
@@ -354,12 +358,14 @@ impl PersonArgs {
             ids,
             bounds: Bounds {
                 rows,
+                // Replaced by every group of the release when not given (`Job::new`).
                 groups: self.max_groups_per_id.unwrap_or(1),
                 rows_per_group: self.max_rows_per_group.unwrap_or(rows),
             },
             grouped_flags: self.max_groups_per_id.is_some() || self.max_rows_per_group.is_some(),
             auto,
             rows_per_group_given: self.max_rows_per_group.is_some(),
+            groups_given: self.max_groups_per_id.is_some(),
             count_truncated: self.count_truncated,
         })
     }

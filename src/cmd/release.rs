@@ -178,8 +178,35 @@ pub struct PersonFlags {
     pub auto: bool,
     /// Whether --max-rows-per-group was given (else it follows K, chosen or not).
     pub rows_per_group_given: bool,
+    /// Whether --max-groups-per-id was given (else every group of the release, or 1 with
+    /// `--discover`: [`PersonFlags::default_groups`]).
+    pub groups_given: bool,
     /// `--count-truncated`.
     pub count_truncated: bool,
+}
+
+impl PersonFlags {
+    /// The flags with G as given, or its default for a release over `groups` public groups
+    /// (None with `--discover` or without `--by`).
+    ///
+    /// The default costs nothing: a grouped release is divided by T = min(K, G·K'_g) (ρ by
+    /// K'_g·T, `privacy::contribution`), and while K_g = K (its default) T = K for every G ≥ 1,
+    /// so a bound on the groups adds no protection and only drops rows. A person cannot count
+    /// in more groups than the release has, so G = their number is no bound at all, and each
+    /// person keeps K rows chosen among all of theirs. (With K_g < K a G below ⌈K/K_g⌉ would
+    /// lower T; the default still keeps every group and T = K, the noise of K rows.) For one
+    /// value per person (`query::per_id`) T = min(G, K), at most the number of groups. With
+    /// `--discover` the keys a person can add, min(G, K), set the selection's cost (§9.5), so
+    /// G stays 1 there unless given.
+    pub fn with_default_groups(&self, groups: Option<usize>) -> PersonFlags {
+        let mut flags = self.clone();
+        if !flags.groups_given {
+            let every =
+                groups.map_or(1, |g| u32::try_from(g).unwrap_or(u32::MAX).min(contribution::MAX_BOUND));
+            flags.bounds.groups = every.max(1);
+        }
+        flags
+    }
 }
 
 /// `--max-rows-per-id auto`: what choosing K privately, then rebuilding the statistic at the
@@ -434,7 +461,8 @@ impl Job {
                     ));
                 }
                 let grouped = group.is_some() || discover_by.is_some();
-                let person = Person::new(flags, has_header, grouped, request.neighbours)?;
+                let flags = flags.with_default_groups(group.as_ref().map(|g| g.keys.groups()));
+                let person = Person::new(&flags, has_header, grouped, request.neighbours)?;
                 if let (Some((_, discovery)), Mechanism::Laplace(eps)) = (&discover_by, &mechanism) {
                     // The key cap's margin and each key's δ grow with the keys a person adds:
                     // refused now if they do not fit, before anything is read or charged.
@@ -781,6 +809,7 @@ impl Visitor for Scan<'_, '_> {
         // With `--max-rows-per-id auto`: K, once chosen (on the first pass), and the mechanism
         // it leaves the statistic.
         let (mut chosen, mut mechanism) = (None::<u32>, job.mechanism.clone());
+        let mut auto_choice = None::<contribution::AutoChoice>;
         // `--count-truncated`: persons with rows dropped, counted on the last pass.
         let mut truncated = 0u64;
         loop {
@@ -801,7 +830,12 @@ impl Visitor for Scan<'_, '_> {
                             let counts = bounded
                                 .rows_per_person(contribution::MAX_BOUND as usize)
                                 .map_err(|f| bound_failure(input, f))?;
-                            chosen = Some(contribution::choose_rows(&counts, &auto.epsilon, rng));
+                            let release_eps = auto.release.epsilon().ok_or_else(|| {
+                                Error::internal("--max-rows-per-id auto without a Laplace release")
+                            })?;
+                            let target = contribution::auto_target(release_eps, statistic.per_id());
+                            let choice = contribution::choose_rows(&counts, &auto.epsilon, target, rng);
+                            (chosen, auto_choice) = (Some(choice.rows), Some(choice));
                             mechanism =
                                 auto.release.divided(person.factor_at(&bounds_at(person, chosen), grouped));
                             // Validated at every K before the charge (`Job::new`).
@@ -837,9 +871,11 @@ impl Visitor for Scan<'_, '_> {
                         )?;
                         if let (Some(auto), Unit::Person { auto: chosen_by, .. }) = (&person.auto, &mut unit)
                         {
-                            let (a, b) = contribution::AUTO_QUANTILE;
+                            let choice = auto_choice.ok_or_else(|| Error::internal("auto chose no K"))?;
                             *chosen_by = Some(contribution::AutoRows {
-                                quantile: format!("{a}/{b}"),
+                                rule: AUTO_RULE,
+                                threshold: choice.threshold,
+                                too_few_persons: choice.too_few,
                                 epsilon_exact: auto.epsilon.exact_string(),
                             });
                             published
@@ -868,6 +904,10 @@ impl Visitor for Scan<'_, '_> {
         }
     }
 }
+
+/// `auto`'s rule as the unit's JSON states it.
+const AUTO_RULE: &str = "bias-variance (Amin et al. 2019): the smallest K with at most `threshold` persons \
+     above it, by AboveThreshold over the round candidates 1 to 10000";
 
 /// A person's bounds with K as chosen by `--max-rows-per-id auto` (K_g following it unless
 /// given), or as given.

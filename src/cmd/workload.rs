@@ -556,6 +556,7 @@ impl SourceText<'_> {
             grouped_flags: false,
             auto: false,
             rows_per_group_given: false,
+            groups_given: false,
             count_truncated: false,
         };
         let person = workload_person(&flags, has_header, neighbours, "a workload")
@@ -1026,6 +1027,7 @@ mod tests {
                 grouped_flags: false,
                 auto: false,
                 rows_per_group_given: false,
+                groups_given: false,
                 count_truncated: false,
             };
             let person = workload_person(&flags, true, Neighbours::AddRemove, "a workload").unwrap();

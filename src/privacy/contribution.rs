@@ -27,9 +27,9 @@ use serde::Serialize;
 
 use num_bigint::BigInt;
 
+use super::above_threshold::AboveThreshold;
 use super::epsilon::Epsilon;
 use super::laplace::{laplace, Aggregate, Noisy};
-use super::permute_and_flip::permute_and_flip;
 use crate::numeric::grid::Grid;
 use crate::numeric::list;
 
@@ -37,13 +37,12 @@ pub use super::unit::{Bounds, Factor, MAX_BOUND};
 
 /// `--max-rows-per-id auto`: the share of ε spent choosing K, as numerator/denominator.
 pub const AUTO_SHARE: (u32, u32) = (1, 10);
-/// The quantile of the rows-per-person distribution that K is chosen at, as a/b.
-pub const AUTO_QUANTILE: (u128, u128) = (9, 10);
 
 /// The values `--max-rows-per-id auto` chooses among: 1 to 10, then 12, 15, 20, 25, 30, 40,
-/// 50, 60, 80, 100 times each power of ten up to [`MAX_BOUND`] (40 values). Few round
-/// candidates keep the choice's error small (it grows with the log of their number) and lose
-/// little: K = 47 and K = 50 give nearly the same release.
+/// 50, 60, 80, 100 times each power of ten up to [`MAX_BOUND`] (40 values), reaching the
+/// largest K a release takes. Few round candidates keep the choice's error small (it grows
+/// with the log of their number) and lose little: K = 47 and K = 50 give nearly the same
+/// release.
 pub fn auto_candidates() -> Vec<u32> {
     let mut out: Vec<u32> = (1..=10).collect();
     let mut decade = 1;
@@ -54,31 +53,74 @@ pub fn auto_candidates() -> Vec<u32> {
     out
 }
 
-/// K for `--max-rows-per-id auto`: a private 0.9-quantile of how many rows each person has
-/// (`counts[r − 1]` persons have r rows, the last entry those with more than
-/// [`MAX_BOUND`]), so that about nine persons in ten keep all their rows.
+/// The confidence 1 − β at which [`choose_rows`] does not pass the K the rule wants.
+const AUTO_BETA: f64 = 0.05;
+
+/// What `--max-rows-per-id auto` chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoChoice {
+    /// K.
+    pub rows: u32,
+    /// The threshold on the persons with more than K rows (public: from ε alone).
+    pub threshold: u64,
+    /// The noisy check that the persons outnumber the threshold failed: too few persons for
+    /// the rule, and K is the smallest candidate.
+    pub too_few: bool,
+}
+
+/// The bias–variance target of `--max-rows-per-id auto` for a release at `release_eps` (ε
+/// after the choice's share and before the person's factor), in persons: how many persons
+/// may keep fewer rows than they have.
 ///
-/// Permute-and-flip (McKenna & Sheldon 2020) over [`auto_candidates`] with the quantile score
-/// of Smith (2011): for K, s(K) = |b·c(K) − a·n| where c(K) is the number of persons with at
-/// most K rows, n the number of persons and a/b = 9/10. One person added or removed moves c(K)
-/// by at most 1 and n by 1, so s by at most max(a, b − a) = 9: the choice is ε-DP with the
-/// person as the unit, each person counted once whatever their rows (the rows are grouped by
-/// person before this is read, `data::bound`). The same approach as Tumult Analytics' and
-/// Google's contribution-bound tuning; its ε is a stated share of the release's. Its rank error
-/// is (2·9/ε)·ln(40/β)/10 persons at confidence 1 − β, so it needs many persons to be useful.
-pub fn choose_rows(counts: &[u64], eps: &Epsilon, rng: &mut dyn RngCore) -> u32 {
-    let (a, b) = AUTO_QUANTILE;
-    let n: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+/// Amin, Kulesza, Muñoz Medina & Vassilvitskii (2019, "Bounding user contributions: a
+/// bias-variance trade-off in differential privacy", ICML) bound the error of a release with K
+/// rows per person by bias + noise, with bias = b·Σ_u (n_u − K)₊ (the rows dropped, each
+/// costing at most b) and noise std √2·K·Δ/ε (Laplace, factor K). Raising K by one removes
+/// b·#{u : n_u > K} of bias and adds √2·Δ/ε of noise, so the error is smallest where the
+/// persons above K number √2·(Δ/b)/ε. We take b = Δ (a dropped row costs as much as a row can
+/// move the release, the worst case; it leans towards larger K, because truncation bias, unlike
+/// noise, is not stated in the error bound): t = ⌈√2/ε⌉. A release of one value per person
+/// (`query::per_id`) pays no noise for K: its target is 0 (keep everyone's rows).
+pub fn auto_target(release_eps: &Epsilon, per_id: bool) -> u64 {
+    if per_id {
+        return 0;
+    }
+    (std::f64::consts::SQRT_2 / release_eps.to_f64_up()).ceil().min(1e12) as u64
+}
+
+/// K for `--max-rows-per-id auto`: the smallest candidate with at most `target` persons above
+/// it ([`auto_target`]), found privately, from how many rows each person has (`counts[r − 1]`
+/// persons have r rows, the last entry those with more than [`MAX_BOUND`]).
+///
+/// AboveThreshold (`privacy::above_threshold`; Dwork & Roth 2014, Alg. 1; Lyu, Su & Li 2017)
+/// over the queries g_0 = T − n and g_i = T − f(K_i), K_i the [`auto_candidates`] in increasing
+/// order, f(K) the number of persons with more than K rows, n = f(0) the number of persons, and
+/// T = target + α, α its error bound at β = 0.05 (so that, at that confidence, it does not stop
+/// past the first K with f(K) ≤ target, and stops where f(K) ≤ target + 2α). Each query moves by
+/// at most 1 when one person is added or removed (a person is counted once, whatever their rows:
+/// they are grouped by person before this is read, `data::bound`), and all in the same direction
+/// (adding a person lowers every g or leaves it), so the queries are monotone with Δ = 1: ε-DP
+/// per person, ε split evenly between the threshold's and the queries' noise. The first query
+/// stops the run when the noisy number of persons is below T: then persons are too few for the
+/// rule and K is 1, which the release says. When no query stops it, K is the largest candidate.
+pub fn choose_rows(counts: &[u64], eps: &Epsilon, target: u64, rng: &mut dyn RngCore) -> AutoChoice {
     let candidates = auto_candidates();
-    let scores: Vec<u128> = candidates
-        .iter()
-        .map(|&k| {
-            let at_most: u128 = counts.iter().take(k as usize).map(|&c| u128::from(c)).sum();
-            (b * at_most).abs_diff(a * n)
-        })
-        .collect();
-    let sensitivity = a.max(b - a);
-    candidates[permute_and_flip(&scores, sensitivity, eps, rng)]
+    let at = AboveThreshold {
+        sensitivity: 1,
+        monotone: true,
+        threshold_eps: eps.split(2),
+        queries_eps: eps.split(2),
+    };
+    let alpha = at.error_bound(candidates.len() + 1, AUTO_BETA).min(u128::from(u32::MAX)) as u64;
+    let threshold = target.saturating_add(alpha);
+    let above = |k: usize| -> u64 { counts.iter().skip(k).sum() };
+    let queries = std::iter::once(0).chain(candidates.iter().map(|&k| k as usize));
+    let stop = at.run(queries.map(|k| i128::from(threshold) - i128::from(above(k))), rng);
+    match stop {
+        Some(0) => AutoChoice { rows: candidates[0], threshold, too_few: true },
+        Some(i) => AutoChoice { rows: candidates[i - 1], threshold, too_few: false },
+        None => AutoChoice { rows: MAX_BOUND, threshold, too_few: false },
+    }
 }
 
 /// `--count-truncated`: the number of persons who had rows dropped by the bounds, with
@@ -98,8 +140,13 @@ pub const TRUNCATED_SENSITIVITY: i128 = 1;
 /// How K was chosen with `--max-rows-per-id auto` (`auto` in the unit's JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AutoRows {
-    /// The quantile of rows per person K was chosen at.
-    pub quantile: String,
+    /// The rule: the smallest K with at most `threshold` persons above it ([`choose_rows`]).
+    pub rule: &'static str,
+    /// Its threshold, in persons (public).
+    pub threshold: u64,
+    /// Set when the persons were too few for the rule (K is then 1).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub too_few_persons: bool,
     /// The ε spent choosing (part of the release's), exactly.
     pub epsilon_exact: String,
 }
@@ -255,6 +302,12 @@ impl Unit {
                         if max_groups_per_id.is_some() { " and group" } else { "" }
                     ));
                 }
+                if let Some(AutoRows { too_few_persons: true, threshold, .. }) = auto {
+                    line.push_str(&format!(
+                        "; too few persons for --max-rows-per-id auto (its noisy count of them was below \
+                         {threshold}): K is 1, give K as a number"
+                    ));
+                }
                 line.push_str("; rows without an id are left out");
                 Some(line)
             }
@@ -307,28 +360,36 @@ mod tests {
         assert!(big.check().unwrap_err().contains("--max-groups-per-id"));
     }
 
-    /// The choice lands near the 0.9 quantile on data with many persons, and moves by at most
-    /// e^ε in probability between neighbours (one person with 10,000 rows added).
+    /// The choice is the smallest K with at most the target's persons above it: on 10,000
+    /// persons, 100 of whom have 300 rows, K = 300 (the 0.9 quantile would be 7); on 10 persons
+    /// it says they are too few; and it moves by at most e^ε in probability between neighbours
+    /// (one person with 10,000 rows added).
     #[test]
-    fn auto_k_is_a_private_quantile_of_rows_per_person() {
+    fn auto_k_trades_bias_for_noise_privately() {
         use rand::SeedableRng;
         let mut counts = vec![0u64; MAX_BOUND as usize + 1];
-        // 10,000 persons: 1 row (5,000), 2 (3,000), 7 (1,000), 30 (1,000): the 0.9 quantile is 7.
-        for (r, c) in [(1, 5000), (2, 3000), (7, 1000), (30, 1000)] {
+        for (r, c) in [(1, 5000), (2, 3000), (7, 1000), (30, 900), (300, 100)] {
             counts[r - 1] = c;
         }
         let eps: Epsilon = "1".parse().unwrap();
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
-        let picks: Vec<u32> = (0..40).map(|_| choose_rows(&counts, &eps, &mut rng)).collect();
-        let near = picks.iter().filter(|&&k| (7..30).contains(&k)).count();
-        assert!(near >= 38, "{near} of 40 in 7..30: {picks:?}");
+        let target = auto_target(&"0.9".parse().unwrap(), false);
+        assert_eq!(target, 2, "⌈√2/0.9⌉");
+        assert_eq!(auto_target(&eps, true), 0, "one value per person pays no noise for K");
+        let picks: Vec<AutoChoice> = (0..40).map(|_| choose_rows(&counts, &eps, target, &mut rng)).collect();
+        assert!(picks.iter().all(|c| c.rows == 300 && !c.too_few), "{picks:?}");
+        assert!(picks[0].threshold > target && picks[0].threshold < 100, "{:?}", picks[0]);
+        let mut few = vec![0u64; MAX_BOUND as usize + 1];
+        few[4] = 10;
+        let choice = choose_rows(&few, &eps, target, &mut rng);
+        assert_eq!((choice.rows, choice.too_few), (1, true));
         assert_eq!(auto_candidates().len(), 40);
         assert_eq!(auto_candidates().last(), Some(&MAX_BOUND));
-        // Neighbours: P(K = k) within e^ε both ways for a few k, estimated on a small dataset.
+        // Neighbours: P(K = k) within e^ε both ways, estimated on a small dataset.
         let small = |extra: bool| {
             let mut c = vec![0u64; MAX_BOUND as usize + 1];
-            c[0] = 6;
-            c[2] = 3;
+            c[0] = 30;
+            c[4] = 20;
             if extra {
                 c[MAX_BOUND as usize] += 1;
             }
@@ -338,20 +399,24 @@ mod tests {
         let eps: Epsilon = "0.5".parse().unwrap();
         let trials = 4_000;
         let freq = |c: &[u64], rng: &mut rand_chacha::ChaCha20Rng| {
-            let mut f = std::collections::HashMap::<u32, f64>::new();
+            let mut f = std::collections::HashMap::<(u32, bool), f64>::new();
             for _ in 0..trials {
-                *f.entry(choose_rows(c, &eps, rng)).or_default() += 1.0 / trials as f64;
+                let choice = choose_rows(c, &eps, 0, rng);
+                *f.entry((choice.rows, choice.too_few)).or_default() += 1.0 / trials as f64;
             }
             f
         };
         let (fa, fb) = (freq(&a, &mut rng), freq(&b, &mut rng));
-        for k in [1, 2, 3] {
-            let (pa, pb) = (fa.get(&k).copied().unwrap_or(0.0), fb.get(&k).copied().unwrap_or(0.0));
-            if pa > 0.02 && pb > 0.02 {
+        let mut compared = 0;
+        for (key, &pa) in &fa {
+            let pb = fb.get(key).copied().unwrap_or(0.0);
+            if pa > 0.05 && pb > 0.05 {
+                compared += 1;
                 // e^0.5 ≈ 1.65, with room for sampling error.
-                assert!(pa / pb < 1.65 * 1.3 && pb / pa < 1.65 * 1.3, "k {k}: {pa} vs {pb}");
+                assert!(pa / pb < 1.65 * 1.3 && pb / pa < 1.65 * 1.3, "{key:?}: {pa} vs {pb}");
             }
         }
+        assert!(compared >= 1, "{fa:?} {fb:?}");
     }
 
     #[test]
