@@ -61,3 +61,41 @@ fn auto_keeps_the_rows_of_many_heavy_persons() {
         assert_eq!(v["epsilon_exact"], "1/1");
     }
 }
+
+/// `dpstat plan` per person takes `--by` (each group's bound, at the factor of the person's
+/// bounds across groups: G·K_g below K lowers it) and `auto` (each K at the nine tenths of ε
+/// auto leaves), and says what `--rows` is.
+#[test]
+fn plan_per_person_takes_by_and_auto() {
+    let plan = |args: &[&str]| -> Value {
+        let text = stdout_of(seeded(1).arg("plan").args(args).args(["--format", "json"]));
+        serde_json::from_str(&text).unwrap()
+    };
+    let bound = |v: &Value, i: usize| v["per_person"][i]["error_bound"].as_f64().unwrap();
+    let count = ["count", "--eps", "1"];
+    let ungrouped = plan(&[&count[..], &["--max-rows-per-id", "4,10"]].concat());
+    let by = ["--by", "clinic", "--keys", "north,south,east"];
+    let grouped = plan(&[&count[..], &by, &["--max-rows-per-id", "4,10"]].concat());
+    assert_eq!(bound(&grouped, 1), bound(&ungrouped, 1), "every group by default: the noise of K rows");
+    let narrow = plan(&[&count[..], &by, &["--max-rows-per-id", "10", "--max-groups-per-id", "2"]].concat());
+    assert_eq!(bound(&narrow, 0), bound(&ungrouped, 1), "G alone changes nothing while K_g = K");
+    let capped = plan(
+        &[
+            &count[..],
+            &by,
+            &["--max-rows-per-id", "10", "--max-groups-per-id", "2", "--max-rows-per-group", "2"],
+        ]
+        .concat(),
+    );
+    assert_eq!(bound(&capped, 0), bound(&ungrouped, 0), "T = min(10, 2·2) = 4: the bound at K = 4");
+    let auto = plan(&[&count[..], &["--max-rows-per-id", "10,auto"]].concat());
+    assert_eq!(auto["per_person"][1]["auto"], true);
+    assert_eq!(auto["per_person"][1]["epsilon_decimal"], "0.9");
+    assert!(bound(&auto, 1) > bound(&auto, 0), "nine tenths of ε: a wider bound");
+    let text = stdout_of(
+        seeded(1)
+            .args(["plan", "mean", "-l", "0", "-u", "9", "--rows", "100", "--eps", "1"])
+            .args(["--max-rows-per-id", "5"]),
+    );
+    assert!(text.contains("--rows is the rows kept"), "{text}");
+}

@@ -113,9 +113,26 @@ pub struct PlanTarget {
     #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
     /// Plan a release per person (--privacy-id) keeping at most K rows each, for every K listed
-    /// (e.g. 1,2,5,10): the error bound (or, with --error, the ε) at each K.
-    #[arg(long, value_name = "K1,K2,...", value_delimiter = ',')]
-    pub max_rows_per_id: Vec<u32>,
+    /// (e.g. 1,2,5,10): the error bound (or, with --error, the ε) at each K. `auto` (with --eps)
+    /// plans the release left after auto's tenth of ε at each K listed (or 1,10,100,1000).
+    /// A mean's --rows is then the rows kept (at most K per person), taken as the same at
+    /// every K.
+    #[arg(long, value_name = "K1,K2,...|auto", value_delimiter = ',')]
+    pub max_rows_per_id: Vec<crate::cli::RowsPerId>,
+    /// Plan one release per group of --by COL (a label) over --keys: each group's bound, with
+    /// --max-rows-per-id at the factor of the person's bounds across groups.
+    #[arg(long, value_name = "COL", requires = "keys")]
+    pub by: Option<String>,
+    /// The public keys of --by (the plan counts them, and `other`).
+    #[arg(long, value_name = "K1,K2,...", requires = "by")]
+    pub keys: Option<crate::numeric::bins::Keys>,
+    /// With --by and --max-rows-per-id: the most groups one person counts in (default: every
+    /// group, which costs no noise while --max-rows-per-group is K).
+    #[arg(long, value_name = "G", requires = "by")]
+    pub max_groups_per_id: Option<u32>,
+    /// With --by and --max-rows-per-id: the most rows of one person in one group (default K).
+    #[arg(long, value_name = "K", requires = "by")]
+    pub max_rows_per_group: Option<u32>,
     /// How the text rounds the bounds and scales, as a release's (csv and json have them in
     /// full).
     #[command(flatten)]

@@ -90,8 +90,21 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         }
         PlanQuery::Run(_) => return Err(Error::internal("a workload plan is not a query's")),
     };
-    let PlanTarget { eps, error, neighbours, noise, delta, confidence, format, max_rows_per_id, precision } =
-        target;
+    let PlanTarget {
+        eps,
+        error,
+        neighbours,
+        noise,
+        delta,
+        confidence,
+        format,
+        max_rows_per_id,
+        by,
+        keys,
+        max_groups_per_id,
+        max_rows_per_group,
+        precision,
+    } = target;
     let format: text::Format = (*format).into();
     if format == text::Format::Chart {
         return Err(Error::usage(
@@ -125,7 +138,23 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         target,
         format,
         style: precision.style(),
-        rows_per_id: max_rows_per_id.clone(),
+        rows_per_id: max_rows_per_id
+            .iter()
+            .filter_map(|r| match r {
+                crate::cli::RowsPerId::Rows(k) => Some(*k),
+                crate::cli::RowsPerId::Auto => None,
+            })
+            .collect(),
+        auto: max_rows_per_id.contains(&crate::cli::RowsPerId::Auto),
+        groups: match (by, keys) {
+            (Some(by), Some(keys)) => Some(cmd::plan::PlanGroups {
+                by: by.clone(),
+                groups: keys.groups(),
+                max_groups_per_id: *max_groups_per_id,
+                max_rows_per_group: *max_rows_per_group,
+            }),
+            _ => None,
+        },
         factor: crate::privacy::contribution::Factor::ONE,
     };
     request.check()?;

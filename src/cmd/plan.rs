@@ -82,9 +82,41 @@ pub struct Request {
     pub style: Style,
     /// `--max-rows-per-id K1,K2,...`: plan the release per person at each K as well.
     pub rows_per_id: Vec<u32>,
+    /// `auto` among them: plan each K at the ε auto leaves the release (nine tenths).
+    pub auto: bool,
+    /// `--by COL --keys …`: one release per group, and the person's bounds across them.
+    pub groups: Option<PlanGroups>,
     /// What one person's rows multiply the row-level budget by (one row: 1).
     pub factor: Factor,
 }
+
+/// `dpstat plan … --by COL --keys …`: the groups a person's rows can fall in.
+#[derive(Clone, Debug)]
+pub struct PlanGroups {
+    /// The column, as a label.
+    pub by: String,
+    /// The keys, and `other` unless closed.
+    pub groups: usize,
+    pub max_groups_per_id: Option<u32>,
+    pub max_rows_per_group: Option<u32>,
+}
+
+impl PlanGroups {
+    /// The person's bounds at K across these groups, with the release's defaults: G every
+    /// group, K_g = K (`cmd::release::PersonFlags::with_default_groups`).
+    fn bounds(&self, k: u32) -> Bounds {
+        let every =
+            u32::try_from(self.groups).unwrap_or(u32::MAX).min(crate::privacy::contribution::MAX_BOUND);
+        Bounds {
+            rows: k,
+            groups: self.max_groups_per_id.unwrap_or(every.max(1)),
+            rows_per_group: self.max_rows_per_group.unwrap_or(k),
+        }
+    }
+}
+
+/// The Ks `auto` is planned at when no K is listed beside it.
+const AUTO_PLANNED: [u32; 4] = [1, 10, 100, 1000];
 
 /// What to solve for.
 #[derive(Clone, Debug)]
@@ -143,6 +175,20 @@ impl Request {
         }
         for &k in &self.rows_per_id {
             Bounds { rows: k, ..Bounds::default() }.check().map_err(Error::usage)?;
+            if let Some(g) = &self.groups {
+                g.bounds(k).check().map_err(Error::usage)?;
+            }
+        }
+        if self.auto && matches!(self.target, Target::Error(_)) {
+            return Err(Error::usage(
+                "--max-rows-per-id auto plans the release at the epsilon auto leaves it: give --eps                  (with --error, list Ks: --max-rows-per-id 1,10,100)",
+            ));
+        }
+        if self.auto && self.noise == NoiseKind::Gaussian {
+            return Err(Error::usage("--max-rows-per-id auto is Laplace only: plan Ks as numbers"));
+        }
+        if self.groups.is_some() && self.kind == "histogram" && self.options.bins.is_none() {
+            // Accepted: a categorical histogram per group is planned per group like any other.
         }
         if !self.rows_per_id.is_empty() && self.neighbours == Neighbours::Replace {
             return Err(Error::usage(
@@ -212,20 +258,46 @@ impl Request {
     /// with `--max-rows-per-id`, also at each K per person.
     pub fn solve(&self) -> Result<Report, Error> {
         let mut report = self.solve_rows()?;
-        for &k in &self.rows_per_id {
-            // A person's K rows: the statistic runs at ε/K (ρ/K²) on the bounded rows and its
-            // bound is the release's (privacy::contribution); K = 1 is the row-level plan.
-            let per = Request {
-                factor: Bounds { rows: k, ..Bounds::default() }.factor(false),
-                rows_per_id: vec![],
-                ..self.clone()
+        let listed = if self.auto && self.rows_per_id.is_empty() {
+            AUTO_PLANNED.to_vec()
+        } else {
+            self.rows_per_id.clone()
+        };
+        for k in listed {
+            // A person's K rows: the statistic runs at ε/T (ρ/(K'_g·T)) on the bounded rows,
+            // T = K ungrouped or min(K, G·K'_g) per group, and its bound is the release's
+            // (privacy::contribution); K = 1 is the row-level plan.
+            let factor = match &self.groups {
+                Some(g) => g.bounds(k).factor(true),
+                None => Bounds { rows: k, ..Bounds::default() }.factor(false),
             };
-            let planned = per.solve_rows()?;
-            report.per_person.push(PerPerson {
-                max_rows_per_id: k,
-                epsilon_decimal: planned.epsilon_decimal,
-                error_bound: planned.noise.accuracy.error_bound,
-            });
+            let mut runs = vec![(false, self.target.clone())];
+            if self.auto {
+                // What auto leaves the release: nine tenths of ε, at whichever K it chooses.
+                if let Target::Epsilon(eps) = &self.target {
+                    let (share, whole) = crate::privacy::contribution::AUTO_SHARE;
+                    runs = vec![(true, Target::Epsilon(eps.share(whole - share, whole)))];
+                    if self.rows_per_id.contains(&k) {
+                        runs.insert(0, (false, self.target.clone()));
+                    }
+                }
+            }
+            for (auto, target) in runs {
+                let per = Request { factor, rows_per_id: vec![], auto: false, target, ..self.clone() };
+                let planned = per.solve_rows()?;
+                report.per_person.push(PerPerson {
+                    max_rows_per_id: k,
+                    auto,
+                    epsilon_decimal: planned.epsilon_decimal,
+                    error_bound: planned.noise.accuracy.error_bound,
+                });
+            }
+        }
+        if let Some(g) = &self.groups {
+            report.assumptions.push(format!(
+                "one release per group of {} ({} groups): each group's bound is the one shown",
+                g.by, g.groups
+            ));
         }
         Ok(report)
     }

@@ -55,6 +55,10 @@ pub struct Report {
 #[derive(Clone, Debug, Serialize)]
 pub struct PerPerson {
     pub max_rows_per_id: u32,
+    /// Planned at what `--max-rows-per-id auto` leaves the release (nine tenths of ε), had it
+    /// chosen this K.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub auto: bool,
     pub epsilon_decimal: String,
     pub error_bound: f64,
 }
@@ -62,7 +66,8 @@ pub struct PerPerson {
 /// What a plan per person adds to the text, under its table.
 pub const PER_PERSON_NOTE: &str = "the noise alone: a larger K keeps more of the rows of people \
      who have many (less bias, which depends on the data and which no plan can state) and adds noise \
-     in proportion";
+     in proportion; a mean's --rows is the rows kept (at most K per person, so persons at K = 1), \
+     taken as the same at every K, which overstates the bound at larger K";
 
 /// Laplace noise at ε against Gaussian noise at the largest ρ that is (ε, δ)-DP: both
 /// releases would be (ε, δ)-DP, and the one with the smaller bound gives less error.
@@ -450,7 +455,8 @@ pub fn render_text(r: &Report, style: Style) -> String {
             if r.target_error.is_some() { format!(", epsilon {}", p.epsilon_decimal) } else { String::new() };
         let rows =
             if p.max_rows_per_id == 1 { "1 row".to_string() } else { format!("{} rows", p.max_rows_per_id) };
-        lines.push(("per person", format!("at most {rows} each{eps}: ±{bound}")));
+        let auto = if p.auto { " (auto's choice, at 9/10 of epsilon)" } else { "" };
+        lines.push(("per person", format!("at most {rows} each{auto}{eps}: ±{bound}")));
     }
     if !r.per_person.is_empty() {
         lines.push(("", PER_PERSON_NOTE.to_string()));
