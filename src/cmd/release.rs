@@ -179,7 +179,7 @@ pub struct PersonFlags {
     /// Whether --max-rows-per-group was given (else it follows K, chosen or not).
     pub rows_per_group_given: bool,
     /// Whether --max-groups-per-id was given (else every group of the release, or 1 with
-    /// `--discover`: [`PersonFlags::default_groups`]).
+    /// `--discover`: [`PersonFlags::with_default_groups`]).
     pub groups_given: bool,
     /// `--count-truncated`.
     pub count_truncated: bool,
