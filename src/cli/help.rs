@@ -106,3 +106,17 @@ Examples:
     also compares Laplace at ε with Gaussian noise at the same (ε, δ)
   dpstat plan run fixtures/compose_shares.toml --delta 1e-6
     the same comparison for every query of a workload";
+
+pub const SQL_HELP: &str = "\
+Examples:
+  dpstat sql \"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1) COUNT(*) n,
+    AVG(age, contribution_bounds_per_group => (0, 100)) avg_age FROM people\" fixtures/people.csv
+  dpstat sql \"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, privacy_unit_column = id)
+    item, SUM(quantity, contribution_bounds_per_group => (0, 100)) FROM professors
+    WHERE item IN ('pen', 'pencil') GROUP BY item\" --table professors=fixtures/professors.csv
+
+The query becomes the workload that `dpstat run` executes (--explain prints it):
+epsilon is split evenly between the aggregates, GROUP BY needs public keys (--keys
+or WHERE key IN (...)), SUM, AVG and PERCENTILE_CONT leave NULL cells out, and
+every bound is public (contribution_bounds_per_group). Joins, subqueries, window
+functions, other aggregates and SELECT * are refused before anything is read.";
