@@ -121,7 +121,7 @@ pub enum Query {
     Run(RunArgs),
     /// A differentially private SQL query, GoogleSQL's (BigQuery's) clause: SELECT WITH
     /// DIFFERENTIAL_PRIVACY OPTIONS(epsilon = E, …) key, COUNT(*), SUM, AVG, PERCENTILE_CONT …
-    /// FROM t WHERE … GROUP BY key, run as the workload `dpstat run` would run (--explain prints it).
+    /// FROM t WHERE … GROUP BY key, run as the workload dpstat run would run (--explain prints it).
     #[command(after_help = SQL_HELP)]
     Sql(SqlArgs),
     /// A private summary of several columns in one pass: each column's count, mean and

@@ -59,22 +59,20 @@ pub enum PlanQuery {
     /// (ε, δ): the workload's total ε, and --delta (or the file's delta).
     #[command(after_help = "Example:\n  dpstat plan run fixtures/compose_shares.toml --delta 1e-6")]
     Run(PlanRunArgs),
-    /// The error bound each aggregate of a `dpstat sql` query would state, at its share of the
+    /// The error bound each aggregate of a dpstat sql query would state, at its share of the
     /// query's epsilon (no data read).
-    #[command(
-        after_help = "Example:\n  dpstat plan sql \"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1) \
-        COUNT(*) n, AVG(age, contribution_bounds_per_group => (0, 100)) FROM people\" --rows 1000"
-    )]
+    #[command(after_help = "Example (QUERY in double quotes, as dpstat sql takes it):\n  \
+        dpstat plan sql QUERY --keys pen,pencil --rows 1000")]
     Sql(PlanSqlArgs),
 }
 
 /// `dpstat plan sql "QUERY"`: the query, its public keys, and how to print.
 #[derive(Args, Debug)]
 pub struct PlanSqlArgs {
-    /// The query, as `dpstat sql` takes it (FROM is not read).
+    /// The query, as dpstat sql takes it (FROM is not read).
     #[arg(value_name = "QUERY")]
     pub query: String,
-    /// The public keys of the GROUP BY column, as `dpstat sql --keys`.
+    /// The public keys of the GROUP BY column, as dpstat sql --keys.
     #[arg(long, value_name = "K1,K2,...")]
     pub keys: Option<Keys>,
     /// Assumed row count for the means (as for a mean's plan, --rows).
