@@ -158,6 +158,7 @@ fn from_names_a_path_stdin_a_table_or_the_files() {
     assert_eq!(stdout_of(sql(3, &query("stdin"), &[]).write_stdin(bytes.clone())), want);
     assert_eq!(stdout_of(sql(3, &query("`-`"), &[]).write_stdin(bytes)), want);
     assert_eq!(stdout_of(&mut sql(3, &query("`fixtures/people.parquet`"), &[])), want);
+    assert_eq!(stdout_of(&mut sql(3, &query("`fixtures/people_by_region`"), &[])), want);
     fails_with(&mut sql(3, &query("people"), &["--table", "other=fixtures/people.csv"]), &["FROM people"]);
     fails_with(
         sql(3, &query("people"), &["--table", "people=fixtures/people.csv"]).arg(fixture("people.csv")),

@@ -29,6 +29,7 @@ use sqlparser::parser::Parser;
 use crate::cmd::sql::clause::{self, RECURSION_LIMIT};
 use crate::error::{shown, Error};
 use crate::numeric::list;
+use crate::privacy::contribution::MAX_BOUND;
 
 /// A query translated: its FROM, the workload file's text, and notes for stderr.
 #[derive(Debug)]
@@ -649,8 +650,10 @@ fn workload(
     if let Some(unit) = &privacy.unit {
         w.push_str(&format!("privacy_id = {}\n", toml_string(unit)));
         let groups = privacy.groups.as_deref().unwrap_or("1");
-        let k: u32 = groups.parse().map_err(|_| {
-            Error::usage(format!("max_groups_contributed is a whole number of groups, not {groups}"))
+        let k: u32 = groups.parse().ok().filter(|k| (1..=MAX_BOUND).contains(k)).ok_or_else(|| {
+            Error::usage(format!(
+                "max_groups_contributed is a whole number of groups from 1 to {MAX_BOUND}, not {groups}"
+            ))
         })?;
         w.push_str(&format!("max_rows_per_id = {k}\n"));
     }
@@ -770,6 +773,7 @@ mod tests {
             ("OPTIONS(epsilon = 1, noise = 2)", "the option noise"),
             ("OPTIONS(epsilon = 1, max_groups_contributed = 2)", "privacy_unit_column"),
             ("OPTIONS(epsilon = 'a')", "takes a number"),
+            ("OPTIONS(epsilon = 1, privacy_unit_column = id, max_groups_contributed = 0)", "from 1 to"),
         ] {
             let query = format!("SELECT WITH DIFFERENTIAL_PRIVACY {options} COUNT(*) FROM t");
             let e = translate(&query, None).unwrap_err();
