@@ -81,6 +81,12 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
     if q.with.is_some() {
         return Err(refuse("WITH … AS (a subquery)", "query the table itself"));
     }
+    if !q.pipe_operators.is_empty() {
+        return Err(refuse("the pipe syntax (|>)", "write one SELECT … FROM t WHERE … GROUP BY key"));
+    }
+    if !q.locks.is_empty() || q.for_clause.is_some() || q.settings.is_some() || q.format_clause.is_some() {
+        return Err(refuse("FOR, SETTINGS or FORMAT", "write one SELECT … FROM t WHERE … GROUP BY key"));
+    }
     if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
         return Err(refuse(
             "ORDER BY, LIMIT or FETCH",
@@ -97,6 +103,12 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
         }
         _ => return Err(refuse("this query form", "write SELECT WITH DIFFERENTIAL_PRIVACY … FROM t")),
     };
+    if select.value_table_mode.is_some() || select.exclude.is_some() || select.top.is_some() {
+        return Err(refuse(
+            "SELECT AS STRUCT, AS VALUE, EXCEPT or TOP",
+            "select the GROUP BY column and DP aggregates",
+        ));
+    }
     if select.distinct.is_some() {
         return Err(refuse("SELECT DISTINCT", "list the groups with GROUP BY and public keys"));
     }
@@ -235,6 +247,9 @@ fn from(select: &sqlparser::ast::Select) -> Result<(String, Option<String>), Err
         ));
     }
     match &t.relation {
+        TableFactor::Table { version: Some(_), .. } | TableFactor::Table { sample: Some(_), .. } => {
+            Err(refuse("FOR SYSTEM_TIME AS OF or TABLESAMPLE", "FROM the table as it is"))
+        }
         TableFactor::Table { name, alias, args: None, .. } => {
             let parts: Option<Vec<&str>> = name
                 .0
@@ -758,6 +773,9 @@ mod tests {
             ("SUM(a + b, contribution_bounds_per_group => (0, 1)) FROM t", "takes a column"),
             ("COUNT(*) FROM t GROUP BY a, b", "several columns"),
             ("COUNT(*) FROM t ORDER BY 1", "ORDER BY"),
+            ("COUNT(*) FROM t |> WHERE a = 1", "pipe"),
+            ("AS STRUCT COUNT(*) FROM t", "AS STRUCT"),
+            ("COUNT(*) FROM t TABLESAMPLE SYSTEM (10 PERCENT)", "TABLESAMPLE"),
             ("COUNT(*) FROM t UNION ALL SELECT COUNT(*) FROM u", "UNION"),
             ("k, COUNT(*) FROM t GROUP BY k HAVING COUNT(*) > 5", "HAVING"),
             ("COUNT(*, contribution_bounds_per_group => (1, 5)) FROM t", "(0, U)"),
