@@ -37,6 +37,7 @@ use crate::privacy::ledger::{Budget, LedgerFlags};
 use crate::privacy::zcdp::Rho;
 use crate::query::discover::DEFAULT_MAX_KEYS;
 use crate::query::options::{InvalidFlag, Level, Options};
+use crate::query::per_id::PerId;
 use crate::report::text::Style;
 
 #[derive(Parser, Debug)]
@@ -856,6 +857,22 @@ pub struct NumericArgs {
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
     #[arg(long, value_name = "POLICY", default_value = "error")]
     pub invalid: InvalidFlag,
+    /// sum, mean with --privacy-id: each person's total in a group (over their kept rows)
+    /// clamped to [L, U], instead of --lower/--upper on each row. Sensitivity from the clamp:
+    /// sum max(|L|,|U|), mean over persons (U−L)/2 and 1, not K times a row's.
+    #[arg(
+        long,
+        value_name = "L,U",
+        allow_hyphen_values = true,
+        value_parser = values::total_per_id,
+        conflicts_with = "average_per_id",
+        help_heading = "Privacy unit"
+    )]
+    pub total_per_id: Option<(Finite, Finite)>,
+    /// mean with --privacy-id: the mean of per-person averages (BigQuery's AVG), each clamped
+    /// to [--lower, --upper]; a person weighs one whatever their rows.
+    #[arg(long, help_heading = "Privacy unit")]
+    pub average_per_id: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -869,7 +886,17 @@ impl NumericArgs {
             bounds_eps: self.bounds_eps.clone(),
             invalid: self.invalid.policy,
             impute: self.invalid.impute.clone(),
+            per_id: self.per_id(),
             ..Options::default()
+        }
+    }
+
+    /// `--total-per-id` (its bounds checked when the statistic is built) or `--average-per-id`.
+    fn per_id(&self) -> Option<PerId> {
+        match (self.total_per_id, self.average_per_id) {
+            (Some((l, u)), _) => Some(PerId::Total(l, u)),
+            (None, true) => Some(PerId::Average),
+            (None, false) => None,
         }
     }
 }

@@ -137,6 +137,14 @@ impl FromStr for BoundPair {
     }
 }
 
+/// `--total-per-id L,U`: two bounds, the lower first.
+pub fn total_per_id(s: &str) -> Result<(Finite, Finite), String> {
+    let Some((l, u)) = list::refuse_quotes(s)?.split_once(',') else {
+        return Err("give the bounds of a person's total as L,U: --total-per-id 0,1000".into());
+    };
+    Ok((l.trim().parse()?, u.trim().parse()?))
+}
+
 /// An item of a numeric list flag (`--q 0.1,0.9`, `--shares`), which clap splits at its
 /// commas: a quote is refused by name (numbers need none) rather than read as part of a number.
 pub fn number<T: FromStr<Err = String>>(item: &str) -> Result<T, String> {

@@ -31,7 +31,7 @@ use crate::numeric::bins::Keys;
 use crate::numeric::list;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
-use crate::privacy::contribution::{self, Bounds, Unit};
+use crate::privacy::contribution::{self, Bounds, Factor, Unit};
 use crate::privacy::currency::Spend;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
@@ -43,6 +43,7 @@ use crate::privacy::zcdp::{epsilon_for, Rho};
 use crate::query::discover::{self, Discovery};
 use crate::query::group;
 use crate::query::options::{self, Options, Setup};
+use crate::query::per_id::{self, PerId};
 use crate::query::statistic::{Context, Measured, Statistic, Visitor};
 use crate::query::AnyStatistic;
 use crate::report::release::{saturating_i128, Group, GroupedRelease, Published, TruncatedInfo};
@@ -226,6 +227,9 @@ pub struct Person {
     pub truncated: Option<Epsilon>,
     /// The release's own mechanism when a share of ε went to the above (before the factor).
     pub release: Option<Mechanism>,
+    /// `--total-per-id` (`total`) or `--average-per-id` (`average`): the statistic takes one
+    /// clamped value per person (`query::per_id`), so one person moves it as one row per group.
+    pub value_per_id: Option<&'static str>,
 }
 
 impl Person {
@@ -258,7 +262,14 @@ impl Person {
             .iter()
             .map(|i| ColumnRef::parse(i, has_header, "--privacy-id"))
             .collect::<Result<_, _>>()?;
-        Ok(Person { ids, bounds: flags.bounds, auto: None, truncated: None, release: None })
+        Ok(Person {
+            ids,
+            bounds: flags.bounds,
+            auto: None,
+            truncated: None,
+            release: None,
+            value_per_id: None,
+        })
     }
 
     /// The bounds once K is `rows` (K_g follows K unless it was given).
@@ -274,7 +285,35 @@ impl Person {
 
     /// The unit under `bounds` (K as chosen by `--max-rows-per-id auto`).
     pub fn unit_at(&self, bounds: &Bounds, grouped: bool) -> Unit {
-        Unit::person(self.ids.iter().map(ColumnRef::label).collect(), bounds, grouped)
+        let ids = self.ids.iter().map(ColumnRef::label).collect();
+        match self.value_per_id {
+            Some(value) => Unit::person_values(ids, bounds, grouped, value),
+            None => Unit::person(ids, bounds, grouped),
+        }
+    }
+
+    /// What one person moves the release by under `bounds`, as rows: K rows' factor, or, for
+    /// one value per person, one row in each of their groups (`privacy::unit::Bounds::one_value_each`).
+    pub fn factor_at(&self, bounds: &Bounds, grouped: bool) -> Factor {
+        match self.value_per_id {
+            Some(_) => bounds.one_value_each(grouped).factor(grouped),
+            None => bounds.factor(grouped),
+        }
+    }
+
+    /// Takes a statistic's `--total-per-id`/`--average-per-id`, refused without a person and
+    /// with keys found in the data.
+    pub fn take_per_id(
+        person: Option<&mut Person>,
+        per_id: Option<&PerId>,
+        discover: bool,
+    ) -> Result<(), Error> {
+        let Some(per_id) = per_id else { return Ok(()) };
+        per_id::check_person(per_id, person.is_some(), discover)?;
+        if let Some(p) = person {
+            p.value_per_id = Some(per_id.reduce().name());
+        }
+        Ok(())
     }
 
     /// The person as a discovery's unit (`query::discover`): its unit and bounds.
@@ -406,6 +445,8 @@ impl Job {
                 Some(person)
             }
         };
+        let mut person = person;
+        Person::take_per_id(person.as_mut(), options.per_id.as_ref(), discover_by.is_some())?;
         let spend = match (&mechanism, discover_by.as_ref().map(|d| &d.1).or(options.discover.as_ref())) {
             (Mechanism::Laplace(eps), Some(d)) => Spend::Approx { eps: eps.clone(), delta: d.delta.clone() },
             (m, _) => m.spend(),
@@ -419,7 +460,6 @@ impl Job {
         // The statistic runs at row level on the bounded rows: what it is given and checks its
         // options against is the release's budget divided by what one person moves it by. A
         // discovery divides its budget itself (`query::discover::publish`), as without persons.
-        let mut person = person;
         if let (Some(p), Some(flags)) = (person.as_mut(), &request.person) {
             let extras = u32::from(flags.auto) + u32::from(flags.count_truncated);
             if extras > 0 && discover_by.is_some() {
@@ -464,9 +504,9 @@ impl Job {
                     // after the charge: the statistic must take the ε of the smallest and of the
                     // largest K now.
                     for k in [contribution::MAX_BOUND, 1] {
-                        let m = auto
-                            .release
-                            .divided(p.with_rows(k, flags.rows_per_group_given).factor(group.is_some()));
+                        let m = auto.release.divided(
+                            p.factor_at(&p.with_rows(k, flags.rows_per_group_given), group.is_some()),
+                        );
                         AnyStatistic::new(request.kind, options.clone(), &auto.setup(&m))?;
                     }
                     p.bounds = p.with_rows(1, flags.rows_per_group_given);
@@ -475,11 +515,11 @@ impl Job {
             }
         }
         let mechanism = match &person {
-            Some(Person { auto: Some(auto), bounds, .. }) => {
-                auto.release.divided(bounds.factor(group.is_some()))
-            }
+            Some(Person { auto: Some(auto), bounds, .. }) => auto
+                .release
+                .divided(person.as_ref().map_or(Factor::ONE, |p| p.factor_at(bounds, group.is_some()))),
             Some(p) if discover_by.is_none() => {
-                p.release.as_ref().unwrap_or(&mechanism).divided(p.bounds.factor(group.is_some()))
+                p.release.as_ref().unwrap_or(&mechanism).divided(p.factor_at(&p.bounds, group.is_some()))
             }
             _ => mechanism,
         };
@@ -762,7 +802,8 @@ impl Visitor for Scan<'_, '_> {
                                 .rows_per_person(contribution::MAX_BOUND as usize)
                                 .map_err(|f| bound_failure(input, f))?;
                             chosen = Some(contribution::choose_rows(&counts, &auto.epsilon, rng));
-                            mechanism = auto.release.divided(bounds_at(person, chosen).factor(grouped));
+                            mechanism =
+                                auto.release.divided(person.factor_at(&bounds_at(person, chosen), grouped));
                             // Validated at every K before the charge (`Job::new`).
                             statistic =
                                 S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
@@ -789,7 +830,11 @@ impl Visitor for Scan<'_, '_> {
                     if let Some(person) = &job.person {
                         let bounds = bounds_at(person, chosen);
                         let mut unit = person.unit_at(&bounds, grouped);
-                        published.per_person(unit.clone(), bounds.factor(grouped), group::PER_PERSON)?;
+                        published.per_person(
+                            unit.clone(),
+                            person.factor_at(&bounds, grouped),
+                            group::PER_PERSON,
+                        )?;
                         if let (Some(auto), Unit::Person { auto: chosen_by, .. }) = (&person.auto, &mut unit)
                         {
                             let (a, b) = contribution::AUTO_QUANTILE;

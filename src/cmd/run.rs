@@ -17,7 +17,7 @@
 //! [`Bounded`] wraps the whole [`WorkloadFold`], keeping the cells of every column some query
 //! reads (its statistic's, its `by` and its `where` columns). The filters stay in each query's
 //! own route and apply to the kept rows, since the queries' filters differ. Each query ran at
-//! its share divided by [`person_factor`] and is restated per person after its noise, so the
+//! its share divided by [`query_factor`] (K, or 1 for one value per person ungrouped) and is restated per person after its noise, so the
 //! parts still add up exactly to the total.
 //!
 //! ```toml
@@ -51,7 +51,7 @@ use crate::cmd::release::{
     bound_failure, check_plot_path, context, empty_fold, note_line, note_no_files, publish, routing, warn,
     warn_if_large, write_plot, InputFlags, Meter, Outcome,
 };
-use crate::cmd::workload::{person_factor, person_unit, Workload, PER_PERSON};
+use crate::cmd::workload::{person_unit, query_factor, query_unit, Workload, PER_PERSON};
 use crate::data::bound::{self, Bounded, Plan};
 use crate::data::cell::{parse_number_in, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
@@ -277,10 +277,11 @@ fn measure_all(
             Err(e) => return Err(e.into()),
         };
         let mut release = release;
-        if let Some(person) = &workload.person {
+        if let Some(person) = &job.person {
             // Measured at the share divided by the factor on the bounded rows: stated per
             // person, its accounting is the share again.
-            release.per_person(person_unit(person), person_factor(person), PER_PERSON)?;
+            let grouped = job.group.is_some();
+            release.per_person(query_unit(person, grouped), query_factor(person, grouped), PER_PERSON)?;
         }
         queries.push(table::Query { name: query.name.clone(), share: job.spend.clone(), release });
     }
@@ -301,7 +302,7 @@ fn withheld(job: &crate::cmd::release::Job, cx: &Context, line: String) -> Resul
     let accuracy = Accuracy::value(cx.confidence, f64::INFINITY);
     let noise = Noise::multi(&job.mechanism, cx.neighbours, accuracy);
     let spend = match &job.person {
-        Some(person) => row_spend(&job.spend, person_factor(person)),
+        Some(person) => row_spend(&job.spend, query_factor(person, job.group.is_some())),
         None => job.spend.clone(),
     };
     let cost = Cost::spent("withheld", spend);
@@ -601,6 +602,17 @@ impl Fold for WorkloadFold {
     fn heap_bytes(&self) -> usize {
         let batch = self.values.len() * std::mem::size_of::<f64>() + BATCH * std::mem::size_of::<i128>();
         batch + self.folds.iter().map(Fold::heap_bytes).sum::<usize>()
+    }
+    /// A fold that hears persons (`query::per_id`) is fed its rows as they come (it is never
+    /// one of the batched lanes, which take plain sums and means only), so the person's rows
+    /// are all in it now.
+    fn person_end(&mut self) {
+        for routed in self.folds.iter_mut().filter(|f| f.hears_persons()) {
+            routed.person_end();
+        }
+    }
+    fn hears_persons(&self) -> bool {
+        self.folds.iter().any(Fold::hears_persons)
     }
 }
 

@@ -45,6 +45,7 @@ use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
 use crate::privacy::zcdp::Rho;
 use crate::query::options::{close_lists, InvalidFlag, Level, Options, Setup};
+use crate::query::per_id::PerId;
 use crate::query::statistic::Statistic;
 use crate::query::AnyStatistic;
 use crate::report::text::{Format, Style};
@@ -81,6 +82,27 @@ pub struct Workload {
 pub fn person_factor(person: &Person) -> Factor {
     let k = person.bounds.rows;
     Bounds { rows: k, groups: k, rows_per_group: k }.factor(true)
+}
+
+/// What one person moves a workload query by: [`person_factor`], or for a query of one value
+/// per person (`total_per_id`, `average_per_id`) one row in each group, in at most K groups
+/// (`privacy::unit::Bounds::one_value_each` of the workload's bounds G = K_g = K): 1 ungrouped,
+/// K for ε and ρ grouped.
+pub fn query_factor(person: &Person, grouped: bool) -> Factor {
+    let k = person.bounds.rows;
+    let bounds = Bounds { rows: k, groups: k, rows_per_group: k };
+    match person.value_per_id {
+        Some(_) => bounds.one_value_each(grouped).factor(grouped),
+        None => person_factor(person),
+    }
+}
+
+/// The unit a workload query states: [`person_unit`], or one value per person's.
+pub fn query_unit(person: &Person, grouped: bool) -> Unit {
+    match person.value_per_id {
+        Some(_) => person.unit_at(&person.bounds, grouped),
+        None => person_unit(person),
+    }
 }
 
 /// The composition a grouped query of a person-level workload states.
@@ -176,6 +198,10 @@ struct RawQuery {
     /// Quantile levels: `q = [0.5, 0.9]`, `q = 0.5` or `q = "0.5,0.9"`.
     q: Option<Spanned<Value>>,
     resolution: Option<Spanned<i64>>,
+    /// `total_per_id = [L, U]` (`--total-per-id`).
+    total_per_id: Option<Spanned<Value>>,
+    /// `average_per_id = true` (`--average-per-id`).
+    average_per_id: Option<Spanned<bool>>,
 }
 
 impl Workload {
@@ -750,6 +776,9 @@ impl SourceText<'_> {
                 "quantile needs levels: add q = [0.5] (exact decimals in (0, 1))".into(),
             ));
         }
+        options.per_id = self.per_id(q)?;
+        let per_id_line = q.total_per_id.as_ref().map(|v| self.line(v.span().start));
+        let per_id_line = per_id_line.or(q.average_per_id.as_ref().map(|v| self.line(v.span().start)));
         let one_bound = options.lower.is_some() != options.upper.is_some();
         let optional = AnyStatistic::bounds_optional_of(kind);
         if optional && (one_bound || (options.resolution.is_some() && options.lower.is_none())) {
@@ -761,7 +790,12 @@ impl SourceText<'_> {
                 ),
             ));
         }
-        if allowed.contains(&"lower") && !optional && (options.lower.is_none() || options.upper.is_none()) {
+        let total_per_id = matches!(options.per_id, Some(PerId::Total(..)));
+        if allowed.contains(&"lower")
+            && !optional
+            && !total_per_id
+            && (options.lower.is_none() || options.upper.is_none())
+        {
             return Err((
                 name_line,
                 format!(
@@ -810,8 +844,11 @@ impl SourceText<'_> {
             .map_err(|e| (closed_line, e.message().to_string()))?;
         // With a person, the statistic runs on the bounded rows at its share divided by what one
         // person moves it by; the share stays what the query spends.
-        let row = match person {
-            Some(p) => mechanism.divided(person_factor(p)),
+        let mut person = person.cloned();
+        Person::take_per_id(person.as_mut(), options.per_id.as_ref(), false)
+            .map_err(|e| (per_id_line.unwrap_or(name_line), e.message().to_string()))?;
+        let row = match &person {
+            Some(p) => mechanism.divided(query_factor(p, group.is_some())),
             None => mechanism.clone(),
         };
         let setup = Setup {
@@ -834,7 +871,7 @@ impl SourceText<'_> {
             statistic,
             spend: mechanism.spend(),
             mechanism: row,
-            person: person.cloned(),
+            person,
             neighbours,
             format,
             style: Style::default(),
@@ -842,6 +879,25 @@ impl SourceText<'_> {
             ledger: None,
             plot: None,
         })
+    }
+
+    /// `total_per_id = [L, U]` or `average_per_id = true`, not both.
+    fn per_id(&self, q: &RawQuery) -> Result<Option<PerId>, (usize, String)> {
+        let average = q.average_per_id.as_ref().filter(|a| *a.get_ref());
+        match (&q.total_per_id, average) {
+            (Some(t), Some(_)) => Err((
+                self.line(t.span().start),
+                "total_per_id and average_per_id are two estimands: give one".into(),
+            )),
+            (Some(t), None) => match self.pair(t, |item| self.finite(item, "total_per_id"))? {
+                (l, Some(u)) => Ok(Some(PerId::Total(l, u))),
+                (_, None) => {
+                    Err((self.line(t.span().start), "total_per_id: expected [L, U], two numbers".into()))
+                }
+            },
+            (None, Some(_)) => Ok(Some(PerId::Average)),
+            (None, None) => Ok(None),
+        }
     }
 
     /// A key that the kind does not use is a mistake (a `bins` on a sum, bounds on a
@@ -857,7 +913,7 @@ impl SourceText<'_> {
         let line = |span: Range<usize>| self.line(span.start);
         // A closed list makes a key not listed invalid input: every kind then takes `invalid`.
         let allowed: Vec<&str> = allowed.iter().copied().chain(closed.then_some("invalid")).collect();
-        let present: [(&str, Option<usize>); 8] = [
+        let present: [(&str, Option<usize>); 10] = [
             ("column", q.column.as_ref().map(|v| line(v.span()))),
             ("lower", q.lower.as_ref().map(|v| line(v.span()))),
             ("upper", q.upper.as_ref().map(|v| line(v.span()))),
@@ -866,6 +922,8 @@ impl SourceText<'_> {
             ("invalid", q.invalid.as_ref().map(|v| line(v.span()))),
             ("q", q.q.as_ref().map(|v| line(v.span()))),
             ("resolution", q.resolution.as_ref().map(|v| line(v.span()))),
+            ("total_per_id", q.total_per_id.as_ref().map(|v| line(v.span()))),
+            ("average_per_id", q.average_per_id.as_ref().map(|v| line(v.span()))),
         ];
         for (key, at) in present {
             if let Some(at) = at {

@@ -158,6 +158,10 @@ impl<F: Fold> Fold for Joined<F> {
     fn person_end(&mut self) {
         self.inner.person_end();
     }
+
+    fn hears_persons(&self) -> bool {
+        self.inner.hears_persons()
+    }
 }
 
 /// Feeds every row of the input to `fold` through its executor; returns the number of rows.

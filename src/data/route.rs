@@ -77,6 +77,20 @@ impl<F: Fold> Fold for Routed<F> {
     fn heap_bytes(&self) -> usize {
         self.groups.iter().map(|g| std::mem::size_of::<F>() + g.heap_bytes()).sum()
     }
+    /// Every group's fold hears it (a person's rows may have gone to several), when its folds
+    /// listen: they are clones of one empty fold, so the first answers for all.
+    fn person_end(&mut self) {
+        match self.groups.as_mut_slice() {
+            [only] => only.person_end(),
+            groups if groups.first().is_some_and(Fold::hears_persons) => {
+                groups.iter_mut().for_each(Fold::person_end)
+            }
+            _ => {}
+        }
+    }
+    fn hears_persons(&self) -> bool {
+        self.groups.first().is_some_and(Fold::hears_persons)
+    }
 }
 
 #[cfg(test)]

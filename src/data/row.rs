@@ -30,6 +30,13 @@ pub trait Fold: Clone + Send + Serialize + DeserializeOwned + 'static {
     /// the data, `query::discover`) closes the person here. Nothing else needs it; a wrapper
     /// around such a fold must pass it on.
     fn person_end(&mut self) {}
+
+    /// Whether [`Fold::person_end`] does anything here: a fold holding many (one per `--by`
+    /// group) asks its first, so that folds which ignore it are not called once per person
+    /// and group.
+    fn hears_persons(&self) -> bool {
+        false
+    }
 }
 
 /// `--decimal`: the mark between a number's whole part and its fraction in the file's cells.

@@ -120,6 +120,11 @@ pub enum Unit {
         max_rows_per_group: Option<u32>,
         /// The factor the row-level budget was multiplied by (see the module).
         factor: u32,
+        /// Set for a release of one clamped value per person (`--total-per-id`: `total`,
+        /// `--average-per-id`: `average`): one person moves it as one row in each of their
+        /// groups, whatever K (`query::per_id`), and `factor` is that.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value_per_id: Option<&'static str>,
         /// Set when K was chosen privately (`--max-rows-per-id auto`).
         #[serde(skip_serializing_if = "Option::is_none")]
         auto: Option<AutoRows>,
@@ -145,8 +150,41 @@ impl Unit {
             max_groups_per_id: grouped.then_some(bounds.groups),
             max_rows_per_group: grouped.then_some(bounds.rows_per_group),
             factor: bounds.factor(grouped).pure,
+            value_per_id: None,
             auto: None,
             rows_without_id: WITHOUT_ID,
+        }
+    }
+
+    /// The unit of a release of one clamped value per person (`value`: `total` or `average`)
+    /// under `bounds`: its factor is [`Bounds::one_value_each`]'s.
+    pub fn person_values(
+        privacy_id: Vec<String>,
+        bounds: &Bounds,
+        grouped: bool,
+        value: &'static str,
+    ) -> Unit {
+        match Unit::person(privacy_id, bounds, grouped) {
+            Unit::Person {
+                value_per_id: _,
+                factor: _,
+                privacy_id,
+                max_rows_per_id,
+                max_groups_per_id,
+                max_rows_per_group,
+                auto,
+                rows_without_id,
+            } => Unit::Person {
+                privacy_id,
+                max_rows_per_id,
+                max_groups_per_id,
+                max_rows_per_group,
+                factor: bounds.one_value_each(grouped).factor(grouped).pure,
+                value_per_id: Some(value),
+                auto,
+                rows_without_id,
+            },
+            Unit::Row => Unit::Row,
         }
     }
 
@@ -162,6 +200,34 @@ impl Unit {
                 format!("person:{}", list::join(&ids))
             }
         }
+    }
+
+    /// The unit as a title states it after ε and the neighbours (`eps 1, add-remove, per
+    /// person (patient), K=5`): None for a row. With `--by` it adds G and K_g, for one value
+    /// per person what that value is.
+    pub fn title(&self) -> Option<String> {
+        let mut title = self.person_title()?;
+        if let Unit::Person { value_per_id: Some(value), .. } = self {
+            title.push_str(&format!(", one {value} each"));
+        }
+        Some(title)
+    }
+
+    /// [`Unit::title`] without the value per person: what the queries of a workload share.
+    pub fn person_title(&self) -> Option<String> {
+        let Unit::Person { privacy_id, max_rows_per_id, max_groups_per_id, max_rows_per_group, auto, .. } =
+            self
+        else {
+            return None;
+        };
+        let mut title = format!("per person ({}), K={max_rows_per_id}", privacy_id.join(", "));
+        if auto.is_some() {
+            title.push_str(" (auto)");
+        }
+        if let (Some(g), Some(k)) = (max_groups_per_id, max_rows_per_group) {
+            title.push_str(&format!(", G={g}, K_g={k}"));
+        }
+        Some(title)
     }
 
     /// One line for text output: None for a row, whose releases look as they always did.
@@ -181,6 +247,12 @@ impl Unit {
                     line.push_str(&format!(
                         ", in at most {g} group{}, {k} per group",
                         if *g == 1 { "" } else { "s" }
+                    ));
+                }
+                if let Unit::Person { value_per_id: Some(value), .. } = self {
+                    line.push_str(&format!(
+                        "; one {value} per person{}, clamped: a person moves it as one row",
+                        if max_groups_per_id.is_some() { " and group" } else { "" }
                     ));
                 }
                 line.push_str("; rows without an id are left out");

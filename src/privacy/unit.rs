@@ -80,6 +80,16 @@ impl Bounds {
         Factor { pure: total, rho: per_group * total }
     }
 
+    /// The bounds a person has as "rows" of a release of one value per person and group
+    /// (`query::per_id`: `--total-per-id`, `--average-per-id`): one value in each group they
+    /// appear in, so in at most min(G, K) groups (K kept rows fill at most K groups); one value
+    /// in all without `--by`. Its factor is 1 ungrouped; T = min(G, K) for ε and for ρ grouped
+    /// (each group moves by one value: Σ r_g² = Σ r_g = T).
+    pub fn one_value_each(&self, grouped: bool) -> Bounds {
+        let rows = if grouped { self.rows.min(self.groups) } else { 1 };
+        Bounds { rows, groups: self.groups, rows_per_group: 1 }
+    }
+
     /// An error naming the flag whose value is out of 1..=[`MAX_BOUND`].
     pub fn check(&self) -> Result<(), String> {
         for (value, flag) in [

@@ -56,6 +56,7 @@ use crate::privacy::above_threshold::AboveThreshold;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::sampler::discrete_laplace_error_bound;
+use crate::query::per_id::PerIdFold;
 use crate::report::release::{BoundsInfo, Guarantee, Release};
 
 /// Smallest and largest exponents of the ladder's cuts ±2^k.
@@ -409,11 +410,13 @@ pub fn annotate(mut release: Release, found: &PrivateBounds) -> Result<Release, 
 }
 
 /// The fold of a statistic whose bounds are given, or, when they are to be found privately,
-/// the log-scale statistics of its column.
+/// the log-scale statistics of its column; or, for a value per person (`--total-per-id`,
+/// `--average-per-id`), the persons' clamped values ([`PerIdFold`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Clamped<F> {
     Given(F),
     Private(LogFold),
+    PerId(PerIdFold),
 }
 
 impl<F: Fold> Fold for Clamped<F> {
@@ -422,12 +425,14 @@ impl<F: Fold> Fold for Clamped<F> {
         match self {
             Clamped::Given(f) => f.row(row),
             Clamped::Private(f) => f.row(row),
+            Clamped::PerId(f) => f.row(row),
         }
     }
     fn merge(&mut self, other: Self) {
         match (self, other) {
             (Clamped::Given(a), Clamped::Given(b)) => a.merge(b),
             (Clamped::Private(a), Clamped::Private(b)) => a.merge(b),
+            (Clamped::PerId(a), Clamped::PerId(b)) => a.merge(b),
             // Folds of one scan are cloned from one empty fold: never mixed.
             _ => {}
         }
@@ -436,12 +441,28 @@ impl<F: Fold> Fold for Clamped<F> {
         match self {
             Clamped::Given(f) => f.widest_column(),
             Clamped::Private(f) => f.widest_column(),
+            Clamped::PerId(f) => f.widest_column(),
         }
     }
     fn heap_bytes(&self) -> usize {
         match self {
             Clamped::Given(f) => f.heap_bytes(),
             Clamped::Private(f) => f.heap_bytes(),
+            Clamped::PerId(f) => f.heap_bytes(),
+        }
+    }
+    fn person_end(&mut self) {
+        match self {
+            Clamped::Given(f) => f.person_end(),
+            Clamped::Private(f) => f.person_end(),
+            Clamped::PerId(f) => f.person_end(),
+        }
+    }
+    fn hears_persons(&self) -> bool {
+        match self {
+            Clamped::Given(f) => f.hears_persons(),
+            Clamped::Private(f) => f.hears_persons(),
+            Clamped::PerId(_) => true,
         }
     }
 }

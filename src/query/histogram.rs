@@ -224,7 +224,9 @@ impl Statistic for Histogram {
                 Ok(Measured::Release(bounds::annotate(release, found)?))
             }
             (Clamped::Given(fold), _) => Ok(Measured::Release(self.release(cx, fold, cx.mechanism, rng)?)),
-            (Clamped::Private(_), _) => Err(Error::internal("a histogram's fold does not match its bins")),
+            (Clamped::Private(_) | Clamped::PerId(_), _) => {
+                Err(Error::internal("a histogram's fold does not match its bins"))
+            }
         }
     }
 

@@ -11,6 +11,7 @@ pub mod bounds;
 pub mod discover;
 pub mod group;
 pub mod options;
+pub mod per_id;
 pub mod statistic;
 
 use rand::RngCore;
@@ -61,6 +62,16 @@ macro_rules! registry {
             fn heap_bytes(&self) -> usize {
                 match self {
                     $(AnyFold::$ty(f) => f.heap_bytes(),)*
+                }
+            }
+            fn person_end(&mut self) {
+                match self {
+                    $(AnyFold::$ty(f) => f.person_end(),)*
+                }
+            }
+            fn hears_persons(&self) -> bool {
+                match self {
+                    $(AnyFold::$ty(f) => f.hears_persons(),)*
                 }
             }
         }
@@ -118,6 +129,9 @@ macro_rules! registry {
             /// The statistic registered as `kind`, validated.
             fn new(kind: &str, options: Options, setup: &Setup) -> Result<AnyStatistic, Error> {
                 options::check_impute(kind, &options)?;
+                if let Some(per_id) = &options.per_id {
+                    per_id.check(kind)?;
+                }
                 $(if <$module::$ty as Statistic>::KINDS.contains(&kind) {
                     return <$module::$ty as Statistic>::new(kind, options, setup).map(AnyStatistic::$ty);
                 })*
@@ -144,6 +158,12 @@ macro_rules! registry {
             fn draws_bars(&self) -> bool {
                 match self {
                     $(AnyStatistic::$ty(s) => s.draws_bars(),)*
+                }
+            }
+
+            fn per_id(&self) -> bool {
+                match self {
+                    $(AnyStatistic::$ty(s) => s.per_id(),)*
                 }
             }
 

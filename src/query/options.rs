@@ -18,6 +18,7 @@ use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped, LogFold};
+use crate::query::per_id::PerId;
 
 /// Everything a statistic may be given; each takes what it needs and refuses nothing it does
 /// not know (clap and the workload's key check refuse those first).
@@ -50,6 +51,15 @@ pub struct Options {
     /// `--invalid impute=V` as typed: V is also a key or category of a closed list, which need
     /// not be a number.
     pub impute: Option<Impute>,
+    /// `--total-per-id` / `--average-per-id`: one clamped value per person (`query::per_id`).
+    pub per_id: Option<PerId>,
+}
+
+impl Options {
+    /// Whether `--lower`, `--upper` or `--bounds-eps` was given: the clamp of each row.
+    pub fn has_row_bounds(&self) -> bool {
+        self.lower.is_some() || self.upper.is_some() || self.bounds_eps.is_some()
+    }
 }
 
 /// `--invalid` as typed: the policy of a number cell, and for `impute=V` the text V, which a

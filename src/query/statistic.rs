@@ -62,6 +62,13 @@ pub trait Statistic: Clone + fmt::Debug + Sized {
         false
     }
 
+    /// Whether it releases one clamped value per person (`--total-per-id`, `--average-per-id`,
+    /// `query::per_id`): then one person moves it as one row in each group would
+    /// ([`per_id::pseudo_bounds`](crate::query::per_id::pseudo_bounds)), not as K rows.
+    fn per_id(&self) -> bool {
+        false
+    }
+
     /// Why it reads the data twice, if it does: then it needs a regular file, and anything else
     /// (standard input, a pipe, `/dev/stdin`) is refused before reading.
     fn reads_twice(&self) -> Option<&'static str> {

@@ -37,6 +37,7 @@ use crate::privacy::noise::{self, Calibrated, Drawn, Mechanism};
 use crate::privacy::unit::Neighbours;
 use crate::query::bounds::{self, Clamped};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
+use crate::query::per_id::{self, PerIdFold, Reduce};
 use crate::query::statistic::{first, Context, Measured, PlanContext, Planned, Statistic};
 use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Release};
 
@@ -46,6 +47,9 @@ pub struct Sum {
     column: ColumnRef,
     invalid: InvalidPolicy,
     spec: Clamp<SumSpec>,
+    /// `--total-per-id L,U`: the sum of each person's total clamped to [L, U]
+    /// (`query::per_id::total`); `spec` then holds those bounds.
+    per_id: bool,
 }
 
 impl Statistic for Sum {
@@ -55,6 +59,11 @@ impl Statistic for Sum {
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Sum, Error> {
         check_invalid_policy(options.invalid, setup)?;
         let column = setup.column(&options)?;
+        if let Some(bounds) = options.per_id.map(|p| p.total_bounds()).transpose()?.flatten() {
+            per_id::total::refuse_row_bounds("sum", options.has_row_bounds())?;
+            let spec = SumSpec::with_groups(bounds, setup.neighbours, setup.mechanism, setup.grouped())?;
+            return Ok(Sum { column, invalid: options.invalid, spec: Clamp::Given(spec), per_id: true });
+        }
         let spec = match clamp_bounds("sum", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(
                 SumSpec::with_groups(b, setup.neighbours, setup.mechanism, setup.grouped())?,
@@ -66,15 +75,19 @@ impl Statistic for Sum {
             }
         };
         options::refuse_filtered_replace(setup, "sum")?;
-        Ok(Sum { column, invalid: options.invalid, spec })
+        Ok(Sum { column, invalid: options.invalid, spec, per_id: false })
     }
 
     fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
-        Some(&["column", "lower", "upper", "invalid"])
+        Some(&["column", "lower", "upper", "invalid", "total_per_id"])
     }
 
     fn name(&self) -> &'static str {
         "sum"
+    }
+
+    fn per_id(&self) -> bool {
+        self.per_id
     }
 
     fn column(&self) -> Option<&ColumnRef> {
@@ -83,7 +96,10 @@ impl Statistic for Sum {
 
     fn fold(&self, indices: &[usize]) -> Clamped<SumFold> {
         let cell = NumberCell { index: first(indices), invalid: self.invalid };
-        self.spec.fold(cell, SumFold::new)
+        match &self.spec {
+            Clamp::Given(spec) if self.per_id => Clamped::PerId(PerIdFold::new(cell, Reduce::Total, spec.bounds)),
+            _ => self.spec.fold(cell, SumFold::new),
+        }
     }
 
     fn measure(&self, fold: Clamped<SumFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Sum>, Error> {
@@ -91,6 +107,12 @@ impl Statistic for Sum {
             (Clamped::Given(fold), Clamp::Given(spec)) => {
                 let noisy = noise::draw(&fold.aggregate(), cx.mechanism, rng);
                 self.release(cx, &noisy, &spec.bounds)?
+            }
+            (Clamped::PerId(fold), Clamp::Given(spec)) => {
+                let noisy = noise::draw(&spec.aggregate(fold.finish().total), cx.mechanism, rng);
+                let mut release = self.release(cx, &noisy, &spec.bounds)?;
+                release.post_processing.insert(0, per_id::total::NOTE_SUM.into());
+                release
             }
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
                 let found = bounds::choose(&fold, bounds_eps, rng).ok_or_else(|| {

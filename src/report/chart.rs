@@ -251,7 +251,9 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
 pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64, style: Style) -> Chart {
     let mut panels = vec![];
     let mut neighbours = "";
+    let mut person = None;
     for &(name, release) in queries {
+        person = person.or_else(|| release.unit().person_title());
         match release {
             Published::One(r) => {
                 neighbours = r.noise.neighbours;
@@ -311,8 +313,9 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
     let n = queries.len();
     Chart {
         title: format!(
-            "workload: {n} quer{}, {total} in all, {neighbours}",
-            if n == 1 { "y" } else { "ies" }
+            "workload: {n} quer{}, {total} in all, {neighbours}{}",
+            if n == 1 { "y" } else { "ies" },
+            person.map(|p| format!(", {p}")).unwrap_or_default()
         ),
         confidence,
         panels,
@@ -348,11 +351,15 @@ fn measure(r: &Release) -> String {
 
 fn release_title(r: &Release, by: Option<&str>) -> String {
     let g = &r.noise.guarantee;
-    let unit = match (g.rho, g.delta) {
+    let mut unit = match (g.rho, g.delta) {
         (Some(rho), _) => format!("rho {} (eps {}), {}", number(rho), number(g.epsilon), r.noise.neighbours),
         (None, Some(delta)) => format!("eps {}, delta {delta:e}, {}", number(g.epsilon), r.noise.neighbours),
         (None, None) => format!("eps {}, {}", number(g.epsilon), r.noise.neighbours),
     };
+    // A person-level release names its unit and K: `eps 1, add-remove, per person (id), K=5`.
+    if let Some(person) = r.unit.title() {
+        unit = format!("{unit}, {person}");
+    }
     let column = r.column.as_deref().unwrap_or(r.query);
     let numeric = r
         .bins

@@ -48,6 +48,7 @@ use crate::query::bounds::{self, Clamped};
 use crate::query::mean::accuracy::{mean_add_remove, mean_add_remove_planned, mean_replace};
 use crate::query::count::{self, SharedCount};
 use crate::query::options::{self, check_invalid_policy, clamp_bounds, Clamp, Options, Setup};
+use crate::query::per_id::{self, PerIdFold, Reduce};
 use crate::query::statistic::{first, Context, Measured, PlanContext, Planned, Statistic};
 use crate::query::sum::SumSpec;
 use crate::report::release::{Accuracy, BoundsInfo, GridInfo, Noise, Number, Part, Release};
@@ -61,6 +62,9 @@ pub struct Mean {
     /// Under add-remove, the noisy count of the same rows drawn once by a count query
     /// (`dpstat describe`): divided by instead of a count of the mean's own, and not charged here.
     shared_count: Option<SharedCount>,
+    /// `--total-per-id` or `--average-per-id`: the mean over persons of one clamped value each
+    /// (`query::per_id`); `spec` then holds the bounds of those values.
+    per_id: Option<Reduce>,
 }
 
 impl Statistic for Mean {
@@ -70,6 +74,18 @@ impl Statistic for Mean {
     fn new(_: &str, options: Options, setup: &Setup) -> Result<Mean, Error> {
         check_invalid_policy(options.invalid, setup)?;
         let column = setup.column(&options)?;
+        if let Some(per_id) = options.per_id {
+            let bounds = match per_id.total_bounds()? {
+                Some(bounds) => {
+                    per_id::total::refuse_row_bounds("mean", options.has_row_bounds())?;
+                    bounds
+                }
+                None => per_id::average::bounds(options.lower, options.upper, options.bounds_eps.is_some())?,
+            };
+            let spec = Clamp::Given(MeanSpec::new(bounds, setup.neighbours, setup.mechanism)?);
+            let per_id = Some(per_id.reduce());
+            return Ok(Mean { column, invalid: options.invalid, spec, shared_count: None, per_id });
+        }
         let spec = match clamp_bounds("mean", &options, setup)? {
             Clamp::Given(b) => Clamp::Given(MeanSpec::new(b, setup.neighbours, setup.mechanism)?),
             Clamp::Private { bounds_eps, rest } => {
@@ -80,15 +96,19 @@ impl Statistic for Mean {
         };
         options::refuse_filtered_replace(setup, "mean")?;
         options::refuse_grouped_replace(setup, "mean")?;
-        Ok(Mean { column, invalid: options.invalid, spec, shared_count: None })
+        Ok(Mean { column, invalid: options.invalid, spec, shared_count: None, per_id: None })
     }
 
     fn workload_keys(_: &Options) -> Option<&'static [&'static str]> {
-        Some(&["column", "lower", "upper", "invalid"])
+        Some(&["column", "lower", "upper", "invalid", "total_per_id", "average_per_id"])
     }
 
     fn name(&self) -> &'static str {
         "mean"
+    }
+
+    fn per_id(&self) -> bool {
+        self.per_id.is_some()
     }
 
     fn column(&self) -> Option<&ColumnRef> {
@@ -97,13 +117,27 @@ impl Statistic for Mean {
 
     fn fold(&self, indices: &[usize]) -> Clamped<MeanFold> {
         let cell = NumberCell { index: first(indices), invalid: self.invalid };
-        self.spec.fold(cell, MeanFold::new)
+        match (&self.spec, self.per_id) {
+            (Clamp::Given(spec), Some(reduce)) => Clamped::PerId(PerIdFold::new(cell, reduce, *spec.bounds())),
+            _ => self.spec.fold(cell, MeanFold::new),
+        }
     }
 
     fn measure(&self, fold: Clamped<MeanFold>, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Mean>, Error> {
         Ok(Measured::Release(match (fold, &self.spec) {
             (Clamped::Given(fold), Clamp::Given(spec)) => {
                 self.release(cx, spec, cx.mechanism, fold.aggregate(), rng)?
+            }
+            (Clamped::PerId(fold), Clamp::Given(spec)) => {
+                let fold = fold.finish();
+                let aggregate = spec.aggregate(spec.shift(fold.total, fold.persons), fold.persons);
+                let mut release = self.release(cx, spec, cx.mechanism, aggregate, rng)?;
+                let note = match fold.reduce {
+                    Reduce::Total => per_id::total::NOTE_MEAN,
+                    Reduce::Average => per_id::average::NOTE,
+                };
+                release.post_processing.insert(0, note.into());
+                release
             }
             (Clamped::Private(fold), Clamp::Private { bounds_eps, rest }) => {
                 let found = bounds::choose(&fold, bounds_eps, rng).ok_or_else(|| {
