@@ -109,6 +109,29 @@ fn epsilon_is_split_evenly_and_exactly() {
     }
 }
 
+/// Per person, BigQuery's bounds clamp each person's total in a group (SUM) and AVG is the
+/// mean of per-person averages: person 1's three pencils of 40 count as min(120, 100) in the
+/// sum (row clamping would give 120) and as one average of 40 in the mean (not three rows).
+/// At ε = 1000 the noise is far below the differences.
+#[test]
+fn per_person_sum_clamps_totals_and_avg_averages_averages() {
+    let query = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1000, max_groups_contributed = 3, \
+                 privacy_unit_column = id) item, SUM(quantity, contribution_bounds_per_group => (0, 100)) total, \
+                 AVG(quantity, contribution_bounds_per_group => (0, 100)) mean FROM t \
+                 WHERE item IN ('pencil') GROUP BY item";
+    let file = fixture("sql_per_person.csv");
+    let text = same_as_run(query, &[], &file);
+    let value = |name: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap();
+        line.split_whitespace().nth(5).unwrap().parse().unwrap()
+    };
+    assert!((value("total") - 130.0).abs() < 5.0, "{text}");
+    assert!((value("mean") - 35.0).abs() < 2.0, "{text}");
+    let explain = stdout_of(&mut sql(1, query, &["--explain"]));
+    assert!(explain.contains("total_per_id = [\"0\", \"100\"]\n"), "{explain}");
+    assert!(explain.contains("average_per_id = true\n"), "{explain}");
+}
+
 /// SmartNoise SQL's README query, `SELECT sex, AVG(age) AS age FROM PUMS.PUMS GROUP BY sex`:
 /// as written it is refused with what to add (the clause; then the bounds, which SmartNoise
 /// keeps in a metadata file and dpstat asks for in the query; then the public groups).

@@ -7,11 +7,11 @@
 //! |---|---|
 //! | `OPTIONS(epsilon = E)` | `epsilon = "E"`, split evenly between the aggregates (no `share`) |
 //! | `privacy_unit_column = ID` | `privacy_id = "ID"` |
-//! | `max_groups_contributed = G` | `max_rows_per_id = G` (each person's rows bounded to G in all) |
+//! | `max_groups_contributed = G` | `max_rows_per_id = G` (each person's rows bounded to G in all, so to at most G groups) |
 //! | `delta = D` | not spent: public groups make the release pure ε-DP |
 //! | `COUNT(*)`, `COUNT(col)` | `kind = "count"` (`col`: `where` `col is not empty`) |
-//! | `SUM(col, contribution_bounds_per_group => (L, U))` | `kind = "sum"`, `lower`, `upper` |
-//! | `AVG(col, … => (L, U))` | `kind = "mean"`, `lower`, `upper` |
+//! | `SUM(col, contribution_bounds_per_group => (L, U))` | `kind = "sum"`; per person `total_per_id = [L, U]` (each person's total in a group clamped), else `lower`, `upper` (each row) |
+//! | `AVG(col, … => (L, U))` | `kind = "mean"`, `lower`, `upper`; per person `average_per_id = true` (the mean of per-person averages) |
 //! | `PERCENTILE_CONT(col, q[, … => (L, U)])` | `kind = "quantile"`, `q`, bounds if given |
 //! | `WHERE a AND b` | `where = ["a", "b"]` |
 //! | `GROUP BY key` with `--keys` or `WHERE key IN (…)` | `by`, `keys`, `closed = true` and the filter `key in …` |
@@ -684,8 +684,19 @@ fn workload(
             (_, Some(c)) => w.push_str(&format!("column = {}\n", toml_string(c))),
             _ => {}
         }
-        if let Some((l, u)) = &a.bounds {
-            w.push_str(&format!("lower = {}\nupper = {}\n", toml_string(l), toml_string(u)));
+        // Per person, BigQuery's bounds clamp each person's total in a group (SUM) or each
+        // person's average (AVG); per row (no privacy unit) they clamp each row.
+        match (&a.bounds, a.kind, privacy.unit.is_some()) {
+            (Some((l, u)), "sum", true) => {
+                w.push_str(&format!("total_per_id = [{}, {}]\n", toml_string(l), toml_string(u)))
+            }
+            (Some((l, u)), kind, person) => {
+                w.push_str(&format!("lower = {}\nupper = {}\n", toml_string(l), toml_string(u)));
+                if kind == "mean" && person {
+                    w.push_str("average_per_id = true\n");
+                }
+            }
+            (None, ..) => {}
         }
         if let Some(q) = &a.level {
             w.push_str(&format!("q = {}\n", toml_string(q)));
@@ -725,7 +736,8 @@ mod tests {
         assert_eq!(
             t.workload,
             "epsilon = \"10\"\nprivacy_id = \"id\"\nmax_rows_per_id = 1\n\n[[query]]\nname = \"average_quantity\"\n\
-             kind = \"mean\"\ncolumn = \"quantity\"\nlower = \"0\"\nupper = \"100\"\nwhere = [\"item in pen,pencil\"]\n\
+             kind = \"mean\"\ncolumn = \"quantity\"\nlower = \"0\"\nupper = \"100\"\naverage_per_id = true\n\
+             where = [\"item in pen,pencil\"]\n\
              by = \"item\"\nkeys = [\"pen\", \"pencil\"]\nclosed = true\ninvalid = \"skip\"\n"
         );
         assert!(t.notes[0].contains("delta 0.01 is not spent"), "{:?}", t.notes);
