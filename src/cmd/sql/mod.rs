@@ -1,6 +1,6 @@
 //! `dpstat sql "QUERY" [FILE…]`: GoogleSQL's differential-privacy queries (BigQuery's
 //! `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(…) …`), translated into the workload `dpstat run`
-//! executes ([`translate`]) and run by it: one planner, one scan, one accountant, one ledger
+//! executes ([`translate()`]) and run by it: one planner, one scan, one accountant, one ledger
 //! record (query `sql`). `--explain` prints the workload and its ε split without reading data;
 //! `dpstat plan sql` the error each aggregate would have.
 //!
