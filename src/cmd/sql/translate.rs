@@ -20,8 +20,8 @@
 //! group key's list is closed, as BigQuery releases only the public groups it is given.
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, ObjectNamePart,
-    SelectItem, SetExpr, Statement, TableFactor, UnaryOperator, Value,
+    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
+    ObjectNamePart, Select, SelectItem, SetExpr, Statement, TableFactor, UnaryOperator, Value,
 };
 use sqlparser::dialect::BigQueryDialect;
 use sqlparser::parser::Parser;
@@ -47,12 +47,15 @@ fn refuse(construct: &str, instead: &str) -> Error {
     Error::usage(format!("{construct} is outside dpstat sql's subset: {instead}"))
 }
 
+/// contribution_bounds_per_group's (L, U), as written.
+type Bounds = (String, String);
+
 /// One aggregate of the select list.
 struct Aggregate {
     name: String,
     kind: &'static str,
     column: Option<String>,
-    bounds: Option<(String, String)>,
+    bounds: Option<Bounds>,
     level: Option<String>,
 }
 
@@ -75,7 +78,45 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
         .with_tokens_with_locations(rest)
         .parse_statements()
         .map_err(|e| Error::usage(format!("the query: {}", clause::message(&e))))?;
-    let [Statement::Query(q)] = statements.as_slice() else {
+    let select = the_select(&statements)?;
+    let (table, alias) = from(select)?;
+    // What a column may be qualified with: the table's name, its last part, its alias.
+    let mut quals = vec![table.clone(), table.rsplit('.').next().unwrap_or_default().to_string()];
+    quals.extend(alias);
+    let quals = quals.as_slice();
+    let group = group_by(&select.group_by, quals)?;
+    let mut aggregates = vec![];
+    for item in &select.projection {
+        if let Some(a) = select_item(item, group.as_deref(), quals)? {
+            aggregates.push(a);
+        }
+    }
+    if aggregates.is_empty() {
+        return Err(refuse(
+            "a select list without aggregates",
+            "select COUNT(*), COUNT(col), SUM, AVG or PERCENTILE_CONT",
+        ));
+    }
+    unique_names(&mut aggregates);
+    let mut filters = vec![];
+    let mut where_keys = None;
+    if let Some(e) = &select.selection {
+        conditions(e, quals, group.as_deref(), true, &mut filters, &mut where_keys)?;
+    }
+    let group = public_groups(group, keys, where_keys, &mut filters)?;
+    let mut notes = vec![];
+    if let Some(delta) = &privacy.delta {
+        notes.push(format!(
+            "delta {delta} is not spent: with public groups every aggregate is pure epsilon-DP (Laplace noise)"
+        ));
+    }
+    let workload = workload(&privacy, &aggregates, &filters, group.as_ref())?;
+    Ok(Translation { table, workload, notes })
+}
+
+/// The one SELECT of the statements, with nothing around or inside it that the subset lacks.
+fn the_select(statements: &[Statement]) -> Result<&Select, Error> {
+    let [Statement::Query(q)] = statements else {
         return Err(refuse("more than one statement", "give one SELECT"));
     };
     if q.with.is_some() {
@@ -121,30 +162,17 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
     if select.into.is_some() || !select.lateral_views.is_empty() || select.prewhere.is_some() {
         return Err(refuse("INTO, LATERAL VIEW or PREWHERE", "write SELECT … FROM t WHERE … GROUP BY key"));
     }
-    let (table, alias) = from(select)?;
-    // What a column may be qualified with: the table's name, its last part, its alias.
-    let mut quals = vec![table.clone(), table.rsplit('.').next().unwrap_or_default().to_string()];
-    quals.extend(alias);
-    let quals = quals.as_slice();
-    let group = group_by(&select.group_by, quals)?;
-    let mut aggregates = vec![];
-    for item in &select.projection {
-        if let Some(a) = select_item(item, group.as_deref(), quals)? {
-            aggregates.push(a);
-        }
-    }
-    if aggregates.is_empty() {
-        return Err(refuse(
-            "a select list without aggregates",
-            "select COUNT(*), COUNT(col), SUM, AVG or PERCENTILE_CONT",
-        ));
-    }
-    unique_names(&mut aggregates);
-    let mut filters = vec![];
-    let mut where_keys = None;
-    if let Some(e) = &select.selection {
-        conditions(e, quals, group.as_deref(), true, &mut filters, &mut where_keys)?;
-    }
+    Ok(select)
+}
+
+/// The GROUP BY column with its public keys (`--keys` or `WHERE key IN (…)`), whose filter
+/// `key in …` joins `filters`; a GROUP BY without keys is refused.
+fn public_groups(
+    group: Option<String>,
+    keys: Option<&[String]>,
+    where_keys: Option<Vec<String>>,
+    filters: &mut Vec<String>,
+) -> Result<Option<(String, Vec<String>)>, Error> {
     let keys: Option<Vec<String>> = match (keys, where_keys) {
         (Some(_), Some(_)) => {
             return Err(Error::usage(
@@ -154,32 +182,20 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
         (Some(k), None) => Some(k.to_vec()),
         (None, w) => w,
     };
-    let mut notes = vec![];
-    let group = match (group, keys) {
+    match (group, keys) {
         (Some(by), Some(keys)) => {
             filters.push(format!("{} in {}", filter_column(&by), list::join(&keys)));
-            Some((by, keys))
+            Ok(Some((by, keys)))
         }
-        (Some(by), None) => {
-            return Err(Error::usage(format!(
-                "GROUP BY {} needs its public groups: give --keys K1,K2,… or WHERE {} IN ('K1', 'K2', …) \
-                 (groups found in the data, BigQuery's thresholding, are not in workloads: dpstat count \
-                 --by {} --discover --delta D finds them as a single release)",
-                shown(&by, 40),
-                shown(&by, 40),
-                shown(&by, 40)
-            )))
-        }
-        (None, Some(_)) => return Err(Error::usage("--keys lists the groups of GROUP BY key: add GROUP BY")),
-        (None, None) => None,
-    };
-    if let Some(delta) = &privacy.delta {
-        notes.push(format!(
-            "delta {delta} is not spent: with public groups every aggregate is pure epsilon-DP (Laplace noise)"
-        ));
+        (Some(by), None) => Err(Error::usage(format!(
+            "GROUP BY {0} needs its public groups: give --keys K1,K2,… or WHERE {0} IN ('K1', 'K2', …) \
+             (groups found in the data, BigQuery's thresholding, are not in workloads: dpstat count \
+             --by {0} --discover --delta D finds them as a single release)",
+            shown(&by, 40)
+        ))),
+        (None, Some(_)) => Err(Error::usage("--keys lists the groups of GROUP BY key: add GROUP BY")),
+        (None, None) => Ok(None),
     }
-    let workload = workload(&privacy, &aggregates, &filters, group.as_ref())?;
-    Ok(Translation { table, workload, notes })
 }
 
 /// OPTIONS(…), each known once; BigQuery's names.
@@ -232,7 +248,7 @@ fn privacy(options: &clause::Options) -> Result<Privacy, Error> {
 }
 
 /// FROM one table, no joins: its name as written, and its alias.
-fn from(select: &sqlparser::ast::Select) -> Result<(String, Option<String>), Error> {
+fn from(select: &Select) -> Result<(String, Option<String>), Error> {
     let [t] = select.from.as_slice() else {
         return Err(if select.from.is_empty() {
             Error::usage("the query has no FROM: name the file, directory, glob or --table NAME it reads")
@@ -319,37 +335,33 @@ fn select_item(item: &SelectItem, group: Option<&str>, table: &[String]) -> Resu
     aggregate(f, alias, table).map(Some)
 }
 
-/// COUNT, SUM, AVG or PERCENTILE_CONT, with its bounds.
-fn aggregate(
-    f: &sqlparser::ast::Function,
-    alias: Option<String>,
-    table: &[String],
-) -> Result<Aggregate, Error> {
-    let name = f.name.to_string().to_ascii_uppercase();
-    let kind = match name.as_str() {
-        "COUNT" => "count",
-        "SUM" => "sum",
-        "AVG" => "mean",
-        "PERCENTILE_CONT" => "quantile",
+/// The workload kind of a DP aggregate's name; other aggregates are refused.
+fn kind_of(name: &str) -> Result<&'static str, Error> {
+    match name {
+        "COUNT" => Ok("count"),
+        "SUM" => Ok("sum"),
+        "AVG" => Ok("mean"),
+        "PERCENTILE_CONT" => Ok("quantile"),
         "MIN" | "MAX" | "ANY_VALUE" | "ARRAY_AGG" | "STRING_AGG" | "MEDIAN" | "APPROX_QUANTILES" => {
-            return Err(refuse(
+            Err(refuse(
                 &format!("{name} (not a differentially private aggregate)"),
                 "use PERCENTILE_CONT(col, q, contribution_bounds_per_group => (L, U)), COUNT, SUM or AVG",
             ))
         }
-        "VARIANCE" | "VAR_POP" | "VAR_SAMP" | "STDDEV" | "STDDEV_POP" | "STDDEV_SAMP" => {
-            return Err(refuse(
-                &format!("{name} (not one of BigQuery's DP aggregates)"),
-                "dpstat variance, or kind = \"variance\" in a dpstat run workload",
-            ))
-        }
-        _ => {
-            return Err(refuse(
-                &format!("{} (not a differentially private aggregate)", shown(&name, 40)),
-                "use COUNT, SUM, AVG or PERCENTILE_CONT",
-            ))
-        }
-    };
+        "VARIANCE" | "VAR_POP" | "VAR_SAMP" | "STDDEV" | "STDDEV_POP" | "STDDEV_SAMP" => Err(refuse(
+            &format!("{name} (not one of BigQuery's DP aggregates)"),
+            "dpstat variance, or kind = \"variance\" in a dpstat run workload",
+        )),
+        _ => Err(refuse(
+            &format!("{} (not a differentially private aggregate)", shown(name, 40)),
+            "use COUNT, SUM, AVG or PERCENTILE_CONT",
+        )),
+    }
+}
+
+/// An aggregate call's positional arguments and its contribution_bounds_per_group, with no
+/// window, filter, DISTINCT or other named argument.
+fn arguments<'f>(f: &'f Function, name: &str) -> Result<(Vec<&'f FunctionArgExpr>, Option<Bounds>), Error> {
     if f.over.is_some() {
         return Err(refuse(&format!("{name}(…) OVER (a window function)"), "aggregate by GROUP BY instead"));
     }
@@ -374,7 +386,7 @@ fn aggregate(
             FunctionArg::Named { name: n, arg, .. }
                 if n.value.eq_ignore_ascii_case("contribution_bounds_per_group") =>
             {
-                bounds = Some(bounds_of(arg, &name)?)
+                bounds = Some(bounds_of(arg, name)?)
             }
             _ => {
                 return Err(refuse(
@@ -384,6 +396,14 @@ fn aggregate(
             }
         }
     }
+    Ok((positional, bounds))
+}
+
+/// COUNT, SUM, AVG or PERCENTILE_CONT, with its bounds.
+fn aggregate(f: &Function, alias: Option<String>, table: &[String]) -> Result<Aggregate, Error> {
+    let name = f.name.to_string().to_ascii_uppercase();
+    let kind = kind_of(&name)?;
+    let (positional, bounds) = arguments(f, &name)?;
     let column = |a: &FunctionArgExpr| match a {
         FunctionArgExpr::Expr(e) => column_name(e, Some(table)).ok_or_else(|| {
             refuse(
@@ -448,7 +468,7 @@ fn aggregate(
 }
 
 /// `(L, U)` of contribution_bounds_per_group.
-fn bounds_of(arg: &FunctionArgExpr, name: &str) -> Result<(String, String), Error> {
+fn bounds_of(arg: &FunctionArgExpr, name: &str) -> Result<Bounds, Error> {
     let pair = match arg {
         FunctionArgExpr::Expr(Expr::Tuple(items)) => match items.as_slice() {
             [l, u] => number(l).zip(number(u)),
@@ -512,26 +532,7 @@ fn conditions(
                 (None, Some(c)) => (c, left.as_ref(), flipped(op)),
                 _ => return Err(unsupported(&e.to_string())),
             };
-            let column = filter_column(&c);
-            match (&op, number(lit), text(lit)) {
-                (BinaryOperator::Eq, Some(n), _) => {
-                    out.push(format!("{column}>={n}"));
-                    out.push(format!("{column}<={n}"));
-                }
-                (BinaryOperator::Eq, None, Some(t)) => out.push(format!("{column}={t}")),
-                (BinaryOperator::NotEq, None, Some(t)) => out.push(format!("{column}!={t}")),
-                (BinaryOperator::NotEq, Some(_), _) => {
-                    return Err(refuse(
-                        "!= with a number",
-                        "dpstat compares numbers with <, <=, >, >= (and = as both); != compares text: write col != '5'",
-                    ))
-                }
-                (BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq, n, t) => {
-                    let Some(v) = n.or(t) else { return Err(unsupported(&e.to_string())) };
-                    out.push(format!("{column}{op}{v}"));
-                }
-                _ => return Err(unsupported(&e.to_string())),
-            }
+            out.extend(comparison(&c, &op, lit).ok_or_else(|| unsupported(&e.to_string()))??);
             Ok(())
         }
         Expr::InList { expr, list, negated } => {
@@ -570,6 +571,25 @@ fn conditions(
         )),
         other => Err(unsupported(&shown(&other.to_string(), 60))),
     }
+}
+
+/// `column op literal` as filters; None when it is no comparison of the subset.
+fn comparison(column: &str, op: &BinaryOperator, lit: &Expr) -> Option<Result<Vec<String>, Error>> {
+    let column = filter_column(column);
+    Some(Ok(match (op, number(lit), text(lit)) {
+        // SQL compares numbers as numbers: = is both bounds, never the text.
+        (BinaryOperator::Eq, Some(n), _) => vec![format!("{column}>={n}"), format!("{column}<={n}")],
+        (BinaryOperator::Eq, None, Some(t)) => vec![format!("{column}={t}")],
+        (BinaryOperator::NotEq, None, Some(t)) => vec![format!("{column}!={t}")],
+        (BinaryOperator::NotEq, Some(_), _) => return Some(Err(refuse(
+            "!= with a number",
+            "dpstat compares numbers with <, <=, >, >= (and = as both); != compares text: write col != '5'",
+        ))),
+        (BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq, n, t) => {
+            vec![format!("{column}{op}{}", n.or(t)?)]
+        }
+        _ => return None,
+    }))
 }
 
 /// `5 < x` is `x > 5`.
