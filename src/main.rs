@@ -44,6 +44,7 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
             dpstat::cli::plan::PlanQuery::Run(run) => {
                 cmd::plan::compare_workload(&request::plan_run_request(run)?, out)
             }
+            dpstat::cli::plan::PlanQuery::Sql(sql) => cmd::sql::plan(&request::plan_sql_request(sql)?, out),
             _ => cmd::plan::run(&request::plan_request(args)?, out),
         },
         Query::Completions(args) => cmd::generate::completions(args.shell, Cli::command(), out),
@@ -61,6 +62,7 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
             None => cmd::generate::man(Cli::command(), &args.command, out),
         },
         Query::Run(args) => cmd::run::run(&args.request(), out),
+        Query::Sql(args) => cmd::sql::run(&args.request()?, out),
         #[cfg(feature = "cluster")]
         Query::Cluster(command) => cluster(command),
         Query::Describe(args) => cmd::describe::run(&args.request(), out),

@@ -644,10 +644,10 @@ fn every_help_page_fits_80_columns() {
     {
         pages.push(vec![sub.to_string()]);
     }
-    for sub in ["run", "describe", "budget", "check", "man", "completions", "ledger", "plan"] {
+    for sub in ["run", "describe", "budget", "check", "man", "completions", "ledger", "plan", "sql"] {
         pages.push(vec![sub.to_string()]);
     }
-    for sub in ["count", "sum", "mean", "histogram", "quantile", "run"] {
+    for sub in ["count", "sum", "mean", "histogram", "quantile", "run", "sql"] {
         pages.push(vec!["plan".to_string(), sub.to_string()]);
     }
     for page in pages {

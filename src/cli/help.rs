@@ -106,3 +106,20 @@ Examples:
     also compares Laplace at ε with Gaussian noise at the same (ε, δ)
   dpstat plan run fixtures/compose_shares.toml --delta 1e-6
     the same comparison for every query of a workload";
+
+pub const SQL_HELP: &str = "\
+Query (GoogleSQL's differential-privacy clause, as BigQuery documents it):
+  SELECT WITH DIFFERENTIAL_PRIVACY
+    OPTIONS(epsilon = 1, privacy_unit_column = id, max_groups_contributed = 1)
+    item, COUNT(*) n, SUM(quantity, contribution_bounds_per_group => (0, 100))
+  FROM professors WHERE item IN ('pen', 'pencil') GROUP BY item
+
+Examples (QUERY in double quotes):
+  dpstat sql QUERY --table professors=fixtures/professors.csv
+  dpstat sql QUERY --explain
+
+The query becomes the workload that dpstat run executes, and --explain prints it: \
+epsilon is split evenly between the aggregates; GROUP BY needs its public keys (--keys, \
+or WHERE key IN (...)); SUM, AVG and PERCENTILE_CONT leave NULL cells out; every bound is \
+public (contribution_bounds_per_group). Joins, subqueries, window functions, other \
+aggregates and SELECT * are refused before anything is read. GUIDE.md has examples.";

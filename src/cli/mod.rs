@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SUM_HELP};
+use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SQL_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
 pub use crate::cli::values::PrecisionArgs;
 use crate::cli::values::{
@@ -120,6 +120,11 @@ pub enum Query {
         kind = \"mean\"\n  column = \"income\"\n  lower = 0\n  upper = 200000\n  share = \"0.25\"   # optional; default: even split"
     )]
     Run(RunArgs),
+    /// A differentially private SQL query, GoogleSQL's (BigQuery's) clause: SELECT WITH
+    /// DIFFERENTIAL_PRIVACY OPTIONS(epsilon = E, …) key, COUNT(*), SUM, AVG, PERCENTILE_CONT …
+    /// FROM t WHERE … GROUP BY key, run as the workload dpstat run would run (--explain prints it).
+    #[command(after_help = SQL_HELP)]
+    Sql(SqlArgs),
     /// A private summary of several columns in one pass: each column's count, mean and
     /// quantiles, under one ε split evenly between the columns (or by --shares), charged once.
     #[command(after_help = "Examples:\n  \
@@ -424,7 +429,7 @@ impl OutputArgs {
 }
 
 /// Where the CSV comes from and how to read it: the same for a single query and a workload.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct InputArgs {
     /// Field delimiter: one ASCII character, or \t / tab [default: tab for a .tsv or .tab FILE,
     /// else ,].
@@ -635,7 +640,8 @@ impl Query {
             | Query::Completions(_)
             | Query::Man(_)
             | Query::Describe(_)
-            | Query::Run(_) => return None,
+            | Query::Run(_)
+            | Query::Sql(_) => return None,
             #[cfg(feature = "cluster")]
             Query::Cluster(_) => return None,
         };
@@ -653,6 +659,34 @@ pub struct RunArgs {
     #[arg(value_name = "WORKLOAD")]
     pub workload: PathBuf,
     /// How to print: --format text is a table, csv the same rows as CSV, json one line per query.
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `dpstat sql "QUERY" [FILE…]`.
+#[derive(Args, Debug)]
+pub struct SqlArgs {
+    /// The query: SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = E, and optionally delta,
+    /// privacy_unit_column, max_groups_contributed), then the GROUP BY column and the aggregates,
+    /// FROM t, and optionally WHERE … and GROUP BY key.
+    #[arg(value_name = "QUERY")]
+    pub query: String,
+    /// Bind a FROM name to a file, directory or glob: --table professors=data/professors.csv
+    /// (repeatable). Without FILE or a binding, FROM names the path itself (`path` in
+    /// backticks), or stdin / - for standard input.
+    #[arg(long = "table", value_name = "NAME=PATH")]
+    pub tables: Vec<String>,
+    /// The public keys of the GROUP BY column, comma-separated (or WHERE key IN (…) in the query):
+    /// only these groups are released.
+    #[arg(long, value_name = "K1,K2,...")]
+    pub keys: Option<Keys>,
+    /// Print the workload the query translates to, and its epsilon split, without reading data.
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]

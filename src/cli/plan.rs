@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 use crate::cli::values::{number, Format, Neighbours, Noise, PrecisionArgs};
-use crate::numeric::bins::Categories;
+use crate::numeric::bins::{Categories, Keys};
 use crate::numeric::bounds::Finite;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::delta::Delta;
@@ -59,6 +59,34 @@ pub enum PlanQuery {
     /// (ε, δ): the workload's total ε, and --delta (or the file's delta).
     #[command(after_help = "Example:\n  dpstat plan run fixtures/compose_shares.toml --delta 1e-6")]
     Run(PlanRunArgs),
+    /// The error bound each aggregate of a dpstat sql query would state, at its share of the
+    /// query's epsilon (no data read).
+    #[command(after_help = "Example (QUERY in double quotes, as dpstat sql takes it):\n  \
+        dpstat plan sql QUERY --keys pen,pencil --rows 1000")]
+    Sql(PlanSqlArgs),
+}
+
+/// `dpstat plan sql "QUERY"`: the query, its public keys, and how to print.
+#[derive(Args, Debug)]
+pub struct PlanSqlArgs {
+    /// The query, as dpstat sql takes it (FROM is not read).
+    #[arg(value_name = "QUERY")]
+    pub query: String,
+    /// The public keys of the GROUP BY column, as dpstat sql --keys.
+    #[arg(long, value_name = "K1,K2,...")]
+    pub keys: Option<Keys>,
+    /// Assumed row count for the means (as for a mean's plan, --rows).
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+    /// Level of the accuracy bounds, in (0, 1).
+    #[arg(long, value_name = "C", default_value = "0.95")]
+    pub confidence: Confidence,
+    /// Output format: text or json.
+    #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
+    pub format: Format,
+    /// How the text rounds the bounds, as a release's.
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 }
 
 /// `dpstat plan run WORKLOAD`: the workload, the δ to compare at, and how to print.

@@ -1,7 +1,11 @@
 //! Each subcommand's flags turned into the request its `cmd` module validates across flags.
 
-use crate::cli::plan::{PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanRunArgs, PlanTarget};
-use crate::cli::{BudgetArgs, DescribeArgs, Query, ReleaseFlags, RunArgs};
+use std::path::PathBuf;
+
+use crate::cli::plan::{
+    PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanRunArgs, PlanSqlArgs, PlanTarget,
+};
+use crate::cli::{BudgetArgs, DescribeArgs, Query, ReleaseFlags, RunArgs, SqlArgs};
 use crate::cmd;
 use crate::error::Error;
 use crate::query::options::Options;
@@ -88,7 +92,9 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
             };
             ("histogram", options, None, &a.target)
         }
-        PlanQuery::Run(_) => return Err(Error::internal("a workload plan is not a query's")),
+        PlanQuery::Run(_) | PlanQuery::Sql(_) => {
+            return Err(Error::internal("a workload plan is not a query's"))
+        }
     };
     let PlanTarget {
         eps,
@@ -173,6 +179,73 @@ impl RunArgs {
             input: self.input.flags(),
         }
     }
+}
+
+impl SqlArgs {
+    /// The query translated (refused before anything is read when outside the subset), and
+    /// its FROM resolved: FILE arguments when given (FROM then only names them), else the
+    /// `--table` binding of FROM's name, else FROM as a path (`stdin` and `-`: standard input).
+    pub fn request(&self) -> Result<cmd::sql::Request, Error> {
+        let keys = self.keys.as_ref().map(|k| k.names().to_vec());
+        let translation = cmd::sql::translate(&self.query, keys.as_deref())?;
+        let mut bound = None;
+        for binding in &self.tables {
+            let Some((name, path)) =
+                binding.split_once('=').filter(|(n, p)| !n.trim().is_empty() && !p.is_empty())
+            else {
+                return Err(Error::usage(format!(
+                    "--table {}: write NAME=PATH, as --table professors=data/professors.csv",
+                    crate::error::shown(binding, 60)
+                )));
+            };
+            if name.trim() != translation.table {
+                return Err(Error::usage(format!(
+                    "--table {}: the query reads FROM {}, not {}",
+                    crate::error::shown(binding, 60),
+                    crate::error::shown(&translation.table, 60),
+                    crate::error::shown(name.trim(), 60)
+                )));
+            }
+            bound = Some(PathBuf::from(path));
+        }
+        let mut input = self.input.clone();
+        match (input.files.is_empty(), bound) {
+            (false, Some(_)) => {
+                return Err(Error::usage(
+                    "FROM's table is bound by --table and FILE is given too: read it from one of them",
+                ))
+            }
+            (false, None) => {}
+            (true, Some(path)) => input.files = vec![path],
+            (true, None) => {
+                let table = translation.table.as_str();
+                input.files =
+                    vec![PathBuf::from(if table.eq_ignore_ascii_case("stdin") { "-" } else { table })];
+            }
+        }
+        let run = cmd::run::RunRequest {
+            workload: PathBuf::from(cmd::sql::WORKLOAD_NAME),
+            format: self.output.format.into(),
+            style: self.output.style(),
+            plot: self.output.plot.clone(),
+            confidence: self.output.confidence,
+            ledger: self.ledger.flags(),
+            input: input.flags(),
+        };
+        Ok(cmd::sql::Request { translation, explain: self.explain, run })
+    }
+}
+
+/// `dpstat plan sql` as the request `cmd::sql::plan` solves.
+pub fn plan_sql_request(args: &PlanSqlArgs) -> Result<cmd::sql::PlanRequest, Error> {
+    let keys = args.keys.as_ref().map(|k| k.names().to_vec());
+    Ok(cmd::sql::PlanRequest {
+        translation: cmd::sql::translate(&args.query, keys.as_deref())?,
+        rows: args.rows,
+        confidence: args.confidence,
+        format: args.format.into(),
+        style: args.precision.style(),
+    })
 }
 
 impl DescribeArgs {

@@ -3,6 +3,7 @@
 //!
 //! - [`release`]: `dpstat count|sum|mean|variance|histogram|quantile|median`;
 //! - [`run`]: `dpstat run WORKLOAD.toml`, several statistics in one pass;
+//! - [`sql`]: `dpstat sql "QUERY"`, a differentially private SQL query run as a workload;
 //! - [`describe`]: `dpstat describe`, several columns' count, mean and quantiles in one pass;
 //! - [`plan`]: `dpstat plan`, accuracy without data;
 //! - [`budget`]: `dpstat budget`, a dataset's account in the ledger;
@@ -20,4 +21,5 @@ pub mod ledger;
 pub mod plan;
 pub mod release;
 pub mod run;
+pub mod sql;
 pub mod workload;

@@ -93,20 +93,29 @@ pub struct RunRequest {
 /// Reads the workload, validates every query, charges the total once (with a ledger), reads the
 /// data once, releases everything, records the release, then prints.
 pub fn run(request: &RunRequest, out: &mut dyn Write) -> Result<()> {
+    let load = |ledger: bool| {
+        Workload::load(&request.workload, &request.input, request.confidence, request.format, ledger)
+    };
+    run_with(request, "workload", load, out)
+}
+
+/// [`run`] with the workload from `load` (given whether a ledger will be charged) instead of
+/// `request.workload`'s file, recorded in the ledger as `ledger_query`: how `dpstat sql` runs
+/// the workload it translated, through the same checks, pass, charge and output.
+pub fn run_with(
+    request: &RunRequest,
+    ledger_query: &'static str,
+    load: impl FnOnce(bool) -> Result<Workload>,
+    out: &mut dyn Write,
+) -> Result<()> {
     if let Some(path) = &request.plot {
         check_plot_path(path)?;
     }
     let ledger = LedgerSpec::from_flags(&request.ledger)?;
     rng::refuse_with_ledger(ledger.is_some())?;
-    let workload = Workload::load(
-        &request.workload,
-        &request.input,
-        request.confidence,
-        request.format,
-        ledger.is_some(),
-    )?;
+    let workload = load(ledger.is_some())?;
     let names = workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",");
-    let batch = Batch { workload: &workload, ledger_query: "workload", ledger_column: names };
+    let batch = Batch { workload: &workload, ledger_query, ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &workload.input(&request.input), ledger.as_ref())?;
     let printed =
         table::Workload { total: workload.spend(), guarantee, confidence: request.confidence, queries };

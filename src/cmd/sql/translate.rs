@@ -1,0 +1,844 @@
+//! A query of GoogleSQL's differential-privacy subset, translated into the workload file that
+//! `dpstat run` executes: the one planner. Everything outside the subset is refused here, before
+//! any data is read or budget charged, with one line naming the construct and what to write
+//! instead.
+//!
+//! | SQL | workload |
+//! |---|---|
+//! | `OPTIONS(epsilon = E)` | `epsilon = "E"`, split evenly between the aggregates (no `share`) |
+//! | `privacy_unit_column = ID` | `privacy_id = "ID"` |
+//! | `max_groups_contributed = G` | `max_rows_per_id = G` (each person's rows bounded to G in all, so to at most G groups) |
+//! | `delta = D` | not spent: public groups make the release pure ε-DP |
+//! | `COUNT(*)`, `COUNT(col)` | `kind = "count"` (`col`: `where` `col is not empty`) |
+//! | `SUM(col, contribution_bounds_per_group => (L, U))` | `kind = "sum"`; per person `total_per_id = [L, U]` (each person's total in a group clamped), else `lower`, `upper` (each row) |
+//! | `AVG(col, … => (L, U))` | `kind = "mean"`, `lower`, `upper`; per person `average_per_id = true` (the mean of per-person averages) |
+//! | `PERCENTILE_CONT(col, q[, … => (L, U)])` | `kind = "quantile"`, `q`, bounds if given |
+//! | `WHERE a AND b` | `where = ["a", "b"]` |
+//! | `GROUP BY key` with `--keys` or `WHERE key IN (…)` | `by`, `keys`, `closed = true` and the filter `key in …` |
+//!
+//! SUM, AVG and PERCENTILE_CONT skip what SQL's do (NULL, NaN: `invalid = "skip"`), and the
+//! group key's list is closed, as BigQuery releases only the public groups it is given.
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
+    ObjectNamePart, Select, SelectItem, SetExpr, Statement, TableFactor, UnaryOperator, Value,
+};
+use sqlparser::dialect::BigQueryDialect;
+use sqlparser::parser::Parser;
+
+use crate::cmd::sql::clause::{self, RECURSION_LIMIT};
+use crate::error::{shown, Error};
+use crate::numeric::list;
+use crate::privacy::contribution::MAX_BOUND;
+
+/// A query translated: its FROM, the workload file's text, and notes for stderr.
+#[derive(Debug)]
+pub struct Translation {
+    /// The FROM table as written (its parts joined by `.`): a path, `stdin`, `-`, or a name
+    /// bound by `--table` or by FILE arguments.
+    pub table: String,
+    /// The workload, as `dpstat run` reads it.
+    pub workload: String,
+    pub notes: Vec<String>,
+}
+
+/// A refusal: the construct, and what to write instead.
+fn refuse(construct: &str, instead: &str) -> Error {
+    Error::usage(format!("{construct} is outside dpstat sql's subset: {instead}"))
+}
+
+/// contribution_bounds_per_group's (L, U), as written.
+type Bounds = (String, String);
+
+/// One aggregate of the select list.
+struct Aggregate {
+    name: String,
+    kind: &'static str,
+    column: Option<String>,
+    bounds: Option<Bounds>,
+    level: Option<String>,
+}
+
+/// The clause's options, validated.
+#[derive(Default)]
+struct Privacy {
+    epsilon: Option<String>,
+    delta: Option<String>,
+    groups: Option<String>,
+    unit: Option<String>,
+}
+
+/// Translates `query`; `keys` are `--keys`, the GROUP BY column's public keys.
+pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Error> {
+    let (options, rest) = clause::split(query)?;
+    let privacy = privacy(&options)?;
+    let dialect = BigQueryDialect {};
+    let statements = Parser::new(&dialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .with_tokens_with_locations(rest)
+        .parse_statements()
+        .map_err(|e| Error::usage(format!("the query: {}", clause::message(&e))))?;
+    let select = the_select(&statements)?;
+    let (table, alias) = from(select)?;
+    // What a column may be qualified with: the table's name, its last part, its alias.
+    let mut quals = vec![table.clone(), table.rsplit('.').next().unwrap_or_default().to_string()];
+    quals.extend(alias);
+    let quals = quals.as_slice();
+    let group = group_by(&select.group_by, quals)?;
+    let mut aggregates = vec![];
+    for item in &select.projection {
+        if let Some(a) = select_item(item, group.as_deref(), quals)? {
+            aggregates.push(a);
+        }
+    }
+    if aggregates.is_empty() {
+        return Err(refuse(
+            "a select list without aggregates",
+            "select COUNT(*), COUNT(col), SUM, AVG or PERCENTILE_CONT",
+        ));
+    }
+    unique_names(&mut aggregates);
+    let mut filters = vec![];
+    let mut where_keys = None;
+    if let Some(e) = &select.selection {
+        conditions(e, quals, group.as_deref(), true, &mut filters, &mut where_keys)?;
+    }
+    let group = public_groups(group, keys, where_keys, &mut filters)?;
+    let mut notes = vec![];
+    if let Some(delta) = &privacy.delta {
+        notes.push(format!(
+            "delta {delta} is not spent: with public groups every aggregate is pure epsilon-DP (Laplace noise)"
+        ));
+    }
+    let workload = workload(&privacy, &aggregates, &filters, group.as_ref())?;
+    Ok(Translation { table, workload, notes })
+}
+
+/// The one SELECT of the statements, with nothing around or inside it that the subset lacks.
+fn the_select(statements: &[Statement]) -> Result<&Select, Error> {
+    let [Statement::Query(q)] = statements else {
+        return Err(refuse("more than one statement", "give one SELECT"));
+    };
+    if q.with.is_some() {
+        return Err(refuse("WITH … AS (a subquery)", "query the table itself"));
+    }
+    if !q.pipe_operators.is_empty() {
+        return Err(refuse("the pipe syntax (|>)", "write one SELECT … FROM t WHERE … GROUP BY key"));
+    }
+    if !q.locks.is_empty() || q.for_clause.is_some() || q.settings.is_some() || q.format_clause.is_some() {
+        return Err(refuse("FOR, SETTINGS or FORMAT", "write one SELECT … FROM t WHERE … GROUP BY key"));
+    }
+    if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+        return Err(refuse(
+            "ORDER BY, LIMIT or FETCH",
+            "dpstat prints every public group, in the order of the keys; sort or cut the output",
+        ));
+    }
+    let select = match q.body.as_ref() {
+        SetExpr::Select(s) => s,
+        SetExpr::SetOperation { op, .. } => {
+            return Err(refuse(
+                &format!("{op}"),
+                "run each SELECT as its own query (each spends its epsilon)",
+            ))
+        }
+        _ => return Err(refuse("this query form", "write SELECT WITH DIFFERENTIAL_PRIVACY … FROM t")),
+    };
+    if select.value_table_mode.is_some() || select.exclude.is_some() || select.top.is_some() {
+        return Err(refuse(
+            "SELECT AS STRUCT, AS VALUE, EXCEPT or TOP",
+            "select the GROUP BY column and DP aggregates",
+        ));
+    }
+    if select.distinct.is_some() {
+        return Err(refuse("SELECT DISTINCT", "list the groups with GROUP BY and public keys"));
+    }
+    if select.having.is_some() || select.qualify.is_some() {
+        return Err(refuse("HAVING or QUALIFY (a filter on released values)", "filter the output instead"));
+    }
+    if !select.named_window.is_empty() {
+        return Err(refuse("WINDOW", "window functions are not differentially private aggregates"));
+    }
+    if select.into.is_some() || !select.lateral_views.is_empty() || select.prewhere.is_some() {
+        return Err(refuse("INTO, LATERAL VIEW or PREWHERE", "write SELECT … FROM t WHERE … GROUP BY key"));
+    }
+    Ok(select)
+}
+
+/// The GROUP BY column with its public keys (`--keys` or `WHERE key IN (…)`), whose filter
+/// `key in …` joins `filters`; a GROUP BY without keys is refused.
+fn public_groups(
+    group: Option<String>,
+    keys: Option<&[String]>,
+    where_keys: Option<Vec<String>>,
+    filters: &mut Vec<String>,
+) -> Result<Option<(String, Vec<String>)>, Error> {
+    let keys: Option<Vec<String>> = match (keys, where_keys) {
+        (Some(_), Some(_)) => {
+            return Err(Error::usage(
+                "--keys and WHERE key IN (…) both list the public groups: give them once",
+            ))
+        }
+        (Some(k), None) => Some(k.to_vec()),
+        (None, w) => w,
+    };
+    match (group, keys) {
+        (Some(by), Some(keys)) => {
+            filters.push(format!("{} in {}", filter_column(&by), list::join(&keys)));
+            Ok(Some((by, keys)))
+        }
+        (Some(by), None) => Err(Error::usage(format!(
+            "GROUP BY {0} needs its public groups: give --keys K1,K2,… or WHERE {0} IN ('K1', 'K2', …) \
+             (groups found in the data, BigQuery's thresholding, are not in workloads: dpstat count \
+             --by {0} --discover --delta D finds them as a single release)",
+            shown(&by, 40)
+        ))),
+        (None, Some(_)) => Err(Error::usage("--keys lists the groups of GROUP BY key: add GROUP BY")),
+        (None, None) => Ok(None),
+    }
+}
+
+/// OPTIONS(…), each known once; BigQuery's names.
+fn privacy(options: &clause::Options) -> Result<Privacy, Error> {
+    let mut p = Privacy::default();
+    for (name, value) in options {
+        let slot = match name.as_str() {
+            "epsilon" => &mut p.epsilon,
+            "delta" => &mut p.delta,
+            "max_groups_contributed" | "kappa" => &mut p.groups,
+            "privacy_unit_column" => &mut p.unit,
+            "group_selection_strategy" => {
+                return Err(refuse(
+                    "OPTIONS(group_selection_strategy)",
+                    "give the public groups with --keys or WHERE key IN (…)",
+                ))
+            }
+            other => {
+                return Err(refuse(
+                    &format!("the option {}", shown(other, 40)),
+                    "OPTIONS takes epsilon, delta, max_groups_contributed and privacy_unit_column",
+                ))
+            }
+        };
+        if slot.is_some() {
+            return Err(Error::usage(format!("OPTIONS gives {name} twice")));
+        }
+        let text = if name == "privacy_unit_column" {
+            column_name(value, None)
+                .ok_or_else(|| Error::usage("privacy_unit_column names a column: privacy_unit_column = id"))?
+        } else {
+            number(value).ok_or_else(|| {
+                Error::usage(format!("OPTIONS {name} takes a number, as in {name} = 1, not {value}"))
+            })?
+        };
+        *slot = Some(text);
+    }
+    if p.epsilon.is_none() {
+        return Err(Error::usage(
+            "OPTIONS needs epsilon: OPTIONS(epsilon = 1, …), the total the aggregates split",
+        ));
+    }
+    if p.groups.is_some() && p.unit.is_none() {
+        return Err(Error::usage(
+            "max_groups_contributed bounds each person's groups: add privacy_unit_column = ID (without it \
+             each row is the unit and contributes to one group)",
+        ));
+    }
+    Ok(p)
+}
+
+/// FROM one table, no joins: its name as written, and its alias.
+fn from(select: &Select) -> Result<(String, Option<String>), Error> {
+    let [t] = select.from.as_slice() else {
+        return Err(if select.from.is_empty() {
+            Error::usage("the query has no FROM: name the file, directory, glob or --table NAME it reads")
+        } else {
+            refuse("a join (FROM a, b)", "join the tables before dpstat; it reads one table")
+        });
+    };
+    if !t.joins.is_empty() {
+        return Err(refuse(
+            "JOIN",
+            "join the tables before dpstat (public groups: --keys or WHERE key IN (…))",
+        ));
+    }
+    match &t.relation {
+        TableFactor::Table { version: Some(_), .. } | TableFactor::Table { sample: Some(_), .. } => {
+            Err(refuse("FOR SYSTEM_TIME AS OF or TABLESAMPLE", "FROM the table as it is"))
+        }
+        TableFactor::Table { name, alias, args: None, .. } => {
+            let parts: Option<Vec<&str>> = name
+                .0
+                .iter()
+                .map(|p| match p {
+                    ObjectNamePart::Identifier(i) => Some(i.value.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let alias = alias.as_ref().map(|a| a.name.value.clone());
+            parts
+                .map(|p| (p.join("."), alias))
+                .ok_or_else(|| refuse("this FROM", "write FROM `path` or FROM name"))
+        }
+        TableFactor::Derived { .. } => Err(refuse("a subquery in FROM", "query the table itself")),
+        _ => Err(refuse("this FROM (a table function or unnest)", "write FROM `path` or FROM name")),
+    }
+}
+
+/// GROUP BY: none, or one column.
+fn group_by(group: &GroupByExpr, table: &[String]) -> Result<Option<String>, Error> {
+    match group {
+        GroupByExpr::All(_) => Err(refuse("GROUP BY ALL", "name the group column: GROUP BY key")),
+        GroupByExpr::Expressions(exprs, modifiers) => {
+            if !modifiers.is_empty() {
+                return Err(refuse("ROLLUP, CUBE or GROUPING SETS", "one GROUP BY column"));
+            }
+            match exprs.as_slice() {
+                [] => Ok(None),
+                [e] => column_name(e, Some(table))
+                    .map(Some)
+                    .ok_or_else(|| refuse(&format!("GROUP BY {e}"), "group by a column: GROUP BY key")),
+                _ => Err(refuse(
+                    "GROUP BY several columns",
+                    "a workload groups by one column: make one key column (or run one query per column)",
+                )),
+            }
+        }
+    }
+}
+
+/// One select item: the group column (nothing to release by itself) or an aggregate.
+fn select_item(item: &SelectItem, group: Option<&str>, table: &[String]) -> Result<Option<Aggregate>, Error> {
+    let (expr, alias) = match item {
+        SelectItem::UnnamedExpr(e) => (e, None),
+        SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+            return Err(refuse("SELECT *", "select the GROUP BY column and DP aggregates"))
+        }
+        _ => return Err(refuse("this select item", "select the GROUP BY column and DP aggregates")),
+    };
+    if let Some(c) = column_name(expr, Some(table)) {
+        return match group {
+            Some(g) if g == c => Ok(None),
+            _ => Err(refuse(
+                &format!("the column {} outside an aggregate", shown(&c, 40)),
+                "select only the GROUP BY column and COUNT, SUM, AVG or PERCENTILE_CONT",
+            )),
+        };
+    }
+    let Expr::Function(f) = expr else {
+        return Err(refuse(
+            &format!("the expression {}", shown(&expr.to_string(), 60)),
+            "select the GROUP BY column and COUNT, SUM, AVG or PERCENTILE_CONT of a column",
+        ));
+    };
+    aggregate(f, alias, table).map(Some)
+}
+
+/// The workload kind of a DP aggregate's name; other aggregates are refused.
+fn kind_of(name: &str) -> Result<&'static str, Error> {
+    match name {
+        "COUNT" => Ok("count"),
+        "SUM" => Ok("sum"),
+        "AVG" => Ok("mean"),
+        "PERCENTILE_CONT" => Ok("quantile"),
+        "MIN" | "MAX" | "ANY_VALUE" | "ARRAY_AGG" | "STRING_AGG" | "MEDIAN" | "APPROX_QUANTILES" => {
+            Err(refuse(
+                &format!("{name} (not a differentially private aggregate)"),
+                "use PERCENTILE_CONT(col, q, contribution_bounds_per_group => (L, U)), COUNT, SUM or AVG",
+            ))
+        }
+        "VARIANCE" | "VAR_POP" | "VAR_SAMP" | "STDDEV" | "STDDEV_POP" | "STDDEV_SAMP" => Err(refuse(
+            &format!("{name} (not one of BigQuery's DP aggregates)"),
+            "dpstat variance, or kind = \"variance\" in a dpstat run workload",
+        )),
+        _ => Err(refuse(
+            &format!("{} (not a differentially private aggregate)", shown(name, 40)),
+            "use COUNT, SUM, AVG or PERCENTILE_CONT",
+        )),
+    }
+}
+
+/// An aggregate call's positional arguments and its contribution_bounds_per_group, with no
+/// window, filter, DISTINCT or other named argument.
+fn arguments<'f>(f: &'f Function, name: &str) -> Result<(Vec<&'f FunctionArgExpr>, Option<Bounds>), Error> {
+    if f.over.is_some() {
+        return Err(refuse(&format!("{name}(…) OVER (a window function)"), "aggregate by GROUP BY instead"));
+    }
+    if f.filter.is_some() || f.null_treatment.is_some() || !matches!(f.parameters, FunctionArguments::None) {
+        return Err(refuse(&format!("{name}(…) FILTER or a modifier"), "filter the rows with WHERE"));
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(refuse(&format!("{name} without arguments"), &format!("{name}(col, …)")));
+    };
+    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return Err(refuse(
+            &format!("{name}(DISTINCT …) or a clause inside {name}(…)"),
+            "aggregate every row: COUNT(DISTINCT id) is not in the subset (a person-level COUNT(*) with \
+             privacy_unit_column counts people)",
+        ));
+    }
+    let mut positional = vec![];
+    let mut bounds = None;
+    for arg in &list.args {
+        match arg {
+            FunctionArg::Unnamed(a) => positional.push(a),
+            FunctionArg::Named { name: n, arg, .. }
+                if n.value.eq_ignore_ascii_case("contribution_bounds_per_group") =>
+            {
+                bounds = Some(bounds_of(arg, name)?)
+            }
+            _ => {
+                return Err(refuse(
+                    &format!("the argument {arg} of {name}"),
+                    "the only named argument is contribution_bounds_per_group => (L, U)",
+                ))
+            }
+        }
+    }
+    Ok((positional, bounds))
+}
+
+/// COUNT, SUM, AVG or PERCENTILE_CONT, with its bounds.
+fn aggregate(f: &Function, alias: Option<String>, table: &[String]) -> Result<Aggregate, Error> {
+    let name = f.name.to_string().to_ascii_uppercase();
+    let kind = kind_of(&name)?;
+    let (positional, bounds) = arguments(f, &name)?;
+    let column = |a: &FunctionArgExpr| match a {
+        FunctionArgExpr::Expr(e) => column_name(e, Some(table)).ok_or_else(|| {
+            refuse(
+                &format!("{name}({})", shown(&e.to_string(), 40)),
+                &format!("{name} takes a column; compute expressions before dpstat"),
+            )
+        }),
+        _ => Err(refuse(&format!("{name}(*)"), &format!("{name} takes a column"))),
+    };
+    let (col, level) = match (kind, positional.as_slice()) {
+        ("count", [FunctionArgExpr::Wildcard]) => (None, None),
+        ("count", [a]) => (Some(column(a)?), None),
+        ("sum" | "mean", [a]) => (Some(column(a)?), None),
+        ("quantile", [a, FunctionArgExpr::Expr(q)]) => {
+            let level = number(q).ok_or_else(|| {
+                Error::usage(format!("PERCENTILE_CONT's level is a number in (0, 1), not {q}"))
+            })?;
+            (Some(column(a)?), Some(level))
+        }
+        ("quantile", _) => {
+            return Err(Error::usage(
+                "PERCENTILE_CONT takes a column and a level: PERCENTILE_CONT(col, 0.5, contribution_bounds_per_group \
+                 => (L, U))",
+            ))
+        }
+        _ => return Err(Error::usage(format!("{name} takes one column: {name}(col, …)"))),
+    };
+    match (kind, &bounds) {
+        ("sum" | "mean", None) => {
+            return Err(refuse(
+                &format!("{name} without contribution_bounds_per_group"),
+                &format!(
+                    "give public bounds, {name}({}, contribution_bounds_per_group => (L, U)); dpstat never takes \
+                     them from the data",
+                    col.as_deref().unwrap_or("col")
+                ),
+            ))
+        }
+        ("count", Some((lower, upper))) => {
+            let whole = upper.parse::<u64>().ok().filter(|&u| u >= 1);
+            if lower.parse::<f64>() != Ok(0.0) || whole.is_none() {
+                return Err(Error::usage(format!(
+                    "COUNT's contribution_bounds_per_group is (0, U) with U a whole number of rows, not ({lower}, {upper})"
+                )));
+            }
+        }
+        _ => {}
+    }
+    let default = match (&col, &level) {
+        (None, _) => "count".to_string(),
+        (Some(c), None) => format!("{}_{c}", name.to_ascii_lowercase()),
+        (Some(c), Some(q)) => format!("percentile_cont_{c}_{q}"),
+    };
+    Ok(Aggregate {
+        name: alias.unwrap_or(default),
+        kind,
+        column: col,
+        // COUNT's bounds only bound a person's rows, which the workload bounds in all.
+        bounds: if kind == "count" { None } else { bounds },
+        level,
+    })
+}
+
+/// `(L, U)` of contribution_bounds_per_group.
+fn bounds_of(arg: &FunctionArgExpr, name: &str) -> Result<Bounds, Error> {
+    let pair = match arg {
+        FunctionArgExpr::Expr(Expr::Tuple(items)) => match items.as_slice() {
+            [l, u] => number(l).zip(number(u)),
+            _ => None,
+        },
+        _ => None,
+    };
+    pair.ok_or_else(|| {
+        Error::usage(format!(
+            "{name}'s contribution_bounds_per_group is a pair of numbers: contribution_bounds_per_group => (0, 100)"
+        ))
+    })
+}
+
+/// Makes the aggregates' names unique: the second `count` becomes `count_2`.
+fn unique_names(aggregates: &mut [Aggregate]) {
+    let mut seen: Vec<String> = vec![];
+    for a in aggregates.iter_mut() {
+        let mut name = a.name.clone();
+        let mut k = 2;
+        while seen.contains(&name) {
+            name = format!("{}_{k}", a.name);
+            k += 1;
+        }
+        seen.push(name.clone());
+        a.name = name;
+    }
+}
+
+/// WHERE, as filters joined by AND; a top-level `key IN (…)` on the group column also gives
+/// the public groups.
+fn conditions(
+    e: &Expr,
+    table: &[String],
+    group: Option<&str>,
+    top: bool,
+    out: &mut Vec<String>,
+    keys: &mut Option<Vec<String>>,
+) -> Result<(), Error> {
+    let col = |x: &Expr| column_name(x, Some(table));
+    let unsupported = |what: &str| {
+        refuse(
+            &format!("{what} in WHERE"),
+            "dpstat filters are comparisons of a column with a literal (=, !=, <, <=, >, >=, IN, BETWEEN, IS \
+             [NOT] NULL) joined by AND",
+        )
+    };
+    match e {
+        Expr::Nested(inner) => conditions(inner, table, group, top, out, keys),
+        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            conditions(left, table, group, top, out, keys)?;
+            conditions(right, table, group, top, out, keys)
+        }
+        Expr::BinaryOp { op: BinaryOperator::Or, .. } => Err(refuse(
+            "OR in WHERE",
+            "filters are joined by AND; for one column's alternatives write col IN ('a', 'b')",
+        )),
+        Expr::BinaryOp { left, op, right } => {
+            let (c, lit, op) = match (col(left), col(right)) {
+                (Some(c), None) => (c, right.as_ref(), op.clone()),
+                (None, Some(c)) => (c, left.as_ref(), flipped(op)),
+                _ => return Err(unsupported(&e.to_string())),
+            };
+            out.extend(comparison(&c, &op, lit).ok_or_else(|| unsupported(&e.to_string()))??);
+            Ok(())
+        }
+        Expr::InList { expr, list, negated } => {
+            let c = col(expr).ok_or_else(|| unsupported(&e.to_string()))?;
+            let items: Option<Vec<String>> = list.iter().map(|v| number(v).or_else(|| text(v))).collect();
+            let items = items.ok_or_else(|| unsupported(&e.to_string()))?;
+            if top && !negated && group == Some(c.as_str()) && keys.is_none() {
+                *keys = Some(items);
+                return Ok(());
+            }
+            let word = if *negated { "not in" } else { "in" };
+            out.push(format!("{} {word} {}", filter_column(&c), list::join(&items)));
+            Ok(())
+        }
+        Expr::Between { expr, negated: false, low, high } => {
+            let c = col(expr).ok_or_else(|| unsupported(&e.to_string()))?;
+            let (Some(l), Some(h)) = (number(low).or_else(|| text(low)), number(high).or_else(|| text(high))) else {
+                return Err(unsupported(&e.to_string()));
+            };
+            out.push(format!("{}>={l}", filter_column(&c)));
+            out.push(format!("{}<={h}", filter_column(&c)));
+            Ok(())
+        }
+        Expr::IsNull(x) | Expr::IsNotNull(x) => {
+            let c = col(x).ok_or_else(|| unsupported(&e.to_string()))?;
+            let test = if matches!(e, Expr::IsNull(_)) { "is empty" } else { "is not empty" };
+            out.push(format!("{} {test}", filter_column(&c)));
+            Ok(())
+        }
+        Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
+            Err(refuse("a subquery", "query the table itself; list public groups with --keys"))
+        }
+        Expr::UnaryOp { op: UnaryOperator::Not, .. } | Expr::Between { .. } => Err(refuse(
+            "NOT in WHERE",
+            "write the opposite comparison (!=, NOT IN, IS NOT NULL, < and > for NOT BETWEEN is not one filter)",
+        )),
+        other => Err(unsupported(&shown(&other.to_string(), 60))),
+    }
+}
+
+/// `column op literal` as filters; None when it is no comparison of the subset.
+fn comparison(column: &str, op: &BinaryOperator, lit: &Expr) -> Option<Result<Vec<String>, Error>> {
+    let column = filter_column(column);
+    Some(Ok(match (op, number(lit), text(lit)) {
+        // SQL compares numbers as numbers: = is both bounds, never the text.
+        (BinaryOperator::Eq, Some(n), _) => vec![format!("{column}>={n}"), format!("{column}<={n}")],
+        (BinaryOperator::Eq, None, Some(t)) => vec![format!("{column}={t}")],
+        (BinaryOperator::NotEq, None, Some(t)) => vec![format!("{column}!={t}")],
+        (BinaryOperator::NotEq, Some(_), _) => return Some(Err(refuse(
+            "!= with a number",
+            "dpstat compares numbers with <, <=, >, >= (and = as both); != compares text: write col != '5'",
+        ))),
+        (BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq, n, t) => {
+            vec![format!("{column}{op}{}", n.or(t)?)]
+        }
+        _ => return None,
+    }))
+}
+
+/// `5 < x` is `x > 5`.
+fn flipped(op: &BinaryOperator) -> BinaryOperator {
+    match op {
+        BinaryOperator::Lt => BinaryOperator::Gt,
+        BinaryOperator::LtEq => BinaryOperator::GtEq,
+        BinaryOperator::Gt => BinaryOperator::Lt,
+        BinaryOperator::GtEq => BinaryOperator::LtEq,
+        other => other.clone(),
+    }
+}
+
+/// A column: `col`, `` `col` ``, or `t.col` for the FROM table `t` (its name or alias).
+fn column_name(e: &Expr, table: Option<&[String]>) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(i.value.clone()),
+        Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+            [t, c] if table.is_some_and(|quals| quals.contains(&t.value)) => Some(c.value.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A number literal as written (`-` applied, `.5` as `0.5`), so the workload reads it exactly.
+fn number(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(s, _) if s.starts_with('.') => Some(format!("0{s}")),
+            Value::Number(s, _) => Some(s.clone()),
+            _ => None,
+        },
+        Expr::UnaryOp { op: UnaryOperator::Minus, expr } => {
+            number(expr)
+                .map(|s| if let Some(p) = s.strip_prefix('-') { p.to_string() } else { format!("-{s}") })
+        }
+        Expr::UnaryOp { op: UnaryOperator::Plus, expr } | Expr::Nested(expr) => number(expr),
+        _ => None,
+    }
+}
+
+/// A string literal.
+fn text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A column as a filter writes it: quoted (a quote inside doubled) unless it is a plain word.
+fn filter_column(c: &str) -> String {
+    if !c.is_empty() && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+        c.to_string()
+    } else {
+        format!("\"{}\"", c.replace('"', "\"\""))
+    }
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn toml_list(items: &[String]) -> String {
+    format!("[{}]", items.iter().map(|s| toml_string(s)).collect::<Vec<_>>().join(", "))
+}
+
+/// The workload file's text.
+fn workload(
+    privacy: &Privacy,
+    aggregates: &[Aggregate],
+    filters: &[String],
+    group: Option<&(String, Vec<String>)>,
+) -> Result<String, Error> {
+    let mut w = String::new();
+    let epsilon = privacy.epsilon.as_deref().unwrap_or_default();
+    w.push_str(&format!("epsilon = {}\n", toml_string(epsilon)));
+    if let Some(unit) = &privacy.unit {
+        w.push_str(&format!("privacy_id = {}\n", toml_string(unit)));
+        let groups = privacy.groups.as_deref().unwrap_or("1");
+        let k: u32 = groups.parse().ok().filter(|k| (1..=MAX_BOUND).contains(k)).ok_or_else(|| {
+            Error::usage(format!(
+                "max_groups_contributed is a whole number of groups from 1 to {MAX_BOUND}, not {groups}"
+            ))
+        })?;
+        w.push_str(&format!("max_rows_per_id = {k}\n"));
+    }
+    for a in aggregates {
+        w.push_str(&format!(
+            "\n[[query]]\nname = {}\nkind = {}\n",
+            toml_string(&a.name),
+            toml_string(a.kind)
+        ));
+        let mut filters = filters.to_vec();
+        match (a.kind, &a.column) {
+            ("count", Some(c)) => filters.push(format!("{} is not empty", filter_column(c))),
+            (_, Some(c)) => w.push_str(&format!("column = {}\n", toml_string(c))),
+            _ => {}
+        }
+        // Per person, BigQuery's bounds clamp each person's total in a group (SUM) or each
+        // person's average (AVG); per row (no privacy unit) they clamp each row.
+        match (&a.bounds, a.kind, privacy.unit.is_some()) {
+            (Some((l, u)), "sum", true) => {
+                w.push_str(&format!("total_per_id = [{}, {}]\n", toml_string(l), toml_string(u)))
+            }
+            (Some((l, u)), kind, person) => {
+                w.push_str(&format!("lower = {}\nupper = {}\n", toml_string(l), toml_string(u)));
+                if kind == "mean" && person {
+                    w.push_str("average_per_id = true\n");
+                }
+            }
+            (None, ..) => {}
+        }
+        if let Some(q) = &a.level {
+            w.push_str(&format!("q = {}\n", toml_string(q)));
+        }
+        if !filters.is_empty() {
+            w.push_str(&format!("where = {}\n", toml_list(&filters)));
+        }
+        if let Some((by, keys)) = group {
+            w.push_str(&format!("by = {}\nkeys = {}\nclosed = true\n", toml_string(by), toml_list(keys)));
+        }
+        // SQL's aggregates leave NULL and NaN out; a closed list leaves the filtered rows out.
+        if a.kind != "count" || group.is_some() {
+            w.push_str("invalid = \"skip\"\n");
+        }
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toml(query: &str) -> String {
+        translate(query, None).unwrap_or_else(|e| panic!("{query}: {e}")).workload
+    }
+
+    #[test]
+    fn bigquerys_avg_example_becomes_a_grouped_mean() {
+        let t = translate(
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1, \
+             privacy_unit_column=id) item, AVG(quantity, contribution_bounds_per_group => (0,100)) average_quantity \
+             FROM professors GROUP BY item",
+            Some(&["pen".to_string(), "pencil".to_string()]),
+        )
+        .unwrap();
+        assert_eq!(t.table, "professors");
+        assert_eq!(
+            t.workload,
+            "epsilon = \"10\"\nprivacy_id = \"id\"\nmax_rows_per_id = 1\n\n[[query]]\nname = \"average_quantity\"\n\
+             kind = \"mean\"\ncolumn = \"quantity\"\nlower = \"0\"\nupper = \"100\"\naverage_per_id = true\n\
+             where = [\"item in pen,pencil\"]\n\
+             by = \"item\"\nkeys = [\"pen\", \"pencil\"]\nclosed = true\ninvalid = \"skip\"\n"
+        );
+        assert!(t.notes[0].contains("delta 0.01 is not spent"), "{:?}", t.notes);
+    }
+
+    #[test]
+    fn where_becomes_filters_and_in_on_the_key_the_groups() {
+        let w = toml(
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1) region, COUNT(*) n, COUNT(income), \
+             PERCENTILE_CONT(age, 0.5) FROM `fixtures/people.csv` AS p \
+             WHERE (p.age >= 18 AND 65 > age) AND region IN ('north', 'south') AND income BETWEEN 0 AND 1e5 \
+             AND score = 3 AND name != 'a b' AND x IS NULL AND `y z` NOT IN (1, 2) GROUP BY region",
+        );
+        assert!(w.contains(
+            "where = [\"age>=18\", \"age<65\", \"income>=0\", \"income<=1e5\", \"score>=3\", \"score<=3\", \
+             \"name!=a b\", \"x is empty\", \"\\\"y z\\\" not in 1,2\", \"region in north,south\"]"
+        ), "{w}");
+        assert!(w.contains("name = \"count_income\""), "{w}");
+        assert!(w.contains("\"income is not empty\"]"), "{w}");
+        assert!(
+            w.contains(
+                "name = \"percentile_cont_age_0.5\"\nkind = \"quantile\"\ncolumn = \"age\"\nq = \"0.5\""
+            ),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn outside_the_subset_is_refused_with_what_to_write() {
+        let dp = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1)";
+        for (rest, needle) in [
+            ("* FROM t", "SELECT *"),
+            ("COUNT(*) FROM a JOIN b ON a.x = b.x", "JOIN"),
+            ("COUNT(*) FROM a, b", "join"),
+            ("COUNT(*) FROM (SELECT * FROM t)", "subquery"),
+            ("COUNT(*) OVER () FROM t", "window"),
+            ("MAX(x) FROM t", "MAX (not a differentially private"),
+            ("SUM(x) FROM t", "without contribution_bounds_per_group"),
+            ("AVG(x) FROM t", "without contribution_bounds_per_group"),
+            ("x, COUNT(*) FROM t", "outside an aggregate"),
+            ("k, COUNT(*) FROM t GROUP BY k", "needs its public groups"),
+            ("COUNT(*) FROM t WHERE a = 1 OR b = 2", "OR in WHERE"),
+            ("COUNT(*) FROM t WHERE a IN (SELECT a FROM u)", "subquery"),
+            ("COUNT(DISTINCT id) FROM t", "DISTINCT"),
+            ("SUM(a + b, contribution_bounds_per_group => (0, 1)) FROM t", "takes a column"),
+            ("COUNT(*) FROM t GROUP BY a, b", "several columns"),
+            ("COUNT(*) FROM t ORDER BY 1", "ORDER BY"),
+            ("COUNT(*) FROM t |> WHERE a = 1", "pipe"),
+            ("AS STRUCT COUNT(*) FROM t", "AS STRUCT"),
+            ("COUNT(*) FROM t TABLESAMPLE SYSTEM (10 PERCENT)", "TABLESAMPLE"),
+            ("COUNT(*) FROM t UNION ALL SELECT COUNT(*) FROM u", "UNION"),
+            ("k, COUNT(*) FROM t GROUP BY k HAVING COUNT(*) > 5", "HAVING"),
+            ("COUNT(*, contribution_bounds_per_group => (1, 5)) FROM t", "(0, U)"),
+            ("SUM(x, bounds => (0, 1)) FROM t", "only named argument"),
+        ] {
+            let query = format!("{dp} {rest}");
+            let e = translate(&query, None).unwrap_err();
+            assert!(e.message().contains(needle), "{query}: {e}");
+        }
+        for (options, needle) in [
+            ("OPTIONS(delta = 1e-6)", "needs epsilon"),
+            ("OPTIONS(epsilon = 1, epsilon = 2)", "twice"),
+            ("OPTIONS(epsilon = 1, noise = 2)", "the option noise"),
+            ("OPTIONS(epsilon = 1, max_groups_contributed = 2)", "privacy_unit_column"),
+            ("OPTIONS(epsilon = 'a')", "takes a number"),
+            ("OPTIONS(epsilon = 1, privacy_unit_column = id, max_groups_contributed = 0)", "from 1 to"),
+        ] {
+            let query = format!("SELECT WITH DIFFERENTIAL_PRIVACY {options} COUNT(*) FROM t");
+            let e = translate(&query, None).unwrap_err();
+            assert!(e.message().contains(needle), "{query}: {e}");
+        }
+    }
+
+    #[test]
+    fn names_are_made_unique_and_strings_escaped() {
+        let w = toml(
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1) COUNT(*), COUNT(*), \
+             SUM(`a \"b\"`, contribution_bounds_per_group => (-1, .5)) FROM t",
+        );
+        assert!(w.contains("name = \"count\"\n") && w.contains("name = \"count_2\"\n"), "{w}");
+        assert!(w.contains("column = \"a \\\"b\\\"\"\nlower = \"-1\"\nupper = \"0.5\""), "{w}");
+        assert!(!w.contains("invalid") || w.matches("invalid").count() == 1, "{w}");
+    }
+}
