@@ -16,10 +16,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli::help::{COUNT_HELP, HISTOGRAM_HELP, LONG_VERSION, MEAN_HELP, PLAN_HELP, SQL_HELP, SUM_HELP};
 use crate::cli::plan::PlanArgs;
-pub use crate::cli::values::PrecisionArgs;
 use crate::cli::values::{
     number, BoundPair, ColumnPair, Delimiter, DescribeColumns, Format, MaxKeys, Neighbours, Noise, Threads,
 };
+pub use crate::cli::values::{PrecisionArgs, RowsPerId};
 use crate::cmd::release::InputFlags;
 use crate::cmd::release::PersonFlags;
 use crate::cmd::release::PrivacyFlags;
@@ -373,29 +373,6 @@ impl PersonArgs {
             groups_given: self.max_groups_per_id.is_some(),
             count_truncated: self.count_truncated,
         })
-    }
-}
-
-/// `--max-rows-per-id`: a number, or `auto`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RowsPerId {
-    Rows(u32),
-    Auto,
-}
-
-impl std::str::FromStr for RowsPerId {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<RowsPerId, String> {
-        match s.trim() {
-            "auto" => Ok(RowsPerId::Auto),
-            t => t.parse().map(RowsPerId::Rows).map_err(|_| {
-                format!(
-                    "'{}' is not a whole number of rows from 1 to 10000, or auto",
-                    crate::error::shown(t, 20)
-                )
-            }),
-        }
     }
 }
 

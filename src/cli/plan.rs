@@ -146,7 +146,7 @@ pub struct PlanTarget {
     /// A mean's --rows is then the rows kept (at most K per person), taken as the same at
     /// every K.
     #[arg(long, value_name = "K1,K2,...|auto", value_delimiter = ',')]
-    pub max_rows_per_id: Vec<crate::cli::RowsPerId>,
+    pub max_rows_per_id: Vec<crate::cli::values::RowsPerId>,
     /// Plan one release per group of --by COL (a label) over --keys: each group's bound, with
     /// --max-rows-per-id at the factor of the person's bounds across groups.
     #[arg(long, value_name = "COL", requires = "keys")]

@@ -147,11 +147,11 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         rows_per_id: max_rows_per_id
             .iter()
             .filter_map(|r| match r {
-                crate::cli::RowsPerId::Rows(k) => Some(*k),
-                crate::cli::RowsPerId::Auto => None,
+                crate::cli::values::RowsPerId::Rows(k) => Some(*k),
+                crate::cli::values::RowsPerId::Auto => None,
             })
             .collect(),
-        auto: max_rows_per_id.contains(&crate::cli::RowsPerId::Auto),
+        auto: max_rows_per_id.contains(&crate::cli::values::RowsPerId::Auto),
         groups: match (by, keys) {
             (Some(by), Some(keys)) => Some(cmd::plan::PlanGroups {
                 by: by.clone(),

@@ -321,3 +321,26 @@ fn digits(s: &str) -> Result<u8, String> {
         _ => Err("a whole number of significant digits from 1 to 17".to_string()),
     }
 }
+
+/// `--max-rows-per-id`: a number, or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowsPerId {
+    Rows(u32),
+    Auto,
+}
+
+impl std::str::FromStr for RowsPerId {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RowsPerId, String> {
+        match s.trim() {
+            "auto" => Ok(RowsPerId::Auto),
+            t => t.parse().map(RowsPerId::Rows).map_err(|_| {
+                format!(
+                    "'{}' is not a whole number of rows from 1 to 10000, or auto",
+                    crate::error::shown(t, 20)
+                )
+            }),
+        }
+    }
+}
