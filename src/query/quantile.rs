@@ -717,21 +717,33 @@ impl Candidates {
     }
 }
 
+/// 10^0 to 10^22, each exact in f64 (a table: `powi` is a loop on every candidate looked at).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    1e19, 1e20, 1e21, 1e22,
+];
+
+/// 10^|k| from the table (a grid read off the wire could hold a k beyond it: then `powi`).
+fn pow10(k: i32) -> f64 {
+    let e = k.unsigned_abs();
+    POW10.get(e as usize).copied().unwrap_or_else(|| 10f64.powi(e as i32))
+}
+
 /// x / 10^k, rounded once (10^|k| is exact for |k| <= 22).
 fn scaled(x: f64, k: i32) -> f64 {
     if k >= 0 {
-        x / 10f64.powi(k)
+        x / pow10(k)
     } else {
-        x * 10f64.powi(-k)
+        x * pow10(k)
     }
 }
 
 /// m·10^k, the double nearest the decimal when m and 10^|k| are exact.
 fn unscaled(m: f64, k: i32) -> f64 {
     if k >= 0 {
-        m * 10f64.powi(k)
+        m * pow10(k)
     } else {
-        m / 10f64.powi(-k)
+        m / pow10(k)
     }
 }
 
@@ -1207,6 +1219,43 @@ mod tests {
                     prop_assert!(s.abs_diff(t) <= delta, "moved {} > Δu {}", s.abs_diff(t), delta);
                 }
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// The score's shape (issue 38, item 2): the candidates with the top (lowest) score are
+        /// exactly the valid q-quantiles, an invalid candidate scores b times its distance in
+        /// rows to validity, and the scores fall towards the valid ones from both sides.
+        #[test]
+        fn valid_candidates_and_only_they_score_best(
+            // On the candidates' values, so that some candidate is valid.
+            rows in proptest::collection::vec(1u8..17, 1..80),
+            level in prop_oneof![Just("0.5"), Just("0.9"), Just("0.25"), Just("0.1"), Just("0.333")],
+        ) {
+            let level: Level = level.parse().unwrap();
+            let (a, b) = (level.numer as i128, level.denom as i128);
+            let cands = linear("1", "16", 16);
+            let rows: Vec<f64> = rows.into_iter().map(f64::from).collect();
+            let scores = fold_of(&rows, &cands).scores(&level);
+            let best = *scores.iter().min().unwrap();
+            let n = rows.len() as i128;
+            for (i, c) in cands.iter().enumerate() {
+                let below = rows.iter().filter(|&&x| x < c).count() as i128;
+                let at_or_below = rows.iter().filter(|&&x| x <= c).count() as i128;
+                let valid = b * below <= a * n && a * n <= b * at_or_below;
+                prop_assert_eq!(scores[i] == best, valid, "candidate {}", c);
+                if !valid {
+                    // b·(distance in rows from q·n to [below, at_or_below]).
+                    let distance = (b * below - a * n).max(a * n - b * at_or_below);
+                    prop_assert!(distance > 0);
+                    prop_assert_eq!(scores[i], distance);
+                }
+            }
+            let first = scores.iter().position(|&s| s == best).unwrap();
+            let last = scores.iter().rposition(|&s| s == best).unwrap();
+            prop_assert!(scores[..=first].windows(2).all(|w| w[0] >= w[1]), "{:?}", scores);
+            prop_assert!(scores[last..].windows(2).all(|w| w[0] <= w[1]), "{:?}", scores);
         }
     }
 
