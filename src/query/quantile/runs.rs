@@ -157,8 +157,9 @@ impl Positions {
 
 /// Sorts positions in place: one pass that moves each into its bucket by its top 11 bits
 /// (American flag sort: counts, then swaps along cycles, no second buffer), then each bucket,
-/// a few hundred positions that fit the cache, by `sort_unstable`. A million positions spread
-/// over 2^21 sort in about a third of `sort_unstable`'s time, without its cache misses.
+/// a few hundred positions that fit the cache, by `sort_unstable`. Whole-run timings of a
+/// median over 1M rows showed no gain over `sort_unstable` alone (docs/PERFORMANCE.md,
+/// Quantiles, measured); the sort was not timed on its own.
 fn sort_positions(v: &mut [u32]) {
     const BITS: u32 = 11;
     let Some(&max) = v.iter().max() else { return };
