@@ -353,8 +353,8 @@ fn medians_and_quantiles_by_group() {
 /// The default candidates hold every integer of integer bounds: on a column of whole numbers
 /// with many ties (years of schooling, 200 rows, sample median 12) the median released is the
 /// sample median itself, not a value between two integers. Over [1, 16] the default step is
-/// 0.01 (at least 1000 steps); every candidate between the integers is at least 19 rows from
-/// the valid medians.
+/// 0.5 (at least max(20, 400/15) steps); every candidate between the integers is at least 19
+/// rows from the valid medians.
 #[test]
 fn default_candidates_release_an_integer_median_of_tied_integers() {
     for seed in 0..40 {
@@ -365,12 +365,14 @@ fn default_candidates_release_an_integer_median_of_tied_integers() {
         );
         assert_eq!(json["value"], 12.0, "seed {seed}");
         assert_eq!(json["candidates"]["grid"], "decimal");
-        assert_eq!(json["candidates"]["count"], 1501);
+        assert_eq!(json["candidates"]["count"], 31);
     }
 }
 
 /// The candidates' cap admits every integer of [0, 10^6], as `--resolution` and as the default;
-/// one more is refused as a resolution and coarsened tenfold as a default (plans: no data read).
+/// one more is refused as a resolution and coarsened to steps of 2 as a default (plans: no
+/// data read). The default grid has no cliff: [0, 49] has 50 candidates, [0, 50] 51 (4,901 and
+/// 51 before issue 38).
 #[test]
 fn the_cap_admits_every_integer_of_a_million() {
     let plan = |extra: &[&str], upper: &str| {
@@ -385,7 +387,9 @@ fn the_cap_admits_every_integer_of_a_million() {
     assert!(assumes(&mut plan(&["--resolution", "1000001"], "1000000"))
         .contains("over 1000001 linear candidates"));
     assert!(assumes(&mut plan(&[], "1000000")).contains("over 1000001 decimal candidates"));
-    assert!(assumes(&mut plan(&[], "1000001")).contains("over 100002 decimal candidates"));
+    assert!(assumes(&mut plan(&[], "1000001")).contains("over 500002 decimal candidates"));
+    assert!(assumes(&mut plan(&[], "49")).contains("over 50 decimal candidates"));
+    assert!(assumes(&mut plan(&[], "50")).contains("over 51 decimal candidates"));
     fails_with(
         &mut plan(&["--resolution", "1000002"], "1000000"),
         &["--resolution must be between 2 and 1000001"],

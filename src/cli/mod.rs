@@ -700,7 +700,8 @@ pub struct DescribeArgs {
     #[arg(long, value_name = "E1,E2,...", value_delimiter = ',', value_parser = number::<Epsilon>)]
     pub shares: Option<Vec<Epsilon>>,
     /// Number of evenly spaced quantile candidates over a column's [L, U], 2 to 1000001 (default:
-    /// the multiples of a power of ten, every integer for integer bounds at least 50 apart).
+    /// round multiples of a step 1, 2 or 5 times a power of ten, every integer for integer
+    /// bounds at least 20 apart).
     #[arg(long, value_name = "K")]
     pub resolution: Option<usize>,
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.
@@ -966,8 +967,9 @@ pub struct RankArgs {
     /// Highest candidate U (public).
     #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
     pub upper: Option<Finite>,
-    /// Number of evenly spaced candidates over [L, U], 2 to 1000001 (default: the multiples of a
-    /// power of ten, every integer for integer bounds at least 50 apart).
+    /// Number of evenly spaced candidates over [L, U], 2 to 1000001 (default: round multiples of a
+    /// step 1, 2 or 5 times a power of ten, every integer for integer bounds at least 20
+    /// apart).
     #[arg(long, value_name = "K", requires = "lower", allow_negative_numbers = true)]
     pub resolution: Option<usize>,
     /// What to do with a missing or non-numeric cell: error, skip (add-remove only), or impute=V.

@@ -228,8 +228,9 @@ pub struct PlanRankArgs {
     /// Highest candidate U.
     #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
     pub upper: Option<Finite>,
-    /// Number of evenly spaced candidates over [L, U], 2 to 1000001 (default: the multiples of a
-    /// power of ten, every integer for integer bounds at least 50 apart).
+    /// Number of evenly spaced candidates over [L, U], 2 to 1000001 (default: round multiples of a
+    /// step 1, 2 or 5 times a power of ten, every integer for integer bounds at least 20
+    /// apart).
     #[arg(long, value_name = "K", requires = "lower")]
     pub resolution: Option<usize>,
     #[command(flatten)]

@@ -72,6 +72,10 @@ impl Base2 {
 
     /// ⌊η·d⌋, capped at [`LEVELS`].
     fn level(&self, d: u128) -> u32 {
+        // Most runs lie past the last level: one comparison instead of a search.
+        if self.thresholds.last().is_some_and(|&t| t <= d) {
+            return LEVELS;
+        }
         self.thresholds.partition_point(|&t| t <= d) as u32
     }
 

@@ -26,8 +26,8 @@
 //! **With bounds** (`--lower/--upper`): the exponential mechanism with this score (McSherry &
 //! Talwar 2007; quantiles as in Smith 2011), in base 2 (Ilvento 2020, [`Base2`]): candidate c
 //! with probability proportional to 2^(−η·s(c)), η·ln 2 <= ε/(2Δu); ε-DP for the unit Δu was
-//! computed under. The candidates are public, on [L, U]: by default the multiples of a power
-//! of ten, every integer for integer bounds at least 50 apart ([`Candidates::round`]);
+//! computed under. The candidates are public, on [L, U]: by default the multiples of a round
+//! step (1, 2 or 5 times a power of ten), every integer for integer bounds at least 20 apart ([`Candidates::round`]);
 //! `--resolution K` evenly spaced points. Values outside [L, U] count as below or above every
 //! candidate. The score is constant on each run of candidates between two rows' positions
 //! ([`runs`]), so the draw picks a run with weight (candidates in it)·2^(−η·s) and then a
@@ -430,10 +430,13 @@ pub const MAX_RESOLUTION: usize = 1_000_001;
 /// A bounds-free level whose release may lie outside the data's range with probability (bounded
 /// above) this large is withheld rather than released with a warning (issue 24, item 4).
 const WITHHELD_WILD: f64 = 0.5;
-/// The default grid's coarsest step leaves at least this many steps on [L, U].
+/// The default grid's coarsest step leaves at least this many steps on non-integer [L, U].
 const DEFAULT_STEPS: f64 = 1000.0;
-/// Integer bounds at least this far apart get the integers alone as default candidates.
-const INTEGER_STEPS: f64 = 50.0;
+/// Integer bounds get at least this many steps, and at least [`INTEGER_AREA`]/(U − L): the
+/// integers alone from U − L = 20 on, finer steps on narrower bounds.
+const INTEGER_STEPS: f64 = 20.0;
+/// See [`INTEGER_STEPS`]: 400/(U − L) steps gives [0, 1] steps of 0.002.
+const INTEGER_AREA: f64 = 400.0;
 /// With `--by`, the default grids of all groups share [`MAX_RESOLUTION`] candidates, but a
 /// group's grid may always have this many (the even default grid before issue 24 had 2001).
 const GROUP_FLOOR: usize = 2001;
@@ -471,18 +474,53 @@ pub struct Candidates {
     pub kind: &'static str,
 }
 
-/// The multiples m·10^k for m in `first..first + count`, with L before them when L is not
-/// one (`lead`) and U after them when U is not one (`trail`). Built only where those doubles
-/// rise strictly, so the i-th candidate is computed, never stored.
+/// The multiples m·s·10^k (s the stride, 1, 2 or 5) for m in `first..first + count`, with L
+/// before them when L is not one (`lead`) and U after them when U is not one (`trail`). Built
+/// only where those doubles rise strictly, so the i-th candidate is computed, never stored.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Decimal {
     lower: f64,
     upper: f64,
     k: i32,
+    /// 1, 2 or 5 (absent on the wire before issue 38: 1).
+    #[serde(default = "one")]
+    stride: i64,
     first: i64,
     count: usize,
     lead: bool,
     trail: bool,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// A default grid step, s·10^k for a stride s of 1, 2 or 5: the steps in order of size are
+/// `Step::nth(j)` for rising j (j = 3k, 3k + 1, 3k + 2 for s = 1, 2, 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Step {
+    k: i32,
+    stride: i64,
+}
+
+impl Step {
+    /// The steps 10^−22 (j = −66) to 5·10^22 (j = 68): 10^|k| is exact in f64 up to 22.
+    const FINEST: i32 = -66;
+    const COARSEST: i32 = 68;
+
+    fn nth(j: i32) -> Step {
+        Step { k: j.div_euclid(3), stride: [1, 2, 5][j.rem_euclid(3) as usize] }
+    }
+
+    /// x in steps (10^k exact, then a division by 1, 2 or 5: rounded at most twice).
+    fn units(self, x: f64) -> f64 {
+        scaled(x, self.k) / self.stride as f64
+    }
+
+    /// The multiple m of the step as the double nearest the decimal m·s·10^k (m·s exact).
+    fn at(self, m: i64) -> f64 {
+        unscaled((m * self.stride) as f64, self.k)
+    }
 }
 
 /// [`Candidates`] as a cluster executor reads them: the kind as text, read back as the one name
@@ -519,17 +557,23 @@ impl Decimal {
         if i - lead >= self.count {
             return self.upper;
         }
-        unscaled((self.first + (i - lead) as i64) as f64, self.k)
+        self.step().at(self.first + (i - lead) as i64)
+    }
+
+    fn step(&self) -> Step {
+        Step { k: self.k, stride: self.stride }
     }
 
     /// The multiples in [L, U] and the bounds, if the multiples rise strictly between them.
-    fn new(lower: f64, upper: f64, k: i32, first: i64, last: i64) -> Option<Decimal> {
+    fn new(lower: f64, upper: f64, step: Step, first: i64, last: i64) -> Option<Decimal> {
         let count = usize::try_from(last - first + 1).ok()?;
-        let at = |m: i64| unscaled(m as f64, k);
+        let at = |m: i64| step.at(m);
         let (lead, trail) = (at(first) != lower, at(last) != upper);
         let rising = (first..last).all(|m| at(m) < at(m + 1));
         let inside = lower <= at(first) && at(last) <= upper;
-        (count >= 1 && rising && inside).then_some(Decimal { lower, upper, k, first, count, lead, trail })
+        let Step { k, stride } = step;
+        (count >= 1 && rising && inside)
+            .then_some(Decimal { lower, upper, k, stride, first, count, lead, trail })
     }
 }
 
@@ -546,46 +590,54 @@ impl Candidates {
         Candidates::from_sorted(values, "linear")
     }
 
-    /// The default candidates on [L, U]: L, U and every multiple of a step 10^k between them,
-    /// k chosen from the flags alone (so round values are candidates):
-    /// - 1 when L and U are integers at least 50 apart: every integer and nothing between, so
-    ///   whole-number data (ages, counts, incomes) have their quantiles among the candidates
-    ///   and no run of candidates between two integers outweighs them;
-    /// - otherwise the coarsest step that leaves at least 1000 steps on [L, U], at most 1 when
-    ///   L and U are integers (so the integers are candidates too);
-    /// - then ten times coarser, as often as needed for at most `cap` candidates (and for
+    /// The default candidates on [L, U]: L, U and every multiple of a round step between
+    /// them, the step s·10^k (s = 1, 2 or 5) chosen from the bounds alone:
+    /// - for integer bounds, the coarsest step of at most 1 that leaves at least
+    ///   max(20, 400/(U − L)) steps: every integer and nothing between once U − L >= 20, so
+    ///   whole-number data (ages, counts, incomes, tied scores on [0, 20]) have their quantiles
+    ///   among the candidates and no run of candidates between two integers outweighs them;
+    ///   narrower integer bounds get halves, fifths, tenths, … down to 0.002 on [0, 1];
+    /// - for other bounds, the coarsest step that leaves at least 1000 steps;
+    /// - then the next coarser step, as often as needed for at most `cap` candidates (and for
     ///   multiples below 2^53 steps from 0, which f64 holds exactly).
     ///
-    /// A multiple m·10^k is m·10^k or m/10^−k, the double nearest the decimal (10^±22 and m are
-    /// exact). Bounds whose step would lie outside 10^±22 get 2001 even points.
+    /// With steps 1, 2 and 5 apart, the count never drops by more than 2.5 times when a bound
+    /// moves out (the rule before issue 38 went from 4,901 candidates on [0, 49] to 51 on
+    /// [0, 50]). A multiple m·s·10^k is m·s·10^k or m·s/10^−k, the double nearest the decimal
+    /// (10^±22 and m·s are exact). Bounds whose step would lie outside 10^±22 get 2001 even
+    /// points.
     pub fn round(bounds: Bounds, cap: usize) -> Candidates {
         let (l, u) = (bounds.lower(), bounds.upper());
         let integers = l.fract() == 0.0 && u.fract() == 0.0;
-        let steps = |k: i32| scaled(u, k) - scaled(l, k);
-        let Some(mut k) = (-22..=22).rev().find(|&k| steps(k) >= DEFAULT_STEPS) else {
+        let (least, coarsest) = if integers {
+            (INTEGER_STEPS.max(INTEGER_AREA / (u - l)), 0)
+        } else {
+            (DEFAULT_STEPS, Step::COARSEST)
+        };
+        let steps = |j: i32| Step::nth(j).units(u) - Step::nth(j).units(l);
+        let Some(mut j) = (Step::FINEST..=coarsest).rev().find(|&j| steps(j) >= least) else {
             return Candidates::linear(bounds, FALLBACK_RESOLUTION.min(cap));
         };
-        if integers {
-            k = if u - l >= INTEGER_STEPS { 0 } else { k.min(0) };
-        }
-        let count = |k: i32| {
-            let (lo, hi) = (scaled(l, k), scaled(u, k));
+        let count = |j: i32| {
+            let step = Step::nth(j);
+            let (lo, hi) = (step.units(l), step.units(u));
             let (first, last) = (lo.ceil(), hi.floor());
             let ends = usize::from(first != lo) + usize::from(last != hi);
-            let exact = lo.abs().max(hi.abs()) < 2f64.powi(53);
+            let exact = lo.abs().max(hi.abs()) * (step.stride as f64) < 2f64.powi(53);
             exact.then(|| (last - first + 1.0).max(0.0) as usize + ends)
         };
-        while count(k).is_none_or(|c| c > cap) {
-            k += 1;
-            if k > 22 {
+        while count(j).is_none_or(|c| c > cap) {
+            j += 1;
+            if j > Step::COARSEST {
                 return Candidates::linear(bounds, FALLBACK_RESOLUTION.min(cap));
             }
         }
-        let (first, last) = (scaled(l, k).ceil() as i64, scaled(u, k).floor() as i64);
-        if let Some(decimal) = Decimal::new(l, u, k, first, last) {
+        let step = Step::nth(j);
+        let (first, last) = (step.units(l).ceil() as i64, step.units(u).floor() as i64);
+        if let Some(decimal) = Decimal::new(l, u, step, first, last) {
             return Candidates { values: vec![], decimal: Some(decimal), kind: "decimal" };
         }
-        let mut values: Vec<f64> = (first..=last).map(|m| unscaled(m as f64, k).clamp(l, u)).collect();
+        let mut values: Vec<f64> = (first..=last).map(|m| step.at(m).clamp(l, u)).collect();
         values.extend([l, u]);
         Candidates::from_sorted(values, "decimal")
     }
@@ -617,7 +669,7 @@ impl Candidates {
         let (first, last) = (self.first(), self.last());
         let guess = match &self.decimal {
             // Saturating casts: a NaN or negative guess is 0, a huge one k.
-            Some(d) => (scaled(x, d.k).ceil() - d.first as f64 + f64::from(u8::from(d.lead))).max(0.0) as usize,
+            Some(d) => (d.step().units(x).ceil() - d.first as f64 + f64::from(u8::from(d.lead))).max(0.0) as usize,
             None => ((x - first) / (last - first) * (k - 1) as f64).ceil() as usize,
         };
         let mut i = guess.min(k);
@@ -665,21 +717,33 @@ impl Candidates {
     }
 }
 
+/// 10^0 to 10^22, each exact in f64 (a table: `powi` is a loop on every candidate looked at).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    1e19, 1e20, 1e21, 1e22,
+];
+
+/// 10^|k| from the table (a grid read off the wire could hold a k beyond it: then `powi`).
+fn pow10(k: i32) -> f64 {
+    let e = k.unsigned_abs();
+    POW10.get(e as usize).copied().unwrap_or_else(|| 10f64.powi(e as i32))
+}
+
 /// x / 10^k, rounded once (10^|k| is exact for |k| <= 22).
 fn scaled(x: f64, k: i32) -> f64 {
     if k >= 0 {
-        x / 10f64.powi(k)
+        x / pow10(k)
     } else {
-        x * 10f64.powi(-k)
+        x * pow10(k)
     }
 }
 
 /// m·10^k, the double nearest the decimal when m and 10^|k| are exact.
 fn unscaled(m: f64, k: i32) -> f64 {
     if k >= 0 {
-        m * 10f64.powi(k)
+        m * pow10(k)
     } else {
-        m / 10f64.powi(-k)
+        m / pow10(k)
     }
 }
 
@@ -935,18 +999,21 @@ mod tests {
     }
 
     /// With integer bounds every integer of [L, U] is a candidate, whatever the width, up to
-    /// the cap; finer steps are powers of ten, so round decimals are candidates too.
+    /// the cap; from U − L = 20 on nothing else is, below it steps of 1, 2 or 5 times a power
+    /// of ten, so round decimals are candidates too.
     #[test]
     fn default_grid_holds_every_integer_of_integer_bounds() {
         let cap = default_cap(1);
         for (l, u, count) in [
-            (18, 90, 73),       // 50 steps or more: the integers alone
+            (18, 90, 73),       // 20 steps or more: the integers alone
             (0, 100, 101),
             (0, 50, 51),
-            (1, 16, 1_501),     // fewer: step 0.01, at least 1000 steps
-            (0, 49, 4_901),
-            (0, 1, 1_001),      // step 0.001
-            (-5, 3, 8_001),
+            (0, 49, 50),
+            (0, 20, 21),
+            (0, 19, 39),        // fewer: halves (at least 400/19 = 21.05 steps)
+            (1, 16, 31),
+            (0, 1, 501),        // steps of 0.002: at least 400 steps
+            (-5, 3, 81),        // tenths: at least 50 steps
             (0, 200_000, 200_001),
             (-1000, 1000, 2_001),
             (0, 1_000_000, 1_000_001),
@@ -961,21 +1028,59 @@ mod tests {
             }
         }
         // Decimals are the doubles the decimal text parses to.
-        let c = round("1", "16", cap);
-        for text in ["4.01", "4.1", "1.07", "15.99"] {
+        let c = round("0", "1", cap);
+        for text in ["0.002", "0.1", "0.37", "0.998"] {
             assert!(c.iter().any(|v| v == text.parse::<f64>().unwrap()), "{text}");
         }
+        let c = round("0", "19", cap);
+        assert!(c.iter().any(|v| v == 7.5) && !c.iter().any(|v| v == 7.2));
+    }
+
+    /// No cliff (issue 38, item 3): as the upper bound moves out one integer at a time, or
+    /// one tenth at a time from a non-integer lower bound, the count of default candidates
+    /// never falls by more than 2.5 times. The rule before gave [0, 49] 4,901 candidates and
+    /// [0, 50] 51.
+    #[test]
+    fn default_grid_counts_have_no_cliff() {
+        let cap = default_cap(1);
+        assert_eq!(round("0", "49", cap).len(), 50);
+        assert_eq!(round("0", "50", cap).len(), 51);
+        let counts = |lower: &str, uppers: &mut dyn Iterator<Item = String>| -> Vec<(String, usize)> {
+            uppers.map(|u| { let n = round(lower, &u, cap).len(); (u, n) }).collect()
+        };
+        let integer = counts("0", &mut (1..=2_000).map(|u| u.to_string()));
+        let decimal = counts("0.5", &mut (1..=3_000).map(|t| format!("{}", 0.5 + f64::from(t) / 10.0)));
+        for series in [&integer, &decimal] {
+            for w in series.windows(2) {
+                let ((u0, n0), (u1, n1)) = (&w[0], &w[1]);
+                assert!(*n1 as f64 * 2.5 >= *n0 as f64, "{u0}: {n0} candidates, {u1}: {n1}");
+            }
+        }
+        // From U − L = 20 on, integer bounds give the integers: the count rises with U.
+        assert!(integer[19..].iter().all(|(u, n)| *n == u.parse::<usize>().unwrap() + 1));
+        // Non-integer bounds stay within 1000 to 2500 steps (plus the bounds).
+        assert!(decimal.iter().all(|&(_, n)| (1_001..=2_502).contains(&n)));
     }
 
     /// The decimal grid held as its rule is the list the rule gives, sorted and deduplicated.
     #[test]
     fn decimal_grids_are_their_materialized_lists() {
-        for (l, u) in [("0", "1000000"), ("0.1", "3.7"), ("-0.25", "1234.5"), ("1", "16"), ("-5", "3"), ("18", "90")] {
+        for (l, u) in [
+            ("0", "1000000"),
+            ("0.1", "3.7"),
+            ("-0.25", "1234.5"),
+            ("1", "16"),
+            ("-5", "3"),
+            ("18", "90"),
+            ("0", "1"),
+            ("0", "19"),
+            ("0.3", "12.7"),
+        ] {
             let c = round(l, u, default_cap(1));
             let d = c.decimal.expect("held as a rule");
             let (lo, hi) = (l.parse::<f64>().unwrap(), u.parse::<f64>().unwrap());
             let last = d.first + d.count as i64 - 1;
-            let mut list: Vec<f64> = (d.first..=last).map(|m| unscaled(m as f64, d.k).clamp(lo, hi)).collect();
+            let mut list: Vec<f64> = (d.first..=last).map(|m| d.step().at(m).clamp(lo, hi)).collect();
             list.extend([lo, hi]);
             let list = Candidates::from_sorted(list, "decimal");
             assert_eq!(c.len(), list.len(), "[{l}, {u}]");
@@ -983,26 +1088,27 @@ mod tests {
         }
     }
 
-    /// One integer past [0, 10^6] does not fit the cap: the step becomes 10, and the bounds
+    /// One integer past [0, 10^6] does not fit the cap: the step becomes 2, and the bounds
     /// stay candidates.
     #[test]
-    fn default_grid_is_coarsened_tenfold_past_the_cap() {
+    fn default_grid_is_coarsened_past_the_cap() {
         let c = round("0", "1000001", default_cap(1));
         assert_grid(&c, 0.0, 1_000_001.0);
-        assert_eq!(c.len(), 100_002);
-        assert!(c.iter().take(c.len() - 1).all(|v| v % 10.0 == 0.0));
+        assert_eq!(c.len(), 500_002);
+        assert!(c.iter().take(c.len() - 1).all(|v| v % 2.0 == 0.0));
         assert!(c.len() <= MAX_RESOLUTION);
         // Integer bounds far from 0: coarsened until the multiples are exact in f64.
         let c = round("1e15", "1000000000000001", default_cap(1));
         assert_grid(&c, 1e15, 1e15 + 1.0);
     }
 
-    /// Non-integer bounds: the coarsest power of ten with at least 1000 steps, plus the bounds.
+    /// Non-integer bounds: the coarsest step of 1, 2 or 5 times a power of ten with at least
+    /// 1000 steps, plus the bounds.
     #[test]
-    fn default_grid_steps_are_powers_of_ten() {
+    fn default_grid_steps_are_round() {
         let c = round("0.5", "3.7", default_cap(1));
         assert_grid(&c, 0.5, 3.7);
-        assert_eq!(c.len(), 3_201); // 0.500, 0.501, …, 3.700
+        assert_eq!(c.len(), 1_601); // 0.500, 0.502, …, 3.700
         assert!(c.iter().any(|v| v == 1.234));
         let c = round("-0.25", "1234.5", default_cap(1));
         assert_grid(&c, -0.25, 1234.5);
@@ -1020,9 +1126,9 @@ mod tests {
         assert_eq!(default_cap(1), 1_000_001);
         assert_eq!(default_cap(11), 90_909);
         assert_eq!(default_cap(100_000), 2_001);
-        assert_eq!(round("0", "1000000", default_cap(11)).len(), 10_001);
-        assert_eq!(round("1", "16", default_cap(11)).len(), 1_501);
-        assert_eq!(round("0", "1000000", default_cap(100_000)).len(), 1_001);
+        assert_eq!(round("0", "1000000", default_cap(11)).len(), 50_001);
+        assert_eq!(round("1", "16", default_cap(11)).len(), 31);
+        assert_eq!(round("0", "1000000", default_cap(100_000)).len(), 2_001);
     }
 
     proptest! {
@@ -1113,6 +1219,43 @@ mod tests {
                     prop_assert!(s.abs_diff(t) <= delta, "moved {} > Δu {}", s.abs_diff(t), delta);
                 }
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// The score's shape (issue 38, item 2): the candidates with the top (lowest) score are
+        /// exactly the valid q-quantiles, an invalid candidate scores b times its distance in
+        /// rows to validity, and the scores fall towards the valid ones from both sides.
+        #[test]
+        fn valid_candidates_and_only_they_score_best(
+            // On the candidates' values, so that some candidate is valid.
+            rows in proptest::collection::vec(1u8..17, 1..80),
+            level in prop_oneof![Just("0.5"), Just("0.9"), Just("0.25"), Just("0.1"), Just("0.333")],
+        ) {
+            let level: Level = level.parse().unwrap();
+            let (a, b) = (level.numer as i128, level.denom as i128);
+            let cands = linear("1", "16", 16);
+            let rows: Vec<f64> = rows.into_iter().map(f64::from).collect();
+            let scores = fold_of(&rows, &cands).scores(&level);
+            let best = *scores.iter().min().unwrap();
+            let n = rows.len() as i128;
+            for (i, c) in cands.iter().enumerate() {
+                let below = rows.iter().filter(|&&x| x < c).count() as i128;
+                let at_or_below = rows.iter().filter(|&&x| x <= c).count() as i128;
+                let valid = b * below <= a * n && a * n <= b * at_or_below;
+                prop_assert_eq!(scores[i] == best, valid, "candidate {}", c);
+                if !valid {
+                    // b·(distance in rows from q·n to [below, at_or_below]).
+                    let distance = (b * below - a * n).max(a * n - b * at_or_below);
+                    prop_assert!(distance > 0);
+                    prop_assert_eq!(scores[i], distance);
+                }
+            }
+            let first = scores.iter().position(|&s| s == best).unwrap();
+            let last = scores.iter().rposition(|&s| s == best).unwrap();
+            prop_assert!(scores[..=first].windows(2).all(|w| w[0] >= w[1]), "{:?}", scores);
+            prop_assert!(scores[last..].windows(2).all(|w| w[0] <= w[1]), "{:?}", scores);
         }
     }
 

@@ -319,7 +319,7 @@ pub struct CandidateInfo {
     pub count: usize,
     pub lower: f64,
     pub upper: f64,
-    /// "decimal" (the default: multiples of a power of ten on [L, U]), "linear" (`--resolution`:
+    /// "decimal" (the default: multiples of a round step on [L, U]), "linear" (`--resolution`:
     /// an even grid over [L, U]) or "log" (the fixed public log-scale grid, without bounds).
     pub grid: &'static str,
 }
