@@ -29,7 +29,7 @@
 //! order. A file that four splits by the id leave too large holds one heavy person (or a few):
 //! it is read once to count each person's rows per group (so the groups kept are known), then
 //! split by the hash of (id, values) into pieces, each narrowed to the at most K rows it may
-//! keep ([`narrow`]), so no person is ever held whole and a person's state is at most K rows.
+//! keep (`narrow`), so no person is ever held whole and a person's state is at most K rows.
 //! The in-memory and the spilled path, and any thread count, feed the same rows; the order
 //! within a bucket may follow the input's, which the folds (exact sums and counts) do not see.
 
