@@ -1,5 +1,5 @@
 //! Deterministic benchmark data for `--privacy-id` (issue 25):
-//! `gen_person ROWS PERSONS [sorted] > visits.csv`.
+//! `gen_person ROWS PERSONS [sorted|even] > visits.csv`.
 //!
 //! Columns id, value: ROWS rows about PERSONS persons, every person at least one row.
 //!
@@ -9,6 +9,11 @@
 //! q keeps the largest persons at a few thousand rows instead of a tenth of the file; for 1M rows
 //! and 100k persons the median person has 3 rows, the 90th percentile 12, the 99th 136, the
 //! largest ~1,900, and 61% of the rows are beyond the 10th row of their person.
+//!
+//! With `even`, every person has ROWS/PERSONS rows instead (the first ROWS mod PERSONS one
+//! more), shuffled: `gen_person 10000000 1 even` is one person with 10M rows, and
+//! `gen_person 10000000 1000000 even` 1M persons with 10 rows each (the memory checks of
+//! bench/person.sh).
 //!
 //! **Values** are integers 0..=1000 that grow with the person's number of rows, so that keeping
 //! at most K rows per person biases a mean over rows (the point of the benchmark): a person with
@@ -73,12 +78,16 @@ fn main() -> io::Result<()> {
     let (rows, persons) = match (number(1), number(2)) {
         (Some(r), Some(p)) if p >= 1 && r >= p && p < u32::MAX as u64 => (r, p),
         _ => {
-            eprintln!("usage: gen_person ROWS PERSONS [sorted] > file.csv   (1 <= PERSONS <= ROWS)");
+            eprintln!("usage: gen_person ROWS PERSONS [sorted|even] > file.csv   (1 <= PERSONS <= ROWS)");
             std::process::exit(2);
         }
     };
     let sorted = args.get(3).map(String::as_str) == Some("sorted");
-    let counts = rows_per_person(rows, persons);
+    let counts = if args.get(3).map(String::as_str) == Some("even") {
+        (0..persons).map(|i| rows / persons + u64::from(i < rows % persons)).collect()
+    } else {
+        rows_per_person(rows, persons)
+    };
 
     // Ids: 10^d + a shuffled number below `persons`, d the digits of persons - 1: one width.
     let base = 10u64.pow((persons - 1).max(1).ilog10() + 1);
