@@ -50,8 +50,8 @@
 //!
 //! **Per person** (`--privacy-id`, add-remove only). The rows are bounded first
 //! (`data::bound`, [`Bounded::found_keys`](crate::data::bound::Bounded::found_keys)): each
-//! person keeps at most G keys (the G lowest keyed hashes of (id, key), the rule of public
-//! groups), K_g rows in each and K in all, so a person's kept rows fall in at most
+//! person keeps at most G keys (the G holding most of that person's rows, equal counts ordered
+//! by the keyed hash of (id, key): the rule of public groups), K_g rows in each and K in all, so a person's kept rows fall in at most
 //! g = min(G, K) keys ([`Persons::keys_each`]). The keys count **distinct persons**, not rows (or
 //! τ would have to grow with K): bounding replays each person's kept rows together and then
 //! calls `Fold::person_end`, so [`Keyed::per_person`] counts a person once per key holding one
