@@ -340,7 +340,7 @@ mod tests {
         let line = message(&error, &command, &args);
         assert_eq!(
             line,
-            "dpstat plan needs a subcommand: count, sum, mean, variance, histogram, quantile, median, covariance, regress, run (see dpstat plan --help)"
+            "dpstat plan needs a subcommand: count, sum, mean, variance, histogram, quantile, median, covariance, regress, run, sql (see dpstat plan --help)"
         );
     }
 }
