@@ -8,8 +8,8 @@
 //! The shapes: a shuffle writer over an aggregate whose every function is `dpstat_fold` or
 //! `dpstat_probe`, reached through nodes that only pass its output on (projections of its
 //! columns, coalescing, repartitioning). Below an aggregate that reads rows (modes Partial and
-//! Single), anything that reads or reshapes rows may feed it, since only the fold's state
-//! leaves; it may group only by `dpstat_bucket` (a keyed hash of the person columns, as
+//! Single), anything that reads or combines rows, and projections of columns, constants and
+//! their casts, may feed it, since only the fold's state leaves; it may group only by `dpstat_bucket` (a keyed hash of the person columns, as
 //! `data::bound` buckets them). An aggregate that merges states (Final) may group only by a
 //! column and read only what an earlier stage wrote (a shuffle reader) or a partial aggregate:
 //! so every stage's output, and thus every shuffle file, is fold states.
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use ballista_core::JobId;
 use ballista_executor::execution_engine::{DefaultExecutionEngine, ExecutionEngine, QueryStageExecutor};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::physical_expr::expressions::{Column, Literal};
+use datafusion::physical_expr::expressions::{CastExpr, Column, Literal, TryCastExpr};
 use datafusion::physical_expr::ScalarFunctionExpr;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::projection::ProjectionExec;
@@ -118,9 +118,6 @@ fn is_bucket(expr: &Arc<dyn PhysicalExpr>) -> bool {
 /// combining rows.
 fn rows(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
     if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
-        let plain = |e: &Arc<dyn PhysicalExpr>| {
-            e.downcast_ref::<Column>().is_some() || e.downcast_ref::<Literal>().is_some() || is_bucket(e)
-        };
         if let Some(bad) = projection.expr().iter().find(|p| !plain(&p.expr)) {
             return Err(format!("a projection of {}", crate::error::shown(&bad.expr.to_string(), 60)));
         }
@@ -128,6 +125,18 @@ fn rows(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
         return Err(format!("{} below dpstat's fold", node(plan)));
     }
     plan.children().into_iter().try_for_each(rows)
+}
+
+/// A column, a constant, the bucket, or a cast of one (a union casts a partition's column to
+/// the type of the others'): only the fold's inputs, never its output.
+fn plain(e: &Arc<dyn PhysicalExpr>) -> bool {
+    if let Some(cast) = e.downcast_ref::<CastExpr>() {
+        return plain(cast.expr());
+    }
+    if let Some(cast) = e.downcast_ref::<TryCastExpr>() {
+        return plain(cast.expr());
+    }
+    e.downcast_ref::<Column>().is_some() || e.downcast_ref::<Literal>().is_some() || is_bucket(e)
 }
 
 /// Below a fold that merges states: an earlier stage's output, or a partial fold here.
