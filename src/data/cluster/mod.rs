@@ -10,7 +10,7 @@
 //! network between executors and to this process, so the scheduler, the executors and their
 //! network are inside the custodian's trust boundary (DESIGN §7.8).
 //!
-//! Before the charge, [`probe`] asks one executor for its build and whether it can open every
+//! Before the charge, [`Remote::probe`] asks one executor for its build and whether it can open every
 //! file; an unreachable scheduler, another build or an unreadable path stops the run there.
 
 pub mod function;
