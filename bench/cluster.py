@@ -1,6 +1,6 @@
 """bench/cluster.sh's runs: dpstat's mean and histogram on the same Parquet data read locally
 (on 1 and 2 threads) and folded on a loopback Ballista cluster of 1 and of 2 executors (one task
-at a time each), one interleaved run; medians, fastest runs, ratios to the local scan on 2
+at a time each, mutual TLS) and of 2 executors without TLS (the cost of TLS), one interleaved run; medians, fastest runs, ratios to the local scan on 2
 threads, the client's peak RSS. Every run uses the insecure seed, so the releases must be equal
 byte for byte: the script stops if one differs."""
 
@@ -17,7 +17,7 @@ QUERIES = {
 }
 
 
-def main(dpstat, data, runs, rows, one, two):
+def main(dpstat, data, runs, rows, one, two, plain):
     runs, rows = int(runs), int(rows)
     files = generate(data, rows, False)
     os.environ["DPSTAT_INSECURE_SEED"] = "1"
@@ -30,6 +30,7 @@ def main(dpstat, data, runs, rows, one, two):
                 ("local, 1 thread", ["-j", "1"]),
                 ("cluster, 1 executor", ["--engine", one]),
                 ("cluster, 2 executors", ["--engine", two]),
+                ("cluster, 2 executors, no TLS", ["--engine", plain]),
             ):
                 commands.append(((query, label), how, [dpstat, *args, *extra, path]))
     released = {}

@@ -6,8 +6,8 @@
 #   bench/cluster.sh ROWS ...    any sizes
 #
 # Builds the release binary with the cluster feature (about 17 minutes on 2 cores the first
-# time) unless DPSTAT is given, starts two clusters with scripts/cluster-up.sh (one executor on
-# port 50750, two on 50770; each executor runs one task at a time), and runs bench/cluster.py:
+# time) unless DPSTAT is given, starts three clusters with scripts/cluster-up.sh (one executor on
+# port 50750, two on 50770, two without TLS on 50790; each executor runs one task at a time), and runs bench/cluster.py:
 # every command once per round in a rotated order, RUNS rounds (default 5), medians and ratios
 # in a markdown table. The data is bench/parquet.sh's (generated with DuckDB into DATA, default
 # bench/data, git-ignored; reused when there).
@@ -37,15 +37,18 @@ CLUSTERS=$(mktemp -d)
 stop() {
     DPSTAT_CLUSTER_DIR=$CLUSTERS/one scripts/cluster-down.sh
     DPSTAT_CLUSTER_DIR=$CLUSTERS/two scripts/cluster-down.sh
+    DPSTAT_CLUSTER_DIR=$CLUSTERS/plain scripts/cluster-down.sh
     rm -rf "$CLUSTERS"
 }
 trap stop EXIT
 ONE=$(DPSTAT=$DPSTAT DPSTAT_CLUSTER_DIR=$CLUSTERS/one DPSTAT_CLUSTER_PORT=50750 DPSTAT_EXECUTORS=1 scripts/cluster-up.sh)
 TWO=$(DPSTAT=$DPSTAT DPSTAT_CLUSTER_DIR=$CLUSTERS/two DPSTAT_CLUSTER_PORT=50770 DPSTAT_EXECUTORS=2 scripts/cluster-up.sh)
+PLAIN=$(DPSTAT=$DPSTAT DPSTAT_CLUSTER_DIR=$CLUSTERS/plain DPSTAT_CLUSTER_PORT=50790 DPSTAT_EXECUTORS=2 \
+    DPSTAT_CLUSTER_INSECURE=1 scripts/cluster-up.sh)
 
 echo "# $("$DPSTAT" --version) ($(git describe --always --dirty)) on $(nproc) cores, $(uname -sr), $(date -u '+%F %H:%M') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 for rows in "${SIZES[@]}"; do
-    "$PY" bench/cluster.py "$DPSTAT" "$DATA" "$RUNS" "$rows" "$ONE" "$TWO"
+    "$PY" bench/cluster.py "$DPSTAT" "$DATA" "$RUNS" "$rows" "$ONE" "$TWO" "$PLAIN"
 done
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

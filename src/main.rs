@@ -73,21 +73,14 @@ fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
     }
 }
 
-/// `dpstat cluster scheduler|executor`: runs until stopped.
+/// `dpstat cluster init|scheduler|executor`: the servers run until stopped.
 #[cfg(feature = "cluster")]
 fn cluster(command: &dpstat::cli::ClusterCommand) -> anyhow::Result<()> {
     use dpstat::cli::ClusterCommand;
     match command {
-        ClusterCommand::Scheduler(args) => cmd::cluster::scheduler(args.bind),
-        ClusterCommand::Executor(args) => {
-            cmd::cluster::executor(dpstat::data::cluster::serve::ExecutorSetup {
-                scheduler: args.scheduler,
-                bind: args.bind,
-                flight_port: args.flight_port,
-                cores: args.cores,
-                stock: args.stock,
-            })
-        }
+        ClusterCommand::Init(args) => cmd::cluster::init(&args.dir),
+        ClusterCommand::Scheduler(args) => cmd::cluster::scheduler(args.bind, &args.access),
+        ClusterCommand::Executor(args) => cmd::cluster::executor(args),
     }
 }
 

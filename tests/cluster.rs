@@ -157,9 +157,8 @@ fn an_executor_without_dpstat_functions_is_refused_before_the_charge() {
     refused_uncharged(&args.map(String::from), "--engine");
 }
 
-#[test]
-fn a_lost_executor_never_changes_a_release() {
-    // Enough rows that the query is still running when an executor dies.
+/// A Parquet file of enough rows that a query is still running when an executor dies.
+fn big_file(dir: &Path) -> std::path::PathBuf {
     let rows: u64 = 400_000;
     let table = Table {
         columns: vec![
@@ -170,45 +169,49 @@ fn a_lost_executor_never_changes_a_release() {
             ("k".into(), Values::Text((0..rows).map(|i| Some(format!("k{}", i % 7))).collect())),
         ],
     };
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("big.parquet");
+    let file = dir.join("big.parquet");
     table.write_parquet(&file, 20_000);
-    let args = [
-        "quantile",
-        "-c",
-        "x",
-        "-q",
-        "0.5",
-        "-l",
-        "0",
-        "-u",
-        "40000",
-        "-e",
-        "1",
-        "--resolution",
-        "200",
-        "--by",
-        "k",
-        "--keys",
-        "k0,k1,k2,k3",
-    ];
-    let local = run(dpstat().args(args).arg(&file));
-    assert!(local.status.success(), "{}", String::from_utf8_lossy(&local.stderr));
-    let cluster = Cluster::start("lost", 50470, 2, "");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dpstat"))
+    file
+}
+
+const SLOW: [&str; 17] = [
+    "quantile",
+    "-c",
+    "x",
+    "-q",
+    "0.5",
+    "-l",
+    "0",
+    "-u",
+    "40000",
+    "-e",
+    "1",
+    "--resolution",
+    "200",
+    "--by",
+    "k",
+    "--keys",
+    "k0,k1,k2,k3",
+];
+
+/// Starts the slow query on `cluster`, kills executor `which` once it runs, and returns the
+/// run's output.
+fn killed_mid_run(cluster: &Cluster, file: &Path, which: usize) -> Output {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dpstat"))
         .env("DPSTAT_INSECURE_SEED", "1")
-        .args(args)
+        .args(SLOW)
         .args(["--engine", &cluster.url])
-        .arg(&file)
+        .arg(file)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let mut child = child;
     // After the probe (milliseconds), while the rows are read (over a second).
     std::thread::sleep(std::time::Duration::from_millis(400));
     assert!(child.try_wait().unwrap().is_none(), "the run ended before the executor was lost");
     let started = std::time::Instant::now();
-    cluster.kill_executor(2);
+    cluster.kill_executor(which);
     let out = child.wait_with_output().unwrap();
     eprintln!(
         "the run ended {:?} after the kill: {:?} {}",
@@ -216,11 +219,217 @@ fn a_lost_executor_never_changes_a_release() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    if out.status.success() {
-        same(&local, &out, "after an executor was lost");
-    } else {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.stdout.is_empty(), "a failed run printed: {}", String::from_utf8_lossy(&out.stdout));
-        assert!(common::the_error(&stderr).contains("cluster"), "{stderr}");
+    out
+}
+
+#[test]
+fn a_lost_executor_never_changes_a_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path());
+    let local = run(dpstat().args(SLOW).arg(&file));
+    assert!(local.status.success(), "{}", String::from_utf8_lossy(&local.stderr));
+    let cluster = Cluster::start("lost", 50470, 2, "");
+    let out = killed_mid_run(&cluster, &file, 2);
+    // The lost executor's tasks run again on the other: the release is the local one.
+    same(&local, &out, "after an executor was lost");
+    let log = cluster.log("scheduler");
+    assert!(
+        log.contains("lost") || log.contains("dead"),
+        "the scheduler's log says nothing of the loss: {log}"
+    );
+}
+
+#[test]
+fn a_run_with_no_executor_left_fails_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = big_file(dir.path());
+    let cluster = Cluster::start("none-left", 50590, 1, "");
+    let out = killed_mid_run(&cluster, &file, 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "a failed run printed: {}", String::from_utf8_lossy(&out.stdout));
+    let error = common::the_error(&stderr);
+    assert!(error.contains("cluster") && error.contains("executor"), "{error}");
+}
+
+/// What a stock Ballista client (Ballista's and DataFusion's code, no dpstat code) gets from a
+/// cluster at `url`: the rows of `sql` over `file` as table `t`, or the error. With `tls`, it
+/// shows that folder's client certificate and trusts its CA, as any TLS client of the cluster
+/// would have to (Ballista names the scheduler `http://…`; the endpoint is moved to `https`).
+fn stock_client(
+    scheduler: &str,
+    tls: Option<&Path>,
+    codecs: bool,
+    sql: &str,
+    file: &Path,
+) -> Result<usize, String> {
+    use ballista::prelude::SessionContextExt;
+    use ballista_core::extension::SessionConfigExt;
+    use datafusion::execution::SessionStateBuilder;
+    use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+    use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+    let mut config = SessionConfig::new_with_ballista();
+    if let Some(dir) = tls {
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let client = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(read("ca.crt")))
+            .identity(Identity::from_pem(read("client.crt"), read("client.key")))
+            .domain_name("dpstat-cluster");
+        config = config.with_ballista_use_tls(true).with_ballista_override_create_grpc_client_endpoint(
+            std::sync::Arc::new(move |e: Endpoint| {
+                let https = e.uri().to_string().replacen("http://", "https://", 1);
+                Ok(Endpoint::from_shared(https)?
+                    .connect_timeout(std::time::Duration::from_secs(5))
+                    .tls_config(client.clone())?)
+            }),
+        );
     }
+    if codecs {
+        use dpstat::data::cluster::function::{LogicalCodec, PhysicalCodec};
+        config = config
+            .with_ballista_logical_extension_codec(std::sync::Arc::new(LogicalCodec::default()))
+            .with_ballista_physical_extension_codec(std::sync::Arc::new(PhysicalCodec::new(None)));
+    }
+    let state = SessionStateBuilder::new().with_config(config).with_default_features().build();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let asked = async {
+            let ctx = SessionContext::remote_with_state(scheduler, state).await?;
+            ctx.register_parquet("t", file.to_str().unwrap(), ParquetReadOptions::default()).await?;
+            let batches = ctx.sql(sql).await?.collect().await?;
+            Ok::<_, datafusion::error::DataFusionError>(batches.iter().map(|b| b.num_rows()).sum())
+        };
+        match tokio::time::timeout(std::time::Duration::from_secs(60), asked).await {
+            Err(_) => Err("no answer in 60 s".to_string()),
+            Ok(answer) => answer.map_err(|e| e.to_string()),
+        }
+    })
+}
+
+#[test]
+fn a_client_without_the_cluster_credentials_gets_nothing() {
+    let cluster = Cluster::start("strangers", 50490, 1, "");
+    let people = fixture("people.parquet");
+    let scheduler = format!("df://127.0.0.1:{}", cluster.port);
+    // The cluster works for its own client (so the refusals below are the credentials').
+    let ours = run(dpstat().args(["count", "--eps", "1", "--engine", &cluster.url]).arg(&people));
+    assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
+    // A plain (unencrypted, unauthenticated) Ballista client.
+    let plain = stock_client(&scheduler, None, false, "SELECT * FROM t", &people);
+    eprintln!("a plain client: {plain:?}");
+    assert!(plain.is_err(), "a plain client read {plain:?} rows");
+    // A TLS client whose certificate (and trusted CA) is another cluster's.
+    let other = tempfile::tempdir().unwrap();
+    stdout_of(dpstat().args(["cluster", "init"]).arg(other.path()));
+    let stranger = stock_client(&scheduler, Some(other.path()), false, "SELECT * FROM t", &people);
+    eprintln!("another CA's client: {stranger:?}");
+    assert!(stranger.is_err(), "another CA's client read {stranger:?} rows");
+    // dpstat itself, with another cluster's credentials or none.
+    for url in [
+        format!("ballista://127.0.0.1:{}?credentials={}", cluster.port, other.path().display()),
+        format!("ballista://127.0.0.1:{}?insecure", cluster.port),
+    ] {
+        refused_uncharged(
+            &["count", "--eps", "1", "--engine", &url, people.to_str().unwrap()].map(String::from),
+            "--engine",
+        );
+    }
+    // An executor with another cluster's credentials never serves this one: it stops.
+    let started = std::time::Instant::now();
+    let rogue = std::process::Command::new(env!("CARGO_BIN_EXE_dpstat"))
+        .args(["cluster", "executor", "--scheduler", &format!("127.0.0.1:{}", cluster.port)])
+        .args(["--bind", "127.0.0.1:50498", "--flight-port", "50499", "--credentials"])
+        .arg(other.path())
+        .output()
+        .expect("dpstat runs");
+    let said = String::from_utf8_lossy(&rogue.stderr);
+    assert!(!rogue.status.success(), "an executor of another CA ran: {said}");
+    assert!(said.contains("scheduler"), "{said}");
+    eprintln!("the rogue executor stopped after {:?}", started.elapsed());
+}
+
+#[test]
+fn a_holder_of_the_credentials_cannot_have_rows_returned() {
+    let cluster = Cluster::start("select", 50530, 1, "");
+    let people = fixture("people.parquet");
+    let scheduler = format!("df://127.0.0.1:{}", cluster.port);
+    let creds = cluster.credentials();
+    for (sql, codecs) in [
+        ("SELECT * FROM t", false),
+        ("SELECT * FROM t", true),
+        ("SELECT region, count(*) FROM t GROUP BY region", true),
+        ("SELECT sum(income) FROM t", true),
+    ] {
+        let got = stock_client(&scheduler, Some(&creds), codecs, sql, &people);
+        assert!(got.is_err(), "{sql}: {got:?} rows returned");
+    }
+    let log = cluster.log("executor-1");
+    assert!(log.contains("refused"), "the executor's log does not record the refusal: {log}");
+    // The cluster still releases dpstat's folds.
+    let local = run(dpstat().args(["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1"]).arg(&people));
+    let remote = run(dpstat()
+        .args(["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--engine", &cluster.url])
+        .arg(&people));
+    same(&local, &remote, "mean after the refusals");
+}
+
+/// Serves `answer` to every connection on a loopback port (None: accepts and stays silent);
+/// returns the port.
+fn listener(answer: Option<&'static [u8]>) -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = socket.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in socket.incoming().flatten() {
+            let mut stream = stream;
+            if let Some(bytes) = answer {
+                use std::io::{Read, Write};
+                let mut buffer = [0u8; 1024];
+                let _ = stream.read(&mut buffer);
+                let _ = stream.write_all(bytes);
+            }
+            held.push(stream);
+        }
+    });
+    port
+}
+
+#[test]
+fn an_endpoint_that_is_not_a_dpstat_scheduler_is_one_line_in_seconds() {
+    let cluster = Cluster::start("endpoints", 50550, 1, "");
+    let people = fixture("people.parquet");
+    let creds = cluster.credentials();
+    let http = listener(Some(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"));
+    let silent = listener(None);
+    let flight = cluster.port + 3;
+    for (what, port) in
+        [("an HTTP server", http), ("a silent listener", silent), ("an executor's Flight port", flight)]
+    {
+        let url = format!("ballista://127.0.0.1:{port}?credentials={}", creds.display());
+        let started = std::time::Instant::now();
+        let out = run(unseeded().args(["count", "--eps", "1", "--engine", &url]).arg(&people));
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        assert!(out.stdout.is_empty(), "{what}");
+        assert_eq!(stderr.lines().count(), 1, "{what}: not one line: {stderr}");
+        let error = common::the_error(&stderr);
+        assert!(error.contains(&format!("127.0.0.1:{port}")), "{what}: {error}");
+        assert!(!error.contains("Status {") && !error.contains("MetadataMap"), "{what}: {error}");
+        // A hang guard (the connect and handshake waits are 5 s each), not a speed test.
+        assert!(took < std::time::Duration::from_secs(20), "{what}: {took:?}");
+        eprintln!("{what}: {took:?}: {error}");
+    }
+}
+
+#[test]
+fn a_relative_path_means_the_clients_file() {
+    let cluster = Cluster::start("relative", 50570, 1, "");
+    let args = ["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--full-precision"];
+    let local = run(dpstat().args(args).arg(fixture("people.parquet")));
+    let mut cmd = dpstat();
+    cmd.current_dir(fixture("people.parquet").parent().unwrap());
+    let remote = run(cmd.args(args).args(["--engine", &cluster.url]).arg("people.parquet"));
+    same(&local, &remote, "a relative path");
 }

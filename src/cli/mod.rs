@@ -175,23 +175,29 @@ pub enum Query {
         dpstat man plan sum > dpstat-plan-sum.1\n  \
         dpstat man --out ~/.local/share/man/man1   # then: man dpstat-count")]
     Man(ManArgs),
-    /// Run a Ballista scheduler or executor with dpstat's functions, for `--engine` (this build
-    /// has the cluster feature).
+    /// Run a Ballista scheduler or executor with dpstat's functions, for `--engine`, or make a
+    /// cluster's credentials (this build has the cluster feature).
     #[cfg(feature = "cluster")]
     #[command(
         subcommand,
-        after_help = "Example (one machine, loopback):\n  \
-        dpstat cluster scheduler &\n  \
-        dpstat cluster executor --bind 127.0.0.1:50052 --flight-port 50051 &\n  \
-        dpstat mean -c income -l 0 -u 2e5 -e 1 --engine ballista://127.0.0.1:50050 data/*.parquet"
+        after_help = "Example (one machine, loopback; scripts/cluster-up.sh does this):\n  \
+        dpstat cluster init ~/.dpstat-cluster\n  \
+        dpstat cluster scheduler --credentials ~/.dpstat-cluster &\n  \
+        dpstat cluster executor --credentials ~/.dpstat-cluster --bind 127.0.0.1:50052 --flight-port 50051 &\n  \
+        dpstat mean -c income -l 0 -u 2e5 -e 1 \\\n    \
+        --engine 'ballista://127.0.0.1:50050?credentials=/home/me/.dpstat-cluster' data/*.parquet"
     )]
     Cluster(ClusterCommand),
 }
 
-/// `dpstat cluster scheduler|executor`.
+/// `dpstat cluster init|scheduler|executor`.
 #[cfg(feature = "cluster")]
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
+    /// Make a new cluster's credentials in DIR: a CA, and a certificate and key each for the
+    /// scheduler, the executors and the client (`--engine ...?credentials=DIR`). Keys are
+    /// written readable by their owner only; an existing credential file is never overwritten.
+    Init(InitArgs),
     /// Start a scheduler; it runs until stopped.
     Scheduler(SchedulerArgs),
     /// Start an executor of dpstat's folds for a scheduler; it runs until stopped.
@@ -200,11 +206,37 @@ pub enum ClusterCommand {
 
 #[cfg(feature = "cluster")]
 #[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The folder to write ca.crt, ca.key, scheduler.crt/.key, executor.crt/.key and
+    /// client.crt/.key into (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// How a scheduler or executor proves it belongs to the cluster: its credentials, or nothing
+/// on loopback only.
+#[cfg(feature = "cluster")]
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+pub struct ClusterAccess {
+    /// The folder `dpstat cluster init` made (or a copy holding ca.crt and this role's .crt
+    /// and .key): mutual TLS, and only holders of the cluster's certificates can connect.
+    #[arg(long, value_name = "DIR")]
+    pub credentials: Option<PathBuf>,
+    /// INSECURE: no TLS, no authentication, loopback only. Every account and process on this
+    /// host can then connect, run queries and read exact data the executors can read.
+    #[arg(long)]
+    pub insecure_loopback: bool,
+}
+
+#[cfg(feature = "cluster")]
+#[derive(Args, Debug)]
 pub struct SchedulerArgs {
-    /// Address to listen on (loopback unless the cluster's network is trusted: exact,
-    /// un-noised aggregates cross it).
+    /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50050")]
     pub bind: std::net::SocketAddr,
+    #[command(flatten)]
+    pub access: ClusterAccess,
 }
 
 #[cfg(feature = "cluster")]
@@ -213,10 +245,11 @@ pub struct ExecutorArgs {
     /// The scheduler's address.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50050")]
     pub scheduler: std::net::SocketAddr,
-    /// Address for the scheduler's task calls.
+    /// Address whose host the executor is reached at (its port is not used: executors pull
+    /// their tasks).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50052")]
     pub bind: std::net::SocketAddr,
-    /// Port for shuffle data between executors (Arrow Flight), on --bind's host.
+    /// Port for shuffle data and results (Arrow Flight), on --bind's host.
     #[arg(long, value_name = "PORT", default_value_t = 50051)]
     pub flight_port: u16,
     /// Tasks run at once.
@@ -225,6 +258,8 @@ pub struct ExecutorArgs {
     /// Without dpstat's functions, as a stock Ballista executor (for tests).
     #[arg(long, hide = true)]
     pub stock: bool,
+    #[command(flatten)]
+    pub access: ClusterAccess,
 }
 
 /// `dpstat man [COMMAND...] [--out DIR]`.

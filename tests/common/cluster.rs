@@ -1,5 +1,6 @@
 //! A Ballista cluster of dpstat's own scheduler and executors on loopback, started with
-//! scripts/cluster-up.sh from the binary under test and stopped with scripts/cluster-down.sh.
+//! scripts/cluster-up.sh from the binary under test (mutual TLS, with credentials it makes in
+//! the cluster's folder) and stopped with scripts/cluster-down.sh.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -7,8 +8,10 @@ use std::process::Command;
 
 /// A running cluster; dropping it stops its processes.
 pub struct Cluster {
-    dir: PathBuf,
+    pub dir: PathBuf,
     pub url: String,
+    /// The scheduler's port; executor `i` (from 1) has Flight port `port + 2i + 1`.
+    pub port: u16,
 }
 
 fn script(name: &str) -> PathBuf {
@@ -19,13 +22,25 @@ impl Cluster {
     /// Starts a scheduler on `port` and `executors` executors on the ports after it, with
     /// `flags` for every executor; `name` keeps its logs apart from other clusters'.
     pub fn start(name: &str, port: u16, executors: usize, flags: &str) -> Cluster {
+        Cluster::start_with(name, port, executors, flags, &[])
+    }
+
+    /// As `start`, with more environment for the script (DPSTAT_CLUSTER_INSECURE=1).
+    pub fn start_with(
+        name: &str,
+        port: u16,
+        executors: usize,
+        flags: &str,
+        more: &[(&str, &str)],
+    ) -> Cluster {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-{name}"));
         let env = |cmd: &mut Command| {
             cmd.env("DPSTAT", env!("CARGO_BIN_EXE_dpstat"))
                 .env("DPSTAT_CLUSTER_DIR", &dir)
                 .env("DPSTAT_CLUSTER_PORT", port.to_string())
                 .env("DPSTAT_EXECUTORS", executors.to_string())
-                .env("DPSTAT_EXECUTOR_FLAGS", flags);
+                .env("DPSTAT_EXECUTOR_FLAGS", flags)
+                .envs(more.iter().copied());
         };
         // A cluster left by an interrupted run would hold the ports.
         let mut down = Command::new("bash");
@@ -43,7 +58,17 @@ impl Cluster {
             std::fs::read_to_string(dir.join("scheduler.log")).unwrap_or_default()
         );
         let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Cluster { dir, url }
+        Cluster { dir, url, port }
+    }
+
+    /// The folder of the cluster's credentials (ca.crt, client.crt, client.key, ...).
+    pub fn credentials(&self) -> PathBuf {
+        self.dir.join("credentials")
+    }
+
+    /// The log of `process` (scheduler, executor-1, ...).
+    pub fn log(&self, process: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{process}.log"))).unwrap_or_default()
     }
 
     /// Stops executor `i` (from 1) at once, as a crash would.

@@ -10,12 +10,14 @@
 //! network between executors and to this process, so the scheduler, the executors and their
 //! network are inside the custodian's trust boundary (DESIGN §7.8).
 //!
-//! Before the charge, [`probe`] asks one executor for its build and whether it can open every
+//! Before the charge, [`Remote::probe`] asks one executor for its build and whether it can open every
 //! file; an unreachable scheduler, another build or an unreadable path stops the run there.
 
 pub mod function;
+pub mod guard;
 pub mod remote;
 pub mod serve;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,9 +39,11 @@ use function::{
     BucketFunction, BucketPlan, Finished, FoldFunction, Folded, LogicalCodec, PhysicalCodec, Plan, Probe,
     ProbeFunction, BAD_CELL,
 };
-pub use remote::{Remote, DEFAULT_PORT};
+pub use remote::{Access, Remote, DEFAULT_PORT};
+use tls::{Credentials, Role, Security};
 
-/// How long the probe waits for the cluster before it says it cannot be reached.
+/// How long the probe waits for the cluster's answer (once connected: a scheduler that accepts
+/// the connection but runs no executor).
 const PROBE_WAIT: Duration = Duration::from_secs(30);
 
 /// How a cluster run failed.
@@ -51,7 +55,7 @@ pub enum Failure {
     Engine(String),
 }
 
-fn one_line(e: impl std::fmt::Display) -> String {
+pub(crate) fn one_line(e: impl std::fmt::Display) -> String {
     let text = e.to_string();
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     crate::error::shown(line, 300)
@@ -67,7 +71,7 @@ fn failure(e: DataFusionError) -> Failure {
             return Failure::Cell(BadCell { column, why });
         }
     }
-    Failure::Engine(one_line(text))
+    Failure::Engine(cause(&text).unwrap_or_else(|| one_line(text)))
 }
 
 impl Remote {
@@ -79,10 +83,21 @@ impl Remote {
             .map_err(|e| Failure::Engine(format!("cannot start the cluster client: {e}")))
     }
 
-    async fn context(&self) -> Result<SessionContext, DataFusionError> {
+    fn security(&self) -> Result<Security, String> {
+        match &self.access {
+            Access::Credentials(dir) => Credentials::load(dir, Role::Client)
+                .map(Security::Tls)
+                .map_err(|e| format!("the credentials for {self}: {e}")),
+            Access::InsecureLoopback => Ok(Security::InsecureLoopback),
+        }
+    }
+
+    async fn context(&self, security: &Security) -> Result<SessionContext, DataFusionError> {
         let mut config = SessionConfig::new_with_ballista()
             .with_ballista_logical_extension_codec(Arc::new(LogicalCodec::default()))
-            .with_ballista_physical_extension_codec(Arc::new(PhysicalCodec::new(None)));
+            .with_ballista_physical_extension_codec(Arc::new(PhysicalCodec::new(None)))
+            .with_ballista_use_tls(security.is_tls())
+            .with_ballista_override_create_grpc_client_endpoint(security.endpoint_override());
         // The executors read each column with the type its file declares, as the local reader
         // does (a view type would be read the same, but not every type has a view reading).
         config.options_mut().execution.parquet.schema_force_view_types = false;
@@ -92,12 +107,14 @@ impl Remote {
 
     /// Before the charge: one executor's build must be this one's, and it must open every file.
     pub fn probe(&self, paths: &[String]) -> Result<(), String> {
-        let probe = Probe { build: function::build(), paths: paths.to_vec() };
+        let paths = paths.iter().map(|p| absolute(p)).collect::<Result<Vec<_>, _>>()?;
+        let probe = Probe { build: function::build(), paths };
         let bytes = function::encode(&probe)?;
+        let security = self.security()?;
         let runtime = Remote::runtime().map_err(|f| format!("{f:?}"))?;
         let asked = runtime.block_on(async {
             tokio::time::timeout(PROBE_WAIT, async {
-                let ctx = self.context().await?;
+                let ctx = self.context(&security).await?;
                 let udaf = AggregateUDF::from(ProbeFunction::new(bytes));
                 let frame =
                     ctx.read_empty()?.aggregate(vec![], vec![udaf.call(vec![lit(0u8)]).alias("answer")])?;
@@ -197,9 +214,10 @@ impl Remote {
         plan: Vec<u8>,
         buckets: Option<Vec<u8>>,
     ) -> Result<Vec<arrow_array::RecordBatch>, Failure> {
+        let security = self.security().map_err(Failure::Engine)?;
         Remote::runtime()?
             .block_on(async {
-                let ctx = self.context().await?;
+                let ctx = self.context(&security).await?;
                 let frame = table(&ctx, set, columns).await?;
                 let args: Vec<Expr> = frame.schema().columns().into_iter().map(Expr::Column).collect();
                 let group: Vec<Expr> = buckets
@@ -232,13 +250,60 @@ fn shipped<T: serde::Serialize>(
 
 fn unreachable(remote: &Remote, e: DataFusionError) -> String {
     let text = e.to_string();
-    if text.contains("ConnectError") {
-        // tonic's debug form: the operating system's words are in `message: "…"`.
-        let why =
-            text.split("message: \"").nth(1).and_then(|m| m.split('"').next()).unwrap_or("no connection");
-        return format!("cannot reach the scheduler at {remote}: {}", why.to_lowercase());
+    match cause(&text) {
+        Some(why) => format!("cannot use the scheduler at {remote}: {why}"),
+        None => format!("cannot run on the cluster at {remote}: {}", one_line(text)),
     }
-    format!("cannot run on the cluster at {remote}: {}", one_line(text))
+}
+
+/// What a failed connection's error (tonic's and rustls's debug forms, nested) means, in a
+/// few words; None for an error of the query itself.
+pub(crate) fn cause(text: &str) -> Option<String> {
+    let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
+    let why = if has(&["Connection refused"]) {
+        "connection refused".to_string()
+    } else if has(&["InvalidContentType", "corrupt message", "InvalidMessage"]) {
+        "it does not speak TLS (not a dpstat cluster's port, or one started with --insecure-loopback)".into()
+    } else if has(&["UnknownIssuer", "BadSignature", "invalid peer certificate", "NotValidForName"]) {
+        "its certificate is not of this cluster's CA (are these the credentials of another cluster?)".into()
+    } else if has(&["UnknownCA", "CertificateRequired", "BadCertificate", "DecryptError", "AlertReceived"]) {
+        "it refused this client's certificate (are these the credentials of another cluster?)".into()
+    } else if has(&["Unimplemented", "unimplemented"]) {
+        "it is not a dpstat scheduler (an executor's Flight port?)".into()
+    } else if has(&[
+        "HandshakeTimeout",
+        "handshake timed out",
+        "Elapsed",
+        "deadline has elapsed",
+        "timed out",
+    ]) {
+        format!("no answer in {} s (not a dpstat cluster's port?)", tls::CONNECT_WAIT.as_secs())
+    } else if has(&[
+        "ConnectError",
+        "transport error",
+        "h2 protocol error",
+        "connection closed",
+        "Connection reset",
+        "Broken pipe",
+        "BrokenPipe",
+    ]) {
+        // tonic's debug form: the operating system's words, if any, are in `message: "…"`.
+        let os = text.split("message: \"").nth(1).and_then(|m| m.split('"').next());
+        match os {
+            Some(words) => words.to_lowercase(),
+            None => "the connection was closed (not a dpstat scheduler, or one that requires TLS?)".into(),
+        }
+    } else {
+        return None;
+    };
+    Some(why)
+}
+
+/// `path` as this process means it, for the executors: relative to this process's working
+/// directory (an executor's is its own), and the same string for the probe and the scan.
+fn absolute(path: &str) -> Result<String, String> {
+    let resolved = std::path::absolute(path).map_err(|e| format!("cannot resolve {path}: {e}"))?;
+    resolved.into_os_string().into_string().map_err(|p| format!("{} is not UTF-8", p.to_string_lossy()))
 }
 
 /// The rows as the fold's arguments: a constant first (its length counts the rows), then each
@@ -251,7 +316,8 @@ async fn table(
     let names = set.names();
     let mut frames = Vec::new();
     for (paths, values) in set.by_partition() {
-        let paths: Vec<String> = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let paths = paths.iter().map(|p| absolute(&p.to_string_lossy())).collect::<Result<Vec<_>, _>>();
+        let paths = paths.map_err(DataFusionError::Plan)?;
         let frame = ctx.read_parquet(paths, ParquetReadOptions::default()).await?;
         let mut exprs = vec![lit(0u8).alias("dpstat_rows")];
         for (k, &c) in columns.iter().enumerate() {
@@ -282,10 +348,10 @@ mod tests {
         let refused = DataFusionError::Execution(
             r#"tonic::transport::Error(Transport, ConnectError(ConnectError("tcp connect error", 127.0.0.1:1, Os { code: 111, kind: ConnectionRefused, message: "Connection refused" })))"#.into(),
         );
-        let remote = Remote { host: "127.0.0.1".into(), port: 1 };
+        let remote = Remote { host: "127.0.0.1".into(), port: 1, access: Access::InsecureLoopback };
         assert_eq!(
             unreachable(&remote, refused),
-            "cannot reach the scheduler at ballista://127.0.0.1:1: connection refused"
+            "cannot use the scheduler at ballista://127.0.0.1:1: connection refused"
         );
         match failure(DataFusionError::Execution("line one\nline two".into())) {
             Failure::Engine(why) => assert!(why.contains("line one") && !why.contains("two"), "{why}"),

@@ -1,0 +1,265 @@
+//! What an executor of dpstat's agrees to run: a stage whose output is dpstat's fold states and
+//! nothing else. Ballista hands every task's physical plan to the executor's
+//! [`ExecutionEngine`]; [`Guarded`] checks it against the shapes dpstat's client sends before
+//! Ballista's own engine runs it, and refuses (and logs) anything else, so that even a holder
+//! of the cluster's credentials cannot have an executor return rows (`SELECT *`), a column's
+//! distinct values (a grouping by a data column), or any aggregate but dpstat's.
+//!
+//! The shapes: a shuffle writer over an aggregate whose every function is `dpstat_fold` or
+//! `dpstat_probe`, reached through nodes that only pass its output on (projections of its
+//! columns, coalescing, repartitioning). Below an aggregate that reads rows (modes Partial and
+//! Single), anything that reads or combines rows, and projections of columns, constants and
+//! their casts, may feed it, since only the fold's state leaves; it may group only by `dpstat_bucket` (a keyed hash of the person columns, as
+//! `data::bound` buckets them). An aggregate that merges states (Final) may group only by a
+//! column and read only what an earlier stage wrote (a shuffle reader) or a partial aggregate:
+//! so every stage's output, and thus every shuffle file, is fold states.
+
+use std::sync::Arc;
+
+use ballista_core::JobId;
+use ballista_executor::execution_engine::{DefaultExecutionEngine, ExecutionEngine, QueryStageExecutor};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_expr::expressions::{CastExpr, Column, Literal, TryCastExpr};
+use datafusion::physical_expr::ScalarFunctionExpr;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::{displayable, ExecutionPlan, PhysicalExpr};
+use datafusion::prelude::SessionConfig;
+
+use super::function::{BUCKET, FOLD, PROBE};
+
+/// Nodes that pass their input's batches on (a partitioning or a batching of them, never new
+/// values).
+const PASS: &[&str] = &[
+    "ShuffleWriterExec",
+    "SortShuffleWriterExec",
+    "CoalescePartitionsExec",
+    "CoalesceBatchesExec",
+    "RepartitionExec",
+];
+
+/// Nodes that read or combine rows, allowed only below a fold that reads rows.
+const ROWS: &[&str] = &[
+    "DataSourceExec",
+    "PlaceholderRowExec",
+    "EmptyExec",
+    "UnionExec",
+    "InterleaveExec",
+    "CoalescePartitionsExec",
+    "CoalesceBatchesExec",
+    "RepartitionExec",
+];
+
+/// Nodes that read what an earlier stage wrote (fold states, by this same check there).
+const STATES: &[&str] =
+    &["ShuffleReaderExec", "CoalescePartitionsExec", "CoalesceBatchesExec", "RepartitionExec"];
+
+/// Why `plan` is not one of dpstat's stages, or None when it is.
+pub fn refusal(plan: &Arc<dyn ExecutionPlan>) -> Option<String> {
+    output(plan).err()
+}
+
+fn node(plan: &Arc<dyn ExecutionPlan>) -> String {
+    crate::error::shown(plan.name(), 60)
+}
+
+/// The stage's top: pass-through nodes down to a fold.
+fn output(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
+    if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
+        return fold(aggregate);
+    }
+    if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
+        if let Some(bad) = projection.expr().iter().find(|p| p.expr.downcast_ref::<Column>().is_none()) {
+            return Err(format!(
+                "a projection of {} above the fold",
+                crate::error::shown(&bad.expr.to_string(), 60)
+            ));
+        }
+    } else if !PASS.contains(&plan.name()) {
+        return Err(format!("{} where dpstat's fold must be", node(plan)));
+    }
+    let children = plan.children();
+    if children.len() != 1 {
+        return Err(format!("{} with {} inputs above the fold", node(plan), children.len()));
+    }
+    output(children[0])
+}
+
+/// An aggregate of dpstat's functions only, grouped as its mode allows.
+fn fold(aggregate: &AggregateExec) -> Result<(), String> {
+    if let Some(other) = aggregate.aggr_expr().iter().find(|a| ![FOLD, PROBE].contains(&a.fun().name())) {
+        return Err(format!("the aggregate {}", crate::error::shown(other.fun().name(), 60)));
+    }
+    if aggregate.aggr_expr().is_empty() {
+        return Err("a grouping with no fold".into());
+    }
+    let groups = aggregate.group_expr().expr();
+    match aggregate.mode() {
+        AggregateMode::Partial | AggregateMode::Single | AggregateMode::SinglePartitioned => {
+            if let Some((bad, _)) = groups.iter().find(|(e, _)| !is_bucket(e)) {
+                return Err(format!("a fold grouped by {}", crate::error::shown(&bad.to_string(), 60)));
+            }
+            rows(aggregate.input())
+        }
+        AggregateMode::Final | AggregateMode::FinalPartitioned | AggregateMode::PartialReduce => {
+            if let Some((bad, _)) = groups.iter().find(|(e, _)| e.downcast_ref::<Column>().is_none()) {
+                return Err(format!("a merge grouped by {}", crate::error::shown(&bad.to_string(), 60)));
+            }
+            states(aggregate.input())
+        }
+    }
+}
+
+fn is_bucket(expr: &Arc<dyn PhysicalExpr>) -> bool {
+    expr.downcast_ref::<ScalarFunctionExpr>().is_some_and(|f| f.name() == BUCKET)
+}
+
+/// Below a fold that reads rows: reading, projecting (columns, constants, the bucket) and
+/// combining rows.
+fn rows(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
+    if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
+        if let Some(bad) = projection.expr().iter().find(|p| !plain(&p.expr)) {
+            return Err(format!("a projection of {}", crate::error::shown(&bad.expr.to_string(), 60)));
+        }
+    } else if !ROWS.contains(&plan.name()) {
+        return Err(format!("{} below dpstat's fold", node(plan)));
+    }
+    plan.children().into_iter().try_for_each(rows)
+}
+
+/// A column, a constant, the bucket, or a cast of one (a union casts a partition's column to
+/// the type of the others'): only the fold's inputs, never its output.
+fn plain(e: &Arc<dyn PhysicalExpr>) -> bool {
+    if let Some(cast) = e.downcast_ref::<CastExpr>() {
+        return plain(cast.expr());
+    }
+    if let Some(cast) = e.downcast_ref::<TryCastExpr>() {
+        return plain(cast.expr());
+    }
+    e.downcast_ref::<Column>().is_some() || e.downcast_ref::<Literal>().is_some() || is_bucket(e)
+}
+
+/// Below a fold that merges states: an earlier stage's output, or a partial fold here.
+fn states(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
+    if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
+        if !matches!(aggregate.mode(), AggregateMode::Partial | AggregateMode::PartialReduce) {
+            return Err("a merge of a finished fold".into());
+        }
+        return fold(aggregate);
+    }
+    if !STATES.contains(&plan.name()) {
+        return Err(format!("{} below a merge of dpstat's folds", node(plan)));
+    }
+    plan.children().into_iter().try_for_each(states)
+}
+
+/// Ballista's engine behind the check.
+pub struct Guarded {
+    inner: DefaultExecutionEngine,
+}
+
+impl Default for Guarded {
+    fn default() -> Guarded {
+        Guarded { inner: DefaultExecutionEngine::new() }
+    }
+}
+
+impl ExecutionEngine for Guarded {
+    fn create_query_stage_exec(
+        &self,
+        job_id: JobId,
+        stage_id: usize,
+        task_id: usize,
+        global_output_partition_ids: Vec<usize>,
+        plan: Arc<dyn ExecutionPlan>,
+        work_dir: &str,
+        config: &SessionConfig,
+    ) -> Result<Arc<dyn QueryStageExecutor>> {
+        if let Some(why) = refusal(&plan) {
+            log::warn!(
+                "refused job {job_id} stage {stage_id}: {why}; not one of dpstat's folds:\n{}",
+                displayable(plan.as_ref()).indent(false)
+            );
+            return Err(DataFusionError::Execution(format!(
+                "dpstat executor: refused a plan that is not dpstat's ({why})"
+            )));
+        }
+        self.inner.create_query_stage_exec(
+            job_id,
+            stage_id,
+            task_id,
+            global_output_partition_ids,
+            plan,
+            work_dir,
+            config,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::cluster::function::{Probe, ProbeFunction};
+    use datafusion::logical_expr::{col, lit, AggregateUDF};
+    use datafusion::prelude::{ParquetReadOptions, SessionContext};
+
+    fn plans(
+        make: impl AsyncFnOnce(&SessionContext) -> Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Vec<Arc<dyn ExecutionPlan>> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let ctx = SessionContext::new();
+            let people = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/people.parquet");
+            ctx.register_parquet("t", people, ParquetReadOptions::default()).await.unwrap();
+            make(&ctx).await
+        })
+    }
+
+    fn probe() -> AggregateUDF {
+        let bytes =
+            crate::data::cluster::function::encode(&Probe { build: String::new(), paths: vec![] }).unwrap();
+        AggregateUDF::from(ProbeFunction::new(bytes))
+    }
+
+    #[test]
+    fn rows_values_and_other_aggregates_are_refused() {
+        let refused = plans(async |ctx| {
+            let mut all = Vec::new();
+            for sql in [
+                "SELECT * FROM t",
+                "SELECT income FROM t WHERE region = 'north'",
+                "SELECT count(*) FROM t",
+                "SELECT region, count(*) FROM t GROUP BY region",
+                "SELECT DISTINCT region FROM t",
+            ] {
+                all.push(ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap());
+            }
+            // dpstat's own function, grouped by a data column: its distinct values would leave.
+            let frame = ctx.table("t").await.unwrap();
+            let grouped = frame.aggregate(vec![col("region")], vec![probe().call(vec![lit(0u8)])]).unwrap();
+            all.push(grouped.create_physical_plan().await.unwrap());
+            all
+        });
+        for plan in refused {
+            assert!(refusal(&plan).is_some(), "ran:\n{}", displayable(plan.as_ref()).indent(false));
+        }
+    }
+
+    #[test]
+    fn dpstat_own_shapes_run() {
+        let allowed = plans(async |ctx| {
+            let empty = ctx.read_empty().unwrap();
+            let probed = empty.aggregate(vec![], vec![probe().call(vec![lit(0u8)]).alias("answer")]).unwrap();
+            let frame = ctx.table("t").await.unwrap();
+            let scanned = frame
+                .select(vec![lit(0u8).alias("dpstat_rows"), col("income").alias("dpstat_0")])
+                .unwrap()
+                .aggregate(vec![], vec![probe().call(vec![col("dpstat_rows")]).alias("state")])
+                .unwrap();
+            vec![probed.create_physical_plan().await.unwrap(), scanned.create_physical_plan().await.unwrap()]
+        });
+        for plan in allowed {
+            assert_eq!(refusal(&plan), None, "refused:\n{}", displayable(plan.as_ref()).indent(false));
+        }
+    }
+}
