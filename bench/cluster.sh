@@ -46,7 +46,7 @@ TWO=$(DPSTAT=$DPSTAT DPSTAT_CLUSTER_DIR=$CLUSTERS/two DPSTAT_CLUSTER_PORT=50770 
 PLAIN=$(DPSTAT=$DPSTAT DPSTAT_CLUSTER_DIR=$CLUSTERS/plain DPSTAT_CLUSTER_PORT=50790 DPSTAT_EXECUTORS=2 \
     DPSTAT_CLUSTER_INSECURE=1 scripts/cluster-up.sh)
 
-echo "# $("$DPSTAT" --version) ($(git describe --always --dirty)) on $(nproc) cores, $(uname -sr), $(date -u '+%F %H:%M') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $("$DPSTAT" --version | head -1) ($(git describe --always --dirty)) on $(nproc) cores, $(uname -sr), $(date -u '+%F %H:%M') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 for rows in "${SIZES[@]}"; do
     "$PY" bench/cluster.py "$DPSTAT" "$DATA" "$RUNS" "$rows" "$ONE" "$TWO" "$PLAIN"
