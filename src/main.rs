@@ -79,8 +79,17 @@ fn cluster(command: &dpstat::cli::ClusterCommand) -> anyhow::Result<()> {
     use dpstat::cli::ClusterCommand;
     match command {
         ClusterCommand::Init(args) => cmd::cluster::init(&args.dir),
-        ClusterCommand::Scheduler(args) => cmd::cluster::scheduler(args.bind, &args.access),
-        ClusterCommand::Executor(args) => cmd::cluster::executor(args),
+        ClusterCommand::Scheduler(args) => {
+            cmd::cluster::scheduler(args.bind, args.access.credentials.as_deref())
+        }
+        ClusterCommand::Executor(args) => cmd::cluster::executor(cmd::cluster::ExecutorFlags {
+            scheduler: args.scheduler,
+            bind: args.bind,
+            flight_port: args.flight_port,
+            cores: args.cores,
+            stock: args.stock,
+            credentials: args.access.credentials.as_deref(),
+        }),
     }
 }
 

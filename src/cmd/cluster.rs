@@ -5,7 +5,6 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::cli::{ClusterAccess, ExecutorArgs};
 use crate::cmd::run::WorkloadFold;
 use crate::data::cluster::function::Registry;
 use crate::data::cluster::serve::{self, ExecutorSetup};
@@ -34,8 +33,10 @@ pub fn init(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn security(access: &ClusterAccess, role: Role) -> Result<Security> {
-    match &access.credentials {
+/// `--credentials DIR` (mutual TLS), or, without it, the insecure loopback clap required
+/// `--insecure-loopback` for.
+fn security(credentials: Option<&Path>, role: Role) -> Result<Security> {
+    match credentials {
         Some(dir) => Ok(Security::Tls(
             Credentials::load(dir, role).map_err(|e| bad_input(format!("--credentials: {e}")))?,
         )),
@@ -44,19 +45,29 @@ fn security(access: &ClusterAccess, role: Role) -> Result<Security> {
 }
 
 /// Runs a scheduler on `bind` until the process is stopped.
-pub fn scheduler(bind: std::net::SocketAddr, access: &ClusterAccess) -> Result<()> {
-    serve::scheduler(bind, security(access, Role::Scheduler)?)
+pub fn scheduler(bind: std::net::SocketAddr, credentials: Option<&Path>) -> Result<()> {
+    serve::scheduler(bind, security(credentials, Role::Scheduler)?)
+}
+
+/// An executor's flags (`cli::ExecutorArgs`), as plain values.
+pub struct ExecutorFlags<'a> {
+    pub scheduler: std::net::SocketAddr,
+    pub bind: std::net::SocketAddr,
+    pub flight_port: u16,
+    pub cores: usize,
+    pub stock: bool,
+    pub credentials: Option<&'a Path>,
 }
 
 /// Runs an executor of every fold until the process is stopped.
-pub fn executor(args: &ExecutorArgs) -> Result<()> {
+pub fn executor(flags: ExecutorFlags) -> Result<()> {
     let setup = ExecutorSetup {
-        scheduler: args.scheduler,
-        bind: args.bind,
-        flight_port: args.flight_port,
-        cores: args.cores,
-        stock: args.stock,
-        security: security(&args.access, Role::Executor)?,
+        scheduler: flags.scheduler,
+        bind: flags.bind,
+        flight_port: flags.flight_port,
+        cores: flags.cores,
+        stock: flags.stock,
+        security: security(flags.credentials, Role::Executor)?,
     };
     serve::executor(setup, registry())
 }
