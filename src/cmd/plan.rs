@@ -40,7 +40,6 @@ use std::path::PathBuf;
 
 use crate::cmd::release::{note_line, InputFlags, NoiseKind};
 use crate::cmd::workload::{person_unit, Workload};
-use crate::data::source::{CsvOptions, Source};
 use crate::error::bad_input;
 use crate::privacy::delta::Delta;
 use crate::privacy::epsilon::{large_epsilon_warning, Epsilon};
@@ -413,12 +412,7 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
     let text = std::fs::read_to_string(&request.workload)
         .map_err(|e| bad_input(format!("cannot read workload {path}: {e}")))?;
     // No data is read: the header is assumed, as for a file with one.
-    let input = InputFlags {
-        source: Source::Stdin,
-        csv: CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() },
-        threads: 1,
-        engine: None,
-    };
+    let input = InputFlags::planned();
     let settings = (request.confidence, Format::Text);
     let file = Workload::parse(&path, &text, &input, settings, false)?;
     let delta = match (&request.delta, file.mechanism.delta()) {

@@ -62,6 +62,17 @@ pub struct InputFlags {
 }
 
 impl InputFlags {
+    /// What a plan assumes when it reads no data: a comma-separated file with a header, read
+    /// on one thread (`plan run`, `plan sql`).
+    pub fn planned() -> InputFlags {
+        InputFlags {
+            source: Source::Stdin,
+            csv: CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() },
+            threads: 1,
+            engine: None,
+        }
+    }
+
     /// Opens the input for a release; with `--engine`, checks the cluster can run it (before
     /// anything is charged).
     pub fn open(&self, ledger: bool) -> Result<Input> {

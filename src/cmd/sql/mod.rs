@@ -18,7 +18,6 @@ use serde::Serialize;
 use crate::cmd::release::{note_line, InputFlags};
 use crate::cmd::run::{run_with, RunRequest};
 use crate::cmd::workload::{person_unit, Workload};
-use crate::data::source::{CsvOptions, Source};
 use crate::error::Error;
 use crate::numeric::exact::decimal;
 use crate::numeric::format::bound_up;
@@ -122,12 +121,7 @@ struct Planned {
 /// or charging anything.
 pub fn plan(request: &PlanRequest, out: &mut dyn Write) -> Result<()> {
     // No data is read: the header is assumed, as `dpstat plan run` assumes it.
-    let input = InputFlags {
-        source: Source::Stdin,
-        csv: CsvOptions { delimiter: b',', has_header: true, decimal: Default::default() },
-        threads: 1,
-        engine: None,
-    };
+    let input = InputFlags::planned();
     let settings = (request.confidence, Format::Text);
     let workload = Workload::parse(WORKLOAD_NAME, &request.translation.workload, &input, settings, false)?;
     let planned: Vec<Planned> = workload
