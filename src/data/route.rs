@@ -27,12 +27,17 @@ pub struct Routed<F> {
     filters: Arc<[(usize, Test)]>,
     by: Option<GroupBy>,
     pub groups: Vec<F>,
+    /// The groups a person's rows went to since the last `person_end`, when the folds listen
+    /// for persons: closing only these keeps the work per person in its own rows, not in the
+    /// number of groups (10,000 keys times a million persons otherwise).
+    #[serde(skip)]
+    touched: Vec<usize>,
 }
 
 impl<F: Fold> Routed<F> {
     pub fn new(fold: F, filters: FilterList, by: Option<GroupBy>) -> Routed<F> {
         let n = by.as_ref().map_or(1, |b| b.keys.groups());
-        Routed { filters: filters.into(), by, groups: vec![fold; n] }
+        Routed { filters: filters.into(), by, groups: vec![fold; n], touched: Vec::new() }
     }
 
     /// The fold that sees every row, when there are neither filters nor groups: a scan may
@@ -61,7 +66,13 @@ impl<F: Fold> Fold for Routed<F> {
             return Ok(());
         }
         match self.group(record)? {
-            Some(g) => self.groups[g].row(record),
+            Some(g) => {
+                let group = &mut self.groups[g];
+                if self.by.is_some() && self.touched.last() != Some(&g) && group.hears_persons() {
+                    self.touched.push(g);
+                }
+                group.row(record)
+            }
             None => Ok(()),
         }
     }
@@ -77,15 +88,14 @@ impl<F: Fold> Fold for Routed<F> {
     fn heap_bytes(&self) -> usize {
         self.groups.iter().map(|g| std::mem::size_of::<F>() + g.heap_bytes()).sum()
     }
-    /// Every group's fold hears it (a person's rows may have gone to several), when its folds
-    /// listen: they are clones of one empty fold, so the first answers for all.
+    /// Each group the person's rows went to hears it (a person's rows may have gone to
+    /// several); a group that got none has no open person to close.
     fn person_end(&mut self) {
-        match self.groups.as_mut_slice() {
-            [only] => only.person_end(),
-            groups if groups.first().is_some_and(Fold::hears_persons) => {
-                groups.iter_mut().for_each(Fold::person_end)
-            }
-            _ => {}
+        if let [only] = self.groups.as_mut_slice() {
+            return only.person_end();
+        }
+        for g in self.touched.drain(..) {
+            self.groups[g].person_end();
         }
     }
     fn hears_persons(&self) -> bool {
