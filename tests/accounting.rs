@@ -6,7 +6,7 @@
 //! ρ for Gaussian releases (plain, grouped, in workloads) and in (ε, δ) for keys found in the
 //! data.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -3,7 +3,7 @@
 //! the ledger's currencies (exit 3 before any data is read when the budget cannot pay, and
 //! `dpstat budget` stating ρ and (ε, δ)), and `dpstat plan`'s comparison.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! Private bounds: sum, mean and numeric histogram without --lower/--upper.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

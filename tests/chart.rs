@@ -1,7 +1,7 @@
 //! `--format chart` and `--plot FILE.svg`: snapshots of a fixed seeded release at two
 //! terminal widths, the SVG as parsed XML, and when the plot is (not) written.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of, unseeded};
 

@@ -1,7 +1,7 @@
 //! `dpstat check`: the custodian's pre-flight names every problem by row and column, exits 4
 //! when it finds one, never touches a ledger and says that its report is not private.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fixture};
 

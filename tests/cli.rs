@@ -1,7 +1,7 @@
 //! CLI-wide behaviour: help and version, the insecure-seed warning, flag validation (exit 2,
 //! one `dpstat:` line, empty stdout), CSV dialects, standard input and broken pipes.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::process::Stdio;

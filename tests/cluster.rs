@@ -5,11 +5,9 @@
 //! tests/parquet.rs, whose layouts include the cluster in this build.)
 #![cfg(feature = "cluster")]
 
-#[path = "common/cluster.rs"]
-mod cluster;
-mod common;
-#[path = "common/parquet.rs"]
-mod tables;
+use crate::common;
+use crate::common::cluster;
+use crate::common::tables;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! Generated from the clap definition: shell completions, the man page, `--help` with
 //! sensitivities and worked examples, and `--version` with the privacy-relevant build facts.
 
-mod common;
+use crate::common;
 
 use clap::CommandFactory;
 use common::{dpstat, fails_with, stdout_of};

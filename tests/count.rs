@@ -2,7 +2,7 @@
 //! units, integer output. Hand-checked truths come from fixtures/income.csv (8 rows; region
 //! north: ann, cy, gus; south: bob, eve; east: dee, hal; west: fay) and fixtures/people.csv.
 
-mod common;
+use crate::common;
 
 use common::*;
 use predicates::str::contains;

@@ -1,6 +1,6 @@
 //! `dpstat covariance` and `dpstat regress`: the real binary on fixtures.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
 

@@ -7,7 +7,7 @@
 //! (its seconds as a decimal), the numbers computed by Python's datetime and decimal. With the
 //! same seed a release over the dates must then be the release over the numbers, to the bit.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

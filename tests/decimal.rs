@@ -2,7 +2,7 @@
 //! that writes `228,04` releases exactly what the same table written with points releases under
 //! the same seed, and without the flag such a cell is refused with the flag that reads it.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fails_with, fixture, seeded, stdout_of, unseeded};
 use tempfile::TempDir;

@@ -1,7 +1,7 @@
 //! `dpstat describe`: several columns' count, mean and quantiles in one pass, through the real
 //! binary on fixtures/people.csv (200 rows; columns id, age, income, region, urban_rural, score).
 
-mod common;
+use crate::common;
 
 use std::fs;
 

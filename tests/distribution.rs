@@ -16,7 +16,7 @@
 //! so every real number compared exactly is taken from the JSON text as printed
 //! (`number_tokens`) and parsed by the standard library, which rounds correctly.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -1,6 +1,6 @@
 //! Errors that teach: each names the flag that fixes it, on one `dpstat:` line, exit 2.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fails_with, fixture, json_of, stdout_of};
 

@@ -17,7 +17,7 @@
 //! 8,90,North,7,1,w
 //! ```
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -1,6 +1,6 @@
 //! `--by COL --keys ...`: one release per public key (plus `other`), each at the full ε.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::fs;

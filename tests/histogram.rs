@@ -12,7 +12,7 @@
 //! - categories.csv colours: red 3, green 2, blue 2, and purple, an empty cell and `Red` in
 //!   `other`; rows with size=1: green and red.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::*;

@@ -2,7 +2,7 @@
 //! one budget per population whatever the file's bytes, tamper-evident (against accidents; keyed, against whoever lacks the key), and nothing shown after
 //! the charge but the release.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

@@ -5,9 +5,8 @@
 //! on stdout and nothing charged. Without a ledger the same refusals name the file to fix.
 //! A file listed twice is refused; a directory is read recursively, leaving out hidden names.
 
-mod common;
-#[path = "common/parquet.rs"]
-mod tables;
+use crate::common;
+use crate::common::tables;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! the mean is 40062.5625 (unclamped it would be 52500.0625); north (3 rows) 46000.5 / 3 =
 //! 15333.5. Clamped to [-3, 5]: 27 / 8 = 3.375; north 7 / 3.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::*;

@@ -11,12 +11,10 @@
 //! "west" are one key in both), dictionary-encoded and large strings, a date and a text
 //! partition column last.
 
+use crate::common;
 #[cfg(feature = "cluster")]
-#[path = "common/cluster.rs"]
-mod cluster;
-mod common;
-#[path = "common/parquet.rs"]
-mod tables;
+use crate::common::cluster;
+use crate::common::tables;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

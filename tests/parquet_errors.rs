@@ -3,9 +3,8 @@
 //! released, charged, like any other; corrupt bytes never make dpstat panic, and under a ledger
 //! never release anything uncharged (DESIGN §5.1).
 
-mod common;
-#[path = "common/parquet.rs"]
-mod tables;
+use crate::common;
+use crate::common::tables;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,9 @@
 //! The Parquet files shipped in fixtures/ hold the rows of fixtures/people.csv: GUIDE.md's
-//! Parquet examples read them. `DPSTAT_WRITE_FIXTURES=1 cargo test --test parquet_fixtures`
+//! Parquet examples read them. `DPSTAT_WRITE_FIXTURES=1 cargo test --test integration parquet_fixtures::`
 //! writes them anew from the CSV.
 
-mod common;
-#[path = "common/parquet.rs"]
-mod tables;
+use crate::common;
+use crate::common::tables;
 
 use common::*;
 use tables::{Table, Values};

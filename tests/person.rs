@@ -3,7 +3,7 @@
 //! one person moves a noisy aggregate by at most the sensitivity the release states, and the
 //! release states its unit and an accounting that adds up to the ε charged.
 
-mod common;
+use crate::common;
 
 use common::{fails_with, fixture, json_of, seeded};
 use serde_json::Value;

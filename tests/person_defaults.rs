@@ -2,7 +2,7 @@
 //! group of `--keys`, which costs no noise while K_g = K, and `--max-rows-per-id auto` chooses K
 //! by the bias–variance rule, saying when the persons are too few for it.
 
-mod common;
+use crate::common;
 
 use common::{fixture, json_of, seeded, stdout_of};
 use serde_json::Value;

@@ -8,7 +8,7 @@
 //! clinic `north`, p061–p140 at `south` (p061–p080 at both), and one patient, p999, with 50
 //! visits at clinic `rare`.
 
-mod common;
+use crate::common;
 
 use common::{fails_with, fixture, json_of, seeded};
 use serde_json::Value;

@@ -5,9 +5,8 @@
 //! person-level releases (`--full-precision`, JSON) under one seed, on any number of threads and
 //! through the temporary files, for every statistic and a workload.
 
-mod common;
-#[path = "common/parquet.rs"]
-mod tables;
+use crate::common;
+use crate::common::tables;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

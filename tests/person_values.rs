@@ -5,7 +5,7 @@
 //! row's), the unit and factor stated, the same release whatever the order or the spill, the
 //! refusals before anything is read, and the same estimands in a workload.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! each person's rows bounded once, to K, for every query; each query at its share divided by
 //! K on the bounded rows and stated per person; the parts adding up to the charge exactly.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! `dpstat plan`: it states the bound the release will state, it never touches data, noise or
 //! a ledger, and its bound is the C-quantile of the real binary's error over seeded runs.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! `--nonnegative` (count, histogram) and `--normalize` (histogram): post-processing of the
 //! noisy release, stated in its JSON, run through the real binary.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fails_with, fixture, json_of, seeded, stdout_of};
 

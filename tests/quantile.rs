@@ -1,6 +1,6 @@
 //! quantile and median: the exponential mechanism over public candidates, run through the real binary.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -17,7 +17,7 @@
 //! O'Brien       north  10        33
 //! ```
 
-mod common;
+use crate::common;
 
 use std::fs;
 

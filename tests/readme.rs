@@ -29,14 +29,14 @@
 //! script under `bench/` or `scripts/`, which run dpstat. The one exception is an example that
 //! cannot run here (a benchmark, a cluster): a fenced block marked
 //! `<!-- check: not run (REASON) -->`, where REASON says why and what runs it instead.
-//! `README_BLESS=1 cargo test --test readme` rewrites, in every doc, the output of every example
+//! `README_BLESS=1 cargo test --test integration readme::` rewrites, in every doc, the output of every example
 //! that differs with what dpstat prints now (an unseeded one that matches once masked keeps the
 //! run it shows, so a bless does not churn noise, digests and times).
 //!
 //! Unix only: the examples are shell commands.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -394,7 +394,7 @@ fn doc_examples_print_what_the_docs_show() {
     assert!(
         failures.is_empty(),
         "{}\n\n{} example(s) differ from what dpstat prints. Fix the example, or if the new \
-         output is right, rewrite the outputs with README_BLESS=1 cargo test --test readme and read \
+         output is right, rewrite the outputs with README_BLESS=1 cargo test --test integration readme:: and read \
          the diff.",
         failures.join("\n\n"),
         failures.len()
@@ -623,7 +623,7 @@ fn the_harness_finds_commands_and_masks_noise() {
     assert_eq!(blocks[0].examples[0].expected, ["12"]);
     assert_eq!(blocks[1].examples[0].command(), "dpstat count f.csv");
     // Commands a non-console block may hold, and the marker that lets one go unrun.
-    let text = "```sh\ncargo build --release\ncargo test --test readme\n```\n\n\
+    let text = "```sh\ncargo build --release\ncargo test --test integration readme::\n```\n\n\
                 <!-- check: not run (needs a cluster; tests/cluster.rs runs it) -->\n\
                 ```sh\nDPSTAT=target/release/dpstat scripts/cluster-up.sh\ndpstat count f.csv\n```\n\n\
                 <!-- check: not run () -->\n```sh\ndpstat mean f.csv\n```\n\n\

@@ -5,7 +5,7 @@
 //! `dpstat run` gives for the workload `--explain` prints; refusals come before anything is read
 //! or charged; under a ledger a query is one record.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -9,7 +9,7 @@
 //! - [-3, 5]:       six values clamp to 5, -500 to -3, 0 stays: 27; north 7, south 10.
 //! - [-5, 5]:       30 - 5 = 25.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::*;

@@ -3,7 +3,7 @@
 //! prints each value with its error bound, and a release whose bound covers every value the
 //! statistic can take says so on stderr. The bare number stays the default.
 
-mod common;
+use crate::common;
 
 use common::{dpstat, fails_with, fixture, json_of, one_number, stdout_of};
 

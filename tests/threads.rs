@@ -3,7 +3,7 @@
 //! noise, so the whole JSON output must be identical for 1 thread, N threads, standard input,
 //! gzip and zstd, and for the same data with every field quoted.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

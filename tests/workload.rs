@@ -1,6 +1,6 @@
 //! `dpstat run WORKLOAD.toml [FILE]`: several queries, one pass, one charge.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

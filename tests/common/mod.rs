@@ -2,6 +2,10 @@
 //! paths under fixtures/.
 #![allow(dead_code)]
 
+#[cfg(feature = "cluster")]
+pub mod cluster;
+pub mod tables;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

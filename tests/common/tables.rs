@@ -1,6 +1,5 @@
 //! Tables written both as CSV and as Parquet (one file, or hive-partitioned parts), for the tests
-//! that compare the two. Included with `#[path = "common/parquet.rs"] mod tables;` by the tests
-//! that need it (the other test binaries do not link the Parquet writer).
+//! that compare the two (`common::tables`).
 #![allow(dead_code)]
 
 use std::path::Path;
