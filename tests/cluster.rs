@@ -93,6 +93,43 @@ fn fixtures_give_the_local_release_on_two_executors() {
     }
 }
 
+/// Persons' rows past what an executor holds in memory (a small `DPSTAT_ID_MEMORY`, which the
+/// plan carries to the executors) spill there, and their states are larger than an executor
+/// keeps in memory when it merges them: the release is still the local one (rows were lost).
+#[test]
+fn persons_past_the_executors_memory_keep_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: u64 = 30_000;
+    let table = Table {
+        columns: vec![
+            ("id".into(), Values::Text((0..rows).map(|i| Some(format!("p{}", (i * 7919) % 3001))).collect())),
+            ("x".into(), Values::Float((0..rows).map(|i| Some(((i * 104_729) % 1000) as f64)).collect())),
+            ("k".into(), Values::Text((0..rows).map(|i| Some(format!("k{}", (i * 31) % 5))).collect())),
+        ],
+    };
+    let file = dir.path().join("persons.parquet");
+    table.write_parquet(&file, 4_000);
+    let cluster = Cluster::start("persons", 50610, 2, "");
+    let person = ["--privacy-id", "id", "--max-rows-per-id", "4"];
+    let cases: [(&str, Vec<&str>); 2] = [
+        ("count", vec!["count", "--eps", "1"]),
+        (
+            "mean by k",
+            vec!["mean", "-c", "x", "-l", "0", "-u", "1000", "-e", "1", "--by", "k", "--keys", "k0,k1,k2"],
+        ),
+    ];
+    for (what, args) in cases {
+        let local = run(dpstat().env("DPSTAT_ID_MEMORY", "2048").args(&args).args(person).arg(&file));
+        let remote = run(dpstat()
+            .env("DPSTAT_ID_MEMORY", "2048")
+            .args(&args)
+            .args(person)
+            .args(["--engine", &cluster.url])
+            .arg(&file));
+        same(&local, &remote, what);
+    }
+}
+
 /// Runs a release under a fresh ledger and expects exit 2 with `needle` on its one line, and
 /// nothing charged.
 fn refused_uncharged(args: &[String], needle: &str) {

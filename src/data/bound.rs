@@ -182,23 +182,7 @@ struct Wire<F> {
 
 impl<F: Serialize> Serialize for Bounded<F> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::Error;
-        let mut buckets: Vec<Vec<u8>> = vec![Vec::new(); BUCKETS];
-        {
-            let mut spill = self.shared.spill.lock().map_err(|_| S::Error::custom(poisoned()))?;
-            if let Some(e) = &spill.error {
-                return Err(S::Error::custom(e));
-            }
-            for (bucket, file) in buckets.iter_mut().zip(&mut spill.files) {
-                // Appends go on at the end, where reading leaves the file.
-                file.rewind()
-                    .and_then(|()| file.read_to_end(bucket))
-                    .map_err(|e| S::Error::custom(read_error(&e)))?;
-            }
-        }
-        for (bucket, held) in buckets.iter_mut().zip(&self.buckets) {
-            bucket.extend_from_slice(held);
-        }
+        let buckets = self.all_rows().map_err(serde::ser::Error::custom)?;
         let wire = WireRef {
             plan: &self.shared.plan,
             found: self.shared.found,
@@ -224,7 +208,10 @@ impl<'de, F: Fold> Deserialize<'de> for Bounded<F> {
         bounded.bounds = bounds;
         let bytes = buckets.iter().map(Vec::len).sum();
         bounded.buckets = buckets;
-        bounded.add_held(bytes);
+        // Held, not reported: a decoded state is merged into another copy, whose count and cap
+        // then decide. Spilled here, its rows would go to files of its own, which the merge
+        // would leave behind.
+        (bounded.held, bounded.unreported) = (bytes, bytes);
         Ok(bounded)
     }
 }
@@ -251,6 +238,27 @@ impl<F: Clone> Clone for Bounded<F> {
             scratch: Vec::new(),
             inner: self.inner.clone(),
         }
+    }
+}
+
+impl<F> Bounded<F> {
+    /// Every bucket's rows: those in the temporary files, then those held.
+    fn all_rows(&self) -> Result<Vec<Vec<u8>>, String> {
+        let mut buckets: Vec<Vec<u8>> = vec![Vec::new(); BUCKETS];
+        {
+            let mut spill = self.shared.spill.lock().map_err(|_| poisoned())?;
+            if let Some(e) = &spill.error {
+                return Err(e.clone());
+            }
+            for (bucket, file) in buckets.iter_mut().zip(&mut spill.files) {
+                // Appends go on at the end, where reading leaves the file.
+                file.rewind().and_then(|()| file.read_to_end(bucket)).map_err(|e| read_error(&e))?;
+            }
+        }
+        for (bucket, held) in buckets.iter_mut().zip(&self.buckets) {
+            bucket.extend_from_slice(held);
+        }
+        Ok(buckets)
     }
 }
 
@@ -410,6 +418,25 @@ impl<F: Fold> Bounded<F> {
         Ok(())
     }
 
+    /// Makes `other`, a copy of another plan's (decoded from a cluster's state), a copy of
+    /// this one's: its rows, held or in its own temporary files, held and not yet counted,
+    /// so that the merge moves them here and this copy's cap decides whether they spill.
+    fn adopt(&self, other: &mut Self) {
+        match other.all_rows() {
+            Ok(buckets) => {
+                let bytes = buckets.iter().map(Vec::len).sum();
+                (other.buckets, other.held, other.unreported) = (buckets, bytes, bytes);
+            }
+            Err(e) => {
+                if let Ok(mut spill) = self.shared.spill.lock() {
+                    spill.error.get_or_insert(e);
+                }
+                (other.buckets, other.held, other.unreported) = (Vec::new(), 0, 0);
+            }
+        }
+        other.shared = self.shared.clone();
+    }
+
     /// Appends every bucket to its file; an error is kept for [`Bounded::finish`].
     fn spill_all(&mut self) {
         let Ok(mut spill) = self.shared.spill.lock() else { return };
@@ -549,9 +576,11 @@ impl<F: Fold> Fold for Bounded<F> {
     }
 
     fn merge(&mut self, mut other: Self) {
-        // Once rows go to the temporary files, another copy's buckets go straight there:
-        // copying them into this one's first would move every row once more.
-        if self.shared.spilled.load(Ordering::Relaxed) {
+        if !Arc::ptr_eq(&self.shared, &other.shared) {
+            self.adopt(&mut other);
+        } else if self.shared.spilled.load(Ordering::Relaxed) {
+            // Once rows go to the temporary files, another copy's buckets go straight there:
+            // copying them into this one's first would move every row once more.
             other.spill_all();
         }
         let moved = std::mem::take(&mut other.held);
@@ -1588,6 +1617,43 @@ mod tests {
             }
             let other_key = kept(plan(bounds, 2, usize::MAX, group), &rows, 1);
             assert_ne!(other_key, want, "another key keeps other rows");
+        }
+    }
+
+    /// The rows kept of `rows` as a cluster keeps them (`data::cluster`): each part folded by
+    /// a copy decoded from the plan's bytes, sent as bytes, decoded and merged into another
+    /// decoded copy. An executor's copies spill past a small cap (the decoded plan's), so a
+    /// large state spilled, and a decoded one would have, before it is merged.
+    fn kept_on_a_cluster(plan: Plan, rows: &[[String; 3]], parts: usize) -> Vec<String> {
+        let bytes = |b: &Bounded<Seen>| serde_json::to_vec(b).unwrap();
+        let decoded = |bytes: &[u8]| -> Bounded<Seen> { serde_json::from_slice(bytes).unwrap() };
+        let empty = bytes(&Bounded::new(plan, Seen::default()));
+        let size = rows.len().div_ceil(parts.max(1)).max(1);
+        let mut whole = decoded(&empty);
+        for chunk in rows.chunks(size) {
+            let mut part = decoded(&empty);
+            for r in chunk {
+                part.row(&Row::record(&ByteRecord::from(r.to_vec()))).unwrap();
+            }
+            whole.merge(decoded(&bytes(&part)));
+        }
+        let mut seen = whole.finish().unwrap().0;
+        seen.sort();
+        seen
+    }
+
+    /// A cluster keeps every row a local run keeps, also when its states are larger than an
+    /// executor holds in memory (they used to spill to files of their own, left behind by the
+    /// merge: rows were lost).
+    #[test]
+    fn states_decoded_and_merged_keep_the_same_rows() {
+        let rows = shuffled(&people(400), 11);
+        // Ungrouped: JSON, the format every build has, has no maps keyed by groups.
+        let bounds = Bounds { rows: 5, groups: 1, rows_per_group: 5 };
+        let want = kept(plan(bounds, 4, usize::MAX, false), &rows, 1);
+        for (parts, cap) in [(1, usize::MAX), (3, usize::MAX), (2, 4096), (5, 0)] {
+            let got = kept_on_a_cluster(plan(bounds, 4, cap, false), &rows, parts);
+            assert_eq!(got, want, "{parts} parts, cap {cap}");
         }
     }
 
