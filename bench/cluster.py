@@ -2,9 +2,17 @@
 (on 1 and 2 threads) and folded on a loopback Ballista cluster of 1 and of 2 executors (one task
 at a time each, mutual TLS) and of 2 executors without TLS (the cost of TLS), one interleaved run; medians, fastest runs, ratios to the local scan on 2
 threads, the client's peak RSS. Every run uses the insecure seed, so the releases must be equal
-byte for byte: the script stops if one differs."""
+byte for byte: the script stops if one differs.
+
+`cluster.py persons DPSTAT DATA RUNS ROWS URL DIR` (issue 36): a person-level workload (`run`
+with privacy_id, four queries, with and without a grouped one) against the same statistics run
+one by one, locally and on the cluster at URL (whose pid files are in DIR), over one Parquet file
+and over its hive folders (by the grouped column); ROWS rows about ROWS/10 persons (skewed: a
+few thousand rows for the largest). Each executor's peak RSS over a run is its VmHWM after a
+reset (/proc/PID/clear_refs), the largest over the rounds."""
 
 import os
+import shutil
 import statistics
 import sys
 
@@ -15,6 +23,134 @@ QUERIES = {
     "mean": ["mean", "-c", "income", "-l", "0", "-u", "200000", "-e", "1"],
     "histogram": ["histogram", "-c", "age", "--bins", "10", "-l", "0", "-u", "100", "-e", "1"],
 }
+
+
+PERSON = ["--privacy-id", "id", "--max-rows-per-id", "10"]
+WARDS = [f"w{i}" for i in range(8)]
+SINGLES = [
+    ("count", ["count", "-e", "0.25"]),
+    ("mean", ["mean", "-c", "cost", "-l", "0", "-u", "1000", "-e", "0.25"]),
+    ("histogram", ["histogram", "-c", "age", "--bins", "9", "-l", "0", "-u", "90", "-e", "0.25"]),
+    ("mean by ward", ["mean", "-c", "cost", "-l", "0", "-u", "1000", "-e", "0.25", "--by", "ward",
+                      "--keys", ",".join(WARDS)]),
+]
+WORKLOAD = """epsilon = "1"
+privacy_id = "id"
+max_rows_per_id = 10
+[[query]]
+name = "n"
+kind = "count"
+[[query]]
+name = "cost"
+kind = "mean"
+column = "cost"
+lower = 0
+upper = 1000
+[[query]]
+name = "ages"
+kind = "histogram"
+column = "age"
+bins = 9
+lower = 0
+upper = 90
+"""
+GROUPED = f"""[[query]]
+name = "by_ward"
+kind = "mean"
+column = "cost"
+lower = 0
+upper = 1000
+by = "ward"
+keys = [{", ".join(f'"{w}"' for w in WARDS)}]
+"""
+
+
+def persons_data(data, rows):
+    """ROWS rows of id, ward, cost, age as one Parquet file and as hive folders by ward."""
+    base = os.path.join(data, f"persons_{rows}")
+    files = {"one file": base + ".parquet", "hive folders": base + "_hive"}
+    if all(os.path.exists(p) for p in files.values()):
+        return files
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("set enable_progress_bar = false")
+    con.execute(f"""CREATE TABLE t AS SELECT
+        'p' || lpad(CAST(CAST(floor({rows // 10} * pow((hash(i) % 1000000000) / 1e9, 2)) AS BIGINT)
+            AS VARCHAR), 8, '0') AS id,
+        'w' || CAST(hash(i, 1) % 8 AS VARCHAR) AS ward,
+        CAST(hash(i, 2) % 1000 AS DOUBLE) AS cost,
+        CAST(hash(i, 3) % 90 AS BIGINT) AS age
+        FROM range({rows}) r(i) ORDER BY hash(i, 4)""")
+    shutil.rmtree(files["hive folders"], ignore_errors=True)
+    con.execute(f"COPY t TO '{files['one file']}' (FORMAT parquet, ROW_GROUP_SIZE 131072)")
+    con.execute(f"COPY t TO '{files['hive folders']}' (FORMAT parquet, PARTITION_BY (ward))")
+    return files
+
+
+def executors(cluster_dir):
+    pids = []
+    for name in sorted(os.listdir(cluster_dir)):
+        if name.startswith("executor-") and name.endswith(".pid"):
+            with open(os.path.join(cluster_dir, name)) as f:
+                pids.append(int(f.read()))
+    return pids
+
+
+def executor_peaks(pids, argv):
+    """(wall s, client peak MiB, stdout, executors' peak RSS MiB) of one run."""
+    for pid in pids:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+    wall, peak, out = timed(argv)
+    peaks = []
+    for pid in pids:
+        with open(f"/proc/{pid}/status") as f:
+            peaks.append(next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmHWM")))
+    return wall, peak, out, peaks
+
+
+def persons(dpstat, data, runs, rows, url, cluster_dir):
+    runs, rows = int(runs), int(rows)
+    files = persons_data(data, rows)
+    os.environ["DPSTAT_INSECURE_SEED"] = "1"
+    pids = executors(cluster_dir)
+    print(f"## person-level workload, {rows:,} rows about {rows // 10:,} persons, {runs} rounds\n")
+    print("| data | queries | how | median s | / local | executors' peak RSS MiB | client peak RSS MiB |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for label, path in files.items():
+        for grouped in (False, True):
+            singles = SINGLES if grouped else SINGLES[:3]
+            toml = os.path.join(data, f"persons_workload{'_by' if grouped else ''}.toml")
+            with open(toml, "w") as f:
+                f.write(WORKLOAD + (GROUPED if grouped else ""))
+            commands = {"workload": [[dpstat, "run", toml, path]]}
+            commands["one by one"] = [[dpstat, *args, *PERSON, path] for _, args in singles]
+            for how in list(commands):
+                commands[f"{how}, cluster"] = [[*argv[:-1], "--engine", url, argv[-1]] for argv in commands[how]]
+            walls = {how: [] for how in commands}
+            peaks = {how: [0, 0.0] for how in commands}
+            released = {}
+            order = list(commands)
+            for r in range(runs):
+                for how in order[r % len(order):] + order[: r % len(order)]:
+                    total = 0.0
+                    for i, argv in enumerate(commands[how]):
+                        wall, client, out, executor = executor_peaks(pids, argv)
+                        key = (how.split(",")[0], i)
+                        if released.setdefault(key, out) != out:
+                            sys.exit(f"{how} released another {key}: {argv}")
+                        total += wall
+                        peaks[how] = [max(peaks[how][0], *executor), max(peaks[how][1], client)]
+                    walls[how].append(total)
+            base = statistics.median(walls["workload"])
+            queries = ", ".join(name for name, _ in singles)
+            for how in commands:
+                median = statistics.median(walls[how])
+                executor = peaks[how][0] if "cluster" in how else "–"
+                print(f"| {label} | {queries} | {how} | {median:.2f} | {median / base:.2f} | {executor} "
+                      f"| {peaks[how][1]:.0f} |")
+    print()
 
 
 def main(dpstat, data, runs, rows, one, two, plain):
@@ -59,4 +195,7 @@ def main(dpstat, data, runs, rows, one, two, plain):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1] == "persons":
+        persons(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])

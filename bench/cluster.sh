@@ -10,7 +10,9 @@
 # port 50750, two on 50770, two without TLS on 50790; each executor runs one task at a time), and runs bench/cluster.py:
 # every command once per round in a rotated order, RUNS rounds (default 5), medians and ratios
 # in a markdown table. The data is bench/parquet.sh's (generated with DuckDB into DATA, default
-# bench/data, git-ignored; reused when there).
+# bench/data, git-ignored; reused when there). Then (PERSONS=0 skips it) a person-level workload
+# against the same statistics one by one, locally and on the two-executor cluster, with each
+# executor's peak RSS (bench/cluster.py persons; its own data, ROWS rows about ROWS/10 persons).
 # Needs: python3 (with venv), GNU time (installed with apt-get if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,5 +52,8 @@ echo "# $("$DPSTAT" --version | head -1) ($(git describe --always --dirty)) on $
 echo
 for rows in "${SIZES[@]}"; do
     "$PY" bench/cluster.py "$DPSTAT" "$DATA" "$RUNS" "$rows" "$ONE" "$TWO" "$PLAIN"
+    if [ "${PERSONS:-1}" != 0 ]; then
+        "$PY" bench/cluster.py persons "$DPSTAT" "$DATA" "$RUNS" "$rows" "$TWO" "$CLUSTERS/two"
+    fi
 done
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
