@@ -764,6 +764,23 @@ mod tests {
         translate(query, None).unwrap_or_else(|e| panic!("{query}: {e}")).workload
     }
 
+    /// Without public keys the groups are found in the data: delta becomes the workload's
+    /// (the selection's), every aggregate discovers the groups of the key, and no note says
+    /// delta is unspent.
+    #[test]
+    fn group_by_without_keys_finds_the_groups_with_delta() {
+        let t = translate(
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, delta = 1e-6) k, COUNT(*) n, \
+             SUM(x, contribution_bounds_per_group => (0, 5)) s FROM t WHERE a = 1 GROUP BY k",
+            None,
+        )
+        .unwrap();
+        assert!(t.workload.starts_with("epsilon = \"1\"\ndelta = \"1e-6\"\n"), "{}", t.workload);
+        assert_eq!(t.workload.matches("by = \"k\"\ndiscover = true\n").count(), 2, "{}", t.workload);
+        assert!(!t.workload.contains("keys ="), "{}", t.workload);
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
+    }
+
     #[test]
     fn bigquerys_avg_example_becomes_a_grouped_mean() {
         let t = translate(
@@ -819,7 +836,7 @@ mod tests {
             ("SUM(x) FROM t", "without contribution_bounds_per_group"),
             ("AVG(x) FROM t", "without contribution_bounds_per_group"),
             ("x, COUNT(*) FROM t", "outside an aggregate"),
-            ("k, COUNT(*) FROM t GROUP BY k", "needs its public groups"),
+            ("k, COUNT(*) FROM t GROUP BY k", "needs delta"),
             ("COUNT(*) FROM t WHERE a = 1 OR b = 2", "OR in WHERE"),
             ("COUNT(*) FROM t WHERE a IN (SELECT a FROM u)", "subquery"),
             ("COUNT(DISTINCT id) FROM t", "DISTINCT"),
