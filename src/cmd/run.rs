@@ -548,7 +548,7 @@ pub struct WorkloadFold {
     pub discovered: Option<Box<Selecting>>,
 }
 
-/// The selection's fold ([`keyed_fold`]).
+/// The selection's fold (`keyed_fold`): its keys, each with the discovered queries' folds.
 pub type Selecting = Routed<Keyed<QueryFolds>>;
 
 /// Each discovered query's folds in the kept keys, key and fold, in the queries' order.
