@@ -35,6 +35,11 @@ const BIGQUERY: [&str; 6] = [
      WHERE item IN ('pen', 'pencil', 'scissors') GROUP BY item",
 ];
 
+/// The ledger's records after its header line.
+fn ledger_records(ledger: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(ledger).unwrap().lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 /// `dpstat sql QUERY` with `args`, seeded.
 fn sql(seed: u64, query: &str, args: &[&str]) -> assert_cmd::Command {
     let mut cmd = seeded(seed);
@@ -234,12 +239,7 @@ fn under_a_ledger_a_query_is_one_record() {
             .arg(fixture("people.csv")),
     );
     assert_eq!(text.lines().count(), 4, "{text}");
-    let records: Vec<serde_json::Value> = fs::read_to_string(&ledger)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = ledger_records(&ledger);
     let charges: Vec<&serde_json::Value> = records.iter().filter(|r| r["type"] == "charge").collect();
     assert_eq!(charges.len(), 1, "{records:?}");
     assert_eq!(charges[0]["query"], "sql");
@@ -362,12 +362,7 @@ fn found_groups_parts_add_up_to_the_charge() {
         assert_eq!(sum, eps.parse::<BigRational>().unwrap(), "{out}");
         assert_eq!(lines[0]["delta_exact"], lines[0]["total_delta_exact"], "{out}");
         assert!(lines[1..].iter().all(|l| l.get("delta_exact").is_none_or(|d| d.is_null())), "{out}");
-        let records: Vec<serde_json::Value> = fs::read_to_string(&ledger)
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let records = ledger_records(&ledger);
         let charge = records.iter().rfind(|r| r["type"] == "charge").unwrap();
         assert_eq!(charge["epsilon"].as_str().unwrap().parse::<BigRational>().unwrap(), sum, "{charge}");
         assert_eq!(charge["delta"], "1/1000000", "{charge}");
