@@ -596,3 +596,18 @@ fn discovery_refusals_come_before_reading() {
     let workload = found_workload(&dir, "epsilon = \"1\"\ndelta = \"1e-6\"\n", q);
     fails_with(dpstat().args(["plan", "run"]).arg(&workload), &["discover = true", "nothing to compare"]);
 }
+
+/// Memory holds at most `max_keys` keys: past what the key cap's noisy test lets through (202
+/// ids against max_keys 250, whose margin is about 242) the whole workload is withheld, exit 5,
+/// nothing on stdout, as `--discover` withholds.
+#[test]
+fn more_keys_than_max_keys_withhold_the_workload() {
+    let dir = TempDir::new().unwrap();
+    let queries = "[[query]]\nname = \"n\"\nkind = \"count\"\nby = \"id\"\ndiscover = true\n";
+    let workload = found_workload(&dir, "epsilon = \"2\"\ndelta = \"1e-6\"\nmax_keys = 250\n", queries);
+    let out = seeded(1).arg("run").arg(&workload).arg(fixture("sql_discover.csv")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(out.stdout.is_empty(), "{stderr}");
+    assert!(stderr.contains("more distinct keys than --max-keys 250"), "{stderr}");
+}
