@@ -35,6 +35,11 @@ const BIGQUERY: [&str; 6] = [
      WHERE item IN ('pen', 'pencil', 'scissors') GROUP BY item",
 ];
 
+/// The ledger's records after its header line.
+fn ledger_records(ledger: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(ledger).unwrap().lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 /// `dpstat sql QUERY` with `args`, seeded.
 fn sql(seed: u64, query: &str, args: &[&str]) -> assert_cmd::Command {
     let mut cmd = seeded(seed);
@@ -234,12 +239,7 @@ fn under_a_ledger_a_query_is_one_record() {
             .arg(fixture("people.csv")),
     );
     assert_eq!(text.lines().count(), 4, "{text}");
-    let records: Vec<serde_json::Value> = fs::read_to_string(&ledger)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = ledger_records(&ledger);
     let charges: Vec<&serde_json::Value> = records.iter().filter(|r| r["type"] == "charge").collect();
     assert_eq!(charges.len(), 1, "{records:?}");
     assert_eq!(charges[0]["query"], "sql");
@@ -271,4 +271,112 @@ fn explain_and_plan_read_no_data() {
     let bound = bound.split_whitespace().nth(2).unwrap().trim_end_matches(':');
     assert!(plan.lines().any(|l| l.contains("sum_age") && l.ends_with(bound)), "{plan}\n{single}");
     assert!(plan.contains("no data read"), "{plan}");
+}
+
+/// `fixtures/sql_discover.csv`: `pen` held by 120 persons (one row each), `pencil` by 80 (two
+/// rows each), `rare` by 2 persons with 60 rows each.
+const FOUND: &str = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 3, delta = 1e-6, max_groups_contributed = 1, \
+                     privacy_unit_column = id) item, COUNT(*) n, SUM(quantity, contribution_bounds_per_group => (0, 50)) \
+                     total FROM t GROUP BY item";
+
+/// The groups each JSON line released, by line name.
+fn released_groups(text: &str) -> Vec<(String, Vec<String>)> {
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let keys = v["groups"].as_array().unwrap().iter().map(|g| g["key"].as_str().unwrap().to_string());
+            (v["name"].as_str().unwrap().to_string(), keys.collect())
+        })
+        .collect()
+}
+
+/// A GROUP BY without public keys finds its groups in the data (BigQuery's default) as the
+/// workload's selection, `discover = true`: the seeded release equals `dpstat run`'s of the
+/// explained workload, the selection is its own part (all of delta), and every aggregate is
+/// released on the selected keys only. A key held by 2 persons is never released, with or
+/// without one of them (neighbouring datasets), though its 120 rows would pass a row-level
+/// threshold, which the same query without the privacy unit shows.
+#[test]
+fn groups_found_in_the_data_are_selected_once_per_person() {
+    let file = fixture("sql_discover.csv");
+    same_as_run(FOUND, &[], &file);
+    let dir = TempDir::new().unwrap();
+    let text = fs::read_to_string(&file).unwrap();
+    let neighbour = dir.path().join("neighbour.csv");
+    let without: Vec<&str> = text.lines().filter(|l| !l.starts_with("201,")).collect();
+    fs::write(&neighbour, without.join("\n") + "\n").unwrap();
+    for data in [&file, &neighbour] {
+        for seed in 1..=12 {
+            let out = stdout_of(sql(seed, FOUND, &["--format", "json"]).arg(data));
+            let lines = released_groups(&out);
+            let names: Vec<&str> = lines.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(names, ["selection", "n", "total"], "{out}");
+            for (_, keys) in &lines {
+                assert_eq!(keys, &["pen", "pencil"], "seed {seed}: {out}");
+            }
+        }
+    }
+    let rows = FOUND.replace(", max_groups_contributed = 1, privacy_unit_column = id", "");
+    let out = stdout_of(sql(1, &rows, &["--format", "json"]).arg(&file));
+    for (_, keys) in released_groups(&out) {
+        assert_eq!(keys, ["pen", "pencil", "rare"], "{out}");
+    }
+    // Per person in found groups, SUM clamps each person's total (a person closes in the fold
+    // of every key they touched): pen's 120 persons of one row each add up to 2660.
+    let precise = FOUND.replace("epsilon = 3", "epsilon = 3000");
+    let out = stdout_of(sql(1, &precise, &["--format", "json"]).arg(&file));
+    let total: serde_json::Value = serde_json::from_str(out.lines().nth(2).unwrap()).unwrap();
+    let pen = total["groups"].as_array().unwrap().iter().find(|g| g["key"] == "pen").unwrap();
+    let value = pen["value"].as_f64().unwrap();
+    assert!((value - 2660.0).abs() < 5.0, "{pen}");
+    let explain = stdout_of(&mut sql(1, FOUND, &["--explain"]));
+    for line in ["delta = \"1e-6\"\n", "by = \"item\"\ndiscover = true\n", "#   selection: epsilon 1, delta"]
+    {
+        assert!(explain.contains(line), "{line}: {explain}");
+    }
+    let plan = stdout_of(dpstat().args(["plan", "sql", FOUND]));
+    assert!(plan.lines().any(|l| l.contains("selection") && l.contains("noisy count of persons")), "{plan}");
+}
+
+/// Under a ledger the query is one charge of (epsilon, delta), and the parts its JSON lines
+/// state (the selection's and each aggregate's) add up to exactly that.
+#[test]
+fn found_groups_parts_add_up_to_the_charge() {
+    use num_rational::BigRational;
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join("l.jsonl");
+    for (query, eps) in [(FOUND.to_string(), "3/1"), (FOUND.replace("epsilon = 3", "epsilon = 1.1"), "11/10")]
+    {
+        let out = stdout_of(
+            unseeded()
+                .arg("sql")
+                .arg(&query)
+                .args(["--format", "json", "--budget", "10", "--budget-delta", "1e-3", "--ledger"])
+                .arg(&ledger)
+                .arg(fixture("sql_discover.csv")),
+        );
+        let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let part =
+            |v: &serde_json::Value| v["epsilon_exact"].as_str().unwrap().parse::<BigRational>().unwrap();
+        let sum = lines.iter().map(part).fold(BigRational::from_integer(0.into()), |a, b| a + b);
+        assert_eq!(sum, eps.parse::<BigRational>().unwrap(), "{out}");
+        assert_eq!(lines[0]["delta_exact"], lines[0]["total_delta_exact"], "{out}");
+        assert!(lines[1..].iter().all(|l| l.get("delta_exact").is_none_or(|d| d.is_null())), "{out}");
+        let records = ledger_records(&ledger);
+        let charge = records.iter().rfind(|r| r["type"] == "charge").unwrap();
+        assert_eq!(charge["epsilon"].as_str().unwrap().parse::<BigRational>().unwrap(), sum, "{charge}");
+        assert_eq!(charge["delta"], "1/1000000", "{charge}");
+    }
+}
+
+/// A GROUP BY without public groups needs delta: refused in one line before anything is
+/// read or charged.
+#[test]
+fn found_groups_without_delta_are_refused_before_the_charge() {
+    let query = FOUND.replace("delta = 1e-6, ", "");
+    fails_with(&mut sql(1, &query, &[]), &["needs delta", "--keys"]);
+    let dir = TempDir::new().unwrap();
+    let (error, _) =
+        refused_under_a_ledger(dir.path(), &["sql", query.as_str()], &[&fixture("sql_discover.csv")]);
+    assert!(error.contains("delta"), "{error}");
 }

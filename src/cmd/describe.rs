@@ -239,6 +239,7 @@ impl Request {
             person,
             queries,
             decimal: self.input.csv.decimal,
+            discovery: None,
         })
     }
 

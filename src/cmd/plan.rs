@@ -415,6 +415,13 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
     let input = InputFlags::planned();
     let settings = (request.confidence, Format::Text);
     let file = Workload::parse(&path, &text, &input, settings, false)?;
+    if file.discovery.is_some() {
+        return Err(Error::usage(
+            "dpstat plan run compares Laplace with Gaussian noise, and a workload with discover = true is \
+             Laplace only (its selection of keys has no Gaussian form): there is nothing to compare",
+        )
+        .into());
+    }
     let delta = match (&request.delta, file.mechanism.delta()) {
         (Some(d), _) | (None, Some(d)) => d.clone(),
         (None, None) => {
@@ -445,7 +452,7 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
                 neighbours: q.job.neighbours,
                 confidence: request.confidence,
                 rows: request.rows,
-                grouped: q.job.group.is_some(),
+                grouped: q.job.grouped(),
             };
             q.job
                 .statistic

@@ -414,6 +414,11 @@ pub struct Job {
 }
 
 impl Job {
+    /// One release per group: listed (`--by` with `--keys`) or found (`--discover`).
+    pub fn grouped(&self) -> bool {
+        self.group.is_some() || self.discover_by.is_some()
+    }
+
     pub fn new(request: Request) -> Result<Job, Error> {
         let has_header = request.input.csv.has_header;
         let (mechanism, discovery) = request.privacy.resolve()?;
@@ -1023,7 +1028,7 @@ pub fn context<'a>(job: &'a Job, input: &'a Input, mechanism: &'a Mechanism) -> 
         mechanism,
         neighbours: job.neighbours,
         confidence: job.confidence,
-        grouped: job.group.is_some() || job.discover_by.is_some(),
+        grouped: job.grouped(),
         filters: &job.filter_labels,
         source: input.name(),
     }

@@ -37,6 +37,8 @@
 //! share = "0.25"             # optional
 //! # covariance and regress: column = ["x", "y"], lower = [LX, LY], upper = [UX, UY]
 //! # where = ["region=north"], by = "urban_rural", keys = ["1", "2"],
+//! # or by = "region", discover = true: groups found in the data by one selection shared by
+//! # every such query (top level: delta = "1e-6"; max_keys, selection_share optional),
 //! # bins = 8 or categories = ["a", "b"], invalid = "error" | "skip" | "impute=V",
 //! # q = [0.5, 0.9] and resolution = 2001 (quantile; bounds optional for quantile and median)
 //! ```
@@ -49,9 +51,9 @@ use anyhow::Result;
 
 use crate::cmd::release::{
     bound_failure, check_plot_path, context, empty_fold, note_line, note_no_files, publish, routing, warn,
-    warn_if_large, write_plot, InputFlags, Meter, Outcome,
+    warn_if_large, write_plot, InputFlags, Job, Meter, Outcome, Person,
 };
-use crate::cmd::workload::{person_unit, query_factor, query_unit, Workload, PER_PERSON};
+use crate::cmd::workload::{person_unit, query_factor, query_unit, Found, Workload, PER_PERSON, SELECTION};
 use crate::data::bound::{self, Bounded, Plan};
 use crate::data::cell::{parse_number_in, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
@@ -60,19 +62,24 @@ use crate::data::row::{text_cell, BadCell, Fold, Row};
 use crate::data::{engine, scan};
 use crate::error::{bad_input, Error};
 use crate::numeric::grid::GridBounds;
+use crate::numeric::list;
 use crate::privacy::accountant::Cost;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::contribution::Factor;
 use crate::privacy::currency::Spend;
 use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
+use crate::privacy::noise::Mechanism;
 use crate::privacy::rng;
 use crate::query::bounds::Clamped;
+use crate::query::discover::{self, Keyed};
 use crate::query::mean::MeanFold;
 use crate::query::statistic::{Context, Statistic};
 use crate::query::sum::SumFold;
 use crate::query::variance::VarianceFold;
 use crate::query::AnyFold;
-use crate::report::release::{Accuracy, Guarantee, Noise, Published, Release};
+use crate::report::release::{
+    saturating_i128, Accuracy, Group, GroupedRelease, Guarantee, Noise, Number, Published, Release,
+};
 use crate::report::text::{self, Format, Style};
 use crate::report::{svg, table};
 
@@ -169,6 +176,8 @@ pub fn release_all(
     }
     note_no_files(&input, ledger.is_some());
     let mut folds = Vec::with_capacity(workload.queries.len());
+    // The queries on found keys: their folds are held per key, inside the selection's.
+    let mut found = Vec::new();
     // Every column some query reads: the cells a bounded scan keeps.
     let mut keep = Vec::new();
     for query in &workload.queries {
@@ -180,9 +189,17 @@ pub fn release_all(
         }
         keep.extend(filters.iter().map(|(i, _)| *i));
         keep.extend(by.as_ref().map(|g| g.index));
-        folds.push(Routed::new(inner, filters, by));
+        match query.job.discover_by {
+            Some(_) => found.push(Routed::new(inner, filters, by)),
+            None => folds.push(Routed::new(inner, filters, by)),
+        }
     }
-    let fold = WorkloadFold::new(folds);
+    let mut fold = WorkloadFold::new(folds);
+    if let Some(selection) = &workload.discovery {
+        let keyed = keyed_fold(selection, workload.person.as_ref(), found, &input)?;
+        keep.extend(keyed_columns(selection, &input)?);
+        fold.discovered = Some(Box::new(keyed));
+    }
     let fold = match &workload.person {
         None => Pass::Rows(fold),
         Some(person) => {
@@ -222,6 +239,62 @@ pub fn release_all(
     Ok(released)
 }
 
+/// The selection's fold: the key of every row (after the `where` all discovered queries
+/// have), its count of rows or persons, and the discovered queries' folds under each key, held
+/// for at most `max_keys` keys (`query::discover::Keyed`).
+fn keyed_fold(
+    selection: &Found,
+    person: Option<&Person>,
+    queries: Vec<Routed<AnyFold>>,
+    input: &Input,
+) -> Result<Selecting> {
+    let at = |e: anyhow::Error| bad_input(format!("{}: {e:#}", selection.origin));
+    let index = input.resolve(&selection.by, "by").map_err(at)?;
+    let (filters, _) = routing(&selection.filters, None, input).map_err(at)?;
+    let keyed = Keyed::new(index, selection.discovery.max_keys, QueryFolds(queries));
+    let keyed = match person {
+        Some(_) => keyed.per_person(selection.shares.cap.per_unit),
+        None => keyed,
+    };
+    Ok(Routed::new(keyed, filters, None))
+}
+
+/// The columns the selection reads: its key and its filters' (kept by a bounded scan).
+fn keyed_columns(selection: &Found, input: &Input) -> Result<Vec<usize>> {
+    let (filters, _) = routing(&selection.filters, None, input)?;
+    let mut columns = vec![input.resolve(&selection.by, "by")?];
+    columns.extend(filters.iter().map(|(i, _)| *i));
+    Ok(columns)
+}
+
+/// The folds of a workload's queries on found keys, under one key.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct QueryFolds(Vec<Routed<AnyFold>>);
+
+impl Fold for QueryFolds {
+    #[inline]
+    fn row(&mut self, record: &Row) -> Result<(), BadCell> {
+        self.0.iter_mut().try_for_each(|f| f.row(record))
+    }
+    fn merge(&mut self, other: Self) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            mine.merge(theirs);
+        }
+    }
+    fn widest_column(&self) -> Option<usize> {
+        self.0.iter().filter_map(Fold::widest_column).max()
+    }
+    fn heap_bytes(&self) -> usize {
+        self.0.iter().map(|f| std::mem::size_of::<Routed<AnyFold>>() + f.heap_bytes()).sum()
+    }
+    fn person_end(&mut self) {
+        self.0.iter_mut().filter(|f| f.hears_persons()).for_each(Fold::person_end);
+    }
+    fn hears_persons(&self) -> bool {
+        self.0.iter().any(Fold::hears_persons)
+    }
+}
+
 /// The one pass of a batch: every row to every query, or each person's kept rows.
 enum Pass {
     Rows(WorkloadFold),
@@ -236,8 +309,8 @@ impl Pass {
         }
     }
 
-    /// Reads the data; every query's fold.
-    fn scan(self, input: &mut Input) -> Result<Vec<Routed<AnyFold>>> {
+    /// Reads the data; every query's fold, and the selection's.
+    fn scan(self, input: &mut Input) -> Result<Folds> {
         let fold = match self {
             Pass::Rows(mut fold) => {
                 engine::scan(input, &mut fold)?;
@@ -248,9 +321,13 @@ impl Pass {
                 None => bounded.finish().map_err(|f| bound_failure(input, f))?,
             },
         };
-        Ok(fold.into_folds())
+        Ok(fold.into_parts())
     }
 }
+
+/// What a pass leaves: the folds of the queries on public groups (or none), in order, and the
+/// selection's.
+type Folds = (Vec<Routed<AnyFold>>, Option<Box<Selecting>>);
 
 /// The one pass and every query's noise; the accountant's total must be exactly the batch's.
 /// Returns the queries and the guarantee of their total.
@@ -260,12 +337,28 @@ fn measure_all(
     input: &mut Input,
     rng: &mut dyn rand::RngCore,
 ) -> Result<(Vec<table::Query>, Guarantee)> {
-    let folds = pass.scan(input)?;
-    let mut queries = Vec::with_capacity(workload.queries.len());
-    for (query, routed) in workload.queries.iter().zip(folds) {
+    let (folds, keyed) = pass.scan(input)?;
+    let mut plain = folds.into_iter();
+    let mut queries = Vec::with_capacity(workload.queries.len() + 1);
+    // The selection first: its part, then each discovered query's folds in the kept keys.
+    let mut kept = Vec::new().into_iter();
+    if let (Some(selection), Some(keyed)) = (&workload.discovery, keyed) {
+        let (part, folds) = select(workload, selection, *keyed, input, rng)?;
+        queries.push(part);
+        kept = folds.into_iter();
+    }
+    let missing = || Error::internal("a workload query without its fold");
+    for query in &workload.queries {
         let job = &query.job;
         let cx = context(job, input, &job.mechanism);
-        let release = match publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, rng) {
+        let outcome = match &job.discover_by {
+            None => {
+                let routed = plain.next().ok_or_else(missing)?;
+                publish(&job.statistic, routed.groups, job.group.as_ref(), &cx, rng)
+            }
+            Some(_) => found_release(job, kept.next().ok_or_else(missing)?, &cx, rng).map(Outcome::Published),
+        };
+        let release = match outcome {
             Ok(Outcome::Published(release)) => release,
             Ok(Outcome::Again(_)) => {
                 return Err(Error::internal("a workload query asked for a second pass").into())
@@ -280,7 +373,7 @@ fn measure_all(
         if let Some(person) = &job.person {
             // Measured at the share divided by the factor on the bounded rows: stated per
             // person, its accounting is the share again.
-            let grouped = job.group.is_some();
+            let grouped = job.grouped();
             release.per_person(query_unit(person, grouped), query_factor(person, grouped), PER_PERSON)?;
         }
         queries.push(table::Query { name: query.name.clone(), share: job.spend.clone(), release });
@@ -290,6 +383,101 @@ fn measure_all(
     accounting.spends_exactly(&workload.spend())?;
     let guarantee = Guarantee::of(&accounting.total()?, workload.mechanism.delta())?;
     Ok((queries, guarantee))
+}
+
+/// The workload's selection of keys (`query::discover`): its part of the output (the kept keys
+/// with the selection's noisy counts, post-processing of it, at (ε_sel, δ)), and every
+/// discovered query's folds in the kept keys, in the queries' order. A withheld outcome of the
+/// key cap's test withholds the whole workload (its line names flags only).
+fn select(
+    workload: &Workload,
+    selection: &Found,
+    mut keyed: Selecting,
+    input: &Input,
+    rng: &mut dyn rand::RngCore,
+) -> Result<(table::Query, KeptFolds)> {
+    let keyed = keyed.groups.pop().ok_or_else(|| Error::internal("an ungrouped scan has one fold"))?;
+    let persons = workload.person.as_ref().map(Person::persons);
+    let shares = &selection.shares;
+    let found = discover::select_keys(keyed, shares, persons.is_some(), workload.neighbours, rng)?;
+    let labels: Vec<String> = selection.filters.iter().map(|f| f.label()).collect();
+    let mechanism = Mechanism::Laplace(shares.per_key_eps.clone());
+    let cx = Context {
+        mechanism: &mechanism,
+        neighbours: workload.neighbours,
+        confidence: selection.confidence,
+        grouped: true,
+        filters: &labels,
+        source: input.name(),
+    };
+    // The workload's unit, as every query of it states.
+    let unit = workload.person.as_ref().map_or(crate::privacy::contribution::Unit::Row, person_unit);
+    let discovered = workload.queries.iter().filter(|q| q.job.discover_by.is_some()).count();
+    let mut folds: Vec<Vec<(String, AnyFold)>> = (0..discovered).map(|_| vec![]).collect();
+    let mut groups = Vec::with_capacity(found.kept.len());
+    for (key, noisy, QueryFolds(each)) in found.kept {
+        let noise = discover::counted_noise(&found.noise, &cx);
+        let cost = Cost::spent("count", shares.selection_spend());
+        let release = Release::new("count", None, labels.clone(), noise, cost)?;
+        let value = Some(Number::Integer(saturating_i128(&noisy)));
+        groups.push(Group { key: key.clone(), release: Release { value, unit: unit.clone(), ..release } });
+        for (slot, mut routed) in folds.iter_mut().zip(each) {
+            let fold =
+                routed.groups.pop().ok_or_else(|| Error::internal("an ungrouped route has one fold"))?;
+            slot.push((key.clone(), fold));
+        }
+    }
+    let released = groups.len();
+    let mut part = GroupedRelease::with_accounting(
+        "count",
+        None,
+        selection.by.label(),
+        workload.neighbours,
+        discover::WORKLOAD_SELECTION,
+        groups,
+        discover::selection_cost(shares),
+    )?;
+    let mut about = discover::info(&found.threshold, &shares.cap, released);
+    if persons.is_some() {
+        about.per_person = Some(shares.person_info());
+    }
+    part.unit = unit;
+    part.discovery = Some(about);
+    part.post_processing = vec![discover::selection_note(&found.threshold.tau)];
+    let mut release = Published::Grouped(part);
+    if rng::is_seeded() {
+        release.mark_insecure_seed();
+    }
+    Ok((table::Query { name: SELECTION.to_string(), share: selection.spend.clone(), release }, folds))
+}
+
+/// A discovered query released in the kept keys only, at its (row-level) share in each.
+fn found_release(
+    job: &Job,
+    kept: Vec<(String, AnyFold)>,
+    cx: &Context,
+    rng: &mut dyn rand::RngCore,
+) -> Result<Published, Error> {
+    let (Some((by, _)), Mechanism::Laplace(row_eps)) = (&job.discover_by, &job.mechanism) else {
+        return Err(Error::internal("a discovered query without its column or Laplace noise"));
+    };
+    let (groups, cost) = discover::measure_groups(&job.statistic, kept, cx, row_eps, rng)?;
+    let labels: Vec<String> = job.statistic.columns().into_iter().map(|(c, _)| c.label()).collect();
+    let column = (!labels.is_empty()).then(|| list::join(&labels));
+    let grouped = GroupedRelease::with_accounting(
+        job.statistic.name(),
+        column,
+        by.label(),
+        cx.neighbours,
+        discover::WORKLOAD_COMPOSITION,
+        groups,
+        cost,
+    )?;
+    let mut published = Published::Grouped(grouped);
+    if rng::is_seeded() {
+        published.mark_insecure_seed();
+    }
+    Ok(published)
 }
 
 /// The release of a query whose outcome was [`Error::Withheld`]: no value, the whole share in
@@ -302,7 +490,7 @@ fn withheld(job: &crate::cmd::release::Job, cx: &Context, line: String) -> Resul
     let accuracy = Accuracy::value(cx.confidence, f64::INFINITY);
     let noise = Noise::multi(&job.mechanism, cx.neighbours, accuracy);
     let spend = match &job.person {
-        Some(person) => row_spend(&job.spend, query_factor(person, job.group.is_some())),
+        Some(person) => row_spend(&job.spend, query_factor(person, job.grouped())),
         None => job.spend.clone(),
     };
     let cost = Cost::spent("withheld", spend);
@@ -355,7 +543,16 @@ pub struct WorkloadFold {
     filled: usize,
     /// One grid's units of a batch's column, [`NOT_A_NUMBER`] where the cell was not one.
     units: Vec<i128>,
+    /// The selection's fold, holding the queries on found keys (`discover = true`): fed every
+    /// row after the other queries.
+    pub discovered: Option<Box<Selecting>>,
 }
+
+/// The selection's fold (`keyed_fold`): its keys, each with the discovered queries' folds.
+pub type Selecting = Routed<Keyed<QueryFolds>>;
+
+/// Each discovered query's folds in the kept keys, key and fold, in the queries' order.
+type KeptFolds = Vec<Vec<(String, AnyFold)>>;
 
 /// How a fold of a [`WorkloadFold`] is fed.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -411,13 +608,19 @@ impl WorkloadFold {
             grids: grids.into(),
             filled: 0,
             units: Vec::new(),
+            discovered: None,
         }
     }
 
     /// The folds, with every row they were fed.
-    pub fn into_folds(mut self) -> Vec<Routed<AnyFold>> {
+    pub fn into_folds(self) -> Vec<Routed<AnyFold>> {
+        self.into_parts().0
+    }
+
+    /// The folds and the selection's, with every row they were fed.
+    pub fn into_parts(mut self) -> Folds {
         self.flush();
-        self.folds
+        (self.folds, self.discovered)
     }
 
     /// Adds the batch to the folds fed by column, and empties it.
@@ -583,6 +786,9 @@ impl Fold for WorkloadFold {
                 }
             }
         }
+        if let Some(keyed) = &mut self.discovered {
+            keyed.row(record)?;
+        }
         self.filled += 1;
         if self.filled == BATCH {
             self.flush();
@@ -595,24 +801,37 @@ impl Fold for WorkloadFold {
         for (mine, theirs) in self.folds.iter_mut().zip(other.folds) {
             mine.merge(theirs);
         }
+        if let (Some(mine), Some(theirs)) = (&mut self.discovered, other.discovered) {
+            mine.merge(*theirs);
+        }
     }
     fn widest_column(&self) -> Option<usize> {
-        self.folds.iter().filter_map(Fold::widest_column).max()
+        self.folds
+            .iter()
+            .filter_map(Fold::widest_column)
+            .chain(self.discovered.as_ref().and_then(|k| k.widest_column()))
+            .max()
     }
     fn heap_bytes(&self) -> usize {
         let batch = self.values.len() * std::mem::size_of::<f64>() + BATCH * std::mem::size_of::<i128>();
-        batch + self.folds.iter().map(Fold::heap_bytes).sum::<usize>()
+        let keyed = self.discovered.as_ref().map_or(0, |k| k.heap_bytes());
+        batch + keyed + self.folds.iter().map(Fold::heap_bytes).sum::<usize>()
     }
     /// A fold that hears persons (`query::per_id`) is fed its rows as they come (it is never
     /// one of the batched lanes, which take plain sums and means only), so the person's rows
     /// are all in it now.
+    /// The selection's fold always hears it: it counts each person once per key.
     fn person_end(&mut self) {
         for routed in self.folds.iter_mut().filter(|f| f.hears_persons()) {
             routed.person_end();
         }
+        if let Some(keyed) = &mut self.discovered {
+            keyed.person_end();
+        }
     }
     fn hears_persons(&self) -> bool {
         self.folds.iter().any(Fold::hears_persons)
+            || self.discovered.as_ref().is_some_and(|k| k.hears_persons())
     }
 }
 

@@ -44,6 +44,7 @@ use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::Mechanism;
 use crate::privacy::unit::Neighbours;
 use crate::privacy::zcdp::Rho;
+use crate::query::discover::{Discovery, Shares, DEFAULT_MAX_KEYS};
 use crate::query::options::{close_lists, InvalidFlag, Level, Options, Setup};
 use crate::query::per_id::PerId;
 use crate::query::statistic::Statistic;
@@ -63,6 +64,36 @@ pub struct Workload {
     pub queries: Vec<WorkloadQuery>,
     /// `decimal = ","`: the file's decimal mark, or `--decimal`'s when the workload gives none.
     pub decimal: DecimalMark,
+    /// `discover = true`: the one selection of keys its discovered queries are released on.
+    pub discovery: Option<Found>,
+}
+
+/// The name of a workload's selection part, in its output and accounting.
+pub const SELECTION: &str = "selection";
+
+/// The keys of a workload's discovered queries (`by = "COL"` with `discover = true`): one
+/// partition selection (`query::discover`) on COL, shared by all of them and charged once at
+/// its own part of the total, (ε_sel, δ); then every such query is released on the selected
+/// keys only, at its own share. A row (or a person's kept rows) moves the selection's counts and
+/// each query's releases in the keys it falls in: ε_sel + Σ ε_q by the module doc of
+/// `query::discover` with several statistics instead of one, plus δ for a key that only
+/// this row (person) creates being selected.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// COL.
+    pub by: ColumnRef,
+    pub discovery: Discovery,
+    /// The selection's part of the total, split as a discovery's (`discover::Shares`, the
+    /// counts being the selection's own): a tenth to the key cap, the rest to the keys.
+    pub shares: Shares,
+    /// (ε_sel, δ): what the selection spends.
+    pub spend: Spend,
+    /// The `where` every discovered query has: the rows the selection counts.
+    pub filters: Vec<FilterSpec>,
+    /// Where the selection was asked for, as messages about it begin.
+    pub origin: String,
+    /// `--confidence`, for the accuracy of the selection's counts.
+    pub confidence: Confidence,
 }
 
 /// What one person moves each query of a workload (or of `describe`) by: K, as rows, whether
@@ -173,6 +204,10 @@ struct RawWorkload {
     max_rows_per_group: Option<Spanned<Value>>,
     /// The decimal mark of the data's number cells (`--decimal`).
     decimal: Option<Spanned<String>>,
+    /// `discover = true` queries: the most distinct keys held (`--max-keys`), and the
+    /// selection's share of the total (else an even part, as a query without a share).
+    max_keys: Option<Spanned<i64>>,
+    selection_share: Option<Spanned<Value>>,
     #[serde(default)]
     query: Vec<Spanned<RawQuery>>,
 }
@@ -194,6 +229,8 @@ struct RawQuery {
     keys: Option<Spanned<Value>>,
     /// `closed = true`: the keys (and categories) are the whole domain (`--closed`).
     closed: Option<Spanned<bool>>,
+    /// `discover = true`: the groups of `by` are found in the data (the workload's selection).
+    discover: Option<Spanned<bool>>,
     invalid: Option<Spanned<String>>,
     /// Quantile levels: `q = [0.5, 0.9]`, `q = 0.5` or `q = "0.5,0.9"`.
     q: Option<Spanned<Value>>,
@@ -294,20 +331,21 @@ impl Workload {
             names.push((name_text.to_string(), line));
             shares.push(match &query.share {
                 None => None,
-                Some(share) => {
-                    let share_line = file.line(share.span().start);
-                    let r = file
-                        .exact(share)
-                        .and_then(|r| {
-                            if r.is_positive() {
-                                Ok(r)
-                            } else {
-                                Err("a share must be greater than 0".into())
-                            }
-                        })
-                        .map_err(|e| file.error_at(Some(share_line), &format!("share: {e}")))?;
-                    Some((r, share_line))
-                }
+                Some(share) => Some(file.share(share)?),
+            });
+        }
+        let discovery = file.discovery(&raw, &mechanism, neighbours)?;
+        if discovery.is_some() {
+            if let Some((_, line)) = names.iter().find(|(n, _)| n == SELECTION) {
+                return Err(file.error_at(
+                    Some(*line),
+                    "query name 'selection' names the workload's selection of keys (discover = true): \
+                     rename the query",
+                ));
+            }
+            shares.push(match &raw.selection_share {
+                None => None,
+                Some(share) => Some(file.share(share)?),
             });
         }
         let unit = if matches!(mechanism, Mechanism::Gaussian { .. }) && raw.rho.is_some() {
@@ -315,7 +353,10 @@ impl Workload {
         } else {
             "epsilon"
         };
-        let parts = split_shares(&written, unit, &shares).map_err(|e| file.error_at(Some(total_line), &e))?;
+        let mut parts =
+            split_shares(&written, unit, &shares).map_err(|e| file.error_at(Some(total_line), &e))?;
+        // The selection's part is the last, after every query's.
+        let selection_part = discovery.as_ref().and_then(|_| parts.pop());
 
         let mut queries = Vec::with_capacity(raw.query.len());
         for ((q, (name, line)), part) in raw.query.iter().zip(names).zip(parts) {
@@ -327,7 +368,7 @@ impl Workload {
                 .query_job(
                     q.get_ref(),
                     line,
-                    (share, person.as_ref()),
+                    (share, person.as_ref(), discovery.as_ref().map(|d| &d.0)),
                     neighbours,
                     input,
                     (confidence, format),
@@ -337,12 +378,27 @@ impl Workload {
             let origin = format!("{path} line {line}: query '{name}'");
             queries.push(WorkloadQuery { name, origin, job });
         }
-        Ok(Workload { mechanism, epsilon: stated, neighbours, person, queries, decimal: mark })
+        let discovery = match (discovery, selection_part) {
+            (Some((discovery, line)), Some(part)) => {
+                let found = file
+                    .found(discovery, (line, confidence), &part, &queries, person.as_ref())
+                    .map_err(|e| file.error_at(Some(line), &e))?;
+                Some(found)
+            }
+            _ => None,
+        };
+        Ok(Workload { mechanism, epsilon: stated, neighbours, person, queries, decimal: mark, discovery })
     }
 
-    /// What the whole workload spends: ε, or ρ with Gaussian noise.
+    /// What the whole workload spends: ε, or ρ with Gaussian noise; (ε, δ) with a selection
+    /// of keys, whose δ is the selection's.
     pub fn spend(&self) -> Spend {
-        self.mechanism.spend()
+        match (&self.discovery, &self.mechanism) {
+            (Some(found), Mechanism::Laplace(eps)) => {
+                Spend::Approx { eps: eps.clone(), delta: found.discovery.delta.clone() }
+            }
+            _ => self.mechanism.spend(),
+        }
     }
 
     /// `flags` with the workload's decimal mark: how its data is read.
@@ -442,10 +498,13 @@ impl SourceText<'_> {
             }
         };
         if !gaussian {
-            if let Some(v) = raw.rho.as_ref().or(raw.delta.as_ref()) {
+            // A Laplace workload's delta is its selection's (discover = true): `discovery`.
+            let delta = raw.delta.as_ref().filter(|_| !discovers(raw));
+            if let Some(v) = raw.rho.as_ref().or(delta) {
                 return Err(self.error(
                     v.span(),
-                    "rho and delta belong to noise = \"gaussian\"; a Laplace workload is pure epsilon-DP",
+                    "rho and delta belong to noise = \"gaussian\" (delta also to queries with discover = \
+                     true); a Laplace workload is pure epsilon-DP",
                 ));
             }
             let Some(total) = &raw.epsilon else {
@@ -500,6 +559,115 @@ impl SourceText<'_> {
             ));
         }
         Ok(mark)
+    }
+
+    /// A share as written: an exact decimal above 0, and its line.
+    fn share(&self, share: &Spanned<Value>) -> Result<(BigRational, usize), Error> {
+        let line = self.line(share.span().start);
+        let r = self
+            .exact(share)
+            .and_then(|r| if r.is_positive() { Ok(r) } else { Err("a share must be greater than 0".into()) })
+            .map_err(|e| self.error_at(Some(line), &format!("share: {e}")))?;
+        Ok((r, line))
+    }
+
+    /// `delta` and `max_keys` of a workload whose queries discover their groups, validated,
+    /// with the line that asks for the selection; None when no query has `discover = true`.
+    fn discovery(
+        &self,
+        raw: &RawWorkload,
+        mechanism: &Mechanism,
+        neighbours: Neighbours,
+    ) -> Result<Option<(Discovery, usize)>, Error> {
+        let first = raw.query.iter().filter_map(|q| q.get_ref().discover.as_ref()).find(|d| *d.get_ref());
+        let Some(first) = first else {
+            let extra =
+                raw.max_keys.as_ref().map(Spanned::span).or(raw.selection_share.as_ref().map(Spanned::span));
+            return match extra {
+                Some(span) => Err(self.error(
+                    span,
+                    "max_keys and selection_share belong to queries with discover = true (groups found in the data)",
+                )),
+                None => Ok(None),
+            };
+        };
+        let line = self.line(first.span().start);
+        if matches!(mechanism, Mechanism::Gaussian { .. }) {
+            return Err(self.error_at(
+                Some(line),
+                "discover = true is (epsilon, delta)-DP with Laplace noise on the key counts, not zCDP: \
+                 leave out noise = \"gaussian\", or list the groups with keys = [...]",
+            ));
+        }
+        if neighbours == Neighbours::Replace {
+            return Err(self.error_at(
+                Some(line),
+                "discover = true with neighbours = \"replace\" is not supported: a changed row could move a \
+                 shared group's release while creating a key; use add-remove (the default), or keys = [...]",
+            ));
+        }
+        let Some(delta) = &raw.delta else {
+            return Err(self.error_at(
+                Some(line),
+                "discover = true needs delta = \"D\" in the workload: the probability that a key held by one \
+                 person (or row) is released anyway; e.g. delta = \"1e-6\"",
+            ));
+        };
+        let delta_line = self.line(delta.span().start);
+        let delta = self
+            .exact(delta)
+            .and_then(|r| Delta::from_rational(r).map_err(|e| e.to_string()))
+            .map_err(|e| self.error_at(Some(delta_line), &format!("delta: {e}")))?;
+        let max_keys = match &raw.max_keys {
+            None => DEFAULT_MAX_KEYS,
+            Some(k) => usize::try_from(*k.get_ref()).ok().filter(|k| *k > 0).ok_or_else(|| {
+                self.error(k.span(), "max_keys: give a whole number of keys above 0 (default 100000)")
+            })?,
+        };
+        Ok(Some((Discovery { delta, max_keys }, line)))
+    }
+
+    /// The workload's selection, once its queries are validated: their one `by` column, the
+    /// `where` they all have, and the selection's part `eps` split (refused if the key cap's
+    /// test would almost surely withhold, before anything is read).
+    fn found(
+        &self,
+        discovery: Discovery,
+        (line, confidence): (usize, Confidence),
+        eps: &BigRational,
+        queries: &[WorkloadQuery],
+        person: Option<&Person>,
+    ) -> Result<Found, String> {
+        let discovered: Vec<(&WorkloadQuery, &ColumnRef)> =
+            queries.iter().filter_map(|q| q.job.discover_by.as_ref().map(|(by, _)| (q, by))).collect();
+        let Some((first, by)) = discovered.first() else {
+            return Err("no query has discover = true".into());
+        };
+        if let Some((other, theirs)) = discovered.iter().find(|(_, b)| b.label() != by.label()) {
+            return Err(format!(
+                "query '{}' discovers the groups of by = {:?} and query '{}' those of {:?}: a workload's one \
+                 selection finds the keys of one column (run one workload per column)",
+                first.name,
+                by.label(),
+                other.name,
+                theirs.label()
+            ));
+        }
+        let filters: Vec<FilterSpec> = first
+            .job
+            .filters
+            .iter()
+            .filter(|f| discovered.iter().all(|(q, _)| q.job.filter_labels.contains(&f.label())))
+            .cloned()
+            .collect();
+        let eps = Epsilon::from_rational(eps.clone()).map_err(|e| format!("the selection's share: {e}"))?;
+        let per_unit = person.map_or(1, |p| p.persons().keys_each());
+        let shares = Shares::new(&eps, &discovery, true, per_unit).map_err(|e| {
+            e.message().replace("--max-keys", "max_keys").replace("--eps", "the selection's share")
+        })?;
+        let spend = Spend::Approx { eps, delta: discovery.delta.clone() };
+        let origin = format!("{} line {line}: the selection of keys of by = {:?}", self.path, by.label());
+        Ok(Found { by: (*by).clone(), discovery, shares, spend, filters, origin, confidence })
     }
 
     /// `privacy_id` and `max_rows_per_id`, validated: the person every query's rows are
@@ -701,7 +869,7 @@ impl SourceText<'_> {
         &self,
         q: &RawQuery,
         name_line: usize,
-        (mechanism, person): (Mechanism, Option<&Person>),
+        (mechanism, person, discovery): (Mechanism, Option<&Person>, Option<&Discovery>),
         neighbours: Neighbours,
         input: &InputFlags,
         (confidence, format): (Confidence, Format),
@@ -817,21 +985,41 @@ impl SourceText<'_> {
                 filter_specs(&typed, has_header, "where").map_err(|e| (line, e.message().to_string()))?
             }
         };
-        let mut group = match (&q.by, &q.keys) {
-            (None, None) => None,
-            (Some(by), Some(keys)) => {
-                let line = self.line(keys.span().start);
-                let keys: Keys =
-                    self.list(keys, "keys")?.parse().map_err(|e| (line, format!("keys: {e}")))?;
-                Some(GroupSpec { column: self.column(by, "by", has_header)?, keys })
-            }
-            (Some(_), None) | (None, Some(_)) => {
-                return Err((
+        let discover = q.discover.as_ref().filter(|d| *d.get_ref()).map(|d| self.line(d.span().start));
+        let mut discover_by = None;
+        let mut group =
+            match (&q.by, &q.keys) {
+                (None, None) if discover.is_some() => {
+                    return Err((
+                        name_line,
+                        "discover = true finds the groups of a column: add by = \"COL\"".into(),
+                    ))
+                }
+                (Some(_), Some(keys)) if discover.is_some() => {
+                    return Err((
+                        self.line(keys.span().start),
+                        "keys lists the groups and discover = true finds them: give one of them".into(),
+                    ))
+                }
+                (Some(by), None) if discover.is_some() => {
+                    let found = discovery.ok_or((name_line, "discover = true needs delta".to_string()))?;
+                    discover_by = Some((self.column(by, "by", has_header)?, found.clone()));
+                    None
+                }
+                (None, None) => None,
+                (Some(by), Some(keys)) => {
+                    let line = self.line(keys.span().start);
+                    let keys: Keys =
+                        self.list(keys, "keys")?.parse().map_err(|e| (line, format!("keys: {e}")))?;
+                    Some(GroupSpec { column: self.column(by, "by", has_header)?, keys })
+                }
+                (Some(_), None) | (None, Some(_)) => return Err((
                     name_line,
-                    "by and keys go together: by = \"COL\", keys = [\"k1\", \"k2\"]".into(),
-                ))
-            }
-        };
+                    "by and keys go together: by = \"COL\", keys = [\"k1\", \"k2\"] (or by = \"COL\" with \
+                     discover = true and the workload's delta, to find the groups in the data)"
+                        .into(),
+                )),
+            };
         let closed_line = q.closed.as_ref().map_or(name_line, |c| self.line(c.span().start));
         if options.closed && group.is_none() && options.categories.is_none() {
             return Err((
@@ -848,15 +1036,22 @@ impl SourceText<'_> {
         let mut person = person.cloned();
         Person::take_per_id(person.as_mut(), options.per_id.as_ref(), false)
             .map_err(|e| (per_id_line.unwrap_or(name_line), e.message().to_string()))?;
+        let grouped = group.is_some() || discover_by.is_some();
         let row = match &person {
-            Some(p) => mechanism.divided(query_factor(p, group.is_some())),
+            Some(p) => mechanism.divided(query_factor(p, grouped)),
             None => mechanism.clone(),
+        };
+        // Every key found may be a group: the memory checks count them all, as for --discover.
+        let groups = match (&group, &discover_by) {
+            (Some(g), _) => g.keys.groups(),
+            (None, Some((_, d))) => d.max_keys.max(2),
+            (None, None) => 1,
         };
         let setup = Setup {
             mechanism: &row,
             neighbours,
             has_header,
-            groups: group.as_ref().map_or(1, |g| g.keys.groups()),
+            groups,
             filtered: !filters.is_empty(),
             private_bounds: false,
             ledger,
@@ -868,7 +1063,7 @@ impl SourceText<'_> {
             filter_labels: filters.iter().map(FilterSpec::label).collect(),
             filters,
             group,
-            discover_by: None,
+            discover_by,
             statistic,
             spend: mechanism.spend(),
             mechanism: row,
@@ -936,6 +1131,11 @@ impl SourceText<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether some query of the file asks for its groups to be found (`discover = true`).
+fn discovers(raw: &RawWorkload) -> bool {
+    raw.query.iter().any(|q| q.get_ref().discover.as_ref().is_some_and(|d| *d.get_ref()))
 }
 
 /// The kinds a workload takes, in registry order.

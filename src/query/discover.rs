@@ -72,6 +72,15 @@
 //! is why the selection counts persons instead). A count of at most one row per person and key
 //! (min(K_g, K) = 1, the default) is the selection's own noisy count of persons, which is then
 //! its count of kept rows; another count, or any other statistic, takes half of the rest.
+//!
+//! **In a workload** (`discover = true`, `cmd::workload::Found`) one selection serves several
+//! statistics: it is a part of its own, (ε_sel, δ), split by [`Shares`] as a release whose
+//! counts are the selection's ([`select_keys`], [`selection_cost`]); each statistic is then
+//! measured in the kept keys at its own share ([`measure_groups`]). The argument above holds
+//! with the sum of the statistics' ε in place of one statistic's: a unit's rows move, in the
+//! keys they fall in, the selection's counts and every statistic's release, and a key only
+//! they create changes the output only if selected. [`Keyed`] closes a person in the folds of
+//! the keys they touched, so a statistic of one value per person works there too.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -271,10 +280,23 @@ impl<F: Fold> Fold for Keyed<F> {
         Ok(())
     }
 
+    /// Closes the person in the folds of the keys their rows went to (a fold of one value per
+    /// person needs it), and forgets those keys.
     fn person_end(&mut self) {
         if let Some((seen, _)) = &mut self.person {
+            if self.empty.hears_persons() {
+                for key in seen.iter() {
+                    if let Some((_, fold)) = self.keys.get_mut(key) {
+                        fold.person_end();
+                    }
+                }
+            }
             seen.clear();
         }
+    }
+
+    fn hears_persons(&self) -> bool {
+        self.person.is_some()
     }
 
     fn merge(&mut self, other: Self) {
@@ -474,7 +496,7 @@ impl Shares {
     }
 
     /// What a release states about a selection that counted persons.
-    fn person_info(&self) -> PersonSelection {
+    pub fn person_info(&self) -> PersonSelection {
         PersonSelection {
             counts: "distinct persons",
             keys_per_person: self.cap.per_unit,
@@ -511,6 +533,62 @@ pub fn select_per_key<F>(
     select(keys, &shares.per_key_eps, &shares.per_key_delta, Neighbours::AddRemove, rng)
 }
 
+/// The key cap's test on the keys `keyed` observed, then the selection among them at
+/// `shares` (module doc): row-level under `neighbours`, or per key at (ε_s/g, δ_s/g) when the
+/// keys counted persons ([`select_per_key`]).
+pub fn select_keys<F: Fold>(
+    keyed: Keyed<F>,
+    shares: &Shares,
+    persons: bool,
+    neighbours: Neighbours,
+    rng: &mut dyn RngCore,
+) -> Result<Selection<F>, Error> {
+    let keys = keyed.into_keys(&shares.cap, rng)?;
+    if persons {
+        select_per_key(keys, shares, rng)
+    } else {
+        select(keys, &shares.selection_eps, &shares.cap.rest_delta, neighbours, rng)
+    }
+}
+
+/// What a selection costs: the key cap's test, then the keys, each (ε, δ) spent directly.
+pub fn selection_cost(shares: &Shares) -> Cost {
+    Cost::sequential(vec![shares.cap.cost(), Cost::spent("keys", shares.selection_spend())])
+}
+
+/// The noise a kept key's count carries when it is the selection's own noisy count.
+pub fn counted_noise(selection_noise: &Calibrated, cx: &Context) -> Noise {
+    let accuracy = Accuracy::value(cx.confidence, accuracy::single(selection_noise, cx.confidence));
+    Noise::single(selection_noise, cx.neighbours, accuracy)
+}
+
+/// `statistic` in every kept group (`kept`: key and fold), measured with `inner` (its row-level
+/// ε `row_eps`), and what the groups cost together: parallel composition across the disjoint
+/// groups, and the share spent whether or not a key was kept (module doc).
+pub fn measure_groups<S: Statistic>(
+    statistic: &S,
+    kept: impl IntoIterator<Item = (String, S::Fold)>,
+    inner: &Context,
+    row_eps: &Epsilon,
+    rng: &mut dyn RngCore,
+) -> Result<(Vec<Group>, Cost), Error> {
+    let mut groups = vec![];
+    for (key, fold) in kept {
+        let release = match statistic.measure(fold, inner, rng)? {
+            Measured::Release(release) => release,
+            Measured::Again(_) => return Err(Error::internal("a discovered group asked for a second pass")),
+        };
+        groups.push(Group { key, release });
+    }
+    let cost = if groups.is_empty() {
+        Cost::part("groups", row_eps)
+    } else {
+        Cost::parallel(groups.iter().map(|g| g.release.accounting.clone().named(&g.key)).collect())
+            .named("groups")
+    };
+    Ok((groups, cost))
+}
+
 /// `--by COL --discover`: the selection, then `statistic` in every released group (module doc).
 /// `cx` carries the whole ε (Laplace) and the privacy unit; with `persons`, the keyed fold
 /// counted distinct persons on rows bounded per person (`data::bound`).
@@ -528,14 +606,9 @@ pub fn publish<S: Statistic>(
     // key); anything else gets half of what the key cap leaves.
     let counted = statistic.name() == "count" && persons.is_none_or(Persons::one_row_per_key);
     let shares = Shares::new(eps, discovery, counted, persons.map_or(1, Persons::keys_each))?;
-    let keys = keyed.into_keys(&shares.cap, rng)?;
-    let selection = match persons {
-        None => select(keys, &shares.selection_eps, &shares.cap.rest_delta, cx.neighbours, rng)?,
-        Some(_) => select_per_key(keys, &shares, rng)?,
-    };
+    let selection = select_keys(keyed, &shares, persons.is_some(), cx.neighbours, rng)?;
     let spend = shares.selection_spend();
     let tau = selection.threshold.tau.clone();
-    let mut groups = Vec::with_capacity(selection.kept.len());
     // The statistic runs at row level on the bounded rows: its ε divided by what one person
     // moves the groups' releases by (`privacy::contribution`; 1 for rows).
     let factor = persons.map_or(Factor::ONE, |p| p.bounds.factor(true));
@@ -543,35 +616,21 @@ pub fn publish<S: Statistic>(
     let row_eps = statistic_eps.split(factor.pure);
     let rest = Mechanism::Laplace(row_eps.clone());
     let inner = Context { mechanism: &rest, grouped: true, ..*cx };
-    for (key, noisy, fold) in selection.kept {
-        let release = if counted {
-            let accuracy = Accuracy::value(cx.confidence, accuracy::single(&selection.noise, cx.confidence));
-            let noise = Noise::single(&selection.noise, cx.neighbours, accuracy);
+    let column = statistic.columns().first().map(|(c, _)| c.label());
+    let released = selection.kept.len();
+    let (groups, groups_cost) = if counted {
+        let mut groups = Vec::with_capacity(selection.kept.len());
+        for (key, noisy, _) in selection.kept {
+            let noise = counted_noise(&selection.noise, cx);
             let release = cx.release(statistic, noise, Cost::spent("count", spend.clone()))?;
             let unit = persons.map_or(Unit::Row, |p| p.unit.clone());
-            Release { value: Some(Number::Integer(saturating_i128(&noisy))), unit, ..release }
-        } else {
-            match statistic.measure(fold, &inner, rng)? {
-                Measured::Release(release) => release,
-                Measured::Again(_) => {
-                    return Err(Error::internal("a discovered group asked for a second pass"))
-                }
-            }
-        };
-        groups.push(Group { key, release });
-    }
-    let column = statistic.columns().first().map(|(c, _)| c.label());
-    let released = groups.len();
-    let (groups, groups_cost) = if counted {
+            let release = Release { value: Some(Number::Integer(saturating_i128(&noisy))), unit, ..release };
+            groups.push(Group { key, release });
+        }
         (groups, None)
     } else {
-        // The statistic's share is spent whether or not a key was kept.
-        let cost = if groups.is_empty() {
-            Cost::part("groups", &row_eps)
-        } else {
-            Cost::parallel(groups.iter().map(|g| g.release.accounting.clone().named(&g.key)).collect())
-                .named("groups")
-        };
+        let kept = selection.kept.into_iter().map(|(key, _, fold)| (key, fold));
+        let (groups, cost) = measure_groups(statistic, kept, &inner, &row_eps, rng)?;
         match persons {
             None => (groups, Some(cost)),
             Some(p) => {
@@ -633,6 +692,18 @@ pub const PER_PERSON_COMPOSITION: &str = "keys found in the data by partition se
      a statistic other than a count of one row per person and key, the rest of epsilon is split in halves \
      between the selection and the groups' releases, which run at their half divided by rows_factor on the \
      bounded rows (group privacy), so the whole is (epsilon, delta)-DP per person";
+
+/// How a workload's query on discovered groups composes (`discover = true` in `dpstat run`).
+pub const WORKLOAD_COMPOSITION: &str = "groups found in the data by the workload's one partition selection \
+     (its own part, named selection): this query is released at its share in every selected group \
+     (parallel composition across the disjoint groups), and a group not selected is not released";
+
+/// How a workload's selection composes: its release is the keys with their noisy counts.
+pub const WORKLOAD_SELECTION: &str = "the workload's partition selection: a noisy test of the number of \
+     distinct keys against max_keys takes a tenth of its epsilon and delta; each observed key's number of \
+     rows (per person: of distinct persons, at the rest divided by keys_per_person) gets discrete Laplace \
+     noise and only keys reaching the threshold are released, with those noisy counts, (epsilon, \
+     delta)-DP; every query with discover = true is released on these keys only";
 
 /// A histogram's bins from the selection: every released key with its noisy count.
 pub fn counts_of<F>(selection: &Selection<F>) -> Vec<(String, i128)> {

@@ -17,12 +17,14 @@ use serde::Serialize;
 
 use crate::cmd::release::{note_line, InputFlags};
 use crate::cmd::run::{run_with, RunRequest};
-use crate::cmd::workload::{person_unit, Workload};
+use crate::cmd::workload::{person_unit, Found, Workload, SELECTION};
 use crate::error::Error;
 use crate::numeric::exact::decimal;
 use crate::numeric::format::bound_up;
 use crate::privacy::accuracy::Confidence;
 use crate::privacy::currency::Spend;
+use crate::privacy::threshold::threshold;
+use crate::privacy::unit::Neighbours;
 use crate::query::statistic::{PlanContext, Statistic};
 use crate::report::text::{Format, Style};
 
@@ -65,7 +67,15 @@ fn explain(t: &Translation, workload: &Workload) -> String {
         t.table
     );
     text.push_str(&t.workload);
-    text.push_str(&format!("\n# {}, {}:\n", workload.spend(), split(workload.queries.len())));
+    let found = workload.discovery.as_ref();
+    text.push_str(&format!(
+        "\n# {}, {}:\n",
+        workload.spend(),
+        split(workload.queries.len(), found.is_some())
+    ));
+    if let Some(found) = found {
+        text.push_str(&format!("#   {SELECTION}: {}\n", exact(&found.spend)));
+    }
     for q in &workload.queries {
         text.push_str(&format!("#   {}: {}\n", q.name, exact(&q.job.spend)));
     }
@@ -88,10 +98,18 @@ fn exact(spend: &Spend) -> String {
 }
 
 /// How the total is split (BigQuery splits it evenly too), exactly: sequential composition.
-fn split(aggregates: usize) -> String {
-    match aggregates {
-        1 => "all of it to the one aggregate".to_string(),
-        n => format!("split evenly between the {n} aggregates (exact shares; sequential composition)"),
+/// Groups found in the data take an even part as one more aggregate would (`selection`).
+fn split(aggregates: usize, found: bool) -> String {
+    match (aggregates, found) {
+        (1, false) => "all of it to the one aggregate".to_string(),
+        (n, false) => {
+            format!("split evenly between the {n} aggregates (exact shares; sequential composition)")
+        }
+        (n, true) => format!(
+            "split evenly between the selection of groups (all of delta) and the {n} aggregate{} (exact \
+             shares; sequential composition)",
+            if n == 1 { "" } else { "s" }
+        ),
     }
 }
 
@@ -133,7 +151,7 @@ pub fn plan(request: &PlanRequest, out: &mut dyn Write) -> Result<()> {
                 neighbours: q.job.neighbours,
                 confidence: request.confidence,
                 rows: request.rows,
-                grouped: q.job.group.is_some(),
+                grouped: q.job.grouped(),
             };
             let (error_bound, not_planned) = match q.job.statistic.plan(&cx) {
                 Ok(p) => (Some(p.noise.accuracy.error_bound), None),
@@ -148,6 +166,13 @@ pub fn plan(request: &PlanRequest, out: &mut dyn Write) -> Result<()> {
             }
         })
         .collect();
+    let planned: Vec<Planned> = workload
+        .discovery
+        .as_ref()
+        .map(|f| selection_plan(f, workload.person.is_some()))
+        .into_iter()
+        .chain(planned)
+        .collect();
     let bytes = match request.format {
         Format::Json => {
             let mut b = serde_json::to_vec(&planned)?;
@@ -161,6 +186,23 @@ pub fn plan(request: &PlanRequest, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// The selection's row of a plan: its spend, and the threshold a key's noisy count of persons
+/// (rows) must reach, in place of an error bound (`query::discover`).
+fn selection_plan(found: &Found, persons: bool) -> Planned {
+    let shares = &found.shares;
+    let tau = threshold(&shares.per_key_eps, &shares.per_key_delta, Neighbours::AddRemove).tau;
+    Planned {
+        name: SELECTION.to_string(),
+        kind: "selection",
+        spend: exact(&found.spend),
+        error_bound: None,
+        not_planned: Some(format!(
+            "keys kept when their noisy count of {} reaches {tau}",
+            if persons { "persons" } else { "rows" }
+        )),
+    }
+}
+
 fn plan_text(workload: &Workload, planned: &[Planned], request: &PlanRequest) -> String {
     let mut text = format!(
         "plan     dpstat sql (FROM {}), {} (no data read, no noise drawn, no budget charged)\n\
@@ -168,7 +210,7 @@ fn plan_text(workload: &Workload, planned: &[Planned], request: &PlanRequest) ->
         request.translation.table,
         workload.neighbours.name(),
         workload.spend(),
-        split(planned.len())
+        split(workload.queries.len(), workload.discovery.is_some())
     );
     if let Some(line) = workload.person.as_ref().and_then(|p| person_unit(p).line()) {
         text.push_str(&format!("unit     {line}\n"));
@@ -182,6 +224,7 @@ fn plan_text(workload: &Workload, planned: &[Planned], request: &PlanRequest) ->
                 format!("±{} rows of rank", bound_up(b, request.style.rounding()))
             }
             (Some(b), _) => format!("±{}", bound_up(b, request.style.rounding())),
+            (None, Some(why)) if p.kind == "selection" => why.clone(),
             (None, Some(why)) => format!("not planned: {why}"),
             (None, None) => "-".to_string(),
         };

@@ -8,16 +8,18 @@
 //! | `OPTIONS(epsilon = E)` | `epsilon = "E"`, split evenly between the aggregates (no `share`) |
 //! | `privacy_unit_column = ID` | `privacy_id = "ID"` |
 //! | `max_groups_contributed = G` | `max_rows_per_id = G` (each person's rows bounded to G in all, so to at most G groups) |
-//! | `delta = D` | not spent: public groups make the release pure ε-DP |
+//! | `delta = D` | with public groups, not spent (pure ε-DP); without, `delta`: the selection's |
 //! | `COUNT(*)`, `COUNT(col)` | `kind = "count"` (`col`: `where` `col is not empty`) |
 //! | `SUM(col, contribution_bounds_per_group => (L, U))` | `kind = "sum"`; per person `total_per_id = [L, U]` (each person's total in a group clamped), else `lower`, `upper` (each row) |
 //! | `AVG(col, … => (L, U))` | `kind = "mean"`, `lower`, `upper`; per person `average_per_id = true` (the mean of per-person averages) |
 //! | `PERCENTILE_CONT(col, q[, … => (L, U)])` | `kind = "quantile"`, `q`, bounds if given |
 //! | `WHERE a AND b` | `where = ["a", "b"]` |
 //! | `GROUP BY key` with `--keys` or `WHERE key IN (…)` | `by`, `keys`, `closed = true` and the filter `key in …` |
+//! | `GROUP BY key` without public keys (needs `delta`) | `by`, `discover = true`: the workload's one selection of keys |
 //!
 //! SUM, AVG and PERCENTILE_CONT skip what SQL's do (NULL, NaN: `invalid = "skip"`), and the
 //! group key's list is closed, as BigQuery releases only the public groups it is given.
+//! Without public keys the groups are found in the data, as BigQuery does by default.
 
 use sqlparser::ast::{
     BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
@@ -103,9 +105,9 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
     if let Some(e) = &select.selection {
         conditions(e, quals, group.as_deref(), true, &mut filters, &mut where_keys)?;
     }
-    let group = public_groups(group, keys, where_keys, &mut filters)?;
+    let group = groups(group, keys, where_keys, &mut filters, privacy.delta.is_some())?;
     let mut notes = vec![];
-    if let Some(delta) = &privacy.delta {
+    if let (Some(delta), false) = (&privacy.delta, matches!(group, Some(Groups::Found(_)))) {
         notes.push(format!(
             "delta {delta} is not spent: with public groups every aggregate is pure epsilon-DP (Laplace noise)"
         ));
@@ -165,14 +167,24 @@ fn the_select(statements: &[Statement]) -> Result<&Select, Error> {
     Ok(select)
 }
 
+/// The groups of GROUP BY key.
+enum Groups {
+    /// Public: the column and its keys (`--keys` or `WHERE key IN (…)`).
+    Public(String, Vec<String>),
+    /// Found in the data by the workload's selection (`discover = true`), at the query's delta.
+    Found(String),
+}
+
 /// The GROUP BY column with its public keys (`--keys` or `WHERE key IN (…)`), whose filter
-/// `key in …` joins `filters`; a GROUP BY without keys is refused.
-fn public_groups(
+/// `key in …` joins `filters`; without keys, the groups are found in the data (BigQuery's
+/// default), which needs `delta` (`has_delta`): refused without it.
+fn groups(
     group: Option<String>,
     keys: Option<&[String]>,
     where_keys: Option<Vec<String>>,
     filters: &mut Vec<String>,
-) -> Result<Option<(String, Vec<String>)>, Error> {
+    has_delta: bool,
+) -> Result<Option<Groups>, Error> {
     let keys: Option<Vec<String>> = match (keys, where_keys) {
         (Some(_), Some(_)) => {
             return Err(Error::usage(
@@ -185,12 +197,13 @@ fn public_groups(
     match (group, keys) {
         (Some(by), Some(keys)) => {
             filters.push(format!("{} in {}", filter_column(&by), list::join(&keys)));
-            Ok(Some((by, keys)))
+            Ok(Some(Groups::Public(by, keys)))
         }
+        (Some(by), None) if has_delta => Ok(Some(Groups::Found(by))),
         (Some(by), None) => Err(Error::usage(format!(
-            "GROUP BY {0} needs its public groups: give --keys K1,K2,… or WHERE {0} IN ('K1', 'K2', …) \
-             (groups found in the data, BigQuery's thresholding, are not in workloads: dpstat count \
-             --by {0} --discover --delta D finds them as a single release)",
+            "GROUP BY {0} without public groups finds them in the data, which needs delta: add \
+             OPTIONS(…, delta = 1e-6) (BigQuery requires it too), or give the groups with --keys K1,K2,… \
+             or WHERE {0} IN ('K1', 'K2', …)",
             shown(&by, 40)
         ))),
         (None, Some(_)) => Err(Error::usage("--keys lists the groups of GROUP BY key: add GROUP BY")),
@@ -677,11 +690,15 @@ fn workload(
     privacy: &Privacy,
     aggregates: &[Aggregate],
     filters: &[String],
-    group: Option<&(String, Vec<String>)>,
+    group: Option<&Groups>,
 ) -> Result<String, Error> {
     let mut w = String::new();
     let epsilon = privacy.epsilon.as_deref().unwrap_or_default();
     w.push_str(&format!("epsilon = {}\n", toml_string(epsilon)));
+    // Groups found in the data spend delta (the selection's); public groups spend none.
+    if let (Some(Groups::Found(_)), Some(delta)) = (group, &privacy.delta) {
+        w.push_str(&format!("delta = {}\n", toml_string(delta)));
+    }
     if let Some(unit) = &privacy.unit {
         w.push_str(&format!("privacy_id = {}\n", toml_string(unit)));
         let groups = privacy.groups.as_deref().unwrap_or("1");
@@ -724,11 +741,15 @@ fn workload(
         if !filters.is_empty() {
             w.push_str(&format!("where = {}\n", toml_list(&filters)));
         }
-        if let Some((by, keys)) = group {
-            w.push_str(&format!("by = {}\nkeys = {}\nclosed = true\n", toml_string(by), toml_list(keys)));
+        match group {
+            Some(Groups::Public(by, keys)) => {
+                w.push_str(&format!("by = {}\nkeys = {}\nclosed = true\n", toml_string(by), toml_list(keys)))
+            }
+            Some(Groups::Found(by)) => w.push_str(&format!("by = {}\ndiscover = true\n", toml_string(by))),
+            None => {}
         }
         // SQL's aggregates leave NULL and NaN out; a closed list leaves the filtered rows out.
-        if a.kind != "count" || group.is_some() {
+        if a.kind != "count" || matches!(group, Some(Groups::Public(..))) {
             w.push_str("invalid = \"skip\"\n");
         }
     }
@@ -741,6 +762,23 @@ mod tests {
 
     fn toml(query: &str) -> String {
         translate(query, None).unwrap_or_else(|e| panic!("{query}: {e}")).workload
+    }
+
+    /// Without public keys the groups are found in the data: delta becomes the workload's
+    /// (the selection's), every aggregate discovers the groups of the key, and no note says
+    /// delta is unspent.
+    #[test]
+    fn group_by_without_keys_finds_the_groups_with_delta() {
+        let t = translate(
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, delta = 1e-6) k, COUNT(*) n, \
+             SUM(x, contribution_bounds_per_group => (0, 5)) s FROM t WHERE a = 1 GROUP BY k",
+            None,
+        )
+        .unwrap();
+        assert!(t.workload.starts_with("epsilon = \"1\"\ndelta = \"1e-6\"\n"), "{}", t.workload);
+        assert_eq!(t.workload.matches("by = \"k\"\ndiscover = true\n").count(), 2, "{}", t.workload);
+        assert!(!t.workload.contains("keys ="), "{}", t.workload);
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
 
     #[test]
@@ -798,7 +836,7 @@ mod tests {
             ("SUM(x) FROM t", "without contribution_bounds_per_group"),
             ("AVG(x) FROM t", "without contribution_bounds_per_group"),
             ("x, COUNT(*) FROM t", "outside an aggregate"),
-            ("k, COUNT(*) FROM t GROUP BY k", "needs its public groups"),
+            ("k, COUNT(*) FROM t GROUP BY k", "needs delta"),
             ("COUNT(*) FROM t WHERE a = 1 OR b = 2", "OR in WHERE"),
             ("COUNT(*) FROM t WHERE a IN (SELECT a FROM u)", "subquery"),
             ("COUNT(DISTINCT id) FROM t", "DISTINCT"),
