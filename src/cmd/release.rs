@@ -830,11 +830,6 @@ impl Visitor for Scan<'_, '_> {
                 (Some(person), Some(key)) => {
                     let plan = bound_plan(person, &statistic, filters, by.clone(), input, key)?;
                     let mut bounded = Bounded::new(plan, Routed::new(fold, vec![], by.clone()));
-                    // Without `auto` the scan's own fold is the release's: the persons kept
-                    // whole may be folded as they are read.
-                    if person.auto.is_none() {
-                        bounded = bounded.finishing_own();
-                    }
                     scan::check_memory(input, &bounded)?;
                     meter.before_rows(input)?;
                     // A cluster chose the rows already (never with `auto`: refused there).
@@ -858,13 +853,10 @@ impl Visitor for Scan<'_, '_> {
                             statistic =
                                 S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
                         }
-                        let (fold, cut) = if person.auto.is_none() {
-                            bounded.finish_own()
-                        } else {
-                            bounded.set_bounds(bounds_at(person, chosen));
-                            bounded.finish_counted(Routed::new(empty_fold(&statistic, input)?, vec![], by))
-                        }
-                        .map_err(|f| bound_failure(input, f))?;
+                        bounded.set_bounds(bounds_at(person, chosen));
+                        let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
+                        let (fold, cut) =
+                            bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
                         truncated = cut;
                         fold.groups
                     }

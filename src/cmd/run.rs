@@ -200,7 +200,7 @@ pub fn release_all(
                 threads: input.threads(),
                 decimal: input.decimal(),
             };
-            Pass::Persons(Box::new(Bounded::new(plan, fold).finishing_own()))
+            Pass::Persons(Box::new(Bounded::new(plan, fold)))
         }
     };
     let charge = ledger::Charge {

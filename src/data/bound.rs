@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, Write};
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use siphasher::sip::SipHasher13;
@@ -157,23 +157,6 @@ pub struct Bounded<F> {
     /// The encoded id of the row being read.
     scratch: Vec<u8>,
     inner: F,
-    /// Whether the caller finishes into this fold ([`Bounded::finish`], [`Bounded::finish_own`]),
-    /// so that persons may be folded during the scan ([`Bounded::light_persons`]).
-    own_finish: bool,
-    /// Once the rows were counted per person ([`Bounded::light_persons`]): the counts, and the
-    /// copy of `inner` that the rows of persons kept whole go to as they are read.
-    light: Option<Light<F>>,
-}
-
-/// The direct path of the persons kept whole, set up by a first pass that counted rows per
-/// person ([`Tally`]): a person counted at most `most` rows (with `--by`, at most min(K, K_g)
-/// and at most G) keeps every row, which the scan folds into `fold` at once instead of
-/// storing, ranking and replaying it.
-#[derive(Debug)]
-struct Light<F> {
-    tally: Arc<Tally>,
-    most: u8,
-    fold: F,
 }
 
 /// A bounded fold as a cluster executor sends it (`data::cluster`): the plan (with the run's
@@ -267,12 +250,6 @@ impl<F: Clone> Clone for Bounded<F> {
             unreported: 0,
             scratch: Vec::new(),
             inner: self.inner.clone(),
-            own_finish: self.own_finish,
-            light: self.light.as_ref().map(|l| Light {
-                tally: l.tally.clone(),
-                most: l.most,
-                fold: self.inner.clone(),
-            }),
         }
     }
 }
@@ -322,74 +299,14 @@ impl<F: Fold> Bounded<F> {
             unreported: 0,
             scratch: Vec::new(),
             inner,
-            own_finish: false,
-            light: None,
         }
-    }
-
-    /// Says that the caller finishes with [`Bounded::finish`] or [`Bounded::finish_own`] (never
-    /// into another fold, nor after [`Bounded::rows_per_person`]): the scan may then count
-    /// each person's rows first and fold those kept whole as they are read
-    /// ([`Bounded::light_persons`]).
-    pub fn finishing_own(mut self) -> Bounded<F> {
-        self.own_finish = true;
-        self
-    }
-
-    /// Whether a first pass counting rows per person can serve the scan: the caller finishes
-    /// into this fold, the groups are not keys found in the data, the inner fold does not
-    /// need each person's rows together ([`Fold::person_end`]) and is small (the scan then
-    /// holds a second copy of it per thread), and some person can be kept whole.
-    pub fn counts_first(&self) -> bool {
-        self.own_finish
-            && self.shared.found.is_none()
-            && !self.inner.hears_persons()
-            && self.inner.heap_bytes() <= LIGHT_FOLD_BYTES
-            && self.light_most() > 0
-    }
-
-    /// The most rows a person may have and keep them all without a rank, as a [`Tally`]
-    /// counts them (it tells counts past 254 apart from no others): K, and with `--by` also
-    /// K_g and G (a person's rows then fall in at most G groups).
-    fn light_most(&self) -> u8 {
-        let b = self.bounds;
-        let most = match self.shared.by_slot {
-            None => b.rows,
-            Some(_) => b.rows.min(b.rows_per_group).min(b.groups),
-        };
-        most.min(u32::from(Tally::SATURATED) - 1) as u8
-    }
-
-    /// A fold for the first pass of [`Bounded::counts_first`]: it counts each person's rows
-    /// that pass the filters, into a table of a quarter of the cap (at most [`MAX_TALLY`]).
-    pub fn counting(&self) -> Counting {
-        Counting {
-            shared: Some(self.shared.clone()),
-            tally: Some(Arc::new(Tally::new((self.shared.plan.cap / 4).min(MAX_TALLY)))),
-            widest: self.widest_column(),
-            added: 0,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// After the first pass: every person counted at most [`Bounded::light_most`] rows is
-    /// folded as their rows are read, and only the others' rows are stored and chosen from.
-    /// Nothing changes when the table filled up (more persons than it holds).
-    pub fn light_persons(&mut self, mut counted: Counting) {
-        counted.report();
-        let Some(tally) = counted.tally else { return };
-        if tally.full.load(Ordering::Relaxed) || !self.counts_first() {
-            return;
-        }
-        // The room the table takes is taken from the rows' before they spill.
-        self.shared.held.fetch_add(tally.bytes(), Ordering::Relaxed);
-        self.light = Some(Light { tally, most: self.light_most(), fold: self.inner.clone() });
     }
 
     /// Chooses every person's rows and folds them into the inner fold; returns it, or a cell
     /// the inner fold refused, or why the temporary files failed.
     pub fn finish(self) -> Result<F, Failure> {
-        self.finish_own().map(|(fold, _)| fold)
+        let inner = self.inner.clone();
+        self.finish_into(inner)
     }
 
     /// As [`Bounded::finish`], into another fold (one built once the bounds were known: the
@@ -406,11 +323,6 @@ impl<F: Fold> Bounded<F> {
     /// [`Bounded::finish_into`], and how many persons had rows dropped by the bounds
     /// (`--count-truncated`).
     pub fn finish_counted<G: Fold>(mut self, inner: G) -> Result<(G, u64), Failure> {
-        if self.light.is_some() {
-            return Err(Failure::Temp(
-                "internal error: persons folded during the scan, finished into another fold".into(),
-            ));
-        }
         let threads = self.shared.plan.threads.clamp(1, BUCKETS);
         // Each thread holds a copy of the inner fold: a large one (quantile candidates by
         // groups) is replayed by one thread, as the scan reads it with one.
@@ -458,11 +370,6 @@ impl<F: Fold> Bounded<F> {
     /// How many persons have r rows, for r in 1..=`cap` (index r − 1), and more than `cap`
     /// (the last entry): the rows-per-person distribution `--max-rows-per-id auto` reads.
     pub fn rows_per_person(&mut self, cap: usize) -> Result<Vec<u64>, Failure> {
-        if self.light.is_some() {
-            return Err(Failure::Temp(
-                "internal error: persons folded during the scan were not stored".into(),
-            ));
-        }
         let mut counts = vec![0u64; cap + 1];
         let ids = self.shared.plan.ids.len();
         self.traverse(&mut Count { ids, counts: &mut counts, persons: HashMap::new() })?;
@@ -470,16 +377,9 @@ impl<F: Fold> Bounded<F> {
     }
 
     /// [`Bounded::finish_counted`] into the fold's own inner fold.
-    pub fn finish_own(mut self) -> Result<(F, u64), Failure> {
-        let light = self.light.take();
+    pub fn finish_own(self) -> Result<(F, u64), Failure> {
         let inner = self.inner.clone();
-        let (mut fold, truncated) = self.finish_counted(inner)?;
-        // The persons kept whole, folded as they were read: a fold's merge is exact, so where
-        // their rows went in does not matter.
-        if let Some(light) = light {
-            fold.merge(light.fold);
-        }
-        Ok((fold, truncated))
+        self.finish_counted(inner)
     }
 
     /// The plan (a cluster ships it with the fold).
@@ -627,19 +527,6 @@ impl<F: Fold> Fold for Bounded<F> {
             self.scratch = id;
             return Ok(());
         };
-        if let Some(light) = &mut self.light {
-            match light.tally.take(hash, light.most) {
-                Take::Fold => {
-                    self.scratch = id;
-                    return light.fold.row(row);
-                }
-                Take::Drop => {
-                    self.scratch = id;
-                    return Ok(());
-                }
-                Take::Store => {}
-            }
-        }
         let out = &mut self.buckets[bucket_at(hash, 0)];
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
@@ -666,9 +553,6 @@ impl<F: Fold> Fold for Bounded<F> {
         // copying them into this one's first would move every row once more.
         if self.shared.spilled.load(Ordering::Relaxed) {
             other.spill_all();
-        }
-        if let (Some(mine), Some(theirs)) = (&mut self.light, other.light.take()) {
-            mine.fold.merge(theirs.fold);
         }
         let moved = std::mem::take(&mut other.held);
         self.unreported += std::mem::take(&mut other.unreported);
@@ -697,204 +581,6 @@ impl<F: Fold> Fold for Bounded<F> {
 
     fn heap_bytes(&self) -> usize {
         self.inner.heap_bytes()
-    }
-}
-
-/// The largest [`Tally`], in bytes: about 25M persons (the default cap's is 8 MiB, 3M persons).
-const MAX_TALLY: usize = 64 << 20;
-
-/// The largest inner fold (its [`Fold::heap_bytes`]) that the direct path of the persons kept
-/// whole ([`Bounded::light_persons`]) copies once more per thread.
-const LIGHT_FOLD_BYTES: usize = 1 << 20;
-
-/// Rows per person, counted by a first pass over the input ([`Counting`]): an open-addressing
-/// table of 16-bit slots, each 8 bits of the id's hash (never 0: 0 is an empty slot) and a
-/// count saturating at [`Tally::SATURATED`], shared by every thread (atomics).
-///
-/// A slot may hold more than one person (ids whose hashes agree on the slot and the 8 bits),
-/// whose counts then add up: a count is never below the person's, so a person counted at most
-/// K has at most K rows. Once more persons than three quarters of the slots were inserted, the
-/// table is [`Tally::full`] and is not used.
-#[derive(Debug)]
-pub struct Tally {
-    slots: Box<[AtomicU16]>,
-    mask: usize,
-    /// Persons inserted, as the copies report them (in batches).
-    used: AtomicUsize,
-    full: AtomicBool,
-}
-
-/// What [`Tally::take`] says of a row in the second pass.
-enum Take {
-    /// Its person is kept whole: fold it now.
-    Fold,
-    /// Its person's rows are ranked: store it.
-    Store,
-    /// Its person was not counted, or is past the rows counted (the input changed between the
-    /// passes): leave it out, so that no person ever contributes more than counted.
-    Drop,
-}
-
-impl Tally {
-    const SATURATED: u16 = 0xFF;
-
-    /// A table of at most `bytes` (at least 64 KiB).
-    fn new(bytes: usize) -> Tally {
-        let slots = (bytes / 2).max(1 << 15);
-        let slots = if slots.is_power_of_two() { slots } else { slots.next_power_of_two() / 2 };
-        Tally {
-            slots: (0..slots).map(|_| AtomicU16::new(0)).collect(),
-            mask: slots - 1,
-            used: AtomicUsize::new(0),
-            full: AtomicBool::new(false),
-        }
-    }
-
-    /// The memory the table takes.
-    fn bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<AtomicU16>()
-    }
-
-    /// Where an id's hash starts probing and the tag its slot holds.
-    #[inline]
-    fn place(&self, hash: u64) -> (usize, u16) {
-        let tag = ((hash >> 56) as u16).max(1) << 8;
-        ((hash as usize) & self.mask, tag)
-    }
-
-    /// Counts one row of the person whose id hashes to `hash`; true when the person is new.
-    #[inline]
-    fn add(&self, hash: u64) -> bool {
-        let (mut at, tag) = self.place(hash);
-        for _ in 0..=self.mask {
-            let slot = &self.slots[at];
-            let mut now = slot.load(Ordering::Relaxed);
-            loop {
-                if now == 0 {
-                    match slot.compare_exchange_weak(0, tag | 1, Ordering::Relaxed, Ordering::Relaxed) {
-                        Ok(_) => return true,
-                        Err(seen) => now = seen,
-                    }
-                } else if now & 0xFF00 == tag {
-                    if now & 0xFF == Self::SATURATED {
-                        return false;
-                    }
-                    match slot.compare_exchange_weak(now, now + 1, Ordering::Relaxed, Ordering::Relaxed) {
-                        Ok(_) => return false,
-                        Err(seen) => now = seen,
-                    }
-                } else {
-                    break;
-                }
-            }
-            at = (at + 1) & self.mask;
-        }
-        // Every slot taken (the copies' reports lag behind their inserts): this row is not
-        // counted, so the table must not be used.
-        self.full.store(true, Ordering::Relaxed);
-        false
-    }
-
-    /// In the second pass: whether the row of the person whose id hashes to `hash` is folded
-    /// now (their count is at most `most`; it is taken one down, so that no more rows than
-    /// counted are ever folded), stored, or left out.
-    #[inline]
-    fn take(&self, hash: u64, most: u8) -> Take {
-        let (mut at, tag) = self.place(hash);
-        for _ in 0..=self.mask {
-            let slot = &self.slots[at];
-            let mut now = slot.load(Ordering::Relaxed);
-            if now == 0 {
-                return Take::Drop;
-            }
-            if now & 0xFF00 == tag {
-                loop {
-                    let count = now & 0xFF;
-                    if count > u16::from(most) {
-                        return Take::Store;
-                    }
-                    if count == 0 {
-                        return Take::Drop;
-                    }
-                    match slot.compare_exchange_weak(now, now - 1, Ordering::Relaxed, Ordering::Relaxed) {
-                        Ok(_) => return Take::Fold,
-                        Err(seen) => now = seen,
-                    }
-                }
-            }
-            at = (at + 1) & self.mask;
-        }
-        Take::Drop
-    }
-}
-
-/// The first pass of [`Bounded::counts_first`]: counts the rows of each person that pass the
-/// filters (rows without an id are left out, as [`Bounded`] leaves them), into one [`Tally`]
-/// shared by its copies. It is never sent to a cluster (nothing of it is serialized).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Counting {
-    #[serde(skip)]
-    shared: Option<Arc<Shared>>,
-    #[serde(skip)]
-    tally: Option<Arc<Tally>>,
-    widest: Option<usize>,
-    /// Persons this copy inserted and has not reported to the tally.
-    added: usize,
-    #[serde(skip)]
-    scratch: Vec<u8>,
-}
-
-impl Clone for Counting {
-    fn clone(&self) -> Self {
-        Counting {
-            shared: self.shared.clone(),
-            tally: self.tally.clone(),
-            widest: self.widest,
-            added: 0,
-            scratch: Vec::new(),
-        }
-    }
-}
-
-impl Counting {
-    /// Adds this copy's new persons to the tally's count; past three quarters of its slots the
-    /// table is full (probing stays short, and a slot is always free).
-    fn report(&mut self) {
-        let Some(tally) = &self.tally else { return };
-        let used = tally.used.fetch_add(std::mem::take(&mut self.added), Ordering::Relaxed);
-        if used > tally.slots.len() / 4 * 3 {
-            tally.full.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Persons a [`Counting`] copy inserts before it reports them: the table is declared full at
-/// three quarters, so the reports of all the copies in flight stay well under its size.
-const COUNT_EVERY: usize = 1 << 10;
-
-impl Fold for Counting {
-    #[inline]
-    fn row(&mut self, row: &Row) -> Result<(), BadCell> {
-        let (Some(shared), Some(tally)) = (&self.shared, &self.tally) else { return Ok(()) };
-        if tally.full.load(Ordering::Relaxed) || !passes(row, &shared.plan.filters) {
-            return Ok(());
-        }
-        if let Some(hash) = person_hash(&shared.id_hasher, &shared.plan.ids, row, &mut self.scratch) {
-            if tally.add(hash) {
-                self.added += 1;
-                if self.added >= COUNT_EVERY {
-                    self.report();
-                }
-            }
-        }
-        Ok(())
-    }
-    fn merge(&mut self, mut other: Self) {
-        other.report();
-        self.report();
-    }
-    fn widest_column(&self) -> Option<usize> {
-        self.widest
     }
 }
 
@@ -1903,97 +1589,6 @@ mod tests {
             let other_key = kept(plan(bounds, 2, usize::MAX, group), &rows, 1);
             assert_ne!(other_key, want, "another key keeps other rows");
         }
-    }
-
-    /// [`kept`] with a first pass that counts each person's rows ([`Bounded::counts_first`]),
-    /// over `counted` (the rows, or other rows: the input changed between the passes); and
-    /// how many persons were folded as they were read.
-    fn kept_counted(
-        plan: Plan,
-        counted: &[[String; 3]],
-        rows: &[[String; 3]],
-        parts: usize,
-    ) -> (Vec<String>, usize) {
-        let mut whole = Bounded::new(plan, Seen::default()).finishing_own();
-        assert!(whole.counts_first());
-        let size = rows.len().div_ceil(parts.max(1)).max(1);
-        let counting = whole.counting();
-        let mut first = counting.clone();
-        for (i, chunk) in counted.chunks(size).enumerate() {
-            let mut copy = counting.clone();
-            for r in chunk {
-                copy.row(&Row::record(&ByteRecord::from(r.to_vec()))).unwrap();
-            }
-            if i == 0 {
-                first = copy;
-            } else {
-                first.merge(copy);
-            }
-        }
-        whole.light_persons(first);
-        let copies: Vec<_> = rows
-            .chunks(size)
-            .map(|chunk| {
-                let mut copy = whole.clone();
-                for r in chunk {
-                    copy.row(&Row::record(&ByteRecord::from(r.to_vec()))).unwrap();
-                }
-                copy
-            })
-            .collect();
-        let mut copies = copies.into_iter();
-        let mut first = copies.next().unwrap_or(whole);
-        copies.for_each(|c| first.merge(c));
-        let light = first.light.as_ref().map_or(0, |l| l.fold.0.len());
-        let mut seen = first.finish().unwrap().0;
-        seen.sort();
-        (seen, light)
-    }
-
-    /// Two passes (rows counted per person first, the persons kept whole folded as they are
-    /// read) keep exactly the rows one pass keeps, in any order, parts, threads and spill.
-    #[test]
-    fn counting_first_keeps_the_same_rows() {
-        let rows = people(120);
-        for (bounds, group) in [
-            (Bounds { rows: 3, groups: 1, rows_per_group: 3 }, false),
-            (Bounds { rows: 12, groups: 2, rows_per_group: 20 }, false),
-            (Bounds { rows: 5, groups: 2, rows_per_group: 2 }, true),
-            (Bounds { rows: 9, groups: 3, rows_per_group: 4 }, true),
-        ] {
-            let want = kept(plan(bounds, 1, usize::MAX, group), &rows, 1);
-            for (seed, parts, cap) in [(1, 1, 1 << 20), (2, 3, 1 << 20), (3, 4, 0), (4, 2, 2048)] {
-                for threads in [1, 2] {
-                    let mut p = plan(bounds, 1, cap, group);
-                    p.threads = threads;
-                    let rows = shuffled(&rows, seed);
-                    let (got, light) = kept_counted(p, &rows, &rows, parts);
-                    assert_eq!(
-                        got, want,
-                        "{bounds:?}, seed {seed}, {parts} parts, cap {cap}, {threads} threads"
-                    );
-                    assert!(
-                        light > 0 && light < want.len(),
-                        "{light} of {} rows folded directly",
-                        want.len()
-                    );
-                }
-            }
-        }
-    }
-
-    /// Rows the first pass did not count (the file grew between the passes) are never folded
-    /// past the count: a person counted with 2 rows who has 6 in the second pass keeps 2 of
-    /// them, and a person not counted keeps none.
-    #[test]
-    fn counting_first_never_folds_more_than_counted() {
-        let bounds = Bounds { rows: 3, groups: 1, rows_per_group: 3 };
-        let counted = vec![row("p", "a", 1), row("p", "a", 2)];
-        let mut rows: Vec<_> = (0..6).map(|v| row("p", "a", v)).collect();
-        rows.push(row("q", "a", 7));
-        let (got, light) = kept_counted(plan(bounds, 1, 1 << 20, false), &counted, &rows, 2);
-        assert_eq!((got.len(), light), (2, 2), "{got:?}");
-        assert!(got.iter().all(|r| r.starts_with("p ")));
     }
 
     /// Spilled files larger than the cap are split again by another hash: same rows.

@@ -245,32 +245,8 @@ pub fn scan_bounded<G: Fold>(input: &mut Input, bounded: &mut Bounded<G>) -> Res
             Err(failure) => Err(cluster_failure(remote, input, failure)),
         };
     }
-    if bounded.counts_first() {
-        count_persons(input, bounded)?;
-    }
     scan(input, bounded)?;
     Ok(None)
-}
-
-/// The first of two passes over an input that can be read twice (a regular file, or a dataset
-/// of files): each person's rows are counted, so that the second pass folds the rows of the
-/// persons kept whole as it reads them (`Bounded::light_persons`) and stores only the rows of
-/// those whose rows are chosen from. Standard input is read once, everything stored.
-fn count_persons<G: Fold>(input: &mut Input, bounded: &mut Bounded<G>) -> Result<()> {
-    let mut counting = bounded.counting();
-    match input.dataset() {
-        Some(Dataset::Empty { .. }) => return Ok(()),
-        // Every scan of a dataset reads its files anew.
-        Some(_) => {
-            scan(input, &mut counting)?;
-        }
-        None => {
-            let Some(mut again) = input.again()? else { return Ok(()) };
-            scan(&mut again, &mut counting)?;
-        }
-    }
-    bounded.light_persons(counting);
-    Ok(())
 }
 
 #[cfg(feature = "cluster")]

@@ -387,21 +387,6 @@ impl Input {
         Ok(())
     }
 
-    /// The same CSV file opened once more for a pass of its own before this one's (not
-    /// fingerprinted, and read as this one reads it), when it is one regular file that is
-    /// not compressed; None otherwise (standard input, a pipe, a compressed file: reading
-    /// them twice would cost more than it saves).
-    pub fn again(&self) -> Result<Option<Input>> {
-        let Some(path) = &self.path else { return Ok(None) };
-        if self.dataset.is_some() || is_compressed(path)? {
-            return Ok(None);
-        }
-        let mut again = Input::open_file(path, self.name.clone(), &self.options, false, self.threads)?;
-        again.tolerant = self.tolerant;
-        *again.named.borrow_mut() = self.named.borrow().clone();
-        Ok(Some(again))
-    }
-
     /// The fingerprint the input's records will have, when it can be known before a row is
     /// read for the release: a Parquet dataset's (of its footers, already read), or one CSV
     /// file's, read through once more for it. None otherwise (standard input, several CSV
@@ -826,16 +811,6 @@ pub fn decompressed(
             )))
         }
     }
-}
-
-/// Whether a file is compressed (or named `.gz`), as [`decompressed`] finds it.
-fn is_compressed(path: &Path) -> Result<bool> {
-    let name = path.display();
-    let file = File::open(path).map_err(|e| bad_input(format!("cannot open {name}: {e}")))?;
-    let mut head = Vec::with_capacity(16);
-    file.take(10).read_to_end(&mut head).map_err(|e| bad_input(format!("{name}: reading: {e}")))?;
-    let named_gz = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
-    Ok(named_gz || compression(&head).is_some())
 }
 
 /// When standard input is a pipe, asks for a 1 MiB pipe buffer instead of the usual 64 KiB:

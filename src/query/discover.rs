@@ -276,9 +276,6 @@ impl<F: Fold> Fold for Keyed<F> {
             seen.clear();
         }
     }
-    fn hears_persons(&self) -> bool {
-        self.person.is_some()
-    }
 
     fn merge(&mut self, other: Self) {
         if self.overflow || other.overflow {
