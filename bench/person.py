@@ -104,12 +104,19 @@ def timing(dpstat, gen, data, py, rows, persons, runs):
     person = [*MEAN, "--privacy-id", "id", "--max-rows-per-id", "10"]
     spill_env = dict(os.environ, DPSTAT_ID_MEMORY=str(SPILL_CAP))
     me = os.path.abspath(__file__)
-    commands = [
-        ("cat (reading the file)", ["cat", shuffled], None),
-        ("dpstat mean, row-level", [dpstat, *MEAN, shuffled], None),
-        ("dpstat mean, person K=10", [dpstat, *person, shuffled], None),
-        ("dpstat mean, person K=10, sorted file", [dpstat, *person, ordered], None),
-        (f"dpstat mean, person K=10, spill forced ({SPILL_CAP >> 20} MiB)", [dpstat, *person, shuffled], spill_env),
+    # BEFORE=path: another binary's dpstat commands too, in the same rounds (a before/after
+    # table from one run), each compared with its own row-level mean.
+    binaries = [("", dpstat)] + ([(" [before]", os.environ["BEFORE"])] if os.environ.get("BEFORE") else [])
+    commands = [("cat (reading the file)", ["cat", shuffled], None)]
+    for tag, binary in binaries:
+        commands += [
+            (f"dpstat mean, row-level{tag}", [binary, *MEAN, shuffled], None),
+            (f"dpstat mean, person K=10{tag}", [binary, *person, shuffled], None),
+            (f"dpstat mean, person K=10, sorted file{tag}", [binary, *person, ordered], None),
+            (f"dpstat mean, person K=10, spill forced ({SPILL_CAP >> 20} MiB){tag}", [binary, *person, shuffled],
+             spill_env),
+        ]
+    commands += [
         ("duckdb avg, all rows", [py, me, "duckdb", shuffled, "0"], None),
         ("duckdb avg, bounded K=10", [py, me, "duckdb", shuffled, "10"], None),
         ("duckdb avg, bounded K=10, sorted file", [py, me, "duckdb", ordered, "10"], None),
@@ -132,8 +139,9 @@ def timing(dpstat, gen, data, py, rows, persons, runs):
         value, rss[name] = measured(argv, env)
         spilled = ("yes" if spills(argv, env) else "no") if name.startswith("dpstat mean, person") else "-"
         value = "-" if name.startswith("cat") else f"{float(value):.4f}"
+        own = median["dpstat mean, row-level [before]"] if name.endswith("[before]") else row_level
         print(
-            f"| {name} | {median[name]:.3f} | {min(times[name]):.3f} | {median[name] / row_level:.2f} "
+            f"| {name} | {median[name]:.3f} | {min(times[name]):.3f} | {median[name] / own:.2f} "
             f"| {median[name] / duck:.2f} | {rss[name]:.1f} | {spilled} | {value} |",
             flush=True,
         )
@@ -157,7 +165,7 @@ def timing(dpstat, gen, data, py, rows, persons, runs):
     print(f"- faster than DuckDB's bounded mean: {p:.3f} s vs {duck:.3f} s: {'met' if p < duck else 'NOT met'}")
     ratio = p / row_level
     print(f"- within 3x (aim 2x) of the row-level mean: {ratio:.2f}x: {'met' if ratio <= 3 else 'NOT met'}")
-    peak = max(v for k, v in rss.items() if k.startswith(("dpstat mean, person", "even")))
+    peak = max(v for k, v in rss.items() if k.startswith(("dpstat mean, person", "even")) and "[before]" not in k)
     print(f"- peak memory <= 64 MiB (issue 36): largest {peak:.1f} MiB: {'met' if peak <= 64 else 'NOT met'}")
     sorted_ratio = median["dpstat mean, person K=10, sorted file"] / row_level
     duck_sorted = median["duckdb avg, bounded K=10, sorted file"]

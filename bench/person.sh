@@ -20,7 +20,8 @@
 # Environment: RUNS (timed rounds, default 5), SEEDS (seeded runs per K, default 20), DATA
 # (generated files and the venv, default bench/data, git-ignored; the 10M files take ~120 MB
 # each), RMSE=0 to skip part 2, TIMING=0 to skip part 1, DPSTAT=path to time another binary
-# (built elsewhere: a before/after comparison) instead of this tree's release build.
+# (built elsewhere) instead of this tree's release build, BEFORE=path to time a second binary's
+# dpstat commands in the same rounds (a before/after table from one interleaved run).
 # Needs: cargo, rustc, python3; installs GNU time with apt-get if missing and duckdb with pip
 # into DATA/.venv (once).
 set -euo pipefail
