@@ -107,7 +107,8 @@ impl Positions {
         if rows >= chunk_for(k) {
             return worst;
         }
-        rows.next_power_of_two().saturating_mul(4).min(worst)
+        // A vector's first allocation holds four positions (the standard library's least).
+        rows.next_power_of_two().max(4).saturating_mul(4).min(worst)
     }
 
     fn pack(&mut self) {
