@@ -817,6 +817,10 @@ impl Fold for WorkloadFold {
         let keyed = self.discovered.as_ref().map_or(0, |k| k.heap_bytes());
         batch + keyed + self.folds.iter().map(Fold::heap_bytes).sum::<usize>()
     }
+    fn part_heap_bytes(&self, rows: usize) -> usize {
+        let batch = self.values.len() * std::mem::size_of::<f64>() + BATCH * std::mem::size_of::<i128>();
+        batch + self.folds.iter().map(|f| f.part_heap_bytes(rows)).sum::<usize>()
+    }
     /// A fold that hears persons (`query::per_id`) is fed its rows as they come (it is never
     /// one of the batched lanes, which take plain sums and means only), so the person's rows
     /// are all in it now.

@@ -155,6 +155,10 @@ impl<F: Fold> Fold for Joined<F> {
         self.inner.heap_bytes()
     }
 
+    fn part_heap_bytes(&self, rows: usize) -> usize {
+        self.inner.part_heap_bytes(rows)
+    }
+
     fn person_end(&mut self) {
         self.inner.person_end();
     }

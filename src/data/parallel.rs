@@ -51,6 +51,14 @@ pub fn copies(threads: usize) -> usize {
     2 * threads.max(1) + SPARE_BUFFERS + 2
 }
 
+/// The most rows a part of `bytes` bytes holds: a record takes at least two bytes, a field and
+/// its line end (empty lines are skipped, `records`), and the last may lack its line end. A part
+/// is one block unless a record outgrows it; then the rows after that record are fewer than
+/// its bytes, which the grown buffer holds anyway.
+pub fn part_rows(bytes: usize) -> usize {
+    bytes / 2 + 1
+}
+
 /// The input after its header: the bytes already read and the rest of the stream.
 pub struct Stream {
     pub reader: Box<dyn Read + Send>,

@@ -88,6 +88,10 @@ impl<F: Fold> Fold for Routed<F> {
     fn heap_bytes(&self) -> usize {
         self.groups.iter().map(|g| std::mem::size_of::<F>() + g.heap_bytes()).sum()
     }
+    /// Each group holds at most the part's rows.
+    fn part_heap_bytes(&self, rows: usize) -> usize {
+        self.groups.iter().map(|g| std::mem::size_of::<F>() + g.part_heap_bytes(rows)).sum()
+    }
     /// Each group the person's rows went to hears it (a person's rows may have gone to
     /// several); a group that got none has no open person to close.
     fn person_end(&mut self) {

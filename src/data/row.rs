@@ -25,6 +25,15 @@ pub trait Fold: Clone + Send + Serialize + DeserializeOwned + 'static {
         0
     }
 
+    /// The most heap a copy that started empty holds after folding at most `rows` rows: the
+    /// copies that fold one part of a parallel scan (`data::scan::parallel_fold_bytes`). A
+    /// state allocated up front (counts per bin or group) holds [`Fold::heap_bytes`] whatever
+    /// its rows, the default; one that grows with its rows may say less. A wrapper must pass
+    /// it on.
+    fn part_heap_bytes(&self, _rows: usize) -> usize {
+        self.heap_bytes()
+    }
+
     /// Called by contribution bounding (`data::bound`) after the last kept row of one person,
     /// which it replays person by person: a fold that counts distinct persons (keys found in
     /// the data, `query::discover`) closes the person here. Nothing else needs it; a wrapper

@@ -10,7 +10,7 @@
 
 use anyhow::Result;
 
-use crate::data::input::Input;
+use crate::data::input::{Dataset, Input};
 use crate::data::parallel::{self, Failure, Setup, BLOCK};
 use crate::data::records::{Problem, Shape};
 use crate::data::row::{Fold, Row};
@@ -35,15 +35,31 @@ pub fn scan<F: Fold>(input: &mut Input, fold: &mut F) -> Result<u64> {
     scan_with(input, fold, threads, BLOCK)
 }
 
-/// The threads a scan of `fold` uses: the input's, or 0 (the calling thread alone) for a fold
-/// too large to copy once per block in flight.
+/// The threads a scan of `fold` uses: the most, up to the input's, whose copies
+/// ([`parallel_fold_bytes`]) fit [`FOLD_BUDGET`], or 0 (the calling thread alone, one copy)
+/// when not even one does.
 pub fn threads_for<F: Fold>(input: &Input, fold: &F) -> usize {
-    let threads = input.threads();
-    if fold.heap_bytes().saturating_mul(parallel::copies(threads)) > FOLD_BUDGET {
-        0
-    } else {
-        threads
+    let parquet = matches!(input.dataset(), Some(Dataset::Parquet { .. }));
+    (1..=input.threads()).rev().find(|&t| parallel_fold_bytes(fold, t, parquet) <= FOLD_BUDGET).unwrap_or(0)
+}
+
+/// The most heap the copies of `fold` hold together in a scan on `threads` threads.
+///
+/// Parquet: each thread folds a run of row groups, any number of rows, so every copy may reach
+/// [`Fold::heap_bytes`]. CSV: only two copies fold more than one part, the one the parts are
+/// merged into and, for a dataset of CSV files, the one holding the files before
+/// (`engine::CsvParts`); every other copy (one per worker, one per part in flight,
+/// [`parallel::copies`]) starts empty and folds one part, at most
+/// [`parallel::part_rows`] rows. A fold whose memory follows its rows (a quantile's positions,
+/// [`Fold::part_heap_bytes`]) then fits the budget on every thread where its worst case alone,
+/// times the copies, did not (issue 38: the median of 1M rows on [0, 10^6] ran on one thread).
+pub fn parallel_fold_bytes<F: Fold>(fold: &F, threads: usize, parquet: bool) -> usize {
+    let (full, copies) = (fold.heap_bytes(), parallel::copies(threads));
+    if parquet {
+        return full.saturating_mul(copies);
     }
+    let part = fold.part_heap_bytes(parallel::part_rows(BLOCK)).min(full);
+    full.saturating_mul(2).saturating_add(part.saturating_mul(copies - 2))
 }
 
 /// [`scan`] of one CSV stream (a part of a dataset of CSV files) on `threads` threads.
@@ -605,9 +621,16 @@ mod parallel_tests {
             scan(&mut input, &mut fold).map(|kept| (kept, fold.rows, fold.merged))
         };
         assert_eq!(run(0, 4).unwrap(), (5000, 5000, true), "small folds go parallel");
-        let big = FOLD_BUDGET / parallel::copies(4) + 1;
+        let big = FOLD_BUDGET / parallel::copies(1) + 1;
         assert_eq!(run(big, 4).unwrap(), (5000, 5000, false), "one copy, one thread");
         assert_eq!(run(big, 1).unwrap().0, 5000);
+        // Too large for four threads' copies, not for three: three threads.
+        let threads = |bytes: usize, threads: usize| {
+            let input = Input::open(&source, &options, false, threads).unwrap();
+            threads_for(&input, &Heavy { bytes, rows: 0, merged: false })
+        };
+        let big4 = FOLD_BUDGET / parallel::copies(4) + 1;
+        assert_eq!((threads(big4, 4), threads(big4, 2), threads(big, 4)), (3, 2, 0));
         let refused = run(MAX_FOLD_BYTES + 1, 4).unwrap_err().to_string();
         assert!(refused.contains("more than the 256 MiB"), "{refused}");
     }

@@ -83,6 +83,12 @@ impl Base2 {
     /// same order and with the same `(points, score)` every time (it is walked several times);
     /// `points` >= 1. Returns (run index, offset in the run), or None if there are no runs.
     pub fn sample(&self, walk: Walk, rng: &mut dyn RngCore) -> Option<(usize, u64)> {
+        self.draw(walk, rng).map(|(run, offset, _)| (run, offset))
+    }
+
+    /// [`Base2::sample`] with, third, the points of the runs before the chosen one: the chosen
+    /// point's index among all points is that plus the offset, with no walk to find it.
+    pub fn draw(&self, walk: Walk, rng: &mut dyn RngCore) -> Option<(usize, u64, u64)> {
         let mut best: Option<i128> = None;
         walk(&mut |_, s| best = Some(best.map_or(s, |b| b.min(s))));
         let best = best?;
@@ -95,24 +101,25 @@ impl Base2 {
         let total = BigUint::from(total);
         loop {
             let u = uniform_below(rng, &total).to_u128().unwrap_or(0);
-            let (mut seen, mut at, mut found) = (0u128, 0usize, None);
+            let (mut seen, mut at, mut before, mut found) = (0u128, 0usize, 0u64, None);
             walk(&mut |p, s| {
                 if found.is_none() {
                     let w = weight(p, s);
                     if u < seen + w {
                         let unit = w / p as u128;
-                        found = Some((at, ((u - seen) / unit) as u64, s.abs_diff(best)));
+                        found = Some((at, ((u - seen) / unit) as u64, before, s.abs_diff(best)));
                     }
                     seen += w;
                     at += 1;
+                    before += p;
                 }
             });
-            let (run, offset, d) = found?;
+            let (run, offset, before, d) = found?;
             // The proposal carried 2^−k of the point's 2^(−η·d): the coin is the rest.
             let rest = &self.eta * BigRational::from_integer(BigInt::from(d))
                 - BigRational::from_integer(BigInt::from(self.level(d)));
             if bernoulli_pow2(rng, &rest) {
-                return Some((run, offset));
+                return Some((run, offset, before));
             }
         }
     }
@@ -218,7 +225,8 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(17); // INSECURE: test-only seed
         let mut observed = vec![0u64; points.len()];
         for _ in 0..60_000 {
-            let (r, o) = mech.sample(&walk, &mut rng).unwrap();
+            let (r, o, before) = mech.draw(&walk, &mut rng).unwrap();
+            assert_eq!(before, runs[..r].iter().map(|run| run.0).sum::<u64>(), "the points before run {r}");
             let i = points.iter().position(|p| p.0 == r && p.1 == o).unwrap();
             observed[i] += 1;
         }

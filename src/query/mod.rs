@@ -64,6 +64,11 @@ macro_rules! registry {
                     $(AnyFold::$ty(f) => f.heap_bytes(),)*
                 }
             }
+            fn part_heap_bytes(&self, rows: usize) -> usize {
+                match self {
+                    $(AnyFold::$ty(f) => f.part_heap_bytes(rows),)*
+                }
+            }
             fn person_end(&mut self) {
                 match self {
                     $(AnyFold::$ty(f) => f.person_end(),)*

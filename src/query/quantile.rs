@@ -859,18 +859,11 @@ impl QuantileFold {
         let walk = |f: &mut dyn FnMut(u64, i128)| {
             self.for_each_scored_run(level, &mut |run, s| f(run.points as u64, s));
         };
-        let Some((run, offset)) = mechanism.sample(&walk, rng) else {
+        // The runs cover the candidates in order: the points before the run are its first.
+        let Some((_, offset, first)) = mechanism.draw(&walk, rng) else {
             return 0;
         };
-        let mut first = 0;
-        let mut at = 0;
-        self.positions.for_each_run(self.candidates.len(), &mut |r| {
-            if at == run {
-                first = r.first;
-            }
-            at += 1;
-        });
-        first + offset as usize
+        (first + offset) as usize
     }
 }
 
@@ -902,6 +895,12 @@ impl Fold for QuantileFold {
     fn heap_bytes(&self) -> usize {
         Positions::max_heap_bytes(self.candidates.len())
     }
+    /// One part's rows, four bytes each: 2 MiB for a 512 KiB block, where the worst case of a
+    /// grid of 10^6 candidates is 24 MiB (issue 38: that worst case per copy kept the scan on one
+    /// thread).
+    fn part_heap_bytes(&self, rows: usize) -> usize {
+        Positions::heap_bytes_for_rows(self.candidates.len(), rows)
+    }
     fn widest_column(&self) -> Option<usize> {
         Some(self.cell.index)
     }
@@ -931,6 +930,19 @@ mod tests {
         let mut fold = QuantileFold::new(Arc::clone(candidates), cell);
         values.iter().for_each(|&x| fold.add(x));
         fold.sorted()
+    }
+
+    /// The default median on [0, 10^6] (a million candidates) fits the fold budget on two
+    /// threads of a CSV scan, whose copies but two hold one part each; its worst case per copy
+    /// (a Parquet scan's) does not.
+    #[test]
+    fn a_million_candidates_scan_csv_in_parallel() {
+        use crate::data::scan::{parallel_fold_bytes, FOLD_BUDGET};
+        let candidates = Arc::new(round("0", "1000000", MAX_RESOLUTION));
+        assert_eq!(candidates.len(), 1_000_001);
+        let fold = QuantileFold::new(candidates, NumberCell { index: 0, invalid: InvalidPolicy::Error });
+        assert!(parallel_fold_bytes(&fold, 2, false) <= FOLD_BUDGET);
+        assert!(parallel_fold_bytes(&fold, 2, true) > FOLD_BUDGET);
     }
 
     #[test]

@@ -99,6 +99,18 @@ impl Positions {
         2 * chunk_for(k) * 4 + (2 * k + 2) * std::mem::size_of::<(u32, u32)>()
     }
 
+    /// The most heap a copy that started empty holds after at most `rows` pushes on a grid of
+    /// `k` candidates: under a chunk, only the fresh positions, whose capacity doubles as they
+    /// come (a power of two at most); from a chunk on, [`Positions::max_heap_bytes`].
+    pub fn heap_bytes_for_rows(k: usize, rows: usize) -> usize {
+        let worst = Positions::max_heap_bytes(k);
+        if rows >= chunk_for(k) {
+            return worst;
+        }
+        // A vector's first allocation holds four positions (the standard library's least).
+        rows.next_power_of_two().max(4).saturating_mul(4).min(worst)
+    }
+
     fn pack(&mut self) {
         self.sort();
         let fresh = std::mem::take(&mut self.fresh);
@@ -269,6 +281,21 @@ mod tests {
         let mut empty: Vec<u32> = vec![];
         sort_positions(&mut empty);
         assert!(empty.is_empty());
+    }
+
+    /// A copy that starts empty and folds `rows` rows holds at most what
+    /// `heap_bytes_for_rows` says, which is what a parallel scan budgets for one part.
+    #[test]
+    fn a_part_holds_at_most_its_rows() {
+        let k = 1_000_001;
+        for rows in [0usize, 1, 5, 4096, 262_145, 300_000] {
+            let mut p = Positions::for_grid(k);
+            (0..rows).for_each(|i| p.push((i * 7919 % (2 * k)) as u32));
+            let held = p.fresh.capacity() * 4 + p.packed.capacity() * 8;
+            assert!(held <= Positions::heap_bytes_for_rows(k, rows), "{rows} rows: {held}");
+        }
+        assert_eq!(Positions::heap_bytes_for_rows(k, 262_145), 2 << 20);
+        assert_eq!(Positions::heap_bytes_for_rows(k, CHUNK), Positions::max_heap_bytes(k));
     }
 
     proptest! {

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Which quantile score wins on the peer comparison's cells? Computed exactly, not sampled.
+
+    python3 bench/quantile_score_exact.py       (needs numpy: Debian's python3-numpy, or
+                                                 bench/quantile_peers.sh's venv)
+
+On the 48 cells of bench/quantile_peers.py (its four datasets, drawn by its own code with its
+seed, n in {200, 1000, 10000}, eps in {0.1, 1}, the median and the 0.9 quantile; every integer
+of the bounds a candidate, dpstat's default grid there), this evaluates the exponential
+mechanism -- candidate c with probability proportional to exp(-eps * s(c) / (2 du)), which
+dpstat's base-2 sampler draws exactly (tests/distribution.rs) and OpenDP's Gumbel noisy max
+draws too -- for q = a/b, n rows, lt = #(x < c), le = #(x <= c), under add-remove, with
+each score:
+
+- signed (dpstat's default; docs/DESIGN.md 3.6): max(b lt - a n, a n - b le), du = max(a, b - a);
+- opendp (make_quantile_score_candidates): |(b - a) lt - a (n - le)|, du = max(a, b - a);
+- unsigned (every valid candidate scores 0, the top; the rank distance to validity outside):
+  max(0, signed), du = max(a, b - a);
+- sum (signed + opendp: a valid candidate's own run counts, and an invalid one's): du doubled.
+
+and prints, per cell, the expected P(exact), value error (% of the valid quantiles' midpoint)
+and rank error (rows), defined as in bench/quantile_peers.py, then how many cell-metrics each
+score wins or loses against signed by more than 1 % relative and 0.005 absolute (in the
+metric's unit: a probability, percentage points, rows); there is no sampling error. No binary is run. Not run by `cargo test`.
+"""
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import quantile_peers as peers  # noqa: E402
+
+KINDS = ("signed", "opendp", "unsigned", "sum")
+HIGHER_IS_BETTER = (True, False, False)
+
+
+def scores(kind, lt, le, n, a, b):
+    signed = np.maximum(b * lt - a * n, a * n - b * le)
+    opendp = np.abs((b - a) * lt - a * (n - le))
+    return {"signed": signed, "opendp": opendp, "unsigned": np.maximum(signed, 0), "sum": signed + opendp}[kind]
+
+
+def expected(xs, lower, upper, q, eps, kind):
+    """(P(exact), value error %, rank error) of one cell, exactly."""
+    n = len(xs)
+    a, b = (1, 2) if q == 0.5 else (9, 10)
+    candidates = np.arange(lower, upper + 1, dtype=float)
+    lt = np.searchsorted(xs, candidates, "left").astype(np.int64)
+    le = np.searchsorted(xs, candidates, "right").astype(np.int64)
+    s = scores(kind, lt, le, n, a, b).astype(float)
+    du = max(a, b - a) * (2 if kind == "sum" else 1)
+    w = np.exp(-eps * (s - s.min()) / (2 * du))
+    w /= w.sum()
+    truth = peers.Truth(list(xs), q)
+    rank = np.maximum(0, np.maximum(lt - truth.qn, truth.qn - le))
+    distance = np.maximum(0, np.maximum(truth.lo - candidates, candidates - truth.hi))
+    return (w * (rank == 0)).sum(), (w * distance).sum() / truth.scale * 100, (w * rank).sum()
+
+
+def better(x, y, higher):
+    """x beats y by more than 1 % relative and 0.005 absolute."""
+    gap = x - y if higher else y - x
+    return gap > 0.005 and gap > 0.01 * max(abs(x), abs(y))
+
+
+def main():
+    rng = random.Random(38)
+    tally = {k: [0, 0] for k in KINDS[1:]}
+    print("| data | n | ε | level | " + " | ".join(KINDS) + " |")
+    print("|---|---|---|---|" + "---|" * len(KINDS))
+    for name, draw, lower, upper in peers.DATASETS:
+        for n in peers.SIZES:
+            xs = np.sort(np.asarray(draw(rng, n), dtype=float))
+            for eps in peers.EPSILONS:
+                for q in peers.LEVELS:
+                    cell = {k: expected(xs, lower, upper, q, eps, k) for k in KINDS}
+                    for k in KINDS[1:]:
+                        for j, higher in enumerate(HIGHER_IS_BETTER):
+                            tally[k][0] += better(cell[k][j], cell["signed"][j], higher)
+                            tally[k][1] += better(cell["signed"][j], cell[k][j], higher)
+                    level = "median" if q == 0.5 else "q0.9"
+                    shown = " | ".join("/".join(f"{v:.3g}" for v in cell[k]) for k in KINDS)
+                    print(f"| {name} | {n} | {eps:g} | {level} | {shown} |", flush=True)
+    print("\nEach cell: P(exact) / value error % / rank error (rows), expected values.")
+    print("Cell-metrics (of 144) each score wins / loses against signed:")
+    for k, (wins, losses) in tally.items():
+        print(f"- {k}: {wins} won, {losses} lost")
+
+
+if __name__ == "__main__":
+    main()
