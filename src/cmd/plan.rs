@@ -446,20 +446,8 @@ pub fn compare_workload(request: &RunRequest, out: &mut dyn Write) -> Result<()>
     let gauss = Workload::parse_as(&path, &text, &input, settings, false, Some(&gaussian))?;
     let mut queries = vec![];
     for (l, g) in laplace.queries.iter().zip(&gauss.queries) {
-        let plan = |q: &crate::cmd::workload::WorkloadQuery| -> Result<f64, String> {
-            let cx = PlanContext {
-                mechanism: &q.job.mechanism,
-                neighbours: q.job.neighbours,
-                confidence: request.confidence,
-                rows: request.rows,
-                grouped: q.job.grouped(),
-            };
-            q.job
-                .statistic
-                .plan(&cx)
-                .map(|p| p.noise.accuracy.error_bound)
-                .map_err(|e| e.message().to_string())
-        };
+        let plan =
+            |q: &crate::cmd::workload::WorkloadQuery| q.planned_error(request.confidence, request.rows);
         queries.push(QueryComparison::new(&l.name, l.job.statistic.name(), plan(l), plan(g)));
     }
     let mut report =

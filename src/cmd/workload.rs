@@ -47,7 +47,7 @@ use crate::privacy::zcdp::Rho;
 use crate::query::discover::{Discovery, Shares, DEFAULT_MAX_KEYS};
 use crate::query::options::{close_lists, InvalidFlag, Level, Options, Setup};
 use crate::query::per_id::PerId;
-use crate::query::statistic::Statistic;
+use crate::query::statistic::{PlanContext, Statistic};
 use crate::query::AnyStatistic;
 use crate::report::text::{Format, Style};
 
@@ -186,6 +186,22 @@ pub struct WorkloadQuery {
     pub origin: String,
     /// The query validated as the same command line would be, at its share.
     pub job: Job,
+}
+
+impl WorkloadQuery {
+    /// The error bound `dpstat plan` states for this query at its share, with `rows` assumed,
+    /// or why the statistic is not planned.
+    pub fn planned_error(&self, confidence: Confidence, rows: Option<u64>) -> Result<f64, String> {
+        let cx = PlanContext {
+            mechanism: &self.job.mechanism,
+            neighbours: self.job.neighbours,
+            confidence,
+            rows,
+            grouped: self.job.grouped(),
+        };
+        let planned = self.job.statistic.plan(&cx).map_err(|e| e.message().to_string())?;
+        Ok(planned.noise.accuracy.error_bound)
+    }
 }
 
 /// The file as written, with spans for messages.

@@ -25,7 +25,7 @@ use crate::privacy::accuracy::Confidence;
 use crate::privacy::currency::Spend;
 use crate::privacy::threshold::threshold;
 use crate::privacy::unit::Neighbours;
-use crate::query::statistic::{PlanContext, Statistic};
+use crate::query::statistic::Statistic;
 use crate::report::text::{Format, Style};
 
 pub use translate::{translate, Translation};
@@ -146,16 +146,9 @@ pub fn plan(request: &PlanRequest, out: &mut dyn Write) -> Result<()> {
         .queries
         .iter()
         .map(|q| {
-            let cx = PlanContext {
-                mechanism: &q.job.mechanism,
-                neighbours: q.job.neighbours,
-                confidence: request.confidence,
-                rows: request.rows,
-                grouped: q.job.grouped(),
-            };
-            let (error_bound, not_planned) = match q.job.statistic.plan(&cx) {
-                Ok(p) => (Some(p.noise.accuracy.error_bound), None),
-                Err(e) => (None, Some(e.message().to_string())),
+            let (error_bound, not_planned) = match q.planned_error(request.confidence, request.rows) {
+                Ok(bound) => (Some(bound), None),
+                Err(why) => (None, Some(why)),
             };
             Planned {
                 name: q.name.clone(),
