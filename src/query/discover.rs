@@ -189,7 +189,7 @@ impl KeyCap {
         let noisy = d.clone() + discrete_laplace(rng, &scale);
         if d > c || noisy > &c - &self.margin {
             return Err(Error::withheld(format!(
-                "more distinct keys than --max-keys {} allows, by a noisy test that is part of this                  release (epsilon {} and delta {} of it); nothing else is released: raise --max-keys                  to the number of keys plus {}, or narrow the rows with --where",
+                "more distinct keys than --max-keys {} allows, by a noisy test that is part of this release (epsilon {} and delta {} of it); nothing else is released: raise --max-keys to the number of keys plus {}, or narrow the rows with --where",
                 self.max_keys,
                 self.eps,
                 self.delta,
