@@ -22,7 +22,14 @@ fn main() -> ExitCode {
     // every line: a histogram of many keys or a man page would be a write per line). A reader
     // that went away (`dpstat … | head -1`) is not an error, during the run or at the flush.
     let mut out = io::BufWriter::new(io::stdout().lock());
-    let done = dispatch(cli.query, &mut out);
+    let done = match dpstat::privacy::rng::insecure_seeds() {
+        Ok(None) => dispatch(&cli.query, &mut out),
+        Ok(Some(seeds)) => seeds.into_iter().try_for_each(|seed| {
+            dpstat::privacy::rng::set_run_seed(seed);
+            dispatch(&cli.query, &mut out)
+        }),
+        Err(e) => Err(e.into()),
+    };
     let flushed = out.flush();
     match done.and_then(|()| flushed.map_err(anyhow::Error::from)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -35,8 +42,8 @@ fn main() -> ExitCode {
 }
 
 /// Runs the subcommand, writing what it prints to `out`.
-fn dispatch(query: Query, out: &mut dyn Write) -> anyhow::Result<()> {
-    match &query {
+fn dispatch(query: &Query, out: &mut dyn Write) -> anyhow::Result<()> {
+    match query {
         Query::Budget(args) => cmd::budget::report(&args.request(), out),
         Query::Ledger(dpstat::cli::LedgerCommand::Init(args)) => cmd::ledger::init(&args.key, out),
         Query::Check(args) => cmd::check::run(&args.input.flags(), out),

@@ -27,14 +27,21 @@ fn truth(rows: &[(f64, f64)]) -> (f64, f64) {
     (cov, var)
 }
 
+fn pair_args(query: &str, neighbours: &str, eps: &str) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = match query {
+        "covariance" => ["covariance", "--cols", "experience,wage"].map(Into::into).to_vec(),
+        _ => ["regress", "--x", "experience", "--y", "wage"].map(Into::into).to_vec(),
+    };
+    args.extend(
+        ["--lower", "0,0", "--upper", "40,80", "--eps", eps, "--neighbours", neighbours].map(Into::into),
+    );
+    args.push(fixture("wages_5k.csv").into());
+    args
+}
+
 fn pair_cmd(seed: u64, query: &str, neighbours: &str, eps: &str) -> assert_cmd::Command {
     let mut cmd = seeded(seed);
-    match query {
-        "covariance" => cmd.args(["covariance", "--cols", "experience,wage"]),
-        _ => cmd.args(["regress", "--x", "experience", "--y", "wage"]),
-    };
-    cmd.args(["--lower", "0,0", "--upper", "40,80", "--eps", eps, "--neighbours", neighbours])
-        .arg(fixture("wages_5k.csv"));
+    cmd.args(pair_args(query, neighbours, eps));
     cmd
 }
 
@@ -47,8 +54,9 @@ fn accuracy_bounds_cover_the_truth() {
         for neighbours in ["add-remove", "replace"] {
             let runs = 100;
             let (mut covered, mut widths) = (0, vec![]);
-            for seed in 0..runs {
-                let json = json_of(&mut pair_cmd(seed, query, neighbours, "1"));
+            let mut args = pair_args(query, neighbours, "1");
+            args.extend(["--format".into(), "json".into()]);
+            for json in common::seeded_json_values(0, runs, 2, &args) {
                 let value = json["value"].as_f64().unwrap();
                 let bound = json["accuracy"]["error_bound"].as_f64().expect("a finite bound on 5 000 rows");
                 let want = if query == "covariance" { cov } else { cov / var };

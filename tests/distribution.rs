@@ -245,10 +245,59 @@ fn run_all(config: &Config) -> Vec<Run> {
     let start = Instant::now();
     let what = format!("dpstat {} {}", config.args.join(" "), config.fixture);
     progress(format_args!("{what}: {} seeded runs of the binary…", config.runs));
-    let runs =
-        parallel_map(config.runs, |i| json_run(config.seed_base + i as u64, config.args, config.fixture));
+    let path = fixture(config.fixture);
+    let mut args: Vec<&std::ffi::OsStr> = config.args.iter().map(std::ffi::OsStr::new).collect();
+    args.extend([path.as_os_str(), "--format".as_ref(), "json".as_ref()]);
+    let docs = common::seeded_json_runs(config.seed_base, config.runs, WORKERS, &args);
+    let runs = docs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let json: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+            Run { seed: config.seed_base + i as u64, json, numbers: number_tokens(text) }
+        })
+        .collect();
     progress(format_args!("{what}: {} runs in {:.1} s", config.runs, start.elapsed().as_secs_f64()));
     runs
+}
+
+/// One process making the runs of a seed range prints what a process per seed prints, byte for
+/// byte: the noise, the keyed choice of a person's rows (from the seed), and the
+/// once-per-process tables (the zCDP orders of a Gaussian release). What lets the
+/// configurations above draw their runs a range per process.
+#[test]
+fn seeded_ranges_equal_separate_runs() {
+    let person = fixture("visits.csv");
+    let cases: [&[&str]; 3] = [
+        &["count", "--noise", "gaussian", "--rho", "0.125", "--delta", "1e-6"],
+        &["mean", "--col", "x", "--lower", "0", "--upper", "10", "--eps", "1"],
+        &[
+            "mean",
+            "--col",
+            "cost",
+            "--lower",
+            "0",
+            "--upper",
+            "500",
+            "--eps",
+            "1",
+            "--privacy-id",
+            "patient",
+            "--max-rows-per-id",
+            "2",
+        ],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let file = if i == 2 { person.clone() } else { fixture("dist_mean.csv") };
+        let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        all.extend([file.as_os_str(), "--format".as_ref(), "json".as_ref()]);
+        let ranged = common::seeded_json_runs(40, 6, 2, &all);
+        for (j, text) in ranged.iter().enumerate() {
+            let alone = stdout_of(seeded(40 + j as u64).args(&all));
+            assert_eq!(text, alone.trim(), "seed {} of {args:?}", 40 + j);
+        }
+        assert_ne!(ranged[0], ranged[1], "each run of a range has its own seed");
+    }
 }
 
 /// The runs of a configuration, made once per test process.

@@ -36,15 +36,23 @@ fn every_group_gets_the_noise_of_the_full_epsilon() {
     let truth = true_region_counts();
     for (neighbours, delta) in [("add-remove", 1.0), ("replace", 2.0)] {
         let eps = 0.5;
-        let runs = 300;
+        let runs = 300usize;
         let mut noise: HashMap<String, Vec<f64>> = HashMap::new();
-        for seed in 0..runs {
-            let json = json_of(
-                seeded(seed)
-                    .args(["count", "--by", "region", "--keys", "north,south,east,west", "--eps", "0.5"])
-                    .args(["--neighbours", neighbours])
-                    .arg(fixture("people.csv")),
-            );
+        let mut args: Vec<std::ffi::OsString> = [
+            "count",
+            "--by",
+            "region",
+            "--keys",
+            "north,south,east,west",
+            "--eps",
+            "0.5",
+            "--neighbours",
+            neighbours,
+        ]
+        .map(Into::into)
+        .to_vec();
+        args.extend([fixture("people.csv").into(), "--format".into(), "json".into()]);
+        for json in common::seeded_json_values(0, runs, 2, &args) {
             let groups = json["groups"].as_array().unwrap();
             assert_eq!(groups.len(), 5);
             for g in groups {

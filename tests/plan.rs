@@ -218,23 +218,14 @@ fn column(rows: &[Vec<String>], i: usize) -> Vec<f64> {
     rows.iter().map(|r| r[i].parse().unwrap()).collect()
 }
 
-/// Runs `flags` with seeds 1..=RUNS on two threads and returns every |release − truth|.
+/// Runs `flags` with seeds 1..=RUNS (two processes of a seed range each) and returns every
+/// |release − truth|.
 fn errors(flags: &'static str, truth: &(dyn Fn(&Value) -> Vec<f64> + Sync)) -> (Vec<f64>, f64) {
-    let half = RUNS / 2;
-    let collect = |seeds: std::ops::RangeInclusive<u64>| {
-        let mut errs = vec![];
-        for seed in seeds {
-            errs.extend(truth(&release_json(flags, seed)));
-        }
-        errs
-    };
-    let (a, b) = std::thread::scope(|s| {
-        let first = s.spawn(|| collect(1..=half));
-        let second = s.spawn(|| collect(half + 1..=RUNS));
-        (first.join().unwrap(), second.join().unwrap())
-    });
+    let mut all = args(flags);
+    all.extend([fixture("people.csv").display().to_string(), "--format".into(), "json".into()]);
+    let runs = common::seeded_json_values(1, RUNS as usize, 2, &all);
     let planned = plan_json(flags)["accuracy"]["error_bound"].as_f64().unwrap();
-    ([a, b].concat(), planned)
+    (runs.iter().flat_map(truth).collect(), planned)
 }
 
 /// The planned bound lies inside a distribution-free interval for the C-quantile of the

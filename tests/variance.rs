@@ -33,13 +33,16 @@ fn variance_cmd(seed: u64, neighbours: &str, eps: &str) -> assert_cmd::Command {
 fn accuracy_bound_covers_the_true_variance() {
     let truth = clamped_variance(&values(), 0.0, 100.0);
     for (neighbours, confidence, eps) in [("add-remove", 0.95, "1"), ("replace", 0.8, "0.5")] {
-        let runs = 150;
+        let runs = 150usize;
         let mut covered = 0;
         let mut widths = vec![];
-        for seed in 0..runs {
-            let mut cmd = variance_cmd(seed, neighbours, eps);
-            cmd.args(["--confidence", &confidence.to_string()]);
-            let json = json_of(&mut cmd);
+        let mut args: Vec<String> =
+            ["variance", "--col", "x", "--lower", "0", "--upper", "100", "--eps", eps]
+                .map(String::from)
+                .to_vec();
+        args.extend(["--neighbours", neighbours, "--confidence", &confidence.to_string()].map(String::from));
+        args.extend([fixture("compose_values.csv").display().to_string(), "--format".into(), "json".into()]);
+        for json in common::seeded_json_values(0, runs, 2, &args) {
             let value = json["value"].as_f64().unwrap();
             let bound = json["accuracy"]["error_bound"].as_f64().unwrap();
             assert!((0.0..=2500.0).contains(&value), "clamped into [0, h²]: {value}");

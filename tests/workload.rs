@@ -102,12 +102,16 @@ fn each_query_noise_scale_matches_its_share() {
     let text = fs::read_to_string(fixture("people.csv")).unwrap();
     let rows = text.lines().skip(1).count() as f64;
     let north = text.lines().skip(1).filter(|l| l.split(',').nth(3) == Some("north")).count() as f64;
-    let runs = 300;
+    let runs = 300usize;
     let (mut all, mut northern) = (vec![], vec![]);
-    for seed in 0..runs {
-        let lines = json_lines(
-            seeded(seed).arg("run").arg(fixture("compose_shares.toml")).arg(fixture("people.csv")),
-        );
+    let per_run =
+        json_lines(seeded(0).arg("run").arg(fixture("compose_shares.toml")).arg(fixture("people.csv"))).len();
+    // Seeds 0..runs in one process (`DPSTAT_INSECURE_SEED=A..B`), `per_run` lines each.
+    let mut ranged = seeded(0);
+    ranged.env("DPSTAT_INSECURE_SEED", format!("0..{runs}"));
+    let every = json_lines(ranged.arg("run").arg(fixture("compose_shares.toml")).arg(fixture("people.csv")));
+    assert_eq!(every.len(), runs * per_run);
+    for lines in every.chunks(per_run) {
         assert_eq!(lines[0]["name"], "rows");
         assert_eq!(lines[0]["scale"].as_f64(), Some(10.0), "declared scale 1/0.1");
         assert_eq!(lines[1]["scale"].as_f64(), Some(2.5), "declared scale 1/0.4");

@@ -12,7 +12,8 @@ pub const LONG_VERSION: &str = concat!(
      rounded up; --discover is (epsilon, delta)-DP by thresholding; both opt-in",
     "\nsums:       exact fixed-point on a power-of-two grid chosen from the flags, never from the data",
     "\ntest hook:  DPSTAT_INSECURE_SEED=<u64> makes the noise reproducible and NOT private; \
-     every run with it warns on stderr, is marked in its JSON and is refused with --ledger"
+     every run with it warns on stderr, is marked in its JSON and is refused with --ledger; \
+     =A..B runs the command once per seed from A to B-1"
 );
 
 pub const COUNT_HELP: &str = "\

@@ -195,7 +195,7 @@ fn environment(roff: &mut Roff, page: &Command) {
     if root || has(page, "eps") && has(page, "file") || page.get_name() == "run" {
         vars.push((
             "DPSTAT_INSECURE_SEED",
-            "an unsigned 64-bit integer that makes the noise reproducible, for tests only: every release made with it is NOT private, warns on standard error, is marked \"insecure_seed\": true in its JSON and is refused together with a ledger",
+            "an unsigned 64-bit integer that makes the noise reproducible, for tests only: every release made with it is NOT private, warns on standard error, is marked \"insecure_seed\": true in its JSON and is refused together with a ledger; A..B runs the command once per seed from A to B-1",
         ));
     }
     if root || has(page, "format") && has(page, "file") {

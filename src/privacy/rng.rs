@@ -4,6 +4,7 @@
 //! that chooses each person's rows ([`selection_key`]).
 
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -16,14 +17,11 @@ pub const INSECURE_SEED_VAR: &str = "DPSTAT_INSECURE_SEED";
 /// The generator for all noise: ChaCha20 seeded from the operating system (failure to get
 /// entropy is an internal error, exit 1, never a fallback), or from `DPSTAT_INSECURE_SEED` with a warning.
 pub fn system_rng() -> Result<ChaCha20Rng, Error> {
-    match std::env::var_os(INSECURE_SEED_VAR) {
+    match insecure_seed()? {
         None => ChaCha20Rng::try_from_os_rng().map_err(|e| {
             Error::internal(format!("reading the operating system's random number generator: {e}"))
         }),
         Some(seed) => {
-            let seed: u64 = seed.to_str().and_then(|s| s.trim().parse().ok()).ok_or_else(|| {
-                Error::usage(format!("{INSECURE_SEED_VAR} must be an unsigned 64-bit integer"))
-            })?;
             let _ = writeln!(
                 std::io::stderr(),
                 "dpstat: warning: {INSECURE_SEED_VAR} is set: the noise is reproducible and this release is NOT private (testing only)"
@@ -50,17 +48,54 @@ pub fn secret_bytes<const N: usize>() -> Result<[u8; N], Error> {
 /// that seeded runs keep the same rows. Never drawn from the noise generator: the rows kept
 /// must not depend on, or use up, the noise.
 pub fn selection_key() -> Result<[u8; 16], Error> {
-    let Some(seed) = std::env::var_os(INSECURE_SEED_VAR) else { return secret_bytes::<16>() };
-    let seed: u64 = seed
-        .to_str()
-        .and_then(|s| s.trim().parse().ok())
-        .ok_or_else(|| Error::usage(format!("{INSECURE_SEED_VAR} must be an unsigned 64-bit integer")))?;
+    let Some(seed) = insecure_seed()? else { return secret_bytes::<16>() };
     use sha2::Digest;
     let digest =
         sha2::Sha256::new().chain_update(b"dpstat selection key").chain_update(seed.to_le_bytes()).finalize();
     let mut key = [0u8; 16];
     key.copy_from_slice(&digest[..16]);
     Ok(key)
+}
+
+/// The seed of the run under way when `DPSTAT_INSECURE_SEED` names a range (see
+/// [`insecure_seeds`]), set by the binary before each run.
+static RUN_SEED: AtomicU64 = AtomicU64::new(0);
+
+/// `DPSTAT_INSECURE_SEED`'s seed for this run: the number it holds, or, when it names a range
+/// `A..B`, the seed [`set_run_seed`] set for the run under way.
+fn insecure_seed() -> Result<Option<u64>, Error> {
+    let Some(value) = std::env::var_os(INSECURE_SEED_VAR) else { return Ok(None) };
+    let value = value.to_str().map(str::trim).unwrap_or("");
+    if value.contains("..") {
+        insecure_seeds()?;
+        return Ok(Some(RUN_SEED.load(Ordering::SeqCst)));
+    }
+    value.parse().map(Some).map_err(|_| seed_error())
+}
+
+fn seed_error() -> Error {
+    Error::usage(format!(
+        "{INSECURE_SEED_VAR} must be an unsigned 64-bit integer, or a range A..B of them (B > A)"
+    ))
+}
+
+/// The seeds of `DPSTAT_INSECURE_SEED=A..B` (B excluded), a test hook like the single seed: one
+/// process makes the same release once per seed, as many runs of it would, so that the tests
+/// that draw thousands of seeded releases to check a distribution do not pay a process (and its
+/// tables: the zCDP orders, ln 2) per draw. None for a single seed or none.
+pub fn insecure_seeds() -> Result<Option<std::ops::Range<u64>>, Error> {
+    let Some(value) = std::env::var_os(INSECURE_SEED_VAR) else { return Ok(None) };
+    let value = value.to_str().map(str::trim).unwrap_or("");
+    let Some((a, b)) = value.split_once("..") else { return Ok(None) };
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) if b > a => Ok(Some(a..b)),
+        _ => Err(seed_error()),
+    }
+}
+
+/// The seed of the next run under `DPSTAT_INSECURE_SEED=A..B`.
+pub fn set_run_seed(seed: u64) {
+    RUN_SEED.store(seed, Ordering::SeqCst);
 }
 
 /// Whether this run's noise comes from `DPSTAT_INSECURE_SEED` (reproducible, not private).

@@ -156,6 +156,57 @@ pub fn parallel_map<T: Send>(workers: usize, n: usize, f: impl Fn(usize) -> T + 
     results.into_iter().map(|r| r.expect("every index ran")).collect()
 }
 
+/// The JSON documents each seeded run printed, for seeds `first..first + n`, in order: `args`
+/// run under `DPSTAT_INSECURE_SEED=A..B` (one process makes the runs of a range, as separate
+/// processes would: `seeded_ranges_equal_separate_runs` checks it), in `chunks` ranges on as
+/// many threads.
+pub fn seeded_json_runs(first: u64, n: usize, chunks: usize, args: &[&std::ffi::OsStr]) -> Vec<String> {
+    let chunks = chunks.clamp(1, n.max(1));
+    let per = n.div_ceil(chunks);
+    let ranges: Vec<(u64, u64)> = (0..chunks)
+        .map(|c| (first + (c * per).min(n) as u64, first + ((c + 1) * per).min(n) as u64))
+        .filter(|(a, b)| b > a)
+        .collect();
+    let texts = parallel_map(ranges.len(), ranges.len(), |c| {
+        let (a, b) = ranges[c];
+        let mut cmd = seeded(0);
+        cmd.env("DPSTAT_INSECURE_SEED", format!("{a}..{b}")).args(args);
+        let text = stdout_of(&mut cmd);
+        let docs = json_documents(&text);
+        assert_eq!(docs.len() as u64, b - a, "one JSON document per seed {a}..{b}");
+        docs
+    });
+    texts.concat()
+}
+
+/// [`seeded_json_runs`], parsed; `args` are strings or paths.
+pub fn seeded_json_values<S: AsRef<std::ffi::OsStr>>(
+    first: u64,
+    n: usize,
+    chunks: usize,
+    args: &[S],
+) -> Vec<serde_json::Value> {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(AsRef::as_ref).collect();
+    seeded_json_runs(first, n, chunks, &args)
+        .iter()
+        .map(|text| serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")))
+        .collect()
+}
+
+/// The JSON documents of a stream of them, each as its own text.
+pub fn json_documents(text: &str) -> Vec<String> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    let mut docs = Vec::new();
+    let mut start = 0;
+    while let Some(doc) = stream.next() {
+        doc.unwrap_or_else(|e| panic!("not a stream of JSON documents ({e}): {text}"));
+        let end = stream.byte_offset();
+        docs.push(text[start..end].trim().to_string());
+        start = end;
+    }
+    docs
+}
+
 /// Whether a printed number is `value` as written to the digits it shows: within half a unit
 /// of its last digit (a trailing zero before the point counts as not shown, so a value rounded
 /// to significant digits still matches), and never further off than that.
