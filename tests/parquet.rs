@@ -16,7 +16,7 @@ use crate::common;
 use crate::common::cluster;
 use crate::common::tables;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 
@@ -112,9 +112,7 @@ struct Files {
 fn files() -> &'static Files {
     static FILES: OnceLock<Files> = OnceLock::new();
     FILES.get_or_init(|| {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("parquet-equality");
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
+        let root = common::process_dir("parquet-equality");
         let t = table();
         let files = Files {
             csv: root.join("t.csv"),

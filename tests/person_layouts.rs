@@ -102,9 +102,7 @@ struct Files {
 fn files() -> &'static Files {
     static FILES: OnceLock<Files> = OnceLock::new();
     FILES.get_or_init(|| {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("person-layouts");
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
+        let root = common::process_dir("person-layouts");
         let t = flat();
         let f = Files {
             csv: root.join("t.csv"),

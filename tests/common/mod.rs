@@ -156,6 +156,31 @@ pub fn parallel_map<T: Send>(workers: usize, n: usize, f: impl Fn(usize) -> T + 
     results.into_iter().map(|r| r.expect("every index ran")).collect()
 }
 
+/// A fresh directory `NAME-PID` under the tests' scratch folder for this test process alone:
+/// runners that start a process per test (nextest) run several at once, and a shared folder
+/// rewritten by each would change under the others. Folders left by processes that have ended
+/// are removed where /proc tells.
+pub fn process_dir(name: &str) -> PathBuf {
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if let Ok(entries) = std::fs::read_dir(&scratch) {
+        for entry in entries.flatten() {
+            let file = entry.file_name();
+            let pid =
+                file.to_str().and_then(|f| f.strip_prefix(name)?.strip_prefix('-')?.parse::<u32>().ok());
+            if pid.is_some_and(|pid| {
+                std::path::Path::new("/proc/self").exists()
+                    && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            }) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let dir = scratch.join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// The JSON documents each seeded run printed, for seeds `first..first + n`, in order: `args`
 /// run under `DPSTAT_INSECURE_SEED=A..B` (one process makes the runs of a range, as separate
 /// processes would: `seeded_ranges_equal_separate_runs` checks it), in `chunks` ranges on as
