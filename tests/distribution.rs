@@ -267,34 +267,22 @@ fn run_all(config: &Config) -> Vec<Run> {
 /// configurations above draw their runs a range per process.
 #[test]
 fn seeded_ranges_equal_separate_runs() {
-    let person = fixture("visits.csv");
-    let cases: [&[&str]; 3] = [
-        &["count", "--noise", "gaussian", "--rho", "0.125", "--delta", "1e-6"],
-        &["mean", "--col", "x", "--lower", "0", "--upper", "10", "--eps", "1"],
-        &[
-            "mean",
-            "--col",
-            "cost",
-            "--lower",
-            "0",
-            "--upper",
-            "500",
-            "--eps",
-            "1",
-            "--privacy-id",
-            "patient",
-            "--max-rows-per-id",
-            "2",
-        ],
+    let cases = [
+        ("count --noise gaussian --rho 0.125 --delta 1e-6", "dist_mean.csv"),
+        ("mean --col x --lower 0 --upper 10 --eps 1", "dist_mean.csv"),
+        (
+            "mean --col cost --lower 0 --upper 500 --eps 1 --privacy-id patient --max-rows-per-id 2",
+            "visits.csv",
+        ),
     ];
-    for (i, args) in cases.iter().enumerate() {
-        let file = if i == 2 { person.clone() } else { fixture("dist_mean.csv") };
-        let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    for (args, name) in cases {
+        let file = fixture(name);
+        let mut all: Vec<&std::ffi::OsStr> = args.split(' ').map(std::ffi::OsStr::new).collect();
         all.extend([file.as_os_str(), "--format".as_ref(), "json".as_ref()]);
         let ranged = common::seeded_json_runs(40, 6, 2, &all);
         for (j, text) in ranged.iter().enumerate() {
             let alone = stdout_of(seeded(40 + j as u64).args(&all));
-            assert_eq!(text, alone.trim(), "seed {} of {args:?}", 40 + j);
+            assert_eq!(text, alone.trim(), "seed {} of {args}", 40 + j);
         }
         assert_ne!(ranged[0], ranged[1], "each run of a range has its own seed");
     }
