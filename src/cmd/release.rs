@@ -958,6 +958,7 @@ pub fn bound_plan<S: Statistic>(
         cap: bound::cap(),
         threads: input.threads(),
         decimal: input.decimal(),
+        max_groups_counted: None,
     })
 }
 
@@ -997,7 +998,8 @@ fn discovered<S: Statistic>(
         (Some(person), Some(persons)) => {
             let key = rng::selection_key()?;
             let plan = bound_plan(person, statistic, filters, None, input, key)?;
-            let mut bounded = Bounded::found_keys(plan, column, keyed.per_person(persons.keys_each()));
+            let mut bounded =
+                Bounded::found_keys(plan, column, discovery.max_keys, keyed.per_person(persons.keys_each()));
             scan::check_memory(input, &bounded)?;
             meter.before_rows(input)?;
             match engine::scan_bounded(input, &mut bounded)? {

@@ -216,6 +216,7 @@ pub fn release_all(
                 cap: bound::cap(),
                 threads: input.threads(),
                 decimal: input.decimal(),
+                max_groups_counted: None,
             };
             Pass::Persons(Box::new(Bounded::new(plan, fold)))
         }

@@ -10,7 +10,8 @@
 //! trimmed text; the `--by` cell as its group's label) in the order of their columns' names, and
 //! j counting the person's earlier copies of the same values; a group's rank is the hash of
 //! (id, group label). A person keeps the G groups holding most of their rows (of equal counts
-//! the lower-ranked), the K_g lowest-ranked rows in each and the K lowest-ranked of those. With
+//! the lower-ranked; of a person with more groups than [`Plan::max_groups_counted`], the G
+//! lowest-ranked), the K_g lowest-ranked rows in each and the K lowest-ranked of those. With
 //! a key unknown to whoever wrote the rows, every R-row person keeps a uniformly random K of
 //! them, and adding a person changes no one else's rows. The key is fresh from the operating
 //! system each run, or derived from the test seed (never drawn from the noise generator). Rows
@@ -95,6 +96,12 @@ pub struct Plan {
     pub threads: usize,
     /// The file's decimal mark (`--decimal`): a replayed row's numbers are read with it.
     pub decimal: DecimalMark,
+    /// With keys found in the data (`--max-keys`): how many distinct groups of one person are
+    /// counted to find the G holding most of their rows. A person with more keeps the G
+    /// lowest-ranked instead (`top_groups`), so that one person's counts are bounded by the
+    /// flags, not by their rows. None with public groups, whose number the flags bound.
+    #[serde(default)]
+    pub max_groups_counted: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -273,8 +280,9 @@ impl<F: Fold> Bounded<F> {
     /// (each cell's [`key_of`], as `query::discover` counts them), chosen per person by the same
     /// keyed rule as public groups; `plan.group` must be None. The inner fold sees each
     /// person's kept rows together, then [`Fold::person_end`].
-    pub fn found_keys(mut plan: Plan, found: usize, inner: F) -> Bounded<F> {
+    pub fn found_keys(mut plan: Plan, found: usize, max_keys: usize, inner: F) -> Bounded<F> {
         plan.keep.push(found);
+        plan.max_groups_counted = Some(max_keys);
         Bounded::grouping(plan, Some(found), inner)
     }
 
@@ -846,13 +854,55 @@ fn group_counts<B>(cands: &[Candidate<B>]) -> Vec<(u128, u64)> {
 }
 
 /// The groups a person keeps (sorted, for a binary search): the G holding most of the
-/// person's rows, of equal counts the lower-ranked. A function of the person's own rows and
-/// the key only (DESIGN §3.10 shows why the bounds, and so the sensitivities, are unchanged).
-fn top_groups(mut counts: Vec<(u128, u64)>, g: u32) -> Vec<u128> {
+/// person's rows, of equal counts the lower-ranked; of a person with more than `counted`
+/// distinct groups (`None`: no limit), the G lowest-ranked, which [`GroupTally`] finds in
+/// bounded memory. A function of the person's own rows and the key only (DESIGN §3.10 shows
+/// why the bounds, and so the sensitivities, are unchanged).
+fn top_groups(mut counts: Vec<(u128, u64)>, g: u32, counted: Option<usize>) -> Vec<u128> {
+    if counted.is_some_and(|m| counts.len() > m) {
+        counts.iter_mut().for_each(|c| c.1 = 0);
+    }
     counts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut top: Vec<u128> = counts.into_iter().take(g as usize).map(|(rank, _)| rank).collect();
     top.sort_unstable();
     top
+}
+
+/// One person's rows per group (by group rank) while a heavy person's file is read: every
+/// group's count up to `counted` distinct groups, and always the G lowest ranks seen, which
+/// are what [`top_groups`] keeps of a person with more. So it holds at most `counted` + G
+/// groups, whatever the person's rows.
+#[derive(Debug, Default)]
+struct GroupTally {
+    counts: HashMap<u128, u64>,
+    /// More than `counted` distinct groups were seen: `counts` was dropped.
+    past: bool,
+    lowest: std::collections::BTreeSet<u128>,
+}
+
+impl GroupTally {
+    fn add(&mut self, rank: u128, g: u32, counted: Option<usize>) {
+        self.lowest.insert(rank);
+        if self.lowest.len() > g as usize {
+            self.lowest.pop_last();
+        }
+        if self.past {
+            return;
+        }
+        *self.counts.entry(rank).or_default() += 1;
+        if counted.is_some_and(|m| self.counts.len() > m) {
+            self.counts = HashMap::new();
+            self.past = true;
+        }
+    }
+
+    /// The groups kept, as [`top_groups`] finds them from all the counts.
+    fn top(self, g: u32, counted: Option<usize>) -> Vec<u128> {
+        if self.past {
+            return self.lowest.into_iter().collect();
+        }
+        top_groups(self.counts.into_iter().collect(), g, counted)
+    }
 }
 
 /// Narrows one person's candidates to what they keep: with `top` (their groups kept) those
@@ -960,7 +1010,8 @@ impl<'p> Chooser<'p> {
             return Ok(());
         }
         let mut cands = self.candidates(rows, None);
-        let top = self.by_slot.map(|_| top_groups(group_counts(&cands), self.bounds.groups));
+        let counted = self.plan.max_groups_counted;
+        let top = self.by_slot.map(|_| top_groups(group_counts(&cands), self.bounds.groups, counted));
         narrow(&mut cands, &self.bounds, top.as_deref());
         if cands.len() < rows.len() {
             self.truncated.fetch_add(1, Ordering::Relaxed);
@@ -1281,35 +1332,28 @@ impl<G: Fold> Visit for Choose<'_, '_, G> {
         self.chooser.bucket(bytes, self.fold).map_err(Failure::Cell)
     }
 
-    /// With `--by`: each person's rows per group (by the group's rank), held per distinct
-    /// (id, group) of the file, and the groups each person keeps.
+    /// With `--by`: each person's rows per group (by the group's rank), and the groups each
+    /// person keeps; a person's tally holds at most `max_groups_counted` groups' counts.
     fn heavy(&mut self, file: &mut std::fs::File) -> Result<(), Failure> {
         let chooser = &*self.chooser;
         let Some(slot) = chooser.by_slot else { return Ok(()) };
         let ids = chooser.plan.ids.len();
-        let mut counts: HashMap<Vec<u8>, (usize, u64)> = HashMap::new();
-        let mut key = Vec::new();
+        let (groups, counted) = (chooser.bounds.groups, chooser.plan.max_groups_counted);
+        let mut tallies: HashMap<Vec<u8>, GroupTally> = HashMap::new();
         each_record(file, &mut |_, record| {
             let rec = self::record(record, ids);
-            key.clear();
-            key.extend_from_slice(rec.id);
-            key.extend_from_slice(chooser.label(rec.body, slot));
-            match counts.get_mut(key.as_slice()) {
-                Some((_, n)) => *n += 1,
-                None => {
-                    counts.insert(key.clone(), (rec.id.len(), 1));
-                }
+            let rank = chooser.group_rank(rec.id, chooser.label(rec.body, slot));
+            if let Some(tally) = tallies.get_mut(rec.id) {
+                tally.add(rank, groups, counted);
+            } else {
+                let mut tally = GroupTally::default();
+                tally.add(rank, groups, counted);
+                tallies.insert(rec.id.to_vec(), tally);
             }
             Ok(())
         })?;
-        let mut per: HashMap<Vec<u8>, Vec<(u128, u64)>> = HashMap::new();
-        for (key, (id_len, n)) in counts {
-            let (id, label) = key.split_at(id_len);
-            per.entry(id.to_vec()).or_default().push((chooser.group_rank(id, label), n));
-        }
-        let groups = chooser.bounds.groups;
-        for (id, counts) in per {
-            self.persons.entry(id).or_default().top = Some(top_groups(counts, groups));
+        for (id, tally) in tallies {
+            self.persons.entry(id).or_default().top = Some(tally.top(groups, counted));
         }
         Ok(())
     }
@@ -1538,6 +1582,7 @@ mod tests {
             cap,
             threads: 1,
             decimal: Default::default(),
+            max_groups_counted: None,
         }
     }
 
@@ -1922,6 +1967,60 @@ mod tests {
             seen.insert(g[0].clone());
         }
         assert_eq!(seen.len(), 3, "the tie is broken by the key: {seen:?}");
+    }
+
+    /// A person with more distinct groups than `max_groups_counted` (`--max-keys` with keys
+    /// found in the data) keeps the G lowest-ranked, not the G holding most rows: in memory and
+    /// through the temporary files alike, each pair under some key; at or under the limit the
+    /// rule of counts stands.
+    #[test]
+    fn past_the_groups_counted_the_lowest_ranked_are_kept() {
+        let bounds = Bounds { rows: 100, groups: 2, rows_per_group: 100 };
+        // Past the 64 KiB a spilled file is read whole in: a heavy person, whose groups
+        // `Visit::heavy` tallies.
+        let rows: Vec<_> = [("a", 3000), ("b", 900), ("c", 2100), ("d", 300)]
+            .iter()
+            .flat_map(|&(g, n)| (0..n).map(move |v| row("x", g, v)))
+            .collect();
+        let groups_of = |kept: &[String]| {
+            let mut g: Vec<String> =
+                kept.iter().map(|r| r.split(' ').nth(1).unwrap_or_default().to_string()).collect();
+            g.sort();
+            g.dedup();
+            g
+        };
+        let limited = |key: u8, cap: usize, counted: usize| {
+            let mut p = plan(bounds, key, cap, true);
+            p.max_groups_counted = Some(counted);
+            kept(p, &shuffled(&rows, u64::from(key) + 1), 2)
+        };
+        let mut pairs = std::collections::BTreeSet::new();
+        for key in 0..12 {
+            let counted = limited(key, usize::MAX, 4);
+            assert_eq!(groups_of(&counted), ["a", "c"], "key {key}: 4 groups are counted");
+            assert_eq!(limited(key, 0, 4), counted, "key {key}: 4 groups through the files");
+            let want = limited(key, usize::MAX, 3);
+            assert_eq!(limited(key, 0, 3), want, "key {key}: through the files");
+            let pair = groups_of(&want);
+            assert_eq!(pair.len(), 2, "key {key}: {want:?}");
+            pairs.insert(pair);
+        }
+        assert!(pairs.len() >= 3, "the pair follows the key's ranks, not the counts: {pairs:?}");
+    }
+
+    /// A tally holds at most `counted` + G groups however many it is given, and keeps the G
+    /// lowest ranks once past `counted`.
+    #[test]
+    fn a_tally_of_many_groups_stays_bounded() {
+        let mut tally = GroupTally::default();
+        let ranks: Vec<u128> = (0..10_000u128).map(|i| (i * 7919) % 10_007 + 5).collect();
+        for &r in ranks.iter().chain(&ranks) {
+            tally.add(r, 3, Some(100));
+            assert!(tally.counts.len() <= 101 && tally.lowest.len() <= 3);
+        }
+        let mut lowest = ranks.clone();
+        lowest.sort_unstable();
+        assert_eq!(tally.top(3, Some(100)), lowest[..3]);
     }
 
     /// Filters run before the choice, so a person's kept rows are chosen among those that pass.

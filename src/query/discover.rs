@@ -51,7 +51,9 @@
 //! **Per person** (`--privacy-id`, add-remove only). The rows are bounded first
 //! (`data::bound`, [`Bounded::found_keys`](crate::data::bound::Bounded::found_keys)): each
 //! person keeps at most G keys (the G holding most of that person's rows, equal counts ordered
-//! by the keyed hash of (id, key): the rule of public groups), K_g rows in each and K in all, so a person's kept rows fall in at most
+//! by the keyed hash of (id, key): the rule of public groups; of a person with more than
+//! `--max-keys` keys the G lowest-ranked, so that one person's tally is bounded by the flags),
+//! K_g rows in each and K in all, so a person's kept rows fall in at most
 //! g = min(G, K) keys ([`Persons::keys_each`]). The keys count **distinct persons**, not rows (or
 //! τ would have to grow with K): bounding replays each person's kept rows together and then
 //! calls `Fold::person_end`, so [`Keyed::per_person`] counts a person once per key holding one
@@ -917,9 +919,10 @@ mod tests {
             cap,
             threads: 1,
             decimal: Default::default(),
+            max_groups_counted: None,
         };
         let keyed = Keyed::new(1, 10_000, CountFold::default()).per_person(persons.keys_each());
-        let mut bounded = Bounded::found_keys(plan, 1, keyed);
+        let mut bounded = Bounded::found_keys(plan, 1, 10_000, keyed);
         for (id, key) in rows {
             bounded.row(&Row::record(&ByteRecord::from(vec![*id, *key]))).unwrap();
         }
