@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::cell::{parse_number_in, DecimalMark};
 use crate::data::filter::passes;
+use crate::data::parallel::BLOCK;
 use crate::data::route::{FilterList, GroupBy};
 use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
 use crate::data::scan::FOLD_BUDGET;
@@ -223,6 +224,9 @@ fn spill_at(cap: usize) -> usize {
     cap / 2
 }
 
+/// A bucket's first allocation: about what one part of the input ([`BLOCK`]) puts in each.
+const FIRST_ROOM: usize = 2 * BLOCK / BUCKETS;
+
 /// Bytes a copy holds before it adds them to the shared count.
 const REPORT_EVERY: usize = 1 << 20;
 
@@ -355,7 +359,10 @@ impl<F: Fold> Bounded<F> {
                 return Err(Failure::Temp(e.clone()));
             }
             in_parallel(&mut spill.files, per, &shared, bounds, &inner, |file, chooser, fold| {
-                read_file(file, 1, &shared, &mut Choose::new(chooser, fold))
+                read_file(file, 1, &shared, &mut Choose::new(chooser, fold))?;
+                // Emptied here, on this thread: freeing a file's cached pages when all 64 are
+                // closed at the end took one thread a twentieth of the run.
+                file.set_len(0).map_err(|e| Failure::Temp(read_error(&e)))
             })
         };
         let mut results = results.into_iter();
@@ -555,6 +562,11 @@ impl<F: Fold> Fold for Bounded<F> {
             return Ok(());
         };
         let out = &mut self.buckets[bucket_at(hash, 0)];
+        if out.capacity() == 0 {
+            // A part's copy starts empty: its buckets grown from nothing by doubling took a
+            // dozen moves each, and every store to fresh memory missed the cache.
+            out.reserve(FIRST_ROOM);
+        }
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
         // The low half of the id's hash: enough to sort persons by (ids that agree on it are
@@ -889,8 +901,7 @@ fn narrow<B>(cands: &mut Vec<Candidate<B>>, bounds: &Bounds, top: Option<&[u128]
 /// Row numbers `0..n` ordered so that the copies of each value (`value(i)`, a row's values as
 /// its rank reads them) are adjacent, so that j counts them whatever order they were read in;
 /// copies whose bodies differ (in spelling only) by body. Which values come first does not
-/// matter: it orders rows by [`short_key`] (a value of at most 15 bytes, one number, is its
-/// own key; a longer one its first 15), and sorts by the bytes only a run of one key that
+/// matter: it orders rows by [`short_key`], and sorts by the bytes only a run of one key that
 /// holds more than one value or body. On most rows that is a sort of integers, where sorting
 /// by the bytes (a call to compare them at every step) was a third of a person-level mean.
 fn copies_adjacent<'v>(
@@ -898,7 +909,7 @@ fn copies_adjacent<'v>(
     value: impl Fn(usize) -> &'v [u8],
     body: impl Fn(usize) -> &'v [u8],
 ) -> Vec<usize> {
-    let mut keyed: Vec<(u128, usize)> = (0..n).map(|i| (short_key(value(i)), i)).collect();
+    let mut keyed: Vec<(u64, usize)> = (0..n).map(|i| (short_key(value(i)), i)).collect();
     keyed.sort_unstable();
     let mut order: Vec<usize> = keyed.iter().map(|&(_, i)| i).collect();
     let mut start = 0;
@@ -907,9 +918,7 @@ fn copies_adjacent<'v>(
         let end = start + keyed[start..].iter().take_while(|k| k.0 == key).count();
         let run = &mut order[start..end];
         let first = run[0];
-        // A key of a short value is that value: only the bodies can differ.
-        let long = value(first).len() > 15;
-        if run[1..].iter().any(|&i| (long && value(i) != value(first)) || body(i) != body(first)) {
+        if run[1..].iter().any(|&i| value(i) != value(first) || body(i) != body(first)) {
             run.sort_unstable_by(|&a, &b| value(a).cmp(value(b)).then(body(a).cmp(body(b))));
         }
         start = end;
@@ -917,14 +926,19 @@ fn copies_adjacent<'v>(
     order
 }
 
-/// A value's bytes packed into an integer: up to 15 bytes and their count (so no two such
-/// values share a key), else the first 15 and 16.
-fn short_key(value: &[u8]) -> u128 {
-    let len = value.len().min(15);
-    let mut bytes = [0u8; 16];
-    bytes[..len].copy_from_slice(&value[..len]);
-    bytes[15] = value.len().min(16) as u8;
-    u128::from_le_bytes(bytes)
+/// A value's bytes mixed into 64 bits (FxHash's step, eight bytes at a time): not keyed, as it
+/// only orders rows so that copies meet; values that share a key are compared byte by byte.
+fn short_key(value: &[u8]) -> u64 {
+    const MIX: u64 = 0x517c_c1b7_2722_0a95;
+    let step = |h: u64, word: u64| (h.rotate_left(5) ^ word).wrapping_mul(MIX);
+    let mut chunks = value.chunks_exact(8);
+    let mut h = step(0, value.len() as u64);
+    for chunk in &mut chunks {
+        h = step(h, u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    step(h, u64::from_le_bytes(tail))
 }
 
 /// Chooses each person's rows and replays them into a fold.
