@@ -909,7 +909,17 @@ fn copies_adjacent<'v>(
     value: impl Fn(usize) -> &'v [u8],
     body: impl Fn(usize) -> &'v [u8],
 ) -> Vec<usize> {
-    let mut keyed: Vec<(u64, usize)> = (0..n).map(|i| (short_key(value(i)), i)).collect();
+    copies_adjacent_by(n, value, body, short_key)
+}
+
+/// [`copies_adjacent`] with the key given (a test gives one that every value shares).
+fn copies_adjacent_by<'v>(
+    n: usize,
+    value: impl Fn(usize) -> &'v [u8],
+    body: impl Fn(usize) -> &'v [u8],
+    key: impl Fn(&[u8]) -> u64,
+) -> Vec<usize> {
+    let mut keyed: Vec<(u64, usize)> = (0..n).map(|i| (key(value(i)), i)).collect();
     keyed.sort_unstable();
     let mut order: Vec<usize> = keyed.iter().map(|&(_, i)| i).collect();
     let mut start = 0;
@@ -1990,5 +2000,36 @@ mod tests {
         let got = kept(p, &rows, 2);
         assert_eq!(got.len(), 3);
         assert!(got.iter().all(|r| r.starts_with("x b ")), "{got:?}");
+    }
+
+    /// Copies of a value end up adjacent, spellings of it ordered by body, whatever the order
+    /// read: with the real key and with one every value shares (so the bytes decide).
+    #[test]
+    fn copies_are_adjacent_even_when_keys_collide() {
+        let values: Vec<&[u8]> = vec![b"b", b"a", b"long value past fifteen bytes", b"b", b"a", b"b"];
+        let bodies: Vec<&[u8]> = vec![b"2", b"1.0", b"x", b"2", b"1", b"2.0"];
+        let want: Vec<(&[u8], &[u8])> = {
+            let mut all: Vec<_> = values.iter().copied().zip(bodies.iter().copied()).collect();
+            all.sort();
+            all
+        };
+        for constant in [false, true] {
+            let key = |v: &[u8]| if constant { 7 } else { short_key(v) };
+            let order = copies_adjacent_by(values.len(), |i| values[i], |i| bodies[i], key);
+            let got: Vec<_> = order.iter().map(|&i| (values[i], bodies[i])).collect();
+            // Each value's rows are one run, in the order of their bodies.
+            let mut runs: Vec<(&[u8], Vec<&[u8]>)> = Vec::new();
+            for (v, b) in &got {
+                match runs.last_mut() {
+                    Some((last, bs)) if last == v => bs.push(b),
+                    _ => runs.push((v, vec![b])),
+                }
+            }
+            assert_eq!(runs.len(), 3, "{got:?}");
+            for (v, bs) in &runs {
+                let mine: Vec<&[u8]> = want.iter().filter(|(w, _)| w == v).map(|(_, b)| *b).collect();
+                assert_eq!(bs, &mine, "{got:?}");
+            }
+        }
     }
 }
