@@ -132,7 +132,7 @@ impl Positions {
     }
 
     /// The runs of a grid of `k` candidates, in order; they cover 0..k.
-    pub fn for_each_run(&self, k: usize, f: &mut dyn FnMut(Run)) {
+    pub fn for_each_run(&self, k: usize, mut f: impl FnMut(Run)) {
         let (mut next, mut below) = (0usize, 0u64);
         self.for_each_count(|p, count| {
             // Candidates from `next` up to this position's see the rows so far below them.
@@ -338,7 +338,7 @@ mod tests {
             a.sort();
             prop_assert_eq!(a.len(), positions.len() as u64);
             let mut seen = vec![];
-            a.for_each_run(k, &mut |r| {
+            a.for_each_run(k, |r| {
                 assert!(r.points >= 1 && (r.equal == 0 || r.points == 1));
                 seen.extend((0..r.points).map(|_| (r.below, r.equal)));
             });
