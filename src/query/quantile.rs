@@ -564,12 +564,49 @@ impl Decimal {
         Step { k: self.k, stride: self.stride }
     }
 
+    /// [`Candidates::place`] on a grid of step 1 (every integer: the default for integer bounds
+    /// at least 20 apart), the quantile's per-row cost on 10^6 candidates: no division, no call
+    /// to `ceil` and no walk (issue 38). Its multiples are the integers `first..first + count`,
+    /// each computed exactly (below 2^53), so the first candidate >= x is L when x <= L, U past
+    /// the last multiple, and else x rounded up, which a truncation and one comparison give.
+    /// None on other grids, for NaN, and for a grid read off the wire that breaks the rule.
+    #[inline]
+    fn unit_place(&self, x: f64) -> Option<u32> {
+        if self.k != 0 || self.stride != 1 || x.is_nan() {
+            return None;
+        }
+        // Candidate 0 is L, whether L is a multiple or the lead.
+        if x <= self.lower {
+            return Some(u32::from(x == self.lower));
+        }
+        let len = self.len();
+        if x > self.upper {
+            return Some(2 * len as u32);
+        }
+        // L < x <= U, so |x| < 2^53: the truncation is x's integer part exactly; it rounds a
+        // negative x up already, a positive one down unless x is whole.
+        let t = x as i64;
+        let whole = t as f64 == x;
+        let up = t + i64::from((t as f64) < x);
+        let m = usize::try_from(up - self.first).ok()?;
+        let (i, on) = match m < self.count {
+            true => (usize::from(self.lead) + m, whole),
+            // Past the last multiple but not past U: U is the trail.
+            false if self.trail => (len - 1, x == self.upper),
+            false => return None,
+        };
+        Some((2 * i + usize::from(on)) as u32)
+    }
+
     /// The multiples in [L, U] and the bounds, if the multiples rise strictly between them.
     fn new(lower: f64, upper: f64, step: Step, first: i64, last: i64) -> Option<Decimal> {
         let count = usize::try_from(last - first + 1).ok()?;
         let at = |m: i64| step.at(m);
         let (lead, trail) = (at(first) != lower, at(last) != upper);
-        let rising = (first..last).all(|m| at(m) < at(m + 1));
+        // Whole steps between bounds below 2^53 are exact integers, which rise: no walk over a
+        // million multiples before the scan starts (issue 38).
+        let whole = step.k >= 0 && lower.abs().max(upper.abs()) < 2f64.powi(53);
+        let rising = whole || (first..last).all(|m| at(m) < at(m + 1));
         let inside = lower <= at(first) && at(last) <= upper;
         let Step { k, stride } = step;
         (count >= 1 && rising && inside)
@@ -680,6 +717,19 @@ impl Candidates {
             i += 1;
         }
         i
+    }
+
+    /// x's position among the candidates ([`runs`]): 2i + 1 when x is candidate i, else 2i
+    /// for the first candidate i above x (2·len above them all). At most 2·MAX_RESOLUTION + 1:
+    /// a u32.
+    #[inline]
+    pub fn place(&self, x: f64) -> u32 {
+        if let Some(p) = self.decimal.as_ref().and_then(|d| d.unit_place(x)) {
+            return p;
+        }
+        let i = self.position(x);
+        let on = i < self.len() && self.get(i) == x;
+        (2 * i + usize::from(on)) as u32
     }
 
     fn from_sorted(mut values: Vec<f64>, kind: &'static str) -> Candidates {
@@ -805,10 +855,7 @@ impl QuantileFold {
     }
 
     pub fn add(&mut self, x: f64) {
-        let i = self.candidates.position(x);
-        let on = i < self.candidates.len() && self.candidates.get(i) == x;
-        // At most 2·MAX_RESOLUTION + 1 positions: they fit a u32.
-        self.positions.push((2 * i + usize::from(on)) as u32);
+        self.positions.push(self.candidates.place(x));
     }
 
     /// Sorts the positions, which walking the runs needs.
@@ -841,23 +888,25 @@ impl QuantileFold {
     }
 
     /// Calls `f` with every run of candidates and its score for `level`, in order.
-    pub fn for_each_scored_run(&self, level: &Level, f: &mut dyn FnMut(Run, i128)) {
+    /// Generic, not `dyn`: a draw walks some 10^5 runs three times, and a call through a
+    /// vtable per run per layer was most of that walk's cost (issue 38).
+    pub fn for_each_scored_run(&self, level: &Level, mut f: impl FnMut(Run, i128)) {
         let n = self.rows() as i128;
-        self.positions.for_each_run(self.candidates.len(), &mut |run| f(run, score(level, n, run)))
+        self.positions.for_each_run(self.candidates.len(), |run| f(run, score(level, n, run)))
     }
 
     /// The score of every candidate for a level (lower is better; tests and small grids).
     /// Needs [`Self::sorted`].
     pub fn scores(&self, level: &Level) -> Vec<i128> {
         let mut scores = Vec::with_capacity(self.candidates.len());
-        self.for_each_scored_run(level, &mut |run, s| scores.extend(std::iter::repeat_n(s, run.points)));
+        self.for_each_scored_run(level, |run, s| scores.extend(std::iter::repeat_n(s, run.points)));
         scores
     }
 
     /// One exponential-mechanism draw for `level` ([`Base2`]): the index of a candidate.
     pub fn select(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
         let walk = |f: &mut dyn FnMut(u64, i128)| {
-            self.for_each_scored_run(level, &mut |run, s| f(run.points as u64, s));
+            self.for_each_scored_run(level, |run, s| f(run.points as u64, s));
         };
         // The runs cover the candidates in order: the points before the run are its first.
         let Some((_, offset, first)) = mechanism.draw(&walk, rng) else {
@@ -1162,6 +1211,55 @@ mod tests {
             prop_assert_eq!(c.position(x), values.partition_point(|&v| v < x));
             for &v in values.iter().step_by(97) {
                 prop_assert_eq!(c.position(v), values.partition_point(|&w| w < v));
+            }
+        }
+    }
+
+    /// 2i + 1 when x is candidate i, else 2i for the first candidate i above x: a binary search
+    /// over the candidates, one `get` a step.
+    fn searched_place(c: &Candidates, x: f64) -> usize {
+        let (mut lo, mut hi) = (0, c.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if c.get(mid) < x {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        2 * lo + usize::from(lo < c.len() && c.get(lo) == x)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// A row's position, by the unit grid's integer arithmetic (grids 0 to 2, with and
+        /// without a lead and a trail) or by the walk, is the binary search's.
+        #[test]
+        fn places_match_a_binary_search(
+            x in prop_oneof![
+                awkward_value(),
+                -2000.0..1_000_100.0f64,
+                (-4000i32..4000).prop_map(|i| f64::from(i) / 2.0),
+                (-1i64..1_000_002).prop_map(|i| i as f64),
+            ],
+            grid in 0..6usize,
+            near in 0..1_000_001usize,
+        ) {
+            let c = match grid {
+                0 => round("0", "1000000", default_cap(1)),
+                1 => round("-0.25", "1234.5", default_cap(1)),
+                2 => round("-1500.5", "-0.5", default_cap(1)),
+                3 => round("0.5", "3.7", default_cap(1)),
+                4 => round("0", "1000001", default_cap(1)),
+                _ => Candidates::log_scale(),
+            };
+            let unit = c.decimal.and_then(|d| d.unit_place(x));
+            prop_assert_eq!(unit.is_some(), grid < 3);
+            prop_assert_eq!(c.place(x) as usize, searched_place(&c, x));
+            // Each candidate near a drawn index, and the points around it.
+            let v = c.get(near % c.len());
+            for y in [v, v - 0.5, v + 0.25, v.next_up(), v.next_down()] {
+                prop_assert_eq!(c.place(y) as usize, searched_place(&c, y), "{}", y);
             }
         }
     }

@@ -88,9 +88,12 @@ impl Positions {
         self.len() == 0
     }
 
-    /// Sorts the unpacked positions: needed before [`Positions::for_each_count`].
+    /// Packs the unpacked positions, which sorts them: needed before
+    /// [`Positions::for_each_count`].
     pub fn sort(&mut self) {
-        sort_positions(&mut self.fresh);
+        if !self.fresh.is_empty() {
+            self.pack();
+        }
     }
 
     /// The most heap this can hold on a grid of `k` candidates: two chunks (a merge of two
@@ -112,40 +115,24 @@ impl Positions {
     }
 
     fn pack(&mut self) {
-        self.sort();
-        let fresh = std::mem::take(&mut self.fresh);
-        let mut runs: Vec<(u32, u32)> = Vec::new();
-        for_each_group(&fresh, |p, c| push_count(&mut runs, p, c));
-        self.packed = merge_packed(&self.packed, &runs);
+        let mut fresh = std::mem::take(&mut self.fresh);
+        let counted = count_positions(&mut fresh);
+        drop(fresh);
+        self.packed = match self.packed.is_empty() {
+            true => counted,
+            false => merge_packed(&self.packed, &counted),
+        };
     }
 
-    /// Every distinct position with its count, ascending. The fresh positions must be sorted.
-    pub fn for_each_count(&self, mut f: impl FnMut(u32, u64)) {
-        debug_assert!(self.fresh.is_sorted(), "Positions::sort first");
-        let (fresh, packed) = (&self.fresh, &self.packed);
-        let (mut i, mut j) = (0, 0);
-        while i < fresh.len() || j < packed.len() {
-            let next = match (fresh.get(i), packed.get(j)) {
-                (Some(&a), Some(&(b, _))) => a.min(b),
-                (Some(&a), None) => a,
-                (None, Some(&(b, _))) => b,
-                (None, None) => break,
-            };
-            let mut count = 0u64;
-            while fresh.get(i) == Some(&next) {
-                count += 1;
-                i += 1;
-            }
-            while let Some(&(_, c)) = packed.get(j).filter(|(p, _)| *p == next) {
-                count += u64::from(c);
-                j += 1;
-            }
-            f(next, count);
-        }
+    /// Every distinct position with its count, ascending. [`Positions::sort`] first (it packs
+    /// every position).
+    pub fn for_each_count(&self, f: impl FnMut(u32, u64)) {
+        debug_assert!(self.fresh.is_empty(), "Positions::sort first");
+        for_each_packed(&self.packed, f);
     }
 
     /// The runs of a grid of `k` candidates, in order; they cover 0..k.
-    pub fn for_each_run(&self, k: usize, f: &mut dyn FnMut(Run)) {
+    pub fn for_each_run(&self, k: usize, mut f: impl FnMut(Run)) {
         let (mut next, mut below) = (0usize, 0u64);
         self.for_each_count(|p, count| {
             // Candidates from `next` up to this position's see the rows so far below them.
@@ -167,30 +154,52 @@ impl Positions {
     }
 }
 
-/// Sorts positions in place: one pass that moves each into its bucket by its top 11 bits
-/// (American flag sort: counts, then swaps along cycles, no second buffer), then each bucket,
-/// a few hundred positions that fit the cache, by `sort_unstable`. Whole-run timings of a
-/// median over 1M rows showed no gain over `sort_unstable` alone (docs/PERFORMANCE.md,
-/// Quantiles, measured); the sort was not timed on its own.
-fn sort_positions(v: &mut [u32]) {
+/// The positions grouped: each distinct one with its count, ascending (`v` is reordered).
+/// Past 2^14 positions, one pass moves each into its bucket by its top 11 bits (American flag
+/// sort: counts, then swaps along cycles, no second buffer); a bucket then spans at most 2^10
+/// positions on any grid up to MAX_RESOLUTION, and is counted in a table of its span rather than
+/// sorted. Sorting the buckets was most of the merging thread's work on 10^6 rows (issue 38).
+fn count_positions(v: &mut [u32]) -> Vec<(u32, u32)> {
     const BITS: u32 = 11;
-    let Some(&max) = v.iter().max() else { return };
-    if v.len() < 1 << 14 {
-        v.sort_unstable();
-        return;
-    }
+    // A span of 2^12 positions keeps the table at 16 KiB, in the first-level cache.
+    const WIDEST: u32 = 12;
+    let mut out = Vec::new();
+    let Some(&max) = v.iter().max() else { return out };
     let shift = (32 - max.leading_zeros()).saturating_sub(BITS);
+    if v.len() < 1 << 14 || shift > WIDEST || v.len() > u32::MAX as usize {
+        v.sort_unstable();
+        for_each_group(v, |p, c| push_count(&mut out, p, c));
+        return out;
+    }
     let bucket = |x: u32| (x >> shift) as usize;
-    let mut ends = [0usize; 1 << BITS];
+    let ends = partition_by(v, bucket, 1 << BITS);
+    let mut table = vec![0u32; 1 << shift];
+    let mut start = 0;
+    for (b, &end) in ends.iter().enumerate() {
+        let base = (b as u32) << shift;
+        v[start..end].iter().for_each(|&x| table[(x - base) as usize] += 1);
+        if end > start {
+            for (j, count) in table.iter_mut().enumerate().filter(|(_, c)| **c > 0) {
+                out.push((base + j as u32, std::mem::take(count)));
+            }
+        }
+        start = end;
+    }
+    out
+}
+
+/// Moves every element of `v` into its bucket (`bucket(x)` < `buckets`) in bucket order, in
+/// place; returns where each bucket ends.
+fn partition_by(v: &mut [u32], bucket: impl Fn(u32) -> usize, buckets: usize) -> Vec<usize> {
+    let mut ends = vec![0usize; buckets];
     v.iter().for_each(|&x| ends[bucket(x)] += 1);
     let mut total = 0;
     for end in ends.iter_mut() {
         total += *end;
         *end = total;
     }
-    let mut next: Vec<usize> = std::iter::once(0).chain(ends.iter().copied()).take(1 << BITS).collect();
-    let starts = next.clone();
-    for b in 0..1 << BITS {
+    let mut next: Vec<usize> = std::iter::once(0).chain(ends.iter().copied()).take(buckets).collect();
+    for b in 0..buckets {
         while next[b] < ends[b] {
             let d = bucket(v[next[b]]);
             if d == b {
@@ -201,9 +210,22 @@ fn sort_positions(v: &mut [u32]) {
             }
         }
     }
-    for b in 0..1 << BITS {
-        v[starts[b]..ends[b]].sort_unstable();
+    ends
+}
+
+/// Every distinct position of a packed list with its count (a count past `u32::MAX` spans
+/// several pairs): the walk of every draw once the positions are packed.
+fn for_each_packed(packed: &[(u32, u32)], mut f: impl FnMut(u32, u64)) {
+    let Some(&(mut at, count)) = packed.first() else { return };
+    let mut count = u64::from(count);
+    for &(p, c) in &packed[1..] {
+        if p != at {
+            f(at, count);
+            (at, count) = (p, 0);
+        }
+        count += u64::from(c);
     }
+    f(at, count);
 }
 
 /// Groups a sorted slice: each distinct value with its count.
@@ -264,23 +286,23 @@ mod tests {
             .collect()
     }
 
-    /// The bucket sort agrees with `sort_unstable` on large inputs, spread, clustered and
-    /// tied (below 2^14 positions it is `sort_unstable` itself).
+    /// The bucketed count agrees with a sort and a grouping on large inputs, spread, clustered,
+    /// tied and wide (below 2^14 positions, or spanning more than 2^23, it is that sort).
     #[test]
-    fn positions_sort_as_sort_unstable_does() {
+    fn positions_count_as_a_sort_does() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(38); // INSECURE: test-only seed
-        for (len, range) in [(20_000usize, 2_000_001u32), (100_000, 2_000_001), (50_000, 17), (30_000, 1 << 31)] {
+        let cases = [(20_000usize, 2_000_001u32), (100_000, 2_000_001), (50_000, 17), (30_000, 1 << 31), (40_000, 1 << 23)];
+        for (len, range) in cases {
             let mut v: Vec<u32> = (0..len).map(|_| rng.random_range(0..range)).collect();
             v.extend([0, range - 1, range - 1]);
-            let mut want = v.clone();
-            want.sort_unstable();
-            sort_positions(&mut v);
-            assert_eq!(v, want, "{len} below {range}");
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            let mut want = vec![];
+            for_each_group(&sorted, |p, c| want.push((p, c as u32)));
+            assert_eq!(count_positions(&mut v), want, "{len} below {range}");
         }
-        let mut empty: Vec<u32> = vec![];
-        sort_positions(&mut empty);
-        assert!(empty.is_empty());
+        assert!(count_positions(&mut []).is_empty());
     }
 
     /// A copy that starts empty and folds `rows` rows holds at most what
@@ -316,7 +338,7 @@ mod tests {
             a.sort();
             prop_assert_eq!(a.len(), positions.len() as u64);
             let mut seen = vec![];
-            a.for_each_run(k, &mut |r| {
+            a.for_each_run(k, |r| {
                 assert!(r.points >= 1 && (r.equal == 0 || r.points == 1));
                 seen.extend((0..r.points).map(|_| (r.below, r.equal)));
             });
