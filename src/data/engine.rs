@@ -159,6 +159,10 @@ impl<F: Fold> Fold for Joined<F> {
         self.inner.part_heap_bytes(rows)
     }
 
+    fn part_end(&mut self) {
+        self.inner.part_end();
+    }
+
     fn person_end(&mut self) {
         self.inner.person_end();
     }

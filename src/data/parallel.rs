@@ -378,6 +378,7 @@ fn read_part<F: Fold>(
         kept += 1;
         Ok(())
     });
+    fold.part_end();
     (fold, kept, parsed)
 }
 

@@ -92,6 +92,9 @@ impl<F: Fold> Fold for Routed<F> {
     fn part_heap_bytes(&self, rows: usize) -> usize {
         self.groups.iter().map(|g| std::mem::size_of::<F>() + g.part_heap_bytes(rows)).sum()
     }
+    fn part_end(&mut self) {
+        self.groups.iter_mut().for_each(Fold::part_end);
+    }
     /// Each group the person's rows went to hears it (a person's rows may have gone to
     /// several); a group that got none has no open person to close.
     fn person_end(&mut self) {

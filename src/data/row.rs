@@ -34,6 +34,11 @@ pub trait Fold: Clone + Send + Serialize + DeserializeOwned + 'static {
         self.heap_bytes()
     }
 
+    /// Called by a parallel scan on the copy that folded one part, on the thread that folded it,
+    /// before the copy goes to be merged: work done here leaves the merging thread, which is
+    /// serial. A quantile sorts its part's positions (issue 38). A wrapper must pass it on.
+    fn part_end(&mut self) {}
+
     /// Called by contribution bounding (`data::bound`) after the last kept row of one person,
     /// which it replays person by person: a fold that counts distinct persons (keys found in
     /// the data, `query::discover`) closes the person here. Nothing else needs it; a wrapper

@@ -69,6 +69,11 @@ macro_rules! registry {
                     $(AnyFold::$ty(f) => f.part_heap_bytes(rows),)*
                 }
             }
+            fn part_end(&mut self) {
+                match self {
+                    $(AnyFold::$ty(f) => f.part_end(),)*
+                }
+            }
             fn person_end(&mut self) {
                 match self {
                     $(AnyFold::$ty(f) => f.person_end(),)*

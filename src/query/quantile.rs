@@ -953,6 +953,10 @@ impl Fold for QuantileFold {
     fn widest_column(&self) -> Option<usize> {
         Some(self.cell.index)
     }
+    /// The part's positions sorted on its worker ([`Positions::end_part`]).
+    fn part_end(&mut self) {
+        self.positions.end_part();
+    }
 }
 
 /// The rank error bound (rows) of the exponential mechanism at failure probability β: the

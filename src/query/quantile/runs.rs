@@ -19,6 +19,11 @@ use serde::{Deserialize, Serialize};
 /// The most positions held unsorted before they are packed.
 pub const CHUNK: usize = 1 << 20;
 
+/// The most runs of fresh positions kept apart ([`Positions::end_part`]): one per part of a
+/// parallel scan, about 15 per chunk of 10^6 rows of one short column. A merge past it packs
+/// first.
+const MAX_RUNS: usize = 32;
+
 /// The positions a fold on a grid of `k` candidates holds unsorted before it packs them: eight
 /// per candidate, so a pack (a sort of the chunk and a merge with at most 2K + 1 pairs) costs
 /// O(log) per row, within [4,096, `CHUNK`].
@@ -36,6 +41,12 @@ pub struct Positions {
     /// How many fresh positions are packed at once ([`chunk_for`]; 0 reads as [`CHUNK`]).
     #[serde(default)]
     chunk: usize,
+    /// Where each run at the start of `fresh` ends, in order; a run is in bucket order
+    /// ([`bucket_order`]), the positions past the last end are not. A part's worker puts its
+    /// positions in bucket order ([`Positions::end_part`]) so the merging thread packs the runs
+    /// by counting, without moving them (issue 38).
+    #[serde(default)]
+    sorted: Vec<u32>,
 }
 
 /// A run of candidates with the same counts: `first..first + points`, each with `below` rows
@@ -69,7 +80,34 @@ impl Positions {
         }
     }
 
+    /// Puts the positions pushed since the last run in bucket order as one more run: called by
+    /// the thread that folded a part of a parallel scan, so that the merging thread, which packs
+    /// after the scan, only counts runs.
+    pub fn end_part(&mut self) {
+        let from = self.sorted_len();
+        if from < self.fresh.len() && self.sorted.len() < MAX_RUNS && self.fresh.len() <= u32::MAX as usize {
+            bucket_order(&mut self.fresh[from..]);
+            self.sorted.push(self.fresh.len() as u32);
+        }
+    }
+
+    /// How many positions at the start of `fresh` are in runs.
+    fn sorted_len(&self) -> usize {
+        self.sorted.last().map_or(0, |&end| end as usize)
+    }
+
     pub fn merge(&mut self, other: Positions) {
+        let whole_runs = |p: &Positions| p.sorted_len() == p.fresh.len();
+        if whole_runs(self) && whole_runs(&other) && !other.sorted.is_empty() {
+            if self.sorted.len() + other.sorted.len() > MAX_RUNS {
+                self.pack();
+            }
+            let offset = self.fresh.len();
+            let ends = other.sorted.iter().map(|&end| end as usize + offset);
+            if ends.clone().all(|end| end <= u32::MAX as usize) {
+                self.sorted.extend(ends.map(|end| end as u32));
+            }
+        }
         self.fresh.extend(other.fresh);
         if !other.packed.is_empty() {
             self.packed = merge_packed(&std::mem::take(&mut self.packed), &other.packed);
@@ -97,9 +135,9 @@ impl Positions {
     }
 
     /// The most heap this can hold on a grid of `k` candidates: two chunks (a merge of two
-    /// copies before it packs) and the packed pairs.
+    /// copies before it packs), the packed pairs and the ends of the sorted runs.
     pub fn max_heap_bytes(k: usize) -> usize {
-        2 * chunk_for(k) * 4 + (2 * k + 2) * std::mem::size_of::<(u32, u32)>()
+        2 * chunk_for(k) * 4 + (2 * k + 2) * std::mem::size_of::<(u32, u32)>() + 2 * MAX_RUNS * 4
     }
 
     /// The most heap a copy that started empty holds after at most `rows` pushes on a grid of
@@ -110,13 +148,23 @@ impl Positions {
         if rows >= chunk_for(k) {
             return worst;
         }
-        // A vector's first allocation holds four positions (the standard library's least).
-        rows.next_power_of_two().max(4).saturating_mul(4).min(worst)
+        // A vector's first allocation holds four positions (the standard library's least); the
+        // part's one sorted run takes a first allocation of four ends.
+        (rows.next_power_of_two().max(4).saturating_mul(4) + 4 * 4).min(worst)
     }
 
     fn pack(&mut self) {
+        if !self.sorted.is_empty() {
+            // The unsorted tail as one more run, unless the runs are full (then all is counted
+            // as unsorted).
+            self.end_part();
+        }
         let mut fresh = std::mem::take(&mut self.fresh);
-        let counted = count_positions(&mut fresh);
+        let ends = std::mem::take(&mut self.sorted);
+        let counted = match ends.last() {
+            Some(&end) if end as usize == fresh.len() => count_runs(&mut fresh, &ends),
+            _ => count_positions(&mut fresh),
+        };
         drop(fresh);
         self.packed = match self.packed.is_empty() {
             true => counted,
@@ -184,6 +232,59 @@ fn count_positions(v: &mut [u32]) -> Vec<(u32, u32)> {
             }
         }
         start = end;
+    }
+    out
+}
+
+/// Puts `v` in bucket order: ascending by the top 11 bits of its largest position (the move of
+/// [`count_positions`]), or sorted when that does not apply. A run in bucket order for its own
+/// largest position is in bucket order for any larger one (a coarser bucket is a union of
+/// consecutive finer ones), so [`count_runs`] can walk runs of different largest positions.
+fn bucket_order(v: &mut [u32]) {
+    const BITS: u32 = 11;
+    const WIDEST: u32 = 12;
+    let Some(&max) = v.iter().max() else { return };
+    let shift = (32 - max.leading_zeros()).saturating_sub(BITS);
+    if v.len() < 1 << 14 || shift > WIDEST || v.len() > u32::MAX as usize {
+        v.sort_unstable();
+    } else {
+        partition_by(v, |x| (x >> shift) as usize, 1 << BITS);
+    }
+}
+
+/// [`count_positions`] of positions in runs in bucket order ([`bucket_order`]; `ends`: where
+/// each ends, the last at `v.len()`), without moving them: the runs' positions of each bucket
+/// of the top 11 bits are counted in one table, as [`count_positions`] counts a bucket after
+/// moving its positions together; that move was most of its cost.
+fn count_runs(v: &mut [u32], ends: &[u32]) -> Vec<(u32, u32)> {
+    const BITS: u32 = 11;
+    const WIDEST: u32 = 12;
+    let mut out = Vec::new();
+    let starts = std::iter::once(0).chain(ends.iter().map(|&e| e as usize));
+    let mut runs: Vec<(usize, usize)> = starts.zip(ends.iter().map(|&e| e as usize)).filter(|(s, e)| e > s).collect();
+    let Some(max) = runs.iter().map(|&(_, e)| v[e - 1]).max() else { return out };
+    // A run's last position lies in the bucket of its largest, so gives the same shift and last bucket.
+    let shift = (32 - max.leading_zeros()).saturating_sub(BITS);
+    if v.len() < 1 << 14 || shift > WIDEST || v.len() > u32::MAX as usize {
+        return count_positions(v);
+    }
+    let mut table = vec![0u32; 1 << shift];
+    for b in 0..=(max >> shift) {
+        let base = b << shift;
+        let mut any = false;
+        for (start, end) in runs.iter_mut() {
+            let from = *start;
+            while *start < *end && v[*start] >> shift == b {
+                table[(v[*start] - base) as usize] += 1;
+                *start += 1;
+            }
+            any |= *start > from;
+        }
+        if any {
+            for (j, count) in table.iter_mut().enumerate().filter(|(_, c)| **c > 0) {
+                out.push((base + j as u32, std::mem::take(count)));
+            }
+        }
     }
     out
 }
@@ -305,6 +406,41 @@ mod tests {
         assert!(count_positions(&mut []).is_empty());
     }
 
+    /// Parts sorted on their own ([`Positions::end_part`]) and merged count as one unsorted
+    /// list does: on the bucketed path (wide grid, many positions), past [`MAX_RUNS`] parts
+    /// (a merge packs first), with unsorted parts among them, and past a chunk.
+    #[test]
+    fn sorted_parts_count_as_one_list_does() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(381); // INSECURE: test-only seed
+        // (parts, positions a part, range, every how many parts one is left unsorted)
+        let cases = [(14usize, 70_000usize, 2_000_001u32, 0usize), (40, 3_000, 2_000_001, 0), (9, 20_000, 2_000_001, 3), (5, 9_000, 41, 0), (6, 5_000, 1 << 31, 2), (8, 30_000, 1 << 23, 0)];
+        for (parts, size, range, unsorted) in cases {
+            let (mut whole, mut all) = (Positions::for_grid(1_000_000), Vec::new());
+            for i in 0..parts {
+                let mut part = Positions::for_grid(1_000_000);
+                for _ in 0..size {
+                    // Parts of different largest positions, so of different buckets.
+                    let p = rng.random_range(0..range >> (i % 3));
+                    all.push(p);
+                    part.push(p);
+                }
+                if unsorted == 0 || i % unsorted != 0 {
+                    part.end_part();
+                }
+                whole.merge(part);
+                assert!(whole.sorted.len() <= MAX_RUNS);
+            }
+            whole.sort();
+            let mut want = vec![];
+            all.sort_unstable();
+            for_each_group(&all, |p, c| want.push((p, c)));
+            let mut got = vec![];
+            whole.for_each_count(|p, c| got.push((p, c)));
+            assert_eq!(got, want, "{parts} parts of {size} below {range}");
+        }
+    }
+
     /// A copy that starts empty and folds `rows` rows holds at most what
     /// `heap_bytes_for_rows` says, which is what a parallel scan budgets for one part.
     #[test]
@@ -313,10 +449,11 @@ mod tests {
         for rows in [0usize, 1, 5, 4096, 262_145, 300_000] {
             let mut p = Positions::for_grid(k);
             (0..rows).for_each(|i| p.push((i * 7919 % (2 * k)) as u32));
-            let held = p.fresh.capacity() * 4 + p.packed.capacity() * 8;
+            p.end_part();
+            let held = p.fresh.capacity() * 4 + p.packed.capacity() * 8 + p.sorted.capacity() * 4;
             assert!(held <= Positions::heap_bytes_for_rows(k, rows), "{rows} rows: {held}");
         }
-        assert_eq!(Positions::heap_bytes_for_rows(k, 262_145), 2 << 20);
+        assert_eq!(Positions::heap_bytes_for_rows(k, 262_145), (2 << 20) + 16);
         assert_eq!(Positions::heap_bytes_for_rows(k, CHUNK), Positions::max_heap_bytes(k));
     }
 
@@ -326,15 +463,24 @@ mod tests {
         fn runs_cover_the_grid_with_the_right_counts(
             positions in proptest::collection::vec(0u32..41, 0..80),
             split in 0usize..80,
+            second in 0usize..80,
+            sorted in any::<(bool, bool)>(),
         ) {
             let k = 20;
             let split = split.min(positions.len());
+            let second = second.clamp(split, positions.len());
             let mut a = Positions::default();
             positions[..split].iter().for_each(|&p| a.push(p));
             a.pack();
-            let mut b = Positions::default();
-            positions[split..].iter().for_each(|&p| b.push(p));
-            a.merge(b);
+            // Two more parts, each sorted on its own or not ([`Positions::end_part`]).
+            for (part, sort) in [(&positions[split..second], sorted.0), (&positions[second..], sorted.1)] {
+                let mut b = Positions::default();
+                part.iter().for_each(|&p| b.push(p));
+                if sort {
+                    b.end_part();
+                }
+                a.merge(b);
+            }
             a.sort();
             prop_assert_eq!(a.len(), positions.len() as u64);
             let mut seen = vec![];
