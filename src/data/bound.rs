@@ -872,28 +872,36 @@ fn group_counts<B>(cands: &[Candidate<B>]) -> Vec<(u128, u64)> {
 /// why the bounds, and so the sensitivities, are unchanged).
 fn top_groups(mut counts: Vec<(u128, u64)>, g: u32, counted: Option<usize>) -> Vec<u128> {
     if counted.is_some_and(|m| counts.len() > m) {
-        counts.iter_mut().for_each(|c| c.1 = 0);
+        counts.sort_unstable_by_key(|&(rank, _)| rank);
+    } else {
+        counts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     }
-    counts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut top: Vec<u128> = counts.into_iter().take(g as usize).map(|(rank, _)| rank).collect();
     top.sort_unstable();
     top
 }
 
-/// One person's rows per group (by group rank) while a heavy person's file is read: every
-/// group's count up to `counted` distinct groups, and always the G lowest ranks seen, which
-/// are what [`top_groups`] keeps of a person with more. So it holds at most `counted` + G
-/// groups, whatever the person's rows.
+/// One person's rows per group while a heavy person's file is read: each group's rank and
+/// count by its label, up to `counted` distinct groups, and always the G lowest ranks seen,
+/// which are what [`top_groups`] keeps of a person with more. So it holds at most `counted` + G
+/// groups whatever the person's rows, and a group's rank is hashed once, not once a row
+/// (until the person is past `counted`).
 #[derive(Debug, Default)]
 struct GroupTally {
-    counts: HashMap<u128, u64>,
+    counts: HashMap<Vec<u8>, (u128, u64)>,
     /// More than `counted` distinct groups were seen: `counts` was dropped.
     past: bool,
     lowest: std::collections::BTreeSet<u128>,
 }
 
 impl GroupTally {
-    fn add(&mut self, rank: u128, g: u32, counted: Option<usize>) {
+    /// One row in the group `label`, whose rank `rank` gives.
+    fn add(&mut self, label: &[u8], rank: impl FnOnce() -> u128, g: u32, counted: Option<usize>) {
+        if let Some((_, n)) = self.counts.get_mut(label) {
+            *n += 1;
+            return;
+        }
+        let rank = rank();
         self.lowest.insert(rank);
         if self.lowest.len() > g as usize {
             self.lowest.pop_last();
@@ -901,7 +909,7 @@ impl GroupTally {
         if self.past {
             return;
         }
-        *self.counts.entry(rank).or_default() += 1;
+        self.counts.insert(label.to_vec(), (rank, 1));
         if counted.is_some_and(|m| self.counts.len() > m) {
             self.counts = HashMap::new();
             self.past = true;
@@ -913,7 +921,7 @@ impl GroupTally {
         if self.past {
             return self.lowest.into_iter().collect();
         }
-        top_groups(self.counts.into_iter().collect(), g, counted)
+        top_groups(self.counts.into_values().collect(), g, counted)
     }
 }
 
@@ -1409,13 +1417,12 @@ impl<G: Fold> Visit for Choose<'_, '_, G> {
         let mut tallies: HashMap<Vec<u8>, GroupTally> = HashMap::new();
         each_record(file, &mut |_, record| {
             let rec = self::record(record, ids);
-            let rank = chooser.group_rank(rec.id, chooser.label(rec.body, slot));
+            let label = chooser.label(rec.body, slot);
+            if !tallies.contains_key(rec.id) {
+                tallies.insert(rec.id.to_vec(), GroupTally::default());
+            }
             if let Some(tally) = tallies.get_mut(rec.id) {
-                tally.add(rank, groups, counted);
-            } else {
-                let mut tally = GroupTally::default();
-                tally.add(rank, groups, counted);
-                tallies.insert(rec.id.to_vec(), tally);
+                tally.add(label, || chooser.group_rank(rec.id, label), groups, counted);
             }
             Ok(())
         })?;
@@ -2082,7 +2089,7 @@ mod tests {
         let mut tally = GroupTally::default();
         let ranks: Vec<u128> = (0..10_000u128).map(|i| (i * 7919) % 10_007 + 5).collect();
         for &r in ranks.iter().chain(&ranks) {
-            tally.add(r, 3, Some(100));
+            tally.add(&r.to_le_bytes(), || r, 3, Some(100));
             assert!(tally.counts.len() <= 101 && tally.lowest.len() <= 3);
         }
         let mut lowest = ranks.clone();
