@@ -288,6 +288,12 @@ impl Fold for QueryFolds {
     fn heap_bytes(&self) -> usize {
         self.0.iter().map(|f| std::mem::size_of::<Routed<AnyFold>>() + f.heap_bytes()).sum()
     }
+    fn part_heap_bytes(&self, rows: usize) -> usize {
+        self.0.iter().map(|f| std::mem::size_of::<Routed<AnyFold>>() + f.part_heap_bytes(rows)).sum()
+    }
+    fn part_end(&mut self) {
+        self.0.iter_mut().for_each(Fold::part_end);
+    }
     fn person_end(&mut self) {
         self.0.iter_mut().filter(|f| f.hears_persons()).for_each(Fold::person_end);
     }
@@ -575,6 +581,11 @@ pub const BATCH: usize = 256;
 const NOT_A_NUMBER: i128 = i128::MIN;
 
 impl WorkloadFold {
+    /// The batch of parsed values and its sums, allocated up front.
+    fn batch_bytes(&self) -> usize {
+        self.values.len() * std::mem::size_of::<f64>() + BATCH * std::mem::size_of::<i128>()
+    }
+
     pub fn new(mut folds: Vec<Routed<AnyFold>>) -> WorkloadFold {
         let (mut columns, mut grids, mut lanes) = (Vec::new(), Vec::new(), Vec::new());
         for routed in &mut folds {
@@ -814,13 +825,20 @@ impl Fold for WorkloadFold {
             .max()
     }
     fn heap_bytes(&self) -> usize {
-        let batch = self.values.len() * std::mem::size_of::<f64>() + BATCH * std::mem::size_of::<i128>();
         let keyed = self.discovered.as_ref().map_or(0, |k| k.heap_bytes());
-        batch + keyed + self.folds.iter().map(Fold::heap_bytes).sum::<usize>()
+        self.batch_bytes() + keyed + self.folds.iter().map(Fold::heap_bytes).sum::<usize>()
     }
+    /// The keys found in the data count too: a part may hold as many as its rows, up to the cap
+    /// (they were left out, so a part's copy was budgeted below what it can hold).
     fn part_heap_bytes(&self, rows: usize) -> usize {
-        let batch = self.values.len() * std::mem::size_of::<f64>() + BATCH * std::mem::size_of::<i128>();
-        batch + self.folds.iter().map(|f| f.part_heap_bytes(rows)).sum::<usize>()
+        let keyed = self.discovered.as_ref().map_or(0, |k| k.part_heap_bytes(rows));
+        self.batch_bytes() + keyed + self.folds.iter().map(|f| f.part_heap_bytes(rows)).sum::<usize>()
+    }
+    fn part_end(&mut self) {
+        self.folds.iter_mut().for_each(Fold::part_end);
+        if let Some(keyed) = &mut self.discovered {
+            keyed.part_end();
+        }
     }
     /// A fold that hears persons (`query::per_id`) is fed its rows as they come (it is never
     /// one of the batched lanes, which take plain sums and means only), so the person's rows

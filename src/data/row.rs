@@ -28,15 +28,16 @@ pub trait Fold: Clone + Send + Serialize + DeserializeOwned + 'static {
     /// The most heap a copy that started empty holds after folding at most `rows` rows: the
     /// copies that fold one part of a parallel scan (`data::scan::parallel_fold_bytes`). A
     /// state allocated up front (counts per bin or group) holds [`Fold::heap_bytes`] whatever
-    /// its rows, the default; one that grows with its rows may say less. A wrapper must pass
-    /// it on.
+    /// its rows, the default; one that grows with its rows may say less. A wrapper passes it on
+    /// (one that does not is budgeted at its worst case, [`Fold::heap_bytes`]).
     fn part_heap_bytes(&self, _rows: usize) -> usize {
         self.heap_bytes()
     }
 
     /// Called by a parallel scan on the copy that folded one part, on the thread that folded it,
     /// before the copy goes to be merged: work done here leaves the merging thread, which is
-    /// serial. A quantile sorts its part's positions (issue 38). A wrapper must pass it on.
+    /// serial. A quantile puts its part's positions in bucket order (issue 38). A wrapper passes
+    /// it on (where one does not, the merging thread does that work).
     fn part_end(&mut self) {}
 
     /// Called by contribution bounding (`data::bound`) after the last kept row of one person,

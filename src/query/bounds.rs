@@ -451,6 +451,20 @@ impl<F: Fold> Fold for Clamped<F> {
             Clamped::PerId(f) => f.heap_bytes(),
         }
     }
+    fn part_heap_bytes(&self, rows: usize) -> usize {
+        match self {
+            Clamped::Given(f) => f.part_heap_bytes(rows),
+            Clamped::Private(f) => f.part_heap_bytes(rows),
+            Clamped::PerId(f) => f.part_heap_bytes(rows),
+        }
+    }
+    fn part_end(&mut self) {
+        match self {
+            Clamped::Given(f) => f.part_end(),
+            Clamped::Private(f) => f.part_end(),
+            Clamped::PerId(f) => f.part_end(),
+        }
+    }
     fn person_end(&mut self) {
         match self {
             Clamped::Given(f) => f.person_end(),

@@ -301,6 +301,10 @@ impl<F: Fold> Fold for Keyed<F> {
         self.person.is_some()
     }
 
+    fn part_end(&mut self) {
+        self.keys.values_mut().for_each(|(_, fold)| fold.part_end());
+    }
+
     fn merge(&mut self, other: Self) {
         if self.overflow || other.overflow {
             return self.overflowed();
