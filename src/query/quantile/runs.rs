@@ -208,19 +208,15 @@ impl Positions {
 /// positions on any grid up to MAX_RESOLUTION, and is counted in a table of its span rather than
 /// sorted. Sorting the buckets was most of the merging thread's work on 10^6 rows (issue 38).
 fn count_positions(v: &mut [u32]) -> Vec<(u32, u32)> {
-    const BITS: u32 = 11;
-    // A span of 2^12 positions keeps the table at 16 KiB, in the first-level cache.
-    const WIDEST: u32 = 12;
     let mut out = Vec::new();
     let Some(&max) = v.iter().max() else { return out };
-    let shift = (32 - max.leading_zeros()).saturating_sub(BITS);
-    if v.len() < 1 << 14 || shift > WIDEST || v.len() > u32::MAX as usize {
+    let Some(shift) = bucket_shift(v.len(), max) else {
         v.sort_unstable();
         for_each_group(v, |p, c| push_count(&mut out, p, c));
         return out;
-    }
+    };
     let bucket = |x: u32| (x >> shift) as usize;
-    let ends = partition_by(v, bucket, 1 << BITS);
+    let ends = partition_by(v, bucket, 1 << BUCKET_BITS);
     let mut table = vec![0u32; 1 << shift];
     let mut start = 0;
     for (b, &end) in ends.iter().enumerate() {
@@ -241,15 +237,25 @@ fn count_positions(v: &mut [u32]) -> Vec<(u32, u32)> {
 /// largest position is in bucket order for any larger one (a coarser bucket is a union of
 /// consecutive finer ones), so [`count_runs`] can walk runs of different largest positions.
 fn bucket_order(v: &mut [u32]) {
-    const BITS: u32 = 11;
-    const WIDEST: u32 = 12;
     let Some(&max) = v.iter().max() else { return };
-    let shift = (32 - max.leading_zeros()).saturating_sub(BITS);
-    if v.len() < 1 << 14 || shift > WIDEST || v.len() > u32::MAX as usize {
-        v.sort_unstable();
-    } else {
-        partition_by(v, |x| (x >> shift) as usize, 1 << BITS);
+    match bucket_shift(v.len(), max) {
+        Some(shift) => {
+            partition_by(v, |x| (x >> shift) as usize, 1 << BUCKET_BITS);
+        }
+        None => v.sort_unstable(),
     }
+}
+
+/// The buckets of the bucketed count: by the top 11 bits of the largest position.
+const BUCKET_BITS: u32 = 11;
+
+/// How far a position is shifted to give its bucket, for `len` positions of which `max` is the
+/// largest; None where a plain sort serves instead: below 2^14 positions, or where a bucket
+/// would span more than 2^12 positions (a table of 2^12 counts, 16 KiB, stays in the
+/// first-level cache), or past `u32::MAX` positions.
+fn bucket_shift(len: usize, max: u32) -> Option<u32> {
+    let shift = (32 - max.leading_zeros()).saturating_sub(BUCKET_BITS);
+    (len >= 1 << 14 && shift <= 12 && len <= u32::MAX as usize).then_some(shift)
 }
 
 /// [`count_positions`] of positions in runs in bucket order ([`bucket_order`]; `ends`: where
@@ -257,17 +263,12 @@ fn bucket_order(v: &mut [u32]) {
 /// of the top 11 bits are counted in one table, as [`count_positions`] counts a bucket after
 /// moving its positions together; that move was most of its cost.
 fn count_runs(v: &mut [u32], ends: &[u32]) -> Vec<(u32, u32)> {
-    const BITS: u32 = 11;
-    const WIDEST: u32 = 12;
     let mut out = Vec::new();
     let starts = std::iter::once(0).chain(ends.iter().map(|&e| e as usize));
     let mut runs: Vec<(usize, usize)> = starts.zip(ends.iter().map(|&e| e as usize)).filter(|(s, e)| e > s).collect();
     let Some(max) = runs.iter().map(|&(_, e)| v[e - 1]).max() else { return out };
     // A run's last position lies in the bucket of its largest, so gives the same shift and last bucket.
-    let shift = (32 - max.leading_zeros()).saturating_sub(BITS);
-    if v.len() < 1 << 14 || shift > WIDEST || v.len() > u32::MAX as usize {
-        return count_positions(v);
-    }
+    let Some(shift) = bucket_shift(v.len(), max) else { return count_positions(v) };
     let mut table = vec![0u32; 1 << shift];
     for b in 0..=(max >> shift) {
         let base = b << shift;
