@@ -64,19 +64,34 @@ static RUN_SEED: AtomicU64 = AtomicU64::new(0);
 /// `DPSTAT_INSECURE_SEED`'s seed for this run: the number it holds, or, when it names a range
 /// `A..B`, the seed [`set_run_seed`] set for the run under way.
 fn insecure_seed() -> Result<Option<u64>, Error> {
-    let Some(value) = std::env::var_os(INSECURE_SEED_VAR) else { return Ok(None) };
-    let value = value.to_str().map(str::trim).unwrap_or("");
-    if value.contains("..") {
-        insecure_seeds()?;
-        return Ok(Some(RUN_SEED.load(Ordering::SeqCst)));
-    }
-    value.parse().map(Some).map_err(|_| seed_error())
+    Ok(seed_setting()?.map(|seeds| match seeds {
+        Seeds::One(seed) => seed,
+        Seeds::Range(_) => RUN_SEED.load(Ordering::SeqCst),
+    }))
 }
 
-fn seed_error() -> Error {
-    Error::usage(format!(
-        "{INSECURE_SEED_VAR} must be an unsigned 64-bit integer, or a range A..B of them (B > A)"
-    ))
+/// What `DPSTAT_INSECURE_SEED` holds, if it is set.
+enum Seeds {
+    One(u64),
+    Range(std::ops::Range<u64>),
+}
+
+/// `DPSTAT_INSECURE_SEED` read and checked: the one place that parses it.
+fn seed_setting() -> Result<Option<Seeds>, Error> {
+    let Some(value) = std::env::var_os(INSECURE_SEED_VAR) else { return Ok(None) };
+    let value = value.to_str().map(str::trim).unwrap_or("");
+    let seeds = match value.split_once("..") {
+        None => value.parse().ok().map(Seeds::One),
+        Some((a, b)) => match (a.parse::<u64>(), b.parse::<u64>()) {
+            (Ok(a), Ok(b)) if b > a => Some(Seeds::Range(a..b)),
+            _ => None,
+        },
+    };
+    seeds.map(Some).ok_or_else(|| {
+        Error::usage(format!(
+            "{INSECURE_SEED_VAR} must be an unsigned 64-bit integer, or a range A..B of them (B > A)"
+        ))
+    })
 }
 
 /// The seeds of `DPSTAT_INSECURE_SEED=A..B` (B excluded), a test hook like the single seed: one
@@ -84,13 +99,10 @@ fn seed_error() -> Error {
 /// that draw thousands of seeded releases to check a distribution do not pay a process (and its
 /// tables: the zCDP orders, ln 2) per draw. None for a single seed or none.
 pub fn insecure_seeds() -> Result<Option<std::ops::Range<u64>>, Error> {
-    let Some(value) = std::env::var_os(INSECURE_SEED_VAR) else { return Ok(None) };
-    let value = value.to_str().map(str::trim).unwrap_or("");
-    let Some((a, b)) = value.split_once("..") else { return Ok(None) };
-    match (a.parse::<u64>(), b.parse::<u64>()) {
-        (Ok(a), Ok(b)) if b > a => Ok(Some(a..b)),
-        _ => Err(seed_error()),
-    }
+    Ok(match seed_setting()? {
+        Some(Seeds::Range(seeds)) => Some(seeds),
+        _ => None,
+    })
 }
 
 /// The seed of the next run under `DPSTAT_INSECURE_SEED=A..B`.
