@@ -865,6 +865,21 @@ mod tests {
     use crate::privacy::unit::Neighbours;
     use csv::ByteRecord;
 
+    /// A part's copy is budgeted with the keys it may find in the data, as a whole copy is.
+    #[test]
+    fn a_parts_budget_counts_the_keys_found() {
+        use crate::query::count::CountFold;
+        let count = || Routed::new(AnyFold::Count(CountFold::default()), vec![], None);
+        let mut fold = WorkloadFold::new(vec![count()]);
+        let without = fold.part_heap_bytes(100);
+        let keyed = Keyed::new(0, 1000, QueryFolds(vec![count()]));
+        let selecting: Selecting = Routed::new(keyed, vec![], None);
+        let keys = selecting.part_heap_bytes(100);
+        assert!(keys > 1000, "a thousand keys take room: {keys}");
+        fold.discovered = Some(Box::new(selecting));
+        assert_eq!(fold.part_heap_bytes(100), without + keys);
+    }
+
     #[test]
     fn workload_fold_merges_exactly() {
         use crate::data::cell::NumberCell;
