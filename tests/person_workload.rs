@@ -227,6 +227,43 @@ fn bounding_comes_before_each_querys_filter() {
     assert!(count(&lines[1]) > 0 && count(&lines[2]) > 0);
 }
 
+/// With `max_groups_per_id` and `max_rows_per_group` a workload bounds each person's rows by
+/// the groups of its one `by` column, as a single grouped release with the same G, K_g and K
+/// does: under one seed the same rows are kept and the same noise drawn, so a one-query
+/// workload releases exactly what `dpstat sum --by … --max-groups-per-id …` does. Two `by`
+/// columns are refused: one bounding serves every query.
+#[test]
+fn a_workload_bounded_by_group_releases_what_the_single_release_does() {
+    let dir = TempDir::new().unwrap();
+    let head = "epsilon = \"1\"\nprivacy_id = \"patient\"\nmax_groups_per_id = 2\nmax_rows_per_group = 3\n\
+                max_rows_per_id = 5\n";
+    let sum = "[[query]]\nname = \"s\"\nkind = \"sum\"\ncolumn = \"cost\"\nlower = 0\nupper = 500\n\
+               by = \"clinic\"\nkeys = [\"east\", \"north\", \"south\"]\n";
+    let toml = workload(&dir, "grouped.toml", &format!("{head}{sum}"));
+    let groups = |line: &Value| line["groups"].clone();
+    for seed in [5, 6, 7] {
+        let workload = run(seed, &toml);
+        let single = lines(
+            seeded(seed)
+                .args([
+                    "sum", "--col", "cost", "--lower", "0", "--upper", "500", "--eps", "1", "--by", "clinic",
+                ])
+                .args(["--keys", "east,north,south", "--privacy-id", "patient", "--max-groups-per-id", "2"])
+                .args(["--max-rows-per-group", "3", "--max-rows-per-id", "5"])
+                .arg(fixture(VISITS)),
+        );
+        assert_eq!(groups(&workload[0]), groups(&single[0]), "seed {seed}");
+        assert_eq!(workload[0]["factor"], 5, "{}", workload[0]);
+        assert_eq!(workload[0]["max_groups_per_id"], 2, "{}", workload[0]);
+    }
+    let other = "[[query]]\nname = \"t\"\nkind = \"count\"\nby = \"patient\"\nkeys = [\"p01\"]\n";
+    let two = workload(&dir, "two.toml", &format!("{head}{sum}{other}"));
+    fails_with(seeded(1).arg("run").arg(&two).arg(fixture(VISITS)), &["line 3", "'s' groups by", "'t' by"]);
+    let fewer = "[[query]]\nname = \"n\"\nkind = \"count\"\nby = \"clinic\"\nkeys = [\"east\", \"north\"]\n";
+    let other_keys = workload(&dir, "keys.toml", &format!("{head}{sum}{fewer}"));
+    fails_with(seeded(1).arg("run").arg(&other_keys).arg(fixture(VISITS)), &["'s' and 'n'", "same keys"]);
+}
+
 #[test]
 fn bounds_a_workload_cannot_keep_are_refused() {
     let dir = TempDir::new().unwrap();
@@ -234,11 +271,11 @@ fn bounds_a_workload_cannot_keep_are_refused() {
     let cases: [(&str, &[&str]); 8] = [
         (
             "privacy_id = \"patient\"\nmax_groups_per_id = 2\n",
-            &["line 3", "max_groups_per_id", "max_rows_per_id = K"],
+            &["line 3", "max_groups_per_id", "no query has one", "max_rows_per_id = K"],
         ),
         (
             "privacy_id = \"patient\"\nmax_rows_per_group = 2\n",
-            &["line 3", "max_rows_per_group", "once for all"],
+            &["line 3", "max_rows_per_group", "no query has one"],
         ),
         ("max_rows_per_id = 3\n", &["line 2", "privacy_id = \"COL\""]),
         (

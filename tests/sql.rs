@@ -137,6 +137,50 @@ fn per_person_sum_clamps_totals_and_avg_averages_averages() {
     assert!(explain.contains("average_per_id = true\n"), "{explain}");
 }
 
+/// `max_groups_contributed = G` keeps, as BigQuery, every row of a person in at most G groups
+/// (`fixtures/sql_groups.csv`, no person with two groups of equal rows): with G = 1 each person
+/// keeps the group holding most of their rows, all of it, and SUM clamps each person's total
+/// there (person 1's three pens of 10 count 30, not one row of 10 as a bound of G rows in all
+/// gave); with G = 2 person 2's scissors come back. COUNT's (0, U) keeps U rows of a person in
+/// a group: person 3's four scissors count 2. At ε = 10⁵ the noise is far below 1.
+#[test]
+fn max_groups_contributed_keeps_all_rows_in_a_persons_groups() {
+    let file = fixture("sql_groups.csv");
+    let run = |options: &str, select: &str| {
+        let query = format!(
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 100000, privacy_unit_column = id{options}) \
+             item, {select} FROM t WHERE item IN ('pen', 'pencil', 'scissors') GROUP BY item"
+        );
+        let text = same_as_run(&query, &[], &file);
+        let values: Vec<f64> = text
+            .lines()
+            .filter(|l| l.starts_with("v "))
+            .map(|l| l.split_whitespace().nth(5).unwrap().parse().unwrap())
+            .collect();
+        (values, text)
+    };
+    let sum = "SUM(quantity, contribution_bounds_per_group => (0, 100)) v";
+    for (options, select, want) in [
+        ("", sum, [30.0, 67.0, 10.0]),
+        (", max_groups_contributed = 1", sum, [30.0, 67.0, 10.0]),
+        (", max_groups_contributed = 2", sum, [37.0, 117.0, 15.0]),
+        (
+            ", max_groups_contributed = 2",
+            "COUNT(*, contribution_bounds_per_group => (0, 2)) v",
+            [3.0, 5.0, 3.0],
+        ),
+    ] {
+        let (got, text) = run(options, select);
+        assert_eq!(got.len(), 3, "{text}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 0.5, "{options} {select}: {got:?}, want {want:?}\n{text}");
+        }
+    }
+    // ZetaSQL's max_rows_contributed bounds rows in all: one row of each person.
+    let (got, text) = run(", max_rows_contributed = 1", sum);
+    assert!(got.iter().sum::<f64>() < 100.0, "{text}");
+}
+
 /// SmartNoise SQL's README query, `SELECT sex, AVG(age) AS age FROM PUMS.PUMS GROUP BY sex`:
 /// as written it is refused with what to add (the clause; then the bounds, which SmartNoise
 /// keeps in a metadata file and dpstat asks for in the query; then the public groups).

@@ -240,6 +240,7 @@ impl Request {
             queries,
             decimal: self.input.csv.decimal,
             discovery: None,
+            group_bounds: None,
         })
     }
 

@@ -53,11 +53,14 @@ use crate::cmd::release::{
     bound_failure, check_plot_path, context, empty_fold, note_line, note_no_files, publish, routing, warn,
     warn_if_large, write_plot, InputFlags, Job, Meter, Outcome, Person,
 };
-use crate::cmd::workload::{person_unit, query_factor, query_unit, Found, Workload, PER_PERSON, SELECTION};
+use crate::cmd::workload::{
+    person_unit, query_factor, query_unit, Found, GroupBounds, Workload, PER_PERSON, PER_PERSON_GROUPS,
+    SELECTION,
+};
 use crate::data::bound::{self, Bounded, Plan};
 use crate::data::cell::{parse_number_in, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
-use crate::data::route::Routed;
+use crate::data::route::{GroupBy, Routed};
 use crate::data::row::{text_cell, BadCell, Fold, Row};
 use crate::data::{engine, scan};
 use crate::error::{bad_input, Error};
@@ -71,7 +74,7 @@ use crate::privacy::ledger::{self, LedgerFlags, LedgerSpec};
 use crate::privacy::noise::Mechanism;
 use crate::privacy::rng;
 use crate::query::bounds::Clamped;
-use crate::query::discover::{self, Keyed};
+use crate::query::discover::{self, Keyed, DEFAULT_MAX_KEYS};
 use crate::query::mean::MeanFold;
 use crate::query::statistic::{Context, Statistic};
 use crate::query::sum::SumFold;
@@ -202,24 +205,7 @@ pub fn release_all(
     }
     let fold = match &workload.person {
         None => Pass::Rows(fold),
-        Some(person) => {
-            let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<_>>()?;
-            // No filters and no groups here: each query's route applies its own to the kept rows.
-            let plan = Plan {
-                ids,
-                keep,
-                names: input.column_names(),
-                filters: vec![],
-                group: None,
-                bounds: person.bounds,
-                key: rng::selection_key()?,
-                cap: bound::cap(),
-                threads: input.threads(),
-                decimal: input.decimal(),
-                max_groups_counted: None,
-            };
-            Pass::Persons(Box::new(Bounded::new(plan, fold)))
-        }
+        Some(person) => Pass::Persons(Box::new(person_pass(person, workload, keep, &input, fold)?)),
     };
     let charge = ledger::Charge {
         query: batch.ledger_query.to_string(),
@@ -238,6 +224,56 @@ pub fn release_all(
     let released = meter.finish_withheld(&mut input, measured)?;
     meter.complete(&mut input)?;
     Ok(released)
+}
+
+/// A person-level workload's bounding: each person's rows, K in all; bounded by group
+/// ([`GroupBounds`]), first the `where` every query has, then G groups of the one `by` column
+/// (labelled by the keys every query lists, or as `--discover` labels found keys) and K_g rows
+/// in each.
+fn person_pass(
+    person: &Person,
+    workload: &Workload,
+    keep: Vec<usize>,
+    input: &Input,
+    fold: WorkloadFold,
+) -> Result<Bounded<WorkloadFold>> {
+    let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<_>>()?;
+    let mut plan = Plan {
+        ids,
+        keep,
+        names: input.column_names(),
+        // Without group bounds, no filters and no groups here: each query's route applies its
+        // own to the kept rows.
+        filters: vec![],
+        group: None,
+        bounds: person.bounds,
+        key: rng::selection_key()?,
+        cap: bound::cap(),
+        threads: input.threads(),
+        decimal: input.decimal(),
+        max_groups_counted: None,
+    };
+    let Some(GroupBounds { by, keys, filters }) = &workload.group_bounds else {
+        return Ok(Bounded::new(plan, fold));
+    };
+    let (filters, _) = routing(filters, None, input)?;
+    plan.keep.extend(filters.iter().map(|(i, _)| *i));
+    plan.filters = filters;
+    let index = input.resolve(by, "by")?;
+    match keys {
+        // Public keys: labelled as the queries route them, as a single `--by` release's.
+        Some(keys) => {
+            plan.keep.push(index);
+            plan.group = Some(GroupBy { index, keys: Arc::new(keys.clone()) });
+            Ok(Bounded::new(plan, fold))
+        }
+        // Keys found in the data are counted per person up to the selection's cap: past it a
+        // person keeps their G lowest-ranked groups, so one person's counts stay bounded.
+        None => {
+            let max_keys = workload.discovery.as_ref().map_or(DEFAULT_MAX_KEYS, |f| f.discovery.max_keys);
+            Ok(Bounded::found_keys(plan, index, max_keys, fold))
+        }
+    }
 }
 
 /// The selection's fold: the key of every row (after the `where` all discovered queries
@@ -381,7 +417,8 @@ fn measure_all(
             // Measured at the share divided by the factor on the bounded rows: stated per
             // person, its accounting is the share again.
             let grouped = job.grouped();
-            release.per_person(query_unit(person, grouped), query_factor(person, grouped), PER_PERSON)?;
+            let note = if workload.group_bounds.is_some() { PER_PERSON_GROUPS } else { PER_PERSON };
+            release.per_person(query_unit(person, grouped), query_factor(person, grouped), note)?;
         }
         queries.push(table::Query { name: query.name.clone(), share: job.spend.clone(), release });
     }

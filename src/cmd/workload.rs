@@ -14,8 +14,10 @@
 //!
 //! `privacy_id = "COL"` (or a list of columns) makes the unit one person: each person's rows
 //! are bounded once for the whole workload, to `max_rows_per_id` (K, default 1) rows, and every
-//! query runs at its share divided by [`person_factor`] on the bounded rows. Per-group bounds
-//! belong to single releases with `--by` and are refused here.
+//! query runs at its share divided by [`query_factor`] on the bounded rows. With
+//! `max_groups_per_id` (G) or `max_rows_per_group` (K_g) the bounding also keeps a person's rows
+//! in at most G groups, K_g in each, of the one `by` column every grouped query shares
+//! ([`GroupBounds`]), as a single `--by` release's bounding does.
 
 use std::ops::Range;
 use std::path::Path;
@@ -66,6 +68,40 @@ pub struct Workload {
     pub decimal: DecimalMark,
     /// `discover = true`: the one selection of keys its discovered queries are released on.
     pub discovery: Option<Found>,
+    /// `max_groups_per_id` or `max_rows_per_group` below K: the column and filters the
+    /// person's rows are bounded by.
+    pub group_bounds: Option<GroupBounds>,
+}
+
+/// A workload's bounding by group (G groups of one `by` column per person, K_g rows in each,
+/// K in all): the column, and the `where` every query has, applied first.
+#[derive(Clone, Debug)]
+pub struct GroupBounds {
+    pub by: ColumnRef,
+    /// The keys every grouped query lists; None when they find them (`discover = true`).
+    pub keys: Option<Keys>,
+    pub filters: Vec<FilterSpec>,
+}
+
+/// A workload's bounds as written: K (`max_rows_per_id`), G (`max_groups_per_id`), K_g
+/// (`max_rows_per_group`). With K alone (default 1), G = K_g = K: K rows in all, however they
+/// fall in groups. With G or K_g, K_g defaults to K (as for a single release) or to 1 without
+/// K, G to 1, and K to G·K_g (at most [`MAX_BOUND`]): each person's rows in G groups, K_g in each.
+pub fn person_bounds(rows: Option<u32>, groups: Option<u32>, rows_per_group: Option<u32>) -> Bounds {
+    if groups.is_none() && rows_per_group.is_none() {
+        let k = rows.unwrap_or(1);
+        return Bounds { rows: k, groups: k, rows_per_group: k };
+    }
+    let per_group = rows_per_group.or(rows).unwrap_or(1);
+    let groups = groups.unwrap_or(1);
+    let rows = rows.unwrap_or_else(|| groups.saturating_mul(per_group).min(MAX_BOUND));
+    Bounds { rows, groups, rows_per_group: per_group }
+}
+
+/// Whether G or K_g binds: K kept rows fall in at most K groups with at most K in each, so
+/// G ≥ K and K_g ≥ K bound nothing beyond K, and the workload bounds rows only.
+pub fn by_group(bounds: &Bounds) -> bool {
+    bounds.groups < bounds.rows || bounds.rows_per_group < bounds.rows
 }
 
 /// The name of a workload's selection part, in its output and accounting.
@@ -108,30 +144,36 @@ pub struct Found {
 /// Σ r_g²·ρ' ≤ K·Σ r_g·ρ' ≤ K²·ρ'. That is a single grouped release's argument
 /// (`privacy::contribution`) with the bounds G = K groups and K_g = K rows per group, which
 /// holds for any spread of K rows over the groups, so its factor is the one computed here.
-/// Bounding per group as well (G or K_g below K) would need one bounding per `by` column, while
-/// the queries share one scan and one bounding, so a workload takes K only.
+/// Bounding per group as well (G or K_g below K) needs the one `by` column the bounding groups
+/// by: [`query_factor`].
 pub fn person_factor(person: &Person) -> Factor {
     let k = person.bounds.rows;
     Bounds { rows: k, groups: k, rows_per_group: k }.factor(true)
 }
 
-/// What one person moves a workload query by: [`person_factor`], or for a query of one value
-/// per person (`total_per_id`, `average_per_id`) one row in each group, in at most K groups
-/// (`privacy::unit::Bounds::one_value_each` of the workload's bounds G = K_g = K): 1 ungrouped,
-/// K for ε and ρ grouped.
+/// What one person moves a workload query by: [`person_factor`] (or, bounded by group, the
+/// factor of a single grouped release with the same G, K_g and K, `privacy::contribution`);
+/// for a query of one value per person (`total_per_id`, `average_per_id`) one value in each of
+/// their groups (`privacy::unit::Bounds::one_value_each`): 1 ungrouped, min(G, K) grouped.
+///
+/// Bounded by group ([`GroupBounds`]), every grouped query groups by the column the person's
+/// rows were bounded by, after at least the `where` the bounding applied: the person's rows it
+/// reads lie in at most G of its groups, at most K_g in each and K in all, which is all a
+/// single release's factor assumes. An ungrouped query reads at most K of their rows.
 pub fn query_factor(person: &Person, grouped: bool) -> Factor {
-    let k = person.bounds.rows;
-    let bounds = Bounds { rows: k, groups: k, rows_per_group: k };
     match person.value_per_id {
-        Some(_) => bounds.one_value_each(grouped).factor(grouped),
+        Some(_) => person.bounds.one_value_each(grouped).factor(grouped),
+        None if by_group(&person.bounds) => person.bounds.factor(grouped),
         None => person_factor(person),
     }
 }
 
-/// The unit a workload query states: [`person_unit`], or one value per person's.
+/// The unit a workload query states: [`person_unit`], or one value per person's; bounded by
+/// group, a grouped query states G and K_g too.
 pub fn query_unit(person: &Person, grouped: bool) -> Unit {
     match person.value_per_id {
         Some(_) => person.unit_at(&person.bounds, grouped),
+        None if by_group(&person.bounds) => person.unit(grouped),
         None => person_unit(person),
     }
 }
@@ -142,9 +184,16 @@ pub const PER_PERSON: &str = "per person: the workload keeps at most max_rows_pe
      as rows_factor rows would; every group is released at epsilon divided by rows_factor (rho by rho_factor) \
      on the bounded rows, and the whole costs epsilon";
 
-/// The unit every query of a workload states: one person, at most K rows, factor K.
+/// The composition a grouped query of a workload bounded by group states.
+pub const PER_PERSON_GROUPS: &str = "per person: the workload keeps, of each person, rows in at most max_groups_per_id \
+     groups of its by column, at most max_rows_per_group in each and max_rows_per_id in all, for all its queries, so \
+     together they move the groups' releases as rows_factor rows would; every group is released at epsilon divided \
+     by rows_factor (rho by rho_factor) on the bounded rows, and the whole costs epsilon";
+
+/// The unit every query of a workload states: one person, at most K rows, factor K; bounded
+/// by group, with G and K_g.
 pub fn person_unit(person: &Person) -> Unit {
-    person.unit(false)
+    person.unit(by_group(&person.bounds))
 }
 
 /// `--privacy-id` and `--max-rows-per-id` of `describe` (and of any workload built from flags)
@@ -403,7 +452,17 @@ impl Workload {
             }
             _ => None,
         };
-        Ok(Workload { mechanism, epsilon: stated, neighbours, person, queries, decimal: mark, discovery })
+        let group_bounds = file.group_bounds(&raw, person.as_ref(), &queries)?;
+        Ok(Workload {
+            mechanism,
+            epsilon: stated,
+            neighbours,
+            person,
+            queries,
+            decimal: mark,
+            discovery,
+            group_bounds,
+        })
     }
 
     /// What the whole workload spends: ε, or ρ with Gaussian noise; (ε, δ) with a selection
@@ -694,20 +753,13 @@ impl SourceText<'_> {
         neighbours: Neighbours,
         has_header: bool,
     ) -> Result<Option<Person>, Error> {
-        if let Some(grouped) = raw.max_groups_per_id.as_ref().or(raw.max_rows_per_group.as_ref()) {
-            return Err(self.error(
-                grouped.span(),
-                "max_groups_per_id and max_rows_per_group bound a person's rows across the groups of one \
-                 --by release; a workload bounds each person's rows once for all its queries, with \
-                 max_rows_per_id = K alone",
-            ));
-        }
         let Some(ids) = &raw.privacy_id else {
-            return match &raw.max_rows_per_id {
+            let bound = [&raw.max_rows_per_id, &raw.max_groups_per_id, &raw.max_rows_per_group];
+            return match bound.into_iter().flatten().next() {
                 Some(k) => Err(self.error(
                     k.span(),
-                    "max_rows_per_id bounds the rows of each person named by privacy_id: add \
-                     privacy_id = \"COL\" (or a list of columns)",
+                    "max_rows_per_id, max_groups_per_id and max_rows_per_group bound the rows of each \
+                     person named by privacy_id: add privacy_id = \"COL\" (or a list of columns)",
                 )),
                 None => Ok(None),
             };
@@ -721,31 +773,108 @@ impl SourceText<'_> {
                  replacing one person at twice its value",
             ));
         }
-        let rows = match &raw.max_rows_per_id {
-            None => 1,
-            Some(k) => match k.get_ref() {
-                Value::Integer(v) if (1..=i64::from(MAX_BOUND)).contains(v) => *v as u32,
-                _ => {
-                    return Err(self.error(
-                        k.span(),
-                        &format!("max_rows_per_id: give a whole number from 1 to {MAX_BOUND}"),
-                    ))
+        let bound =
+            |value: &Option<Spanned<Value>>, key: &str| -> Result<Option<u32>, Error> {
+                match value {
+                    None => Ok(None),
+                    Some(k) => match k.get_ref() {
+                        Value::Integer(v) if (1..=i64::from(MAX_BOUND)).contains(v) => Ok(Some(*v as u32)),
+                        _ => Err(self
+                            .error(k.span(), &format!("{key}: give a whole number from 1 to {MAX_BOUND}"))),
+                    },
                 }
-            },
-        };
+            };
+        let rows = bound(&raw.max_rows_per_id, "max_rows_per_id")?;
+        let groups = bound(&raw.max_groups_per_id, "max_groups_per_id")?;
+        let rows_per_group = bound(&raw.max_rows_per_group, "max_rows_per_group")?;
+        let bounds = person_bounds(rows, groups, rows_per_group);
         let ids = self.list(ids, "privacy_id").map_err(|(l, e)| self.error_at(Some(l), &e))?;
         let flags = PersonFlags {
             ids,
-            bounds: Bounds { rows, groups: rows, rows_per_group: rows },
+            bounds,
             grouped_flags: false,
             auto: false,
             rows_per_group_given: false,
             groups_given: false,
             count_truncated: false,
         };
-        let person = workload_person(&flags, has_header, neighbours, "a workload")
+        let person = Person::new(&flags, has_header, false, neighbours)
             .map_err(|e| self.error_at(Some(line), &format!("privacy_id: {}", e.message())))?;
         Ok(Some(person))
+    }
+
+    /// With G or K_g binding ([`by_group`]): the one `by` column every grouped query has, which
+    /// the person's rows are bounded by, and the `where` every query has (applied before the
+    /// bounding, so a person's groups and rows are chosen among the rows some query reads).
+    fn group_bounds(
+        &self,
+        raw: &RawWorkload,
+        person: Option<&Person>,
+        queries: &[WorkloadQuery],
+    ) -> Result<Option<GroupBounds>, Error> {
+        let Some(person) = person.filter(|p| by_group(&p.bounds)) else { return Ok(None) };
+        let given = raw
+            .max_groups_per_id
+            .as_ref()
+            .or(raw.max_rows_per_group.as_ref())
+            .or(raw.max_rows_per_id.as_ref());
+        let line = given.map(|v| self.line(v.span().start));
+        let mut grouped = queries.iter().filter_map(|q| {
+            let by = q.job.group.as_ref().map(|g| &g.column).or(q.job.discover_by.as_ref().map(|(by, _)| by));
+            by.map(|by| (q, by))
+        });
+        let Some((first, by)) = grouped.next() else {
+            return Err(self.error_at(
+                line,
+                &format!(
+                    "max_groups_per_id and max_rows_per_group bound a person's rows in the groups of a query's \
+                     by, and no query has one: give max_rows_per_id = K alone (the bounds here are K = {}, G = {}, \
+                     K_g = {})",
+                    person.bounds.rows, person.bounds.groups, person.bounds.rows_per_group
+                ),
+            ));
+        };
+        if let Some((other, theirs)) = grouped.find(|(_, b)| b.label() != by.label()) {
+            return Err(self.error_at(
+                line,
+                &format!(
+                    "query '{}' groups by {:?} and query '{}' by {:?}: a workload bounds each person's groups \
+                     of one column (max_groups_per_id, max_rows_per_group); run one workload per column",
+                    first.name,
+                    by.label(),
+                    other.name,
+                    theirs.label()
+                ),
+            ));
+        }
+        // The bounding labels a row's group as every grouped query routes it (an unlisted key
+        // to `other`, an imputed one to its key), so that no query's group holds more of a
+        // person's rows than K_g: the queries list the same keys, or all find them.
+        let keys = |q: &WorkloadQuery| q.job.group.as_ref().map(|g| g.keys.clone());
+        let grouped: Vec<&WorkloadQuery> =
+            queries.iter().filter(|q| q.job.group.is_some() || q.job.discover_by.is_some()).collect();
+        if let Some(other) = grouped.iter().find(|q| keys(q) != keys(first)) {
+            return Err(self.error_at(
+                line,
+                &format!(
+                    "queries '{}' and '{}' group by {:?} with other keys (or one lists them and one finds \
+                     them): a workload bounds each person's groups (max_groups_per_id, max_rows_per_group) \
+                     once for all its queries, so they list the same keys, with the same closed and \
+                     invalid, or all find them",
+                    first.name,
+                    other.name,
+                    by.label()
+                ),
+            ));
+        }
+        let filters = first
+            .job
+            .filters
+            .iter()
+            .filter(|f| queries.iter().all(|q| q.job.filter_labels.contains(&f.label())))
+            .cloned()
+            .collect();
+        Ok(Some(GroupBounds { by: by.clone(), keys: keys(first), filters }))
     }
 
     /// 1-based line of a byte offset.
@@ -1308,6 +1437,38 @@ mod tests {
         let w = parse(&format!("epsilon = 1\n{}", query("x"))).unwrap();
         assert!(w.person.is_none() && w.queries[0].job.person.is_none());
         assert_eq!(w.queries[0].job.mechanism.spend(), w.queries[0].job.spend);
+    }
+
+    /// G and K_g: their defaults, when they bind, and the factor a grouped query is divided
+    /// by (a single grouped release's, `Bounds::factor`), while an ungrouped one moves by K.
+    #[test]
+    fn a_workload_bounded_by_group_divides_as_a_grouped_release() {
+        let b = |k, g, kg| Bounds { rows: k, groups: g, rows_per_group: kg };
+        assert_eq!(person_bounds(None, None, None), b(1, 1, 1));
+        assert_eq!(person_bounds(Some(4), None, None), b(4, 4, 4));
+        assert_eq!(person_bounds(None, Some(3), None), b(3, 3, 1));
+        assert_eq!(person_bounds(None, Some(3), Some(5)), b(15, 3, 5));
+        assert_eq!(person_bounds(Some(6), Some(2), None), b(6, 2, 6));
+        assert_eq!(person_bounds(None, Some(3), Some(9000)), b(MAX_BOUND, 3, 9000));
+        assert!(!by_group(&b(4, 4, 4)) && !by_group(&b(2, 5, 3)));
+        assert!(by_group(&b(6, 2, 6)) && by_group(&b(6, 6, 2)));
+        let text = "epsilon = 1\nprivacy_id = \"id\"\nmax_groups_per_id = 2\nmax_rows_per_group = 3\n\
+                    [[query]]\nname = \"g\"\nkind = \"count\"\nby = \"k\"\nkeys = [\"a\", \"b\", \"c\"]\n\
+                    [[query]]\nname = \"all\"\nkind = \"count\"\nwhere = [\"x=1\"]\n";
+        let w = parse(text).unwrap();
+        let person = w.person.as_ref().unwrap();
+        assert_eq!(person.bounds, b(6, 2, 3));
+        assert_eq!(query_factor(person, true), Factor { pure: 6, rho: 18 }, "K_g·min(K, G·K_g) for rho");
+        assert_eq!(query_factor(person, false), Factor { pure: 6, rho: 36 });
+        let bounds = w.group_bounds.as_ref().unwrap();
+        assert_eq!(bounds.by.label(), "k");
+        assert!(bounds.filters.is_empty(), "x=1 is not every query's");
+        for q in &w.queries {
+            let factor = query_factor(person, q.job.grouped());
+            let Spend::Pure(row) = q.job.mechanism.spend() else { panic!("{}", q.name) };
+            let want = BigRational::new(1.into(), BigInt::from(2 * factor.pure));
+            assert_eq!(row.as_rational(), &want, "{}: half of epsilon 1, divided by its factor", q.name);
+        }
     }
 
     /// Splitting the rows between two folds and merging gives exactly the one-fold result.

@@ -7,9 +7,10 @@
 //! |---|---|
 //! | `OPTIONS(epsilon = E)` | `epsilon = "E"`, split evenly between the aggregates (no `share`) |
 //! | `privacy_unit_column = ID` | `privacy_id = "ID"` |
-//! | `max_groups_contributed = G` | `max_rows_per_id = G` (each person's rows bounded to G in all, so to at most G groups) |
+//! | `max_groups_contributed = G` | with GROUP BY `max_groups_per_id = G` (default 1) and `max_rows_per_group = K_g` (`rows_per_group`: a public rule on the select list); without, `max_rows_per_id = K_g` |
+//! | `max_rows_contributed = K` (ZetaSQL's) | `max_rows_per_id = K` (K rows of each person in all) |
 //! | `delta = D` | with public groups, not spent (pure ε-DP); without, `delta`: the selection's |
-//! | `COUNT(*)`, `COUNT(col)` | `kind = "count"` (`col`: `where` `col is not empty`) |
+//! | `COUNT(*)`, `COUNT(col)` | `kind = "count"` (`col`: `where` `col is not empty`); `(0, U)` bounds are K_g = U |
 //! | `SUM(col, contribution_bounds_per_group => (L, U))` | `kind = "sum"`; per person `total_per_id = [L, U]` (each person's total in a group clamped), else `lower`, `upper` (each row) |
 //! | `AVG(col, … => (L, U))` | `kind = "mean"`, `lower`, `upper`; per person `average_per_id = true` (the mean of per-person averages) |
 //! | `PERCENTILE_CONT(col, q[, … => (L, U)])` | `kind = "quantile"`, `q`, bounds if given |
@@ -59,6 +60,8 @@ struct Aggregate {
     column: Option<String>,
     bounds: Option<Bounds>,
     level: Option<String>,
+    /// COUNT's contribution_bounds_per_group (0, U): U, the rows a person counts in a group.
+    count_rows: Option<u32>,
 }
 
 /// The clause's options, validated.
@@ -67,6 +70,8 @@ struct Privacy {
     epsilon: Option<String>,
     delta: Option<String>,
     groups: Option<String>,
+    /// `max_rows_contributed` (ZetaSQL's, exclusive with `max_groups_contributed`).
+    rows: Option<String>,
     unit: Option<String>,
 }
 
@@ -219,6 +224,7 @@ fn privacy(options: &clause::Options) -> Result<Privacy, Error> {
             "epsilon" => &mut p.epsilon,
             "delta" => &mut p.delta,
             "max_groups_contributed" | "kappa" => &mut p.groups,
+            "max_rows_contributed" => &mut p.rows,
             "privacy_unit_column" => &mut p.unit,
             "group_selection_strategy" => {
                 return Err(refuse(
@@ -229,7 +235,8 @@ fn privacy(options: &clause::Options) -> Result<Privacy, Error> {
             other => {
                 return Err(refuse(
                     &format!("the option {}", shown(other, 40)),
-                    "OPTIONS takes epsilon, delta, max_groups_contributed and privacy_unit_column",
+                    "OPTIONS takes epsilon, delta, max_groups_contributed (or max_rows_contributed) and \
+                     privacy_unit_column",
                 ))
             }
         };
@@ -251,10 +258,16 @@ fn privacy(options: &clause::Options) -> Result<Privacy, Error> {
             "OPTIONS needs epsilon: OPTIONS(epsilon = 1, …), the total the aggregates split",
         ));
     }
-    if p.groups.is_some() && p.unit.is_none() {
+    if p.groups.is_some() && p.rows.is_some() {
         return Err(Error::usage(
-            "max_groups_contributed bounds each person's groups: add privacy_unit_column = ID (without it \
-             each row is the unit and contributes to one group)",
+            "OPTIONS gives max_groups_contributed and max_rows_contributed: they are two ways to bound a \
+             person (G groups, or K rows in all); give one",
+        ));
+    }
+    if (p.groups.is_some() || p.rows.is_some()) && p.unit.is_none() {
+        return Err(Error::usage(
+            "max_groups_contributed and max_rows_contributed bound each person's rows: add \
+             privacy_unit_column = ID (without it each row is the unit and contributes to one group)",
         ));
     }
     Ok(p)
@@ -397,14 +410,19 @@ fn arguments<'f>(f: &'f Function, name: &str) -> Result<(Vec<&'f FunctionArgExpr
         match arg {
             FunctionArg::Unnamed(a) => positional.push(a),
             FunctionArg::Named { name: n, arg, .. }
-                if n.value.eq_ignore_ascii_case("contribution_bounds_per_group") =>
+                if n.value.eq_ignore_ascii_case("contribution_bounds_per_group")
+                    || (name == "PERCENTILE_CONT"
+                        && n.value.eq_ignore_ascii_case("contribution_bounds_per_row")) =>
             {
+                // A percentile clamps each row whichever name its bounds have (BigQuery
+                // documents PERCENTILE_CONT's as per row).
                 bounds = Some(bounds_of(arg, name)?)
             }
             _ => {
                 return Err(refuse(
                     &format!("the argument {arg} of {name}"),
-                    "the only named argument is contribution_bounds_per_group => (L, U)",
+                    "the only named argument is contribution_bounds_per_group => (L, U) \
+                     (contribution_bounds_per_row for PERCENTILE_CONT)",
                 ))
             }
         }
@@ -456,15 +474,20 @@ fn aggregate(f: &Function, alias: Option<String>, table: &[String]) -> Result<Ag
             ))
         }
         ("count", Some((lower, upper))) => {
-            let whole = upper.parse::<u64>().ok().filter(|&u| u >= 1);
+            let whole = upper.parse::<u32>().ok().filter(|u| (1..=MAX_BOUND).contains(u));
             if lower.parse::<f64>() != Ok(0.0) || whole.is_none() {
                 return Err(Error::usage(format!(
-                    "COUNT's contribution_bounds_per_group is (0, U) with U a whole number of rows, not ({lower}, {upper})"
+                    "COUNT's contribution_bounds_per_group is (0, U) with U a whole number of rows from 1 to \
+                     {MAX_BOUND}, not ({lower}, {upper})"
                 )));
             }
         }
         _ => {}
     }
+    let count_rows = match (kind, &bounds) {
+        ("count", Some((_, upper))) => upper.parse::<u32>().ok(),
+        _ => None,
+    };
     let default = match (&col, &level) {
         (None, _) => "count".to_string(),
         (Some(c), None) => format!("{}_{c}", name.to_ascii_lowercase()),
@@ -474,9 +497,10 @@ fn aggregate(f: &Function, alias: Option<String>, table: &[String]) -> Result<Ag
         name: alias.unwrap_or(default),
         kind,
         column: col,
-        // COUNT's bounds only bound a person's rows, which the workload bounds in all.
+        // COUNT's bounds are the rows a person counts in a group: the workload's K_g.
         bounds: if kind == "count" { None } else { bounds },
         level,
+        count_rows,
     })
 }
 
@@ -685,6 +709,67 @@ fn toml_list(items: &[String]) -> String {
     format!("[{}]", items.iter().map(|s| toml_string(s)).collect::<Vec<_>>().join(", "))
 }
 
+/// A whole number from 1 to [`MAX_BOUND`] of an option.
+fn bound(name: &str, text: &str) -> Result<u32, Error> {
+    text.parse().ok().filter(|k| (1..=MAX_BOUND).contains(k)).ok_or_else(|| {
+        Error::usage(format!("{name} is a whole number from 1 to {MAX_BOUND}, not {}", shown(text, 20)))
+    })
+}
+
+/// The person's bounds in the workload. `max_rows_contributed = K` (ZetaSQL's option): K rows
+/// of each person in all. Else, as BigQuery, G = `max_groups_contributed` (default 1) groups of
+/// the GROUP BY column per person, and in each the K_g rows of [`rows_per_group`] (K = G·K_g).
+/// Without GROUP BY there is one group, and K = K_g.
+fn person_bounds(privacy: &Privacy, aggregates: &[Aggregate], grouped: bool) -> Result<String, Error> {
+    if let Some(rows) = &privacy.rows {
+        return Ok(format!("max_rows_per_id = {}\n", bound("max_rows_contributed", rows)?));
+    }
+    let groups = bound("max_groups_contributed", privacy.groups.as_deref().unwrap_or("1"))?;
+    if !grouped {
+        return Ok(format!("max_rows_per_id = {}\n", rows_per_group(aggregates, 1)?));
+    }
+    let per_group = rows_per_group(aggregates, groups)?;
+    Ok(format!(
+        "max_groups_per_id = {groups}\nmax_rows_per_group = {per_group}\nmax_rows_per_id = {}\n",
+        groups * per_group
+    ))
+}
+
+/// Why COUNTs with other bounds are refused: their U is the workload's one K_g.
+const ONE_COUNT_BOUND: &str =
+    "every COUNT gives the same contribution_bounds_per_group => (0, U), or none does: \
+     U is the number of rows kept of each person in a group, one number for the whole query";
+
+/// K_g, the rows of a person kept in each of their G groups, by a public rule on the select
+/// list (one bounding serves every aggregate):
+/// - COUNT with contribution_bounds_per_group (0, U): U, so the count of a person's rows in a
+///   group is clamped to U as BigQuery clamps it (every COUNT gives the same U);
+/// - else, with a COUNT without bounds or a PERCENTILE_CONT, whose noise grows with K_g: 1;
+/// - else (SUM and AVG only, which clamp each person's total or average, so their noise does
+///   not depend on K_g): as many as the bounds allow, ⌊10,000 / G⌋: all of a person's rows in
+///   their groups, as BigQuery keeps them, up to 10,000 rows a person.
+fn rows_per_group(aggregates: &[Aggregate], groups: u32) -> Result<u32, Error> {
+    let counts: Vec<Option<u32>> =
+        aggregates.iter().filter(|a| a.kind == "count").map(|a| a.count_rows).collect();
+    if let Some(&Some(u)) = counts.first() {
+        if counts.iter().any(|c| *c != Some(u)) {
+            return Err(Error::usage(ONE_COUNT_BOUND));
+        }
+        if u.saturating_mul(groups) > MAX_BOUND {
+            return Err(Error::usage(format!(
+                "COUNT's bound U = {u} times max_groups_contributed = {groups} rows of one person is above \
+                 {MAX_BOUND}: lower one of them"
+            )));
+        }
+        return Ok(u);
+    }
+    if counts.iter().any(Option::is_some) {
+        return Err(Error::usage(ONE_COUNT_BOUND));
+    }
+    let per_row = !counts.is_empty() || aggregates.iter().any(|a| a.kind == "quantile");
+    Ok(if per_row { 1 } else { MAX_BOUND / groups })
+}
+
 /// The workload file's text.
 fn workload(
     privacy: &Privacy,
@@ -701,13 +786,7 @@ fn workload(
     }
     if let Some(unit) = &privacy.unit {
         w.push_str(&format!("privacy_id = {}\n", toml_string(unit)));
-        let groups = privacy.groups.as_deref().unwrap_or("1");
-        let k: u32 = groups.parse().ok().filter(|k| (1..=MAX_BOUND).contains(k)).ok_or_else(|| {
-            Error::usage(format!(
-                "max_groups_contributed is a whole number of groups from 1 to {MAX_BOUND}, not {groups}"
-            ))
-        })?;
-        w.push_str(&format!("max_rows_per_id = {k}\n"));
+        w.push_str(&person_bounds(privacy, aggregates, group.is_some())?);
     }
     for a in aggregates {
         w.push_str(&format!(
@@ -793,12 +872,80 @@ mod tests {
         assert_eq!(t.table, "professors");
         assert_eq!(
             t.workload,
-            "epsilon = \"10\"\nprivacy_id = \"id\"\nmax_rows_per_id = 1\n\n[[query]]\nname = \"average_quantity\"\n\
+            "epsilon = \"10\"\nprivacy_id = \"id\"\nmax_groups_per_id = 1\nmax_rows_per_group = 10000\n\
+             max_rows_per_id = 10000\n\n[[query]]\nname = \"average_quantity\"\n\
              kind = \"mean\"\ncolumn = \"quantity\"\nlower = \"0\"\nupper = \"100\"\naverage_per_id = true\n\
              where = [\"item in pen,pencil\"]\n\
              by = \"item\"\nkeys = [\"pen\", \"pencil\"]\nclosed = true\ninvalid = \"skip\"\n"
         );
         assert!(t.notes[0].contains("delta 0.01 is not spent"), "{:?}", t.notes);
+    }
+
+    /// The person's bounds by the rule of `person_bounds` and `rows_per_group`.
+    #[test]
+    fn a_persons_groups_and_rows_follow_the_select_list() {
+        let person = |options: &str, select: &str, group: bool| {
+            let (by, tail) = if group { ("k, ", " WHERE k IN ('a', 'b') GROUP BY k") } else { ("", "") };
+            let query = format!(
+                "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, privacy_unit_column = id{options}) \
+                 {by}{select} FROM t{tail}"
+            );
+            let w = toml(&query);
+            w.lines().filter(|l| l.starts_with("max_")).collect::<Vec<_>>().join(" ")
+        };
+        let sum = "SUM(x, contribution_bounds_per_group => (0, 5))";
+        let avg = "AVG(x, contribution_bounds_per_group => (0, 5))";
+        let count = "COUNT(*, contribution_bounds_per_group => (0, 3))";
+        for (options, select, group, want) in [
+            ("", sum, true, "max_groups_per_id = 1 max_rows_per_group = 10000 max_rows_per_id = 10000"),
+            (
+                ", max_groups_contributed = 4",
+                avg,
+                true,
+                "max_groups_per_id = 4 max_rows_per_group = 2500 max_rows_per_id = 10000",
+            ),
+            (
+                ", kappa = 2",
+                &format!("{count}, {sum}"),
+                true,
+                "max_groups_per_id = 2 max_rows_per_group = 3 max_rows_per_id = 6",
+            ),
+            (
+                ", max_groups_contributed = 2",
+                &format!("COUNT(*), {sum}"),
+                true,
+                "max_groups_per_id = 2 max_rows_per_group = 1 max_rows_per_id = 2",
+            ),
+            (
+                "",
+                "PERCENTILE_CONT(x, 0.5, contribution_bounds_per_row => (0, 5))",
+                true,
+                "max_groups_per_id = 1 max_rows_per_group = 1 max_rows_per_id = 1",
+            ),
+            (", max_groups_contributed = 3", sum, false, "max_rows_per_id = 10000"),
+            ("", count, false, "max_rows_per_id = 3"),
+            (", max_rows_contributed = 7", &format!("COUNT(*), {sum}"), true, "max_rows_per_id = 7"),
+        ] {
+            assert_eq!(person(options, select, group), want, "{options} {select}");
+        }
+        for (options, select, needle) in [
+            (", max_groups_contributed = 2, max_rows_contributed = 2", sum, "give one"),
+            ("", &format!("{count}, COUNT(x)"), "same contribution_bounds_per_group"),
+            ("", &format!("COUNT(x), {count}"), "same contribution_bounds_per_group"),
+            (
+                ", max_groups_contributed = 2",
+                "COUNT(*, contribution_bounds_per_group => (0, 6000))",
+                "above 10000",
+            ),
+            (", max_rows_contributed = 0", sum, "from 1 to"),
+        ] {
+            let query = format!(
+                "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, privacy_unit_column = id{options}) \
+                 k, {select} FROM t WHERE k IN ('a') GROUP BY k"
+            );
+            let e = translate(&query, None).unwrap_err();
+            assert!(e.message().contains(needle), "{query}: {e}");
+        }
     }
 
     #[test]
