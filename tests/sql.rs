@@ -15,10 +15,13 @@ use tempfile::TempDir;
 
 const ITEMS: &str = "pen,pencil,scissors";
 
-/// BigQuery's example queries of the DP aggregate functions (COUNT(*), COUNT(expr), SUM, AVG,
-/// PERCENTILE_CONT) and of the clause, with `FROM professors` and the public groups as
-/// `--keys`, or in the query as `WHERE item IN (…)`.
-const BIGQUERY: [&str; 6] = [
+/// BigQuery's example queries of the DP aggregate functions (COUNT(*) as written and with
+/// bounds, COUNT(expr), SUM, AVG, PERCENTILE_CONT with its per-row bounds) and of the clause,
+/// with `FROM professors` and the public groups as `--keys`, or in the query as
+/// `WHERE item IN (…)`.
+const BIGQUERY: [&str; 7] = [
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1, privacy_unit_column=id) \
+     item, COUNT(*) times_requested FROM professors GROUP BY item",
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1, privacy_unit_column=id) \
      item, AVG(quantity, contribution_bounds_per_group => (0,100)) average_quantity FROM professors GROUP BY item",
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1, privacy_unit_column=id) \
@@ -26,7 +29,7 @@ const BIGQUERY: [&str; 6] = [
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1, privacy_unit_column=id) \
      item, COUNT(item, contribution_bounds_per_group => (0,100)) times_requested FROM professors GROUP BY item",
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1, privacy_unit_column=id) \
-     item, PERCENTILE_CONT(quantity, 0.5, contribution_bounds_per_group => (0, 100)) percentile_requested \
+     item, PERCENTILE_CONT(quantity, 0.5, contribution_bounds_per_row => (0,100)) percentile_requested \
      FROM professors GROUP BY item",
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1, privacy_unit_column=id) \
      item, SUM(quantity, contribution_bounds_per_group => (0,100)) quantity FROM professors GROUP BY item",
