@@ -24,6 +24,8 @@
 //! (proposed with probability below 2^−44 on 10^6 candidates), so a draw walks the runs about
 //! three times: O(runs), whatever the number of candidates.
 
+use std::ops::ControlFlow;
+
 use num_bigint::{BigInt, BigUint};
 use num_rational::BigRational;
 use num_traits::{ToPrimitive, Zero};
@@ -39,8 +41,9 @@ const LN2_UP_DENOM: u64 = 100_000_000_000_000_000;
 /// is proposed at the weight of the last, and its coin makes up the difference.
 const LEVELS: u32 = 64;
 
-/// A walk over runs: calls its argument with `(points, score)` once per run, in order.
-pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(u64, i128));
+/// A walk over runs: calls its argument with `(points, score)` once per run, in order, until
+/// the argument returns `Break` (then it stops; the draw has what it needs).
+pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(u64, i128) -> ControlFlow<()>);
 
 /// The base-2 exponential mechanism for one ε and one sensitivity.
 #[derive(Clone, Debug)]
@@ -90,29 +93,40 @@ impl Base2 {
     /// point's index among all points is that plus the offset, with no walk to find it.
     pub fn draw(&self, walk: Walk, rng: &mut dyn RngCore) -> Option<(usize, u64, u64)> {
         let mut best: Option<i128> = None;
-        walk(&mut |_, s| best = Some(best.map_or(s, |b| b.min(s))));
-        let best = best?;
+        walk(&mut |_, s| {
+            best = Some(best.map_or(s, |b| b.min(s)));
+            ControlFlow::Continue(())
+        });
+        self.draw_from(best?, walk, rng)
+    }
+
+    /// [`Base2::draw`] given the best (least) score of the runs, which a caller that knows its
+    /// scores' shape finds without walking every run (`query::quantile`).
+    pub fn draw_from(&self, best: i128, walk: Walk, rng: &mut dyn RngCore) -> Option<(usize, u64, u64)> {
         let weight = |points: u64, s: i128| -> u128 {
             let d = s.abs_diff(best);
             (points as u128) << (LEVELS - self.level(d))
         };
         let mut total: u128 = 0;
-        walk(&mut |p, s| total += weight(p, s));
+        walk(&mut |p, s| {
+            total += weight(p, s);
+            ControlFlow::Continue(())
+        });
         let total = BigUint::from(total);
         loop {
             let u = uniform_below(rng, &total).to_u128().unwrap_or(0);
             let (mut seen, mut at, mut before, mut found) = (0u128, 0usize, 0u64, None);
             walk(&mut |p, s| {
-                if found.is_none() {
-                    let w = weight(p, s);
-                    if u < seen + w {
-                        let unit = w / p as u128;
-                        found = Some((at, ((u - seen) / unit) as u64, before, s.abs_diff(best)));
-                    }
-                    seen += w;
-                    at += 1;
-                    before += p;
+                let w = weight(p, s);
+                if u < seen + w {
+                    let unit = w / p as u128;
+                    found = Some((at, ((u - seen) / unit) as u64, before, s.abs_diff(best)));
+                    return ControlFlow::Break(());
                 }
+                seen += w;
+                at += 1;
+                before += p;
+                ControlFlow::Continue(())
             });
             let (run, offset, before, d) = found?;
             // The proposal carried 2^−k of the point's 2^(−η·d): the coin is the rest.
@@ -213,7 +227,9 @@ mod tests {
         let runs: [(u64, i128); 5] = [(3, 4), (1, -2), (2, 0), (5, 9), (1, 1)];
         let eps: Epsilon = "1".parse().unwrap();
         let mech = Base2::new(&eps, 2);
-        let walk = |f: &mut dyn FnMut(u64, i128)| runs.iter().for_each(|&(p, s)| f(p, s));
+        let walk = |f: &mut dyn FnMut(u64, i128) -> ControlFlow<()>| {
+            let _ = runs.iter().try_for_each(|&(p, s)| f(p, s));
+        };
         let eta = mech.eta.to_f64().unwrap();
         let points: Vec<(usize, u64, f64)> = runs
             .iter()
@@ -244,11 +260,13 @@ mod tests {
         let mech = Base2::new(&eps, 1);
         let mut rng = ChaCha20Rng::seed_from_u64(3); // INSECURE: test-only seed
         let runs: [(u64, i128); 3] = [(1_000_000, 10i128.pow(30)), (1, 0), (7, -(10i128.pow(20)))];
-        let walk = |f: &mut dyn FnMut(u64, i128)| runs.iter().for_each(|&(p, s)| f(p, s));
+        let walk = |f: &mut dyn FnMut(u64, i128) -> ControlFlow<()>| {
+            let _ = runs.iter().try_for_each(|&(p, s)| f(p, s));
+        };
         for _ in 0..50 {
             assert_eq!(mech.sample(&walk, &mut rng).unwrap().0, 2);
         }
-        let none = |_: &mut dyn FnMut(u64, i128)| {};
+        let none = |_: &mut dyn FnMut(u64, i128) -> ControlFlow<()>| {};
         assert_eq!(mech.sample(&none, &mut rng), None);
     }
 }

@@ -49,6 +49,7 @@ pub mod runs;
 pub mod unbounded;
 
 use serde::{Deserialize, Serialize};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use num_bigint::BigInt;
@@ -903,13 +904,39 @@ impl QuantileFold {
         scores
     }
 
-    /// One exponential-mechanism draw for `level` ([`Base2`]): the index of a candidate.
+    /// The least score of the runs for `level`, without walking past its run: a run's score
+    /// is max(f₁, f₂) ([`score`]), f₁ = b·#(x < c) − a·n, which never falls along the runs
+    /// (#(x < c) only grows), and f₂ = a·n − b·#(x ≤ c), which never rises. Once f₁ exceeds the
+    /// least score so far, every later run scores at least its own f₁ ≥ this f₁, so none is
+    /// lower. None without runs.
+    pub fn best_score(&self, level: &Level) -> Option<i128> {
+        let n = self.rows() as i128;
+        let (a, b) = (level.numer as i128, level.denom as i128);
+        let mut best: Option<i128> = None;
+        let _ = self.positions.try_for_each_run(self.candidates.len(), |run| {
+            let least = best.map_or(score(level, n, run), |m| m.min(score(level, n, run)));
+            best = Some(least);
+            match b * run.below as i128 - a * n > least {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            }
+        });
+        best
+    }
+
+    /// One exponential-mechanism draw for `level` ([`Base2`]): the index of a candidate. The
+    /// best score is found by [`Self::best_score`] and the walk stops at the chosen run, so a
+    /// draw walks the runs about twice instead of three times, with the same outcome.
     pub fn select(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
-        let walk = |f: &mut dyn FnMut(u64, i128)| {
-            self.for_each_scored_run(level, |run, s| f(run.points as u64, s));
+        let n = self.rows() as i128;
+        let walk = |f: &mut dyn FnMut(u64, i128) -> ControlFlow<()>| {
+            let _ = self
+                .positions
+                .try_for_each_run(self.candidates.len(), |run| f(run.points as u64, score(level, n, run)));
         };
         // The runs cover the candidates in order: the points before the run are its first.
-        let Some((_, offset, first)) = mechanism.draw(&walk, rng) else {
+        let drawn = self.best_score(level).and_then(|best| mechanism.draw_from(best, &walk, rng));
+        let Some((_, offset, first)) = drawn else {
             return 0;
         };
         (first + offset) as usize
@@ -1011,6 +1038,24 @@ mod tests {
 
     fn linear(l: &str, u: &str, k: usize) -> Arc<Candidates> {
         Arc::new(Candidates::linear(Bounds::new(l.parse().unwrap(), u.parse().unwrap()).unwrap(), k))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The best score found by a walk that stops past it is the least of every candidate's,
+        /// for any rows (ties, rows outside the grid, none) and level.
+        #[test]
+        fn the_best_score_is_the_least(
+            values in proptest::collection::vec(-3i32..25, 0..60),
+            numer in 1u128..20,
+        ) {
+            let cands = linear("0", "20", 21);
+            let rows: Vec<f64> = values.iter().map(|&v| f64::from(v) / 2.0).collect();
+            let fold = fold_of(&rows, &cands);
+            let level = Level { numer, denom: 20 };
+            let least = fold.scores(&level).into_iter().min();
+            prop_assert_eq!(fold.best_score(&level), least);
+        }
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! by the rows. The chunk follows the grid so that a fold per group (`--by`, `--discover`)
 //! holds O(K), as the counts per candidate did, not a fixed 4 MiB each.
 
+use std::ops::ControlFlow;
+
 use serde::{Deserialize, Serialize};
 
 /// The most positions held unsorted before they are packed.
@@ -181,24 +183,36 @@ impl Positions {
 
     /// The runs of a grid of `k` candidates, in order; they cover 0..k.
     pub fn for_each_run(&self, k: usize, mut f: impl FnMut(Run)) {
+        let _ = self.try_for_each_run(k, |run| {
+            f(run);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// [`Positions::for_each_run`] until `f` breaks: a draw that has found its run, or the
+    /// best score, stops there instead of walking the rest (issue 38).
+    pub fn try_for_each_run(&self, k: usize, mut f: impl FnMut(Run) -> ControlFlow<()>) -> ControlFlow<()> {
+        debug_assert!(self.fresh.is_empty(), "Positions::sort first");
         let (mut next, mut below) = (0usize, 0u64);
-        self.for_each_count(|p, count| {
+        try_for_each_packed(&self.packed, |p, count| {
             // Candidates from `next` up to this position's see the rows so far below them.
             let at = (p / 2) as usize;
             let stop = at.min(k);
             if stop > next {
-                f(Run { first: next, points: stop - next, below, equal: 0 });
+                f(Run { first: next, points: stop - next, below, equal: 0 })?;
                 next = stop;
             }
             if p % 2 == 1 && at < k {
-                f(Run { first: at, points: 1, below, equal: count });
+                f(Run { first: at, points: 1, below, equal: count })?;
                 next = at + 1;
             }
             below += count;
-        });
+            ControlFlow::Continue(())
+        })?;
         if next < k {
-            f(Run { first: next, points: k - next, below, equal: 0 });
+            f(Run { first: next, points: k - next, below, equal: 0 })?;
         }
+        ControlFlow::Continue(())
     }
 }
 
@@ -318,16 +332,24 @@ fn partition_by(v: &mut [u32], bucket: impl Fn(u32) -> usize, buckets: usize) ->
 /// Every distinct position of a packed list with its count (a count past `u32::MAX` spans
 /// several pairs): the walk of every draw once the positions are packed.
 fn for_each_packed(packed: &[(u32, u32)], mut f: impl FnMut(u32, u64)) {
-    let Some(&(mut at, count)) = packed.first() else { return };
+    let _ = try_for_each_packed(packed, |p, c| {
+        f(p, c);
+        ControlFlow::Continue(())
+    });
+}
+
+/// [`for_each_packed`] until `f` breaks.
+fn try_for_each_packed(packed: &[(u32, u32)], mut f: impl FnMut(u32, u64) -> ControlFlow<()>) -> ControlFlow<()> {
+    let Some(&(mut at, count)) = packed.first() else { return ControlFlow::Continue(()) };
     let mut count = u64::from(count);
     for &(p, c) in &packed[1..] {
         if p != at {
-            f(at, count);
+            f(at, count)?;
             (at, count) = (p, 0);
         }
         count += u64::from(c);
     }
-    f(at, count);
+    f(at, count)
 }
 
 /// Groups a sorted slice: each distinct value with its count.
