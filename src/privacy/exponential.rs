@@ -22,7 +22,9 @@
 //! Bernoulli(1/K) for K geometric with P(K = k) = 2^−k (Σ 2^−k/k = ln 2). A proposal is
 //! accepted with probability above 1/2 unless it lies 64 or more halvings from the best
 //! (proposed with probability below 2^−44 on 10^6 candidates), so a draw walks the runs about
-//! three times: O(runs), whatever the number of candidates.
+//! three times: O(runs), whatever the number of candidates. The walk that finds the proposal
+//! stops at its run, and a caller that knows where its best score lies passes it
+//! ([`Base2::draw_from`]) instead of a whole walk to find it.
 
 use std::ops::ControlFlow;
 

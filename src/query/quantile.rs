@@ -889,8 +889,8 @@ impl QuantileFold {
     }
 
     /// Calls `f` with every run of candidates and its score for `level`, in order.
-    /// Generic, not `dyn`: a draw walks some 10^5 runs three times, and a call through a
-    /// vtable per run per layer was most of that walk's cost (issue 38).
+    /// Generic, not `dyn`: a walk of some 10^5 runs through a vtable per run per layer spent
+    /// most of its time in the calls (issue 38).
     pub fn for_each_scored_run(&self, level: &Level, mut f: impl FnMut(Run, i128)) {
         let n = self.rows() as i128;
         self.positions.for_each_run(self.candidates.len(), |run| f(run, score(level, n, run)))
