@@ -905,7 +905,7 @@ impl QuantileFold {
     }
 
     /// The least score of the runs for `level`, without walking past its run: a run's score
-    /// is max(f₁, f₂) ([`score`]), f₁ = b·#(x < c) − a·n, which never falls along the runs
+    /// is max(f₁, f₂) (`score`), f₁ = b·#(x < c) − a·n, which never falls along the runs
     /// (#(x < c) only grows), and f₂ = a·n − b·#(x ≤ c), which never rises. Once f₁ exceeds the
     /// least score so far, every later run scores at least its own f₁ ≥ this f₁, so none is
     /// lower. None without runs.
