@@ -111,19 +111,32 @@ fn persons_past_the_executors_memory_keep_every_row() {
     table.write_parquet(&file, 4_000);
     let cluster = Cluster::start("persons", 50610, 2, "");
     let person = ["--privacy-id", "id", "--max-rows-per-id", "4"];
-    let cases: [(&str, Vec<&str>); 2] = [
-        ("count", vec!["count", "--eps", "1"]),
-        (
-            "mean by k",
-            vec!["mean", "-c", "x", "-l", "0", "-u", "1000", "-e", "1", "--by", "k", "--keys", "k0,k1,k2"],
-        ),
-    ];
+    // A query whose workload bounds each person by group (max_groups_per_id, all of their
+    // rows in two groups): the bounding groups by k on the executors as it does here.
+    let by_group = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, privacy_unit_column = id, \
+                    max_groups_contributed = 2) k, SUM(x, contribution_bounds_per_group => (0, 3000)) s \
+                    FROM t WHERE k IN ('k0', 'k1', 'k2') GROUP BY k";
+    let cases: [(&str, Vec<&str>); 3] =
+        [
+            ("count", [&["count", "--eps", "1"][..], &person].concat()),
+            (
+                "mean by k",
+                [
+                    &[
+                        "mean", "-c", "x", "-l", "0", "-u", "1000", "-e", "1", "--by", "k", "--keys",
+                        "k0,k1,k2",
+                    ][..],
+                    &person,
+                ]
+                .concat(),
+            ),
+            ("sql by k, two groups a person", vec!["sql", by_group]),
+        ];
     for (what, args) in cases {
-        let local = run(dpstat().env("DPSTAT_ID_MEMORY", "2048").args(&args).args(person).arg(&file));
+        let local = run(dpstat().env("DPSTAT_ID_MEMORY", "2048").args(&args).arg(&file));
         let remote = run(dpstat()
             .env("DPSTAT_ID_MEMORY", "2048")
             .args(&args)
-            .args(person)
             .args(["--engine", &cluster.url])
             .arg(&file));
         same(&local, &remote, what);
