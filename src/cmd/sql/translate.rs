@@ -118,6 +118,7 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
         ));
     }
     let workload = workload(&privacy, &aggregates, &filters, group.as_ref())?;
+    notes.extend(rows_note(&privacy, &aggregates, group.is_some()));
     Ok(Translation { table, workload, notes })
 }
 
@@ -735,6 +736,35 @@ fn person_bounds(privacy: &Privacy, aggregates: &[Aggregate], grouped: bool) -> 
     ))
 }
 
+/// A note when SUM or AVG total fewer of a person's rows in a group than BigQuery would,
+/// because a COUNT or a PERCENTILE_CONT beside them set K_g ([`rows_per_group`]).
+fn rows_note(privacy: &Privacy, aggregates: &[Aggregate], grouped: bool) -> Option<String> {
+    if privacy.unit.is_none()
+        || privacy.rows.is_some()
+        || !aggregates.iter().any(|a| matches!(a.kind, "sum" | "mean"))
+    {
+        return None;
+    }
+    let groups = if grouped {
+        bound("max_groups_contributed", privacy.groups.as_deref().unwrap_or("1")).ok()?
+    } else {
+        1
+    };
+    let kept = rows_per_group(aggregates, groups).ok()?;
+    if kept >= MAX_BOUND / groups {
+        return None;
+    }
+    let why = match aggregates.iter().find_map(|a| a.count_rows) {
+        Some(u) => format!("COUNT's contribution_bounds_per_group (0, {u}) keeps {u} of them"),
+        None => "a COUNT without contribution_bounds_per_group or a PERCENTILE_CONT keeps one".to_string(),
+    };
+    Some(format!(
+        "SUM and AVG total at most {kept} row{} of each person in a group: one bounding serves every aggregate, \
+         and {why}; a query of SUM and AVG alone totals all of a person's rows (up to 10000)",
+        if kept == 1 { "" } else { "s" }
+    ))
+}
+
 /// Why COUNTs with other bounds are refused: their U is the workload's one K_g.
 const ONE_COUNT_BOUND: &str =
     "every COUNT gives the same contribution_bounds_per_group => (0, U), or none does: \
@@ -928,6 +958,19 @@ mod tests {
         ] {
             assert_eq!(person(options, select, group), want, "{options} {select}");
         }
+        // SUM beside a COUNT totals what the COUNT keeps, and says so; alone it says nothing.
+        let notes = |select: &str| {
+            let query = format!(
+                "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, privacy_unit_column = id) \
+                 k, {select} FROM t WHERE k IN ('a') GROUP BY k"
+            );
+            translate(&query, None).unwrap().notes
+        };
+        assert!(notes(sum).is_empty());
+        let mixed = notes(&format!("COUNT(*), {sum}"));
+        assert!(mixed.len() == 1 && mixed[0].contains("at most 1 row of each person"), "{mixed:?}");
+        let counted = notes(&format!("{count}, {avg}"));
+        assert!(counted.len() == 1 && counted[0].contains("(0, 3) keeps 3"), "{counted:?}");
         for (options, select, needle) in [
             (", max_groups_contributed = 2, max_rows_contributed = 2", sum, "give one"),
             ("", &format!("{count}, COUNT(x)"), "same contribution_bounds_per_group"),
