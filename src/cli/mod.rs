@@ -683,8 +683,8 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct SqlArgs {
     /// The query: SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = E, and optionally delta,
-    /// privacy_unit_column, max_groups_contributed), then the GROUP BY column and the aggregates,
-    /// FROM t, and optionally WHERE … and GROUP BY key.
+    /// privacy_unit_column, max_groups_contributed or max_rows_contributed), then the GROUP BY
+    /// column and the aggregates, FROM t, and optionally WHERE … and GROUP BY key.
     #[arg(value_name = "QUERY")]
     pub query: String,
     /// Bind a FROM name to a file, directory or glob: --table professors=data/professors.csv
