@@ -944,15 +944,23 @@ pub fn bound_plan<S: Statistic>(
     input: &Input,
     key: [u8; 16],
 ) -> Result<Plan> {
-    let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<Vec<_>>>()?;
     let mut keep = statistic_columns(statistic, input)?;
     keep.extend(group.as_ref().map(|g| g.index));
+    let plan = person_plan(person, keep, input, key)?;
+    Ok(Plan { filters, group, ..plan })
+}
+
+/// What bounding `person` needs whatever the release: the id columns resolved, the columns
+/// `keep`, the input's names, threads and decimal mark, the bounds, the key and the memory cap;
+/// no filters and no groups (a caller that has them sets them).
+pub fn person_plan(person: &Person, keep: Vec<usize>, input: &Input, key: [u8; 16]) -> Result<Plan> {
+    let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<Vec<_>>>()?;
     Ok(Plan {
         ids,
         keep,
         names: input.column_names(),
-        filters,
-        group,
+        filters: vec![],
+        group: None,
         bounds: person.bounds,
         key,
         cap: bound::cap(),

@@ -50,14 +50,14 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cmd::release::{
-    bound_failure, check_plot_path, context, empty_fold, note_line, note_no_files, publish, routing, warn,
-    warn_if_large, write_plot, InputFlags, Job, Meter, Outcome, Person,
+    bound_failure, check_plot_path, context, empty_fold, note_line, note_no_files, person_plan, publish,
+    routing, warn, warn_if_large, write_plot, InputFlags, Job, Meter, Outcome, Person,
 };
 use crate::cmd::workload::{
     person_unit, query_factor, query_unit, Found, GroupBounds, Workload, PER_PERSON, PER_PERSON_GROUPS,
     SELECTION,
 };
-use crate::data::bound::{self, Bounded, Plan};
+use crate::data::bound::Bounded;
 use crate::data::cell::{parse_number_in, InvalidPolicy, NumberCell};
 use crate::data::input::Input;
 use crate::data::route::{GroupBy, Routed};
@@ -237,22 +237,9 @@ fn person_pass(
     input: &Input,
     fold: WorkloadFold,
 ) -> Result<Bounded<WorkloadFold>> {
-    let ids = person.ids.iter().map(|c| input.resolve(c, "--privacy-id")).collect::<Result<_>>()?;
-    let mut plan = Plan {
-        ids,
-        keep,
-        names: input.column_names(),
-        // Without group bounds, no filters and no groups here: each query's route applies its
-        // own to the kept rows.
-        filters: vec![],
-        group: None,
-        bounds: person.bounds,
-        key: rng::selection_key()?,
-        cap: bound::cap(),
-        threads: input.threads(),
-        decimal: input.decimal(),
-        max_groups_counted: None,
-    };
+    // Without group bounds, no filters and no groups: each query's route applies its own to
+    // the kept rows.
+    let mut plan = person_plan(person, keep, input, rng::selection_key()?)?;
     let Some(GroupBounds { by, keys, filters }) = &workload.group_bounds else {
         return Ok(Bounded::new(plan, fold));
     };
