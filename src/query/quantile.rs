@@ -914,7 +914,8 @@ impl QuantileFold {
         let (a, b) = (level.numer as i128, level.denom as i128);
         let mut best: Option<i128> = None;
         let _ = self.positions.try_for_each_run(self.candidates.len(), |run| {
-            let least = best.map_or(score(level, n, run), |m| m.min(score(level, n, run)));
+            let s = score(level, n, run);
+            let least = best.map_or(s, |m| m.min(s));
             best = Some(least);
             match b * run.below as i128 - a * n > least {
                 true => ControlFlow::Break(()),
