@@ -117,8 +117,9 @@ pub fn translate(query: &str, keys: Option<&[String]>) -> Result<Translation, Er
             "delta {delta} is not spent: with public groups every aggregate is pure epsilon-DP (Laplace noise)"
         ));
     }
-    let workload = workload(&privacy, &aggregates, &filters, group.as_ref())?;
-    notes.extend(rows_note(&privacy, &aggregates, group.is_some()));
+    let person = PersonRows::of(&privacy, &aggregates, group.is_some())?;
+    let workload = workload(&privacy, person.as_ref(), &aggregates, &filters, group.as_ref());
+    notes.extend(person.and_then(|p| p.note(&aggregates)));
     Ok(Translation { table, workload, notes })
 }
 
@@ -463,7 +464,7 @@ fn aggregate(f: &Function, alias: Option<String>, table: &[String]) -> Result<Ag
         }
         _ => return Err(Error::usage(format!("{name} takes one column: {name}(col, …)"))),
     };
-    match (kind, &bounds) {
+    let count_rows = match (kind, &bounds) {
         ("sum" | "mean", None) => {
             return Err(refuse(
                 &format!("{name} without contribution_bounds_per_group"),
@@ -482,11 +483,8 @@ fn aggregate(f: &Function, alias: Option<String>, table: &[String]) -> Result<Ag
                      {MAX_BOUND}, not ({lower}, {upper})"
                 )));
             }
+            whole
         }
-        _ => {}
-    }
-    let count_rows = match (kind, &bounds) {
-        ("count", Some((_, upper))) => upper.parse::<u32>().ok(),
         _ => None,
     };
     let default = match (&col, &level) {
@@ -717,52 +715,62 @@ fn bound(name: &str, text: &str) -> Result<u32, Error> {
     })
 }
 
-/// The person's bounds in the workload. `max_rows_contributed = K` (ZetaSQL's option): K rows
-/// of each person in all. Else, as BigQuery, G = `max_groups_contributed` (default 1) groups of
-/// the GROUP BY column per person, and in each the K_g rows of [`rows_per_group`] (K = G·K_g).
-/// Without GROUP BY there is one group, and K = K_g.
-fn person_bounds(privacy: &Privacy, aggregates: &[Aggregate], grouped: bool) -> Result<String, Error> {
-    if let Some(rows) = &privacy.rows {
-        return Ok(format!("max_rows_per_id = {}\n", bound("max_rows_contributed", rows)?));
-    }
-    let groups = bound("max_groups_contributed", privacy.groups.as_deref().unwrap_or("1"))?;
-    if !grouped {
-        return Ok(format!("max_rows_per_id = {}\n", rows_per_group(aggregates, 1)?));
-    }
-    let per_group = rows_per_group(aggregates, groups)?;
-    Ok(format!(
-        "max_groups_per_id = {groups}\nmax_rows_per_group = {per_group}\nmax_rows_per_id = {}\n",
-        groups * per_group
-    ))
+/// A person's bounds as the query gives them.
+enum PersonRows {
+    /// `max_rows_contributed = K` (ZetaSQL's option): K rows of each person in all.
+    Given(u32),
+    /// As BigQuery, G = `max_groups_contributed` (default 1) groups of the GROUP BY column per
+    /// person (one group without GROUP BY), and in each the K_g rows of [`rows_per_group`].
+    Groups { groups: u32, per_group: u32, grouped: bool },
 }
 
-/// A note when SUM or AVG total fewer of a person's rows in a group than BigQuery would,
-/// because a COUNT or a PERCENTILE_CONT beside them set K_g ([`rows_per_group`]).
-fn rows_note(privacy: &Privacy, aggregates: &[Aggregate], grouped: bool) -> Option<String> {
-    if privacy.unit.is_none()
-        || privacy.rows.is_some()
-        || !aggregates.iter().any(|a| matches!(a.kind, "sum" | "mean"))
-    {
-        return None;
+impl PersonRows {
+    /// The bounds of a query with `privacy_unit_column` (None without).
+    fn of(privacy: &Privacy, aggregates: &[Aggregate], grouped: bool) -> Result<Option<PersonRows>, Error> {
+        if privacy.unit.is_none() {
+            return Ok(None);
+        }
+        if let Some(rows) = &privacy.rows {
+            return Ok(Some(PersonRows::Given(bound("max_rows_contributed", rows)?)));
+        }
+        let groups = bound("max_groups_contributed", privacy.groups.as_deref().unwrap_or("1"))?;
+        let groups = if grouped { groups } else { 1 };
+        Ok(Some(PersonRows::Groups { groups, per_group: rows_per_group(aggregates, groups)?, grouped }))
     }
-    let groups = if grouped {
-        bound("max_groups_contributed", privacy.groups.as_deref().unwrap_or("1")).ok()?
-    } else {
-        1
-    };
-    let kept = rows_per_group(aggregates, groups).ok()?;
-    if kept >= MAX_BOUND / groups {
-        return None;
+
+    /// The workload's lines: K rows in all, or G groups and K_g rows in each (K = G·K_g).
+    fn workload_lines(&self) -> String {
+        match *self {
+            PersonRows::Given(k) => format!("max_rows_per_id = {k}\n"),
+            PersonRows::Groups { per_group, grouped: false, .. } => {
+                format!("max_rows_per_id = {per_group}\n")
+            }
+            PersonRows::Groups { groups, per_group, .. } => format!(
+                "max_groups_per_id = {groups}\nmax_rows_per_group = {per_group}\nmax_rows_per_id = {}\n",
+                groups * per_group
+            ),
+        }
     }
-    let why = match aggregates.iter().find_map(|a| a.count_rows) {
-        Some(u) => format!("COUNT's contribution_bounds_per_group (0, {u}) keeps {u} of them"),
-        None => "a COUNT without contribution_bounds_per_group or a PERCENTILE_CONT keeps one".to_string(),
-    };
-    Some(format!(
-        "SUM and AVG total at most {kept} row{} of each person in a group: one bounding serves every aggregate, \
-         and {why}; a query of SUM and AVG alone totals all of a person's rows (up to 10000)",
-        if kept == 1 { "" } else { "s" }
-    ))
+
+    /// A note when SUM or AVG total fewer of a person's rows in a group than BigQuery would,
+    /// because a COUNT or a PERCENTILE_CONT beside them set K_g ([`rows_per_group`]).
+    fn note(&self, aggregates: &[Aggregate]) -> Option<String> {
+        let PersonRows::Groups { groups, per_group, .. } = *self else { return None };
+        if per_group >= MAX_BOUND / groups || !aggregates.iter().any(|a| matches!(a.kind, "sum" | "mean")) {
+            return None;
+        }
+        let why = match aggregates.iter().find_map(|a| a.count_rows) {
+            Some(u) => format!("COUNT's contribution_bounds_per_group (0, {u}) keeps {u} of them"),
+            None => {
+                "a COUNT without contribution_bounds_per_group or a PERCENTILE_CONT keeps one".to_string()
+            }
+        };
+        Some(format!(
+            "SUM and AVG total at most {per_group} row{} of each person in a group: one bounding serves every \
+             aggregate, and {why}; a query of SUM and AVG alone totals all of a person's rows (up to {MAX_BOUND})",
+            if per_group == 1 { "" } else { "s" }
+        ))
+    }
 }
 
 /// Why COUNTs with other bounds are refused: their U is the workload's one K_g.
@@ -803,10 +811,11 @@ fn rows_per_group(aggregates: &[Aggregate], groups: u32) -> Result<u32, Error> {
 /// The workload file's text.
 fn workload(
     privacy: &Privacy,
+    person: Option<&PersonRows>,
     aggregates: &[Aggregate],
     filters: &[String],
     group: Option<&Groups>,
-) -> Result<String, Error> {
+) -> String {
     let mut w = String::new();
     let epsilon = privacy.epsilon.as_deref().unwrap_or_default();
     w.push_str(&format!("epsilon = {}\n", toml_string(epsilon)));
@@ -816,7 +825,7 @@ fn workload(
     }
     if let Some(unit) = &privacy.unit {
         w.push_str(&format!("privacy_id = {}\n", toml_string(unit)));
-        w.push_str(&person_bounds(privacy, aggregates, group.is_some())?);
+        w.push_str(&person.map(PersonRows::workload_lines).unwrap_or_default());
     }
     for a in aggregates {
         w.push_str(&format!(
@@ -862,7 +871,7 @@ fn workload(
             w.push_str("invalid = \"skip\"\n");
         }
     }
-    Ok(w)
+    w
 }
 
 #[cfg(test)]
