@@ -813,17 +813,19 @@ impl SourceText<'_> {
         queries: &[WorkloadQuery],
     ) -> Result<Option<GroupBounds>, Error> {
         let Some(person) = person.filter(|p| by_group(&p.bounds)) else { return Ok(None) };
-        let given = raw
-            .max_groups_per_id
-            .as_ref()
-            .or(raw.max_rows_per_group.as_ref())
-            .or(raw.max_rows_per_id.as_ref());
+        // Only G or K_g make the bounds bind by group (without them G = K_g = K).
+        let given = raw.max_groups_per_id.as_ref().or(raw.max_rows_per_group.as_ref());
         let line = given.map(|v| self.line(v.span().start));
-        let mut grouped = queries.iter().filter_map(|q| {
-            let by = q.job.group.as_ref().map(|g| &g.column).or(q.job.discover_by.as_ref().map(|(by, _)| by));
-            by.map(|by| (q, by))
-        });
-        let Some((first, by)) = grouped.next() else {
+        let by_of = |q: &WorkloadQuery| -> Option<ColumnRef> {
+            q.job.group.as_ref().map(|g| g.column.clone()).or(q
+                .job
+                .discover_by
+                .as_ref()
+                .map(|(by, _)| by.clone()))
+        };
+        let grouped: Vec<(&WorkloadQuery, ColumnRef)> =
+            queries.iter().filter_map(|q| by_of(q).map(|by| (q, by))).collect();
+        let Some((first, by)) = grouped.first() else {
             return Err(self.error_at(
                 line,
                 &format!(
@@ -834,7 +836,7 @@ impl SourceText<'_> {
                 ),
             ));
         };
-        if let Some((other, theirs)) = grouped.find(|(_, b)| b.label() != by.label()) {
+        if let Some((other, theirs)) = grouped.iter().find(|(_, b)| b.label() != by.label()) {
             return Err(self.error_at(
                 line,
                 &format!(
@@ -851,9 +853,7 @@ impl SourceText<'_> {
         // to `other`, an imputed one to its key), so that no query's group holds more of a
         // person's rows than K_g: the queries list the same keys, or all find them.
         let keys = |q: &WorkloadQuery| q.job.group.as_ref().map(|g| g.keys.clone());
-        let grouped: Vec<&WorkloadQuery> =
-            queries.iter().filter(|q| q.job.group.is_some() || q.job.discover_by.is_some()).collect();
-        if let Some(other) = grouped.iter().find(|q| keys(q) != keys(first)) {
+        if let Some((other, _)) = grouped.iter().find(|(q, _)| keys(q) != keys(first)) {
             return Err(self.error_at(
                 line,
                 &format!(
