@@ -54,8 +54,7 @@ use crate::cmd::release::{
     routing, warn, warn_if_large, write_plot, InputFlags, Job, Meter, Outcome, Person,
 };
 use crate::cmd::workload::{
-    person_unit, query_factor, query_unit, Found, GroupBounds, Workload, PER_PERSON, PER_PERSON_GROUPS,
-    SELECTION,
+    person_unit, query_composition, query_factor, query_unit, Found, GroupBounds, Workload, SELECTION,
 };
 use crate::data::bound::Bounded;
 use crate::data::cell::{parse_number_in, InvalidPolicy, NumberCell};
@@ -404,8 +403,8 @@ fn measure_all(
             // Measured at the share divided by the factor on the bounded rows: stated per
             // person, its accounting is the share again.
             let grouped = job.grouped();
-            let note = if workload.group_bounds.is_some() { PER_PERSON_GROUPS } else { PER_PERSON };
-            release.per_person(query_unit(person, grouped), query_factor(person, grouped), note)?;
+            let (unit, factor) = (query_unit(person, grouped), query_factor(person, grouped));
+            release.per_person(unit, factor, query_composition(person))?;
         }
         queries.push(table::Query { name: query.name.clone(), share: job.spend.clone(), release });
     }

@@ -190,6 +190,16 @@ pub const PER_PERSON_GROUPS: &str = "per person: the workload keeps, of each per
      together they move the groups' releases as rows_factor rows would; every group is released at epsilon divided \
      by rows_factor (rho by rho_factor) on the bounded rows, and the whole costs epsilon";
 
+/// The composition a grouped query of a person-level workload states: [`PER_PERSON`], or
+/// bounded by group [`PER_PERSON_GROUPS`].
+pub fn query_composition(person: &Person) -> &'static str {
+    if by_group(&person.bounds) {
+        PER_PERSON_GROUPS
+    } else {
+        PER_PERSON
+    }
+}
+
 /// The unit every query of a workload states: one person, at most K rows, factor K; bounded
 /// by group, with G and K_g.
 pub fn person_unit(person: &Person) -> Unit {
