@@ -19,12 +19,12 @@
 //!
 //! **Memory.** The scan hands every row that passed `--where` to [`Bounded::row`], which keeps
 //! the id and the cells the query reads, encoded, in one of [`BUCKETS`] buckets chosen by a
-//! hash of the id, so a person's rows share a bucket; nothing is parsed there (a rank's values
+//! hash of the id ([`person_hash`]), so a person's rows share a bucket; nothing is parsed there (a rank's values
 //! are read back from the cells, for the persons ranked at all). Past half of [`cap`] bytes held
 //! by all copies of the fold together (their room is up to twice that), the buckets are
 //! appended to temporary files (hash partitioning), and [`Bounded::finish`] reads them back one
 //! at a time, splitting again any file larger than a share of the cap. A bucket is sorted by
-//! the keyed hash of the id, each person's rows chosen (a person with at most K rows, in at most
+//! the hash of the id, each person's rows chosen (a person with at most K rows, in at most
 //! G groups and K_g in each, keeps them all unranked), and the kept rows fed to the query's own
 //! fold, the buckets shared out among the input's threads and their folds merged in bucket
 //! order. A file that four splits by the id leave too large holds one heavy person (or a few):
@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex};
 
 use siphasher::sip::SipHasher13;
 use siphasher::sip128::{Hasher128, SipHasher13 as Sip128};
+use twox_hash::XxHash3_64;
 
 use serde::{Deserialize, Serialize};
 
@@ -108,8 +109,8 @@ pub struct Plan {
 #[derive(Debug)]
 struct Shared {
     plan: Plan,
-    /// The keyed hash of an encoded id, set up once.
-    id_hasher: SipHasher13,
+    /// The seed of an encoded id's hash ([`person_hash`]), derived once from the key.
+    id_seed: u64,
     /// Bytes held in the buckets of all copies.
     held: AtomicUsize,
     /// Whether the temporary files exist (rows went to them).
@@ -294,7 +295,7 @@ impl<F: Fold> Bounded<F> {
         plan.keep.sort_unstable();
         plan.keep.dedup();
         let bounds = plan.bounds;
-        let id_hasher = SipHasher13::new_with_key(&plan.key);
+        let id_seed = id_seed(&plan.key);
         let name = |slot: usize| plan.names.get(plan.keep[slot]).map(Vec::as_slice);
         let mut order: Vec<usize> = (0..plan.keep.len()).collect();
         order.sort_by(|&a, &b| name(a).cmp(&name(b)).then(plan.keep[a].cmp(&plan.keep[b])));
@@ -302,7 +303,7 @@ impl<F: Fold> Bounded<F> {
         let by_slot = by.and_then(|index| plan.keep.iter().position(|&k| k == index));
         let shared = Shared {
             plan,
-            id_hasher,
+            id_seed,
             held: AtomicUsize::new(0),
             spilled: AtomicBool::new(false),
             spill: Mutex::new(Spill::default()),
@@ -565,7 +566,7 @@ impl<F: Fold> Fold for Bounded<F> {
         }
         let mut id = std::mem::take(&mut self.scratch);
         // A row without an id belongs to no one we can bound: it is left out (DESIGN §3.10).
-        let Some(hash) = person_hash(&shared.id_hasher, &plan.ids, row, &mut id) else {
+        let Some(hash) = person_hash(shared.id_seed, &plan.ids, row, &mut id) else {
             self.scratch = id;
             return Ok(());
         };
@@ -576,7 +577,9 @@ impl<F: Fold> Fold for Bounded<F> {
             out.reserve(FIRST_ROOM);
         }
         let start = out.len();
-        out.extend_from_slice(&[0; 4]);
+        // The record's length, in one byte when it is under 128 (nearly always): written once
+        // the record is, and widened then if it is not.
+        out.push(0);
         // The low half of the id's hash: enough to sort persons by (ids that agree on it are
         // told apart by their bytes) and to split files by; four bytes a row fewer to spill.
         out.extend_from_slice(&(hash as u32).to_le_bytes());
@@ -587,8 +590,7 @@ impl<F: Fold> Fold for Bounded<F> {
         for &i in &plan.keep {
             put_cell(out, row.get(i));
         }
-        let len = (out.len() - start - 4) as u32;
-        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+        set_len(out, start);
         self.scratch = id;
         let bytes = out.len() - start;
         self.add_held(bytes);
@@ -633,19 +635,57 @@ impl<F: Fold> Fold for Bounded<F> {
     }
 }
 
-/// The keyed hash of a row's person: of its id cells, encoded into `id` (cleared first); None
-/// when one of them is empty (a null in Parquet), for a row of no known person.
+/// The hash of a row's person: of its id cells, encoded into `id` (cleared first: each cell's
+/// length ([`put_len`]) and bytes); None when one of them is empty (a null in Parquet), for a
+/// row of no known person.
+///
+/// XXH3 (64 bits) seeded from the run's key ([`id_seed`]): it decides only a person's bucket
+/// and the order persons are read back in, never which rows are kept (ids that agree on it are
+/// told apart by their bytes), so it need not be a keyed pseudo-random function like the ranks'
+/// SipHash, only fast and the same on every machine of a cluster (its output is specified,
+/// whatever the CPU). The seed keeps ids chosen to collide from meeting in one bucket without
+/// the key; even then they would cost only time.
 #[inline]
-fn person_hash(hasher: &SipHasher13, ids: &[usize], row: &Row, id: &mut Vec<u8>) -> Option<u64> {
+fn person_hash(seed: u64, ids: &[usize], row: &Row, id: &mut Vec<u8>) -> Option<u64> {
     id.clear();
     for &i in ids {
         let cell = text_cell(row, i);
         if cell.is_empty() {
             return None;
         }
-        put(id, Some(cell));
+        put_len(id, cell.len());
+        id.extend_from_slice(cell);
     }
-    Some(hasher.hash(id))
+    Some(XxHash3_64::oneshot_with_seed(seed, id))
+}
+
+/// The seed of [`person_hash`]: the keyed SipHash of a fixed label, so that the seed reveals
+/// nothing of the key the ranks use.
+fn id_seed(key: &[u8; 16]) -> u64 {
+    SipHasher13::new_with_key(key).hash(b"person buckets")
+}
+
+/// Writes the length of the record that starts at `start` (after its length byte, a
+/// placeholder) into that byte, widening it in place when the length needs more ([`put_len`]).
+#[inline]
+fn set_len(out: &mut Vec<u8>, start: usize) {
+    let len = out.len() - start - 1;
+    if len < 0x80 {
+        out[start] = len as u8;
+    } else {
+        widen_len(out, start, len);
+    }
+}
+
+/// [`set_len`] of a record of 128 bytes or more.
+#[cold]
+fn widen_len(out: &mut Vec<u8>, start: usize, len: usize) {
+    let mut head = Vec::with_capacity(5);
+    put_len(&mut head, len);
+    let extra = head.len() - 1;
+    out.resize(out.len() + extra, 0);
+    out.copy_within(start + 1..start + 1 + len, start + 1 + extra);
+    out[start..start + head.len()].copy_from_slice(&head);
 }
 
 /// Appends a kept cell's value as the choice of rows reads it, from the cell's text: the
@@ -677,24 +717,25 @@ const TEXT: u8 = 2;
 /// The bucket a row's person falls in (of [`BUCKETS`]), for the plan's key: a cluster groups
 /// rows by it (`data::cluster`), so that each person's rows meet in one bucket's fold.
 pub struct PersonBuckets {
-    hasher: SipHasher13,
+    seed: u64,
     ids: Vec<usize>,
     scratch: Vec<u8>,
 }
 
 impl PersonBuckets {
     pub fn new(ids: Vec<usize>, key: &[u8; 16]) -> PersonBuckets {
-        PersonBuckets { hasher: SipHasher13::new_with_key(key), ids, scratch: Vec::new() }
+        PersonBuckets { seed: id_seed(key), ids, scratch: Vec::new() }
     }
 
     /// A row without an id (left out where it is folded) falls in the first bucket.
     pub fn bucket(&mut self, row: &Row) -> usize {
-        bucket_at(person_hash(&self.hasher, &self.ids, row, &mut self.scratch).unwrap_or(0), 0)
+        bucket_at(person_hash(self.seed, &self.ids, row, &mut self.scratch).unwrap_or(0), 0)
     }
 }
 
 /// Appends a cell: its length (u32, little-endian) and bytes; `u32::MAX` for a cell the row
-/// does not have.
+/// does not have. The encoding the ranks read the id and text values in ([`rank_id`],
+/// [`put_value`]).
 #[inline]
 fn put(out: &mut Vec<u8>, cell: Option<&[u8]>) {
     match cell {
@@ -716,6 +757,18 @@ fn put_len(out: &mut Vec<u8>, mut n: usize) {
         n >>= 7;
     }
     out.push(n as u8);
+}
+
+/// Appends an encoded id (a record's: each cell's [`put_len`] and bytes; `cells` of them) as
+/// the ranks read it: each cell as [`put`] writes it. Ranks were defined over that encoding
+/// before records carried the shorter one, and keep it, so that the same key keeps the same
+/// rows.
+fn rank_id(mut id: &[u8], cells: usize, out: &mut Vec<u8>) {
+    for _ in 0..cells {
+        let (len, rest) = take_len(id);
+        put(out, Some(&rest[..len]));
+        id = &rest[len..];
+    }
 }
 
 /// The number [`put_len`] wrote at the start of `bytes`, and the rest.
@@ -757,23 +810,15 @@ fn take_cell(bytes: &[u8]) -> (Option<&[u8]>, &[u8]) {
     }
 }
 
-/// The cell at the start of `bytes` and the rest; None for a missing cell.
-fn take(bytes: &[u8]) -> (Option<&[u8]>, &[u8]) {
-    let len = u32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
-    if len == u32::MAX {
-        return (None, &bytes[4..]);
-    }
-    let end = 4 + len as usize;
-    (Some(&bytes[4..end]), &bytes[end..])
-}
-
 /// The bucket of a row whose id hashes to `hash`, at split `level`: six other bits of the
 /// hash at every level, so that a file split again spreads its persons.
 fn bucket_at(hash: u64, level: u8) -> usize {
     ((hash >> (6 * u32::from(level))) % BUCKETS as u64) as usize
 }
 
-/// One encoded row inside a bucket.
+/// One encoded row inside a bucket: its length ([`put_len`]), the low half of its id's hash
+/// (4 bytes), its id cells (each its length and bytes), the row's width ([`put_len`]) and its
+/// kept cells ([`put_cell`]).
 #[derive(Clone, Copy)]
 struct Rec<'a> {
     /// The encoded id (prefix-free: equal ids are equal bytes).
@@ -783,24 +828,27 @@ struct Rec<'a> {
 }
 
 /// A bucket's rows: for each, its id's hash (high half) and its number (low half), and where
-/// each starts (after its length) by number.
+/// each starts (at its length) by number.
 fn index(bytes: &[u8]) -> (Vec<u64>, Vec<usize>) {
-    let (mut keys, mut starts) = (Vec::new(), Vec::new());
+    // Room for records of about 16 bytes (grown from nothing, the two were reallocated a
+    // dozen times for each of a bucket's 256 parts).
+    let room = bytes.len() / 16;
+    let (mut keys, mut starts) = (Vec::with_capacity(room), Vec::with_capacity(room));
     let mut at = 0;
-    while at + 4 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()) as usize;
-        let hash = u64::from(u32::from_le_bytes(head4(&bytes[at + 4..])));
+    while at < bytes.len() {
+        let (len, rest) = take_len(&bytes[at..]);
+        let hash = u64::from(u32::from_le_bytes(head4(rest)));
         keys.push(hash << 32 | starts.len() as u64);
-        starts.push(at + 4);
-        at += 4 + len;
+        starts.push(at);
+        at = bytes.len() - rest.len() + len;
     }
     (keys, starts)
 }
 
-/// One row's record at `at` (after its length).
+/// The record whose length is at `at`.
 fn record_at(bytes: &[u8], at: usize, ids: usize) -> Rec<'_> {
-    let len = u32::from_le_bytes(bytes[at - 4..at].try_into().unwrap_or_default()) as usize;
-    record(&bytes[at..at + len], ids)
+    let (len, rest) = take_len(&bytes[at..]);
+    record(&rest[..len], ids)
 }
 
 /// One row's record (after its length).
@@ -809,7 +857,8 @@ fn record(record: &[u8], ids: usize) -> Rec<'_> {
     let record = &record[4..];
     let mut rest = record;
     for _ in 0..ids {
-        rest = take(rest).1;
+        let (len, after) = take_len(rest);
+        rest = &after[len..];
     }
     let id = &record[..record.len() - rest.len()];
     Rec { id, body: rest }
@@ -962,11 +1011,12 @@ fn narrow<B>(cands: &mut Vec<Candidate<B>>, bounds: &Bounds, top: Option<&[u128]
 /// matter: it orders rows by [`short_key`], and sorts by the bytes only a run of one key that
 /// holds more than one value or body. On most rows that is a sort of integers, where sorting
 /// by the bytes (a call to compare them at every step) was a third of a person-level mean.
+/// Also where each value's run ends, so that no one compares the values again.
 fn copies_adjacent<'v>(
     n: usize,
     value: impl Fn(usize) -> &'v [u8],
     body: impl Fn(usize) -> &'v [u8],
-) -> Vec<usize> {
+) -> (Vec<usize>, Vec<usize>) {
     copies_adjacent_by(n, value, body, short_key)
 }
 
@@ -976,22 +1026,36 @@ fn copies_adjacent_by<'v>(
     value: impl Fn(usize) -> &'v [u8],
     body: impl Fn(usize) -> &'v [u8],
     key: impl Fn(&[u8]) -> u64,
-) -> Vec<usize> {
-    let mut keyed: Vec<(u64, usize)> = (0..n).map(|i| (key(value(i)), i)).collect();
-    keyed.sort_unstable();
-    let mut order: Vec<usize> = keyed.iter().map(|&(_, i)| i).collect();
+) -> (Vec<usize>, Vec<usize>) {
+    // Sorted by the key's high half, rows of one high half in the order read (then checked
+    // below like rows of one key): both in one integer, a sort of integers and not of pairs,
+    // for fewer than 2^32 rows.
+    const LOW: u64 = u32::MAX as u64;
+    let (mut order, highs): (Vec<usize>, Vec<u64>) = if n <= LOW as usize {
+        let mut keyed: Vec<u64> = (0..n).map(|i| key(value(i)) & !LOW | i as u64).collect();
+        keyed.sort_unstable();
+        keyed.iter().map(|&k| ((k & LOW) as usize, k & !LOW)).unzip()
+    } else {
+        let mut keyed: Vec<(u64, usize)> = (0..n).map(|i| (key(value(i)) & !LOW, i)).collect();
+        keyed.sort_unstable();
+        keyed.into_iter().map(|(k, i)| (i, k)).unzip()
+    };
+    let mut ends = Vec::with_capacity(n);
     let mut start = 0;
     while start < n {
-        let key = keyed[start].0;
-        let end = start + keyed[start..].iter().take_while(|k| k.0 == key).count();
+        let high = highs[start];
+        let end = start + highs[start..].iter().take_while(|&&k| k == high).count();
         let run = &mut order[start..end];
         let first = run[0];
         if run[1..].iter().any(|&i| value(i) != value(first) || body(i) != body(first)) {
             run.sort_unstable_by(|&a, &b| value(a).cmp(value(b)).then(body(a).cmp(body(b))));
+            // Keys that collide: the run holds several values, each a run of its own.
+            ends.extend((1..run.len()).filter(|&w| value(run[w]) != value(run[w - 1])).map(|w| start + w));
         }
+        ends.push(end);
         start = end;
     }
-    order
+    (order, ends)
 }
 
 /// A value's bytes mixed into 64 bits (FxHash's step, eight bytes at a time): not keyed, as it
@@ -1024,8 +1088,10 @@ struct Chooser<'p> {
     /// Scratch for one replayed row.
     line: Vec<u8>,
     ends: Vec<usize>,
-    /// Scratch: the values of one person's rows.
+    /// Scratch: the values of one person's rows, where each row's are, and what a rank hashes.
     values: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    message: Vec<u8>,
 }
 
 impl<'p> Chooser<'p> {
@@ -1051,6 +1117,8 @@ impl<'p> Chooser<'p> {
             line: Vec::new(),
             ends: Vec::new(),
             values: Vec::new(),
+            spans: Vec::new(),
+            message: Vec::new(),
         }
     }
 
@@ -1109,7 +1177,8 @@ impl<'p> Chooser<'p> {
         group_label(self.plan, cell_at(body, slot).unwrap_or_default().trim_ascii())
     }
 
-    /// The rank of a group: the keyed hash of (id, group label).
+    /// The rank of a group: the keyed hash of (id, group label), the id as [`rank_id`] writes
+    /// it.
     fn group_rank(&self, id: &[u8], label: &[u8]) -> u128 {
         let mut g = self.group_hasher;
         std::hash::Hasher::write(&mut g, id);
@@ -1126,31 +1195,32 @@ impl<'p> Chooser<'p> {
         rows: &[Rec<'r>],
         mut seen: Option<&mut HashMap<Vec<u8>, u64>>,
     ) -> Vec<Candidate<&'r [u8]>> {
-        let mut arena = std::mem::take(&mut self.values);
-        arena.clear();
-        let mut spans = Vec::with_capacity(rows.len());
+        let (mut arena, mut spans, mut message) = (
+            std::mem::take(&mut self.values),
+            std::mem::take(&mut self.spans),
+            std::mem::take(&mut self.message),
+        );
+        (arena.clear(), spans.clear(), message.clear());
         for r in rows {
             let from = arena.len();
             self.shared.put_values(r.body, &mut arena);
             spans.push((from, arena.len()));
         }
         let value = |i: usize| &arena[spans[i].0..spans[i].1];
-        let order = copies_adjacent(rows.len(), value, |i| rows[i].body);
+        let (order, ends) = copies_adjacent(rows.len(), value, |i| rows[i].body);
+        // What a rank hashes before j: the id, then a run's values (one write: the hash is of
+        // the bytes in order, however they are cut).
+        rank_id(rows[0].id, self.plan.ids.len(), &mut message);
+        let id_len = message.len();
         let mut out = Vec::with_capacity(rows.len());
         let mut last_group: Option<(&[u8], u128)> = None;
         let mut start = 0;
-        while start < order.len() {
-            let values = value(order[start]);
-            let end = start + order[start..].iter().take_while(|&&i| value(i) == values).count();
-            let id = rows[order[start]].id;
-            let key = seen.is_some().then(|| [id, values].concat());
-            let first = match (&seen, &key) {
-                (Some(s), Some(k)) => s.get(k).copied().unwrap_or(0),
-                _ => 0,
-            };
+        for end in ends {
+            message.truncate(id_len);
+            message.extend_from_slice(value(order[start]));
+            let first = seen.as_deref().map_or(0, |s| s.get(&message[..]).copied().unwrap_or(0));
             let mut h = self.row_hasher;
-            std::hash::Hasher::write(&mut h, id);
-            std::hash::Hasher::write(&mut h, values);
+            std::hash::Hasher::write(&mut h, &message);
             for (j, &i) in (first..).zip(&order[start..end]) {
                 let r = &rows[i];
                 let mut h = h;
@@ -1162,7 +1232,7 @@ impl<'p> Chooser<'p> {
                         match last_group {
                             Some((l, rank)) if l == label => rank,
                             _ => {
-                                let rank = self.group_rank(r.id, label);
+                                let rank = self.group_rank(&message[..id_len], label);
                                 last_group = Some((label, rank));
                                 rank
                             }
@@ -1171,12 +1241,12 @@ impl<'p> Chooser<'p> {
                 };
                 out.push(Candidate { group, rank: h.finish128().as_u128(), body: r.body });
             }
-            if let (Some(s), Some(k)) = (seen.as_deref_mut(), key) {
-                s.insert(k, first + (end - start) as u64);
+            if let Some(s) = seen.as_deref_mut() {
+                s.insert(message.clone(), first + (end - start) as u64);
             }
             start = end;
         }
-        self.values = arena;
+        (self.values, self.spans, self.message) = (arena, spans, message);
         out
     }
 
@@ -1219,8 +1289,9 @@ trait Visit {
 
 /// The bytes of a spilled file read whole at most: a bucket's rows take about three times
 /// their bytes while they are chosen (their copy in parts, the index by hash, one person's rows
-/// at a time), on each thread; a heavy person's piece more (its candidates), which
-/// [`read_pieces`] reads at half this.
+/// at a time), on each thread; a heavy person's piece about nine times (its candidates: some
+/// 120 bytes a row beside a row of about 18 bytes), which [`read_pieces`] reads at a third of
+/// this.
 fn read_limit(plan: &Plan) -> usize {
     (plan.cap / (3 * plan.threads.max(1))).max(MIN_SPLIT)
 }
@@ -1272,7 +1343,7 @@ fn read_pieces(
 ) -> Result<(), Failure> {
     let plan = &shared.plan;
     let size = file_size(file)?;
-    let limit = read_limit(plan) / 2;
+    let limit = read_limit(plan) / 3;
     if size <= limit {
         return visit.piece(&read_all(file, size)?, false);
     }
@@ -1328,22 +1399,30 @@ fn read_all(file: &mut std::fs::File, size: usize) -> Result<Vec<u8>, Failure> {
     Ok(bytes)
 }
 
-/// What [`each_record`] calls: with a record's 4-byte length and its bytes.
+/// What [`each_record`] calls: with a record's length (its [`put_len`] bytes) and its bytes.
 type EachRecord<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), Failure> + 'a;
 
-/// Calls `each` with every record of a file (its 4-byte length, then its bytes), in order.
+/// Calls `each` with every record of a file (its length, then its bytes), in order.
 fn each_record(file: &mut std::fs::File, each: &mut EachRecord) -> Result<(), Failure> {
     let mut reader = std::io::BufReader::with_capacity(1 << 16, &mut *file);
-    let mut head = [0u8; 4];
+    let mut head = Vec::with_capacity(5);
     let mut record = Vec::new();
+    let io = |e: std::io::Error| Failure::Temp(read_error(&e));
     loop {
-        match reader.read_exact(&mut head) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(Failure::Temp(read_error(&e))),
+        head.clear();
+        let mut byte = [0u8];
+        loop {
+            match reader.read_exact(&mut byte) {
+                Ok(()) => head.push(byte[0]),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && head.is_empty() => return Ok(()),
+                Err(e) => return Err(io(e)),
+            }
+            if byte[0] < 0x80 {
+                break;
+            }
         }
-        record.resize(u32::from_le_bytes(head) as usize, 0);
-        reader.read_exact(&mut record).map_err(|e| Failure::Temp(read_error(&e)))?;
+        record.resize(take_len(&head).0, 0);
+        reader.read_exact(&mut record).map_err(io)?;
         each(&head, &record)?;
     }
 }
@@ -1422,7 +1501,12 @@ impl<G: Fold> Visit for Choose<'_, '_, G> {
                 tallies.insert(rec.id.to_vec(), GroupTally::default());
             }
             if let Some(tally) = tallies.get_mut(rec.id) {
-                tally.add(label, || chooser.group_rank(rec.id, label), groups, counted);
+                let rank = || {
+                    let mut id = Vec::new();
+                    rank_id(rec.id, ids, &mut id);
+                    chooser.group_rank(&id, label)
+                };
+                tally.add(label, rank, groups, counted);
             }
             Ok(())
         })?;
@@ -1527,10 +1611,14 @@ fn for_persons(
     if bytes.len() <= IN_CACHE {
         return persons_of(bytes, ids, &mut each);
     }
-    let part = |at: usize| (bytes[at + 7] as usize, 4 + u32::from_le_bytes(head4(&bytes[at..])) as usize);
+    // A record's part (its hash's top byte) and its length with its own.
+    let part = |at: usize| {
+        let (len, rest) = take_len(&bytes[at..]);
+        (rest[3] as usize, bytes.len() - at - rest.len() + len)
+    };
     let mut starts = [0usize; 257];
     let mut at = 0;
-    while at + 4 <= bytes.len() {
+    while at < bytes.len() {
         let (b, len) = part(at);
         starts[b + 1] += len;
         at += len;
@@ -1541,14 +1629,25 @@ fn for_persons(
     let mut parts = vec![0u8; bytes.len()];
     let mut to = starts;
     let mut at = 0;
-    while at + 4 <= bytes.len() {
+    while at < bytes.len() {
         let (b, len) = part(at);
-        parts[to[b]..to[b] + len].copy_from_slice(&bytes[at..at + len]);
+        let into = to[b];
+        if len <= SHORT && into + SHORT <= starts[b + 1] && at + SHORT <= bytes.len() {
+            // A short record copied as SHORT bytes (two moves, where a copy of its own length
+            // was a call per record): the bytes past it are its part's next records', which
+            // are written after it.
+            parts[into..into + SHORT].copy_from_slice(&bytes[at..at + SHORT]);
+        } else {
+            parts[into..into + len].copy_from_slice(&bytes[at..at + len]);
+        }
         to[b] += len;
         at += len;
     }
     (0..256).try_for_each(|b| persons_of(&parts[starts[b]..starts[b + 1]], ids, &mut each))
 }
+
+/// Records of at most this many bytes (most) are copied by [`for_persons`] as this many.
+const SHORT: usize = 32;
 
 /// The bucket bytes [`for_persons`] reads in place: about what a core's cache holds.
 const IN_CACHE: usize = 256 << 10;
@@ -2097,6 +2196,45 @@ mod tests {
         assert_eq!(tally.top(3, Some(100)), lowest[..3]);
     }
 
+    /// A record whose length takes more than one byte (a long id or cell) is read back whole,
+    /// beside short ones: held, through the temporary files, and in pieces for a heavy person
+    /// (600 rows of about 160 bytes, past the 64 KiB read whole).
+    #[test]
+    fn long_records_are_read_back_whole() {
+        let long = |i: usize| format!("{i}{}", "x".repeat(150 + i % 300));
+        // One person whose rows (a long id) fill a file past what is read whole.
+        let mut rows: Vec<_> = (0..600).map(|i| row(&long(0), "a", i % 13)).collect();
+        rows.extend((0..400).map(|i| [format!("p{}", i % 50), long(i), (i % 5).to_string()]));
+        let rows = shuffled(&rows, 3);
+        let every = Bounds { rows: 1000, groups: 1, rows_per_group: 1000 };
+        let mut all: Vec<String> = rows.iter().map(|[a, b, c]| format!("{a} {b} {c}")).collect();
+        all.sort();
+        for cap in [usize::MAX, 2048, 0] {
+            assert_eq!(kept(plan(every, 1, cap, false), &rows, 3), all, "cap {cap}");
+        }
+        let few = Bounds { rows: 4, groups: 1, rows_per_group: 4 };
+        let want = kept(plan(few, 1, usize::MAX, false), &rows, 1);
+        assert_eq!(want.len(), 4 + 50 * 4);
+        for cap in [2048, 0] {
+            assert_eq!(kept(plan(few, 1, cap, false), &rows, 2), want, "cap {cap}");
+        }
+    }
+
+    /// A length is read back as written, at every width.
+    #[test]
+    fn a_records_length_is_widened_in_place() {
+        for len in [0, 1, 126, 127, 128, 300, 16_383, 16_384, 70_000] {
+            let mut out = vec![9, 9];
+            out.push(0);
+            out.extend((0..len).map(|i| (i % 251) as u8));
+            set_len(&mut out, 2);
+            let (got, rest) = take_len(&out[2..]);
+            assert_eq!((got, rest.len()), (len, len));
+            assert!(rest.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+            assert_eq!(&out[..2], &[9, 9]);
+        }
+    }
+
     /// Filters run before the choice, so a person's kept rows are chosen among those that pass.
     #[test]
     fn filters_apply_before_the_choice() {
@@ -2121,8 +2259,22 @@ mod tests {
         };
         for constant in [false, true] {
             let key = |v: &[u8]| if constant { 7 } else { short_key(v) };
-            let order = copies_adjacent_by(values.len(), |i| values[i], |i| bodies[i], key);
+            let (order, ends) = copies_adjacent_by(values.len(), |i| values[i], |i| bodies[i], key);
             let got: Vec<_> = order.iter().map(|&i| (values[i], bodies[i])).collect();
+            // The ends given are those of the runs of one value.
+            let mut from = 0;
+            let given: Vec<&[u8]> = ends
+                .iter()
+                .map(|&end| {
+                    assert!(
+                        order[from..end].iter().all(|&i| values[i] == values[order[from]]),
+                        "{got:?} {ends:?}"
+                    );
+                    from = end;
+                    values[order[end - 1]]
+                })
+                .collect();
+            assert_eq!(from, order.len());
             // Each value's rows are one run, in the order of their bodies.
             let mut runs: Vec<(&[u8], Vec<&[u8]>)> = Vec::new();
             for (v, b) in &got {
@@ -2132,6 +2284,7 @@ mod tests {
                 }
             }
             assert_eq!(runs.len(), 3, "{got:?}");
+            assert_eq!(given, runs.iter().map(|(v, _)| *v).collect::<Vec<_>>(), "{ends:?}");
             for (v, bs) in &runs {
                 let mine: Vec<&[u8]> = want.iter().filter(|(w, _)| w == v).map(|(_, b)| *b).collect();
                 assert_eq!(bs, &mine, "{got:?}");

@@ -5,7 +5,7 @@
 //! shuffles, through the codecs below; nothing else about a query leaves the client.
 //!
 //! With `--privacy-id` the rows are grouped by `dpstat_bucket`, the bucket of their person
-//! (the keyed hash of the id cells, as `data::bound` buckets them): each bucket's fold is a
+//! (the seeded hash of the id cells, as `data::bound` buckets them): each bucket's fold is a
 //! `Bounded` fold that chooses its persons' rows once all of them met, and sends back the
 //! query's fold of the kept rows.
 //!

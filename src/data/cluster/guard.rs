@@ -9,7 +9,7 @@
 //! `dpstat_probe`, reached through nodes that only pass its output on (projections of its
 //! columns, coalescing, repartitioning). Below an aggregate that reads rows (modes Partial and
 //! Single), anything that reads or combines rows, and projections of columns, constants and
-//! their casts, may feed it, since only the fold's state leaves; it may group only by `dpstat_bucket` (a keyed hash of the person columns, as
+//! their casts, may feed it, since only the fold's state leaves; it may group only by `dpstat_bucket` (a seeded hash of the person columns, as
 //! `data::bound` buckets them). An aggregate that merges states (Final) may group only by a
 //! column and read only what an earlier stage wrote (a shuffle reader) or a partial aggregate:
 //! so every stage's output, and thus every shuffle file, is fold states.
