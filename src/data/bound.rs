@@ -19,7 +19,7 @@
 //!
 //! **Memory.** The scan hands every row that passed `--where` to [`Bounded::row`], which keeps
 //! the id and the cells the query reads, encoded, in one of [`BUCKETS`] buckets chosen by a
-//! hash of the id ([`person_hash`]), so a person's rows share a bucket; nothing is parsed there (a rank's values
+//! hash of the id (`person_hash`), so a person's rows share a bucket; nothing is parsed there (a rank's values
 //! are read back from the cells, for the persons ranked at all). Past half of [`cap`] bytes held
 //! by all copies of the fold together (their room is up to twice that), the buckets are
 //! appended to temporary files (hash partitioning), and [`Bounded::finish`] reads them back one
@@ -1200,7 +1200,9 @@ impl<'p> Chooser<'p> {
             std::mem::take(&mut self.spans),
             std::mem::take(&mut self.message),
         );
-        (arena.clear(), spans.clear(), message.clear());
+        arena.clear();
+        spans.clear();
+        message.clear();
         for r in rows {
             let from = arena.len();
             self.shared.put_values(r.body, &mut arena);
