@@ -1677,7 +1677,7 @@ fn persons_of(
         let end = start + keys[start..].iter().take_while(|&&k| k >> 32 == hash).count();
         run.clear();
         run.extend(keys[start..end].iter().map(|&k| record_at(bytes, starts[k as u32 as usize], ids)));
-        let one = run.iter().all(|r| r.id == run[0].id);
+        let one = run[1..].iter().all(|r| r.id == run[0].id);
         if !one {
             // Stable: each person's rows stay in the order read.
             run.sort_by(|a, b| a.id.cmp(b.id));
