@@ -774,6 +774,10 @@ fn rank_id(mut id: &[u8], cells: usize, out: &mut Vec<u8>) {
 /// The number [`put_len`] wrote at the start of `bytes`, and the rest.
 #[inline]
 fn take_len(bytes: &[u8]) -> (usize, &[u8]) {
+    // One byte, nearly always: read without the loop.
+    if let [b @ 0..0x80, rest @ ..] = bytes {
+        return (usize::from(*b), rest);
+    }
     let (mut n, mut shift) = (0usize, 0);
     for (i, &b) in bytes.iter().enumerate() {
         n |= usize::from(b & 0x7F) << shift;
