@@ -68,10 +68,14 @@ const MIN_SPLIT: usize = 64 << 10;
 pub const CAP_VAR: &str = "DPSTAT_ID_MEMORY";
 
 /// The cap on rows held in memory: [`CAP_VAR`] if it holds a number of bytes, else
-/// [`DEFAULT_CAP`].
+/// [`DEFAULT_CAP`]; at most [`MAX_CAP`].
 pub fn cap() -> usize {
-    std::env::var(CAP_VAR).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_CAP)
+    std::env::var(CAP_VAR).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_CAP).min(MAX_CAP)
 }
+
+/// The largest cap: the bytes read or held at once are at most half of it, so fewer than 2^32
+/// records (each at least 9 bytes), which `index` numbers in 32 bits.
+pub const MAX_CAP: usize = 16 << 30;
 
 /// What every copy of the fold shares: the columns, the bounds, the key and the spill files.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -1038,18 +1042,14 @@ fn copies_adjacent_by<'v>(
     key: impl Fn(&[u8]) -> u64,
 ) -> (Vec<usize>, Vec<usize>) {
     // Sorted by the key's high half, rows of one high half in the order read (then checked
-    // below like rows of one key): both in one integer, a sort of integers and not of pairs,
-    // for fewer than 2^32 rows.
+    // below like rows of one key): both in one integer, a sort of integers and not of pairs.
+    // The rows are some of one index's records, which fit its 32-bit numbers ([`MAX_CAP`]).
     const LOW: u64 = u32::MAX as u64;
-    let (mut order, highs): (Vec<usize>, Vec<u64>) = if n <= LOW as usize {
-        let mut keyed: Vec<u64> = (0..n).map(|i| key(value(i)) & !LOW | i as u64).collect();
-        keyed.sort_unstable();
-        keyed.iter().map(|&k| ((k & LOW) as usize, k & !LOW)).unzip()
-    } else {
-        let mut keyed: Vec<(u64, usize)> = (0..n).map(|i| (key(value(i)) & !LOW, i)).collect();
-        keyed.sort_unstable();
-        keyed.into_iter().map(|(k, i)| (i, k)).unzip()
-    };
+    debug_assert!(n <= 1 << 32);
+    let mut keyed: Vec<u64> = (0..n).map(|i| key(value(i)) & !LOW | i as u64).collect();
+    keyed.sort_unstable();
+    let (mut order, highs): (Vec<usize>, Vec<u64>) =
+        keyed.iter().map(|&k| ((k & LOW) as usize, k & !LOW)).unzip();
     let mut ends = Vec::with_capacity(n);
     let mut start = 0;
     while start < n {
