@@ -49,7 +49,7 @@ use crate::data::cell::{parse_number_in, DecimalMark};
 use crate::data::filter::passes;
 use crate::data::parallel::BLOCK;
 use crate::data::route::{FilterList, GroupBy};
-use crate::data::row::{key_of, text_cell, BadCell, Fold, Row};
+use crate::data::row::{key_of, text_cell, BadCell, Fold, Row, Span};
 use crate::data::scan::FOLD_BUDGET;
 use crate::numeric::bins::OTHER;
 use crate::privacy::unit::Bounds;
@@ -570,7 +570,7 @@ impl<F: Fold> Fold for Bounded<F> {
         }
         let mut id = std::mem::take(&mut self.scratch);
         // A row without an id belongs to no one we can bound: it is left out (DESIGN §3.10).
-        let Some(hash) = person_hash(shared.id_seed, &plan.ids, row, &mut id) else {
+        let Some((hash, one)) = person_hash(shared.id_seed, &plan.ids, row, &mut id) else {
             self.scratch = id;
             return Ok(());
         };
@@ -587,7 +587,13 @@ impl<F: Fold> Fold for Bounded<F> {
         // The low half of the id's hash: enough to sort persons by (ids that agree on it are
         // told apart by their bytes) and to split files by; four bytes a row fewer to spill.
         out.extend_from_slice(&(hash as u32).to_le_bytes());
-        out.extend_from_slice(&id);
+        match one {
+            Some(cell) => {
+                put_len(out, cell.len());
+                out.extend_from_slice(cell);
+            }
+            None => out.extend_from_slice(&id),
+        }
         // The values a rank reads are not written: they are read back from the kept cells
         // (`Ranks::values`) for the few persons whose rows are ranked at all.
         put_len(out, row.width());
@@ -639,9 +645,11 @@ impl<F: Fold> Fold for Bounded<F> {
     }
 }
 
-/// The hash of a row's person: of its id cells, encoded into `id` (cleared first: each cell's
-/// length ([`put_len`]) and bytes); None when one of them is empty (a null in Parquet), for a
-/// row of no known person.
+/// The hash of a row's person, and its id's one cell (trimmed) when the id has one column;
+/// None when an id cell is empty (a null in Parquet), for a row of no known person. Of one
+/// cell, the hash is of its bytes; of a composite id, of the cells encoded into `id` (cleared
+/// first: each cell's length ([`put_len`]) and bytes, so that the encoding is prefix-free),
+/// where the one cell is not copied anywhere first.
 ///
 /// XXH3 (64 bits) seeded from the run's key ([`id_seed`]): it decides only a person's bucket
 /// and the order persons are read back in, never which rows are kept (ids that agree on it are
@@ -650,7 +658,16 @@ impl<F: Fold> Fold for Bounded<F> {
 /// whatever the CPU). The seed keeps ids chosen to collide from meeting in one bucket without
 /// the key; even then they would cost only time.
 #[inline]
-fn person_hash(seed: u64, ids: &[usize], row: &Row, id: &mut Vec<u8>) -> Option<u64> {
+fn person_hash<'r>(
+    seed: u64,
+    ids: &[usize],
+    row: &Row<'r>,
+    id: &mut Vec<u8>,
+) -> Option<(u64, Option<&'r [u8]>)> {
+    if let [only] = ids {
+        let cell = text_cell(row, *only);
+        return (!cell.is_empty()).then(|| (XxHash3_64::oneshot_with_seed(seed, cell), Some(cell)));
+    }
     id.clear();
     for &i in ids {
         let cell = text_cell(row, i);
@@ -660,7 +677,7 @@ fn person_hash(seed: u64, ids: &[usize], row: &Row, id: &mut Vec<u8>) -> Option<
         put_len(id, cell.len());
         id.extend_from_slice(cell);
     }
-    Some(XxHash3_64::oneshot_with_seed(seed, id))
+    Some((XxHash3_64::oneshot_with_seed(seed, id), None))
 }
 
 /// The seed of [`person_hash`]: the keyed SipHash of a fixed label, so that the seed reveals
@@ -733,7 +750,7 @@ impl PersonBuckets {
 
     /// A row without an id (left out where it is folded) falls in the first bucket.
     pub fn bucket(&mut self, row: &Row) -> usize {
-        bucket_at(person_hash(self.seed, &self.ids, row, &mut self.scratch).unwrap_or(0), 0)
+        bucket_at(person_hash(self.seed, &self.ids, row, &mut self.scratch).map_or(0, |(hash, _)| hash), 0)
     }
 }
 
@@ -879,7 +896,7 @@ fn record(record: &[u8], ids: usize) -> Rec<'_> {
 /// heavy person's piece all of them). A comparison sort of a part's integers was a fourteenth
 /// of a person-level mean's instructions.
 fn sort_by_hash(keys: &mut Vec<u64>) {
-    if keys.len() < 64 {
+    if keys.len() < RADIX_FROM {
         keys.sort_unstable();
         return;
     }
@@ -905,6 +922,11 @@ fn sort_by_hash(keys: &mut Vec<u64>) {
         std::mem::swap(keys, &mut other);
     }
 }
+
+/// The fewest keys [`sort_by_hash`] sorts by radix: each pass clears, counts and sums a table
+/// of 256, which costs more than a comparison sort of a few hundred integers (most of
+/// [`for_persons`]'s parts hold about 60 rows).
+const RADIX_FROM: usize = 512;
 
 /// A row a person may keep: the rank of its group (0 without `--by`), its own rank, its body.
 #[derive(Clone, Debug)]
@@ -1025,13 +1047,16 @@ fn narrow<B>(cands: &mut Vec<Candidate<B>>, bounds: &Bounds, top: Option<&[u128]
 /// matter: it orders rows by [`short_key`], and sorts by the bytes only a run of one key that
 /// holds more than one value or body. On most rows that is a sort of integers, where sorting
 /// by the bytes (a call to compare them at every step) was a third of a person-level mean.
-/// Also where each value's run ends, so that no one compares the values again.
+/// Written to `order`, with where each value's run ends to `ends` (so that no one compares the
+/// values again); both are cleared first, and kept by the caller across persons.
 fn copies_adjacent<'v>(
     n: usize,
     value: impl Fn(usize) -> &'v [u8],
     body: impl Fn(usize) -> &'v [u8],
-) -> (Vec<usize>, Vec<usize>) {
-    copies_adjacent_by(n, value, body, short_key)
+    order: &mut Vec<usize>,
+    ends: &mut Vec<usize>,
+) {
+    copies_adjacent_by(n, value, body, short_key, order, ends)
 }
 
 /// [`copies_adjacent`] with the key given (a test gives one that every value shares).
@@ -1040,7 +1065,9 @@ fn copies_adjacent_by<'v>(
     value: impl Fn(usize) -> &'v [u8],
     body: impl Fn(usize) -> &'v [u8],
     key: impl Fn(&[u8]) -> u64,
-) -> (Vec<usize>, Vec<usize>) {
+    order: &mut Vec<usize>,
+    ends: &mut Vec<usize>,
+) {
     // Sorted by the key's high half, rows of one high half in the order read (then checked
     // below like rows of one key): both in one integer, a sort of integers and not of pairs.
     // The rows are some of one index's records, which fit its 32-bit numbers ([`MAX_CAP`]).
@@ -1048,13 +1075,13 @@ fn copies_adjacent_by<'v>(
     debug_assert!(n <= 1 << 32);
     let mut keyed: Vec<u64> = (0..n).map(|i| key(value(i)) & !LOW | i as u64).collect();
     keyed.sort_unstable();
-    let (mut order, highs): (Vec<usize>, Vec<u64>) =
-        keyed.iter().map(|&k| ((k & LOW) as usize, k & !LOW)).unzip();
-    let mut ends = Vec::with_capacity(n);
+    order.clear();
+    order.extend(keyed.iter().map(|&k| (k & LOW) as usize));
+    ends.clear();
     let mut start = 0;
     while start < n {
-        let high = highs[start];
-        let end = start + highs[start..].iter().take_while(|&&k| k == high).count();
+        let high = keyed[start] & !LOW;
+        let end = start + keyed[start..].iter().take_while(|&&k| k & !LOW == high).count();
         let run = &mut order[start..end];
         let first = run[0];
         if run[1..].iter().any(|&i| value(i) != value(first) || body(i) != body(first)) {
@@ -1065,7 +1092,6 @@ fn copies_adjacent_by<'v>(
         ends.push(end);
         start = end;
     }
-    (order, ends)
 }
 
 /// A value's bytes mixed into 64 bits (FxHash's step, eight bytes at a time): not keyed, as it
@@ -1095,12 +1121,20 @@ struct Chooser<'p> {
     /// row's rank starts from this state.
     row_hasher: Sip128,
     group_hasher: Sip128,
-    /// Scratch for one replayed row.
-    line: Vec<u8>,
-    ends: Vec<usize>,
-    /// Scratch: the values of one person's rows, where each row's are, and what a rank hashes.
+    /// Scratch for one replayed row: where its cells are in its body.
+    cells: Vec<Span>,
+    scratch: Scratch,
+}
+
+/// What [`Chooser::rank_rows`] keeps across persons: the values of one person's rows and where
+/// each row's are, the rows in the order of their copies and where each value's run ends, and
+/// what a rank hashes.
+#[derive(Default)]
+struct Scratch {
     values: Vec<u8>,
     spans: Vec<(usize, usize)>,
+    order: Vec<usize>,
+    ends: Vec<usize>,
     message: Vec<u8>,
 }
 
@@ -1124,11 +1158,8 @@ impl<'p> Chooser<'p> {
             by_slot: shared.by_slot,
             row_hasher,
             group_hasher,
-            line: Vec::new(),
-            ends: Vec::new(),
-            values: Vec::new(),
-            spans: Vec::new(),
-            message: Vec::new(),
+            cells: Vec::new(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -1165,6 +1196,17 @@ impl<'p> Chooser<'p> {
             fold.person_end();
             return Ok(());
         }
+        if self.by_slot.is_none() {
+            let kept = self.lowest(rows, self.bounds.rows as usize);
+            if kept.len() < rows.len() {
+                self.truncated.fetch_add(1, Ordering::Relaxed);
+            }
+            for body in kept {
+                self.replay(body, fold)?;
+            }
+            fold.person_end();
+            return Ok(());
+        }
         let mut cands = self.candidates(rows, None);
         let counted = self.plan.max_groups_counted;
         let top = self.by_slot.map(|_| top_groups(group_counts(&cands), self.bounds.groups, counted));
@@ -1196,51 +1238,84 @@ impl<'p> Chooser<'p> {
         g.finish128().as_u128()
     }
 
-    /// Every row of one person as a candidate. A row's rank is the keyed hash of (id, its
-    /// values, j), j numbering the copies of the same values from 0, or with `seen` (by id and
-    /// values) from the copies counted in earlier pieces of the person's rows; its group's
-    /// rank is the hash of (id, group label).
+    /// Every row of one person as a candidate ([`Chooser::rank_rows`]).
     fn candidates<'r>(
         &mut self,
         rows: &[Rec<'r>],
-        mut seen: Option<&mut HashMap<Vec<u8>, u64>>,
+        seen: Option<&mut HashMap<Vec<u8>, u64>>,
     ) -> Vec<Candidate<&'r [u8]>> {
-        let (mut arena, mut spans, mut message) = (
-            std::mem::take(&mut self.values),
-            std::mem::take(&mut self.spans),
-            std::mem::take(&mut self.message),
-        );
-        arena.clear();
-        spans.clear();
-        message.clear();
-        for r in rows {
-            let from = arena.len();
-            self.shared.put_values(r.body, &mut arena);
-            spans.push((from, arena.len()));
-        }
-        let value = |i: usize| &arena[spans[i].0..spans[i].1];
-        let (order, ends) = copies_adjacent(rows.len(), value, |i| rows[i].body);
-        // What a rank hashes before j: the id, then a run's values (one write: the hash is of
-        // the bytes in order, however they are cut).
-        rank_id(rows[0].id, self.plan.ids.len(), &mut message);
-        let id_len = message.len();
         let mut out = Vec::with_capacity(rows.len());
+        self.rank_rows(rows, seen, |group, rank, i| out.push(Candidate { group, rank, body: rows[i].body }));
+        out
+    }
+
+    /// The `k` lowest-ranked of one person's rows ([`Chooser::rank_rows`]), by rank: what
+    /// [`narrow`] keeps of [`Chooser::candidates`] without `--by`, found in a heap of `k` as the
+    /// ranks come, not by collecting every row (a ranked person has tens of rows for K of them).
+    fn lowest<'r>(&mut self, rows: &[Rec<'r>], k: usize) -> Vec<&'r [u8]> {
+        let mut heap = std::collections::BinaryHeap::with_capacity(k + 1);
+        self.rank_rows(rows, None, |_, rank, i| {
+            if heap.len() < k {
+                heap.push((rank, i));
+            } else if heap.peek().is_some_and(|&(top, _)| rank < top) {
+                heap.pop();
+                heap.push((rank, i));
+            }
+        });
+        heap.into_sorted_vec().into_iter().map(|(_, i)| rows[i].body).collect()
+    }
+
+    /// Ranks every row of one person, handing `each` its group's rank (0 without `--by`), its
+    /// own rank and its number in `rows`. A row's rank is the keyed hash of (id, its values,
+    /// j), j numbering the copies of the same values from 0, or with `seen` (by id and values)
+    /// from the copies counted in earlier pieces of the person's rows; its group's rank is the
+    /// hash of (id, group label).
+    fn rank_rows(
+        &mut self,
+        rows: &[Rec<'_>],
+        mut seen: Option<&mut HashMap<Vec<u8>, u64>>,
+        mut each: impl FnMut(u128, u128, usize),
+    ) {
+        let mut s = std::mem::take(&mut self.scratch);
+        s.values.clear();
+        s.spans.clear();
+        s.message.clear();
+        for r in rows {
+            let from = s.values.len();
+            self.shared.put_values(r.body, &mut s.values);
+            s.spans.push((from, s.values.len()));
+        }
+        let (arena, spans) = (&s.values, &s.spans);
+        let value = |i: usize| &arena[spans[i].0..spans[i].1];
+        copies_adjacent(rows.len(), value, |i| rows[i].body, &mut s.order, &mut s.ends);
+        let message = &mut s.message;
+        // What a rank hashes before j: the id, once for the person, then a run's values (the
+        // hash is of the bytes in order, however they are cut).
+        rank_id(rows[0].id, self.plan.ids.len(), message);
+        let id_len = message.len();
+        let mut person = self.row_hasher;
+        std::hash::Hasher::write(&mut person, message);
         let mut last_group: Option<(&[u8], u128)> = None;
         let mut start = 0;
-        for end in ends {
-            message.truncate(id_len);
-            message.extend_from_slice(value(order[start]));
-            let first = seen.as_deref().map_or(0, |s| s.get(&message[..]).copied().unwrap_or(0));
-            let mut h = self.row_hasher;
-            std::hash::Hasher::write(&mut h, &message);
-            for (j, &i) in (first..).zip(&order[start..end]) {
-                let r = &rows[i];
+        for &end in &s.ends {
+            let values = value(s.order[start]);
+            let first = match seen.as_deref() {
+                None => 0,
+                Some(seen) => {
+                    message.truncate(id_len);
+                    message.extend_from_slice(values);
+                    seen.get(&message[..]).copied().unwrap_or(0)
+                }
+            };
+            let mut h = person;
+            std::hash::Hasher::write(&mut h, values);
+            for (j, &i) in (first..).zip(&s.order[start..end]) {
                 let mut h = h;
                 std::hash::Hasher::write(&mut h, &j.to_le_bytes());
                 let group = match self.by_slot {
                     None => 0,
                     Some(slot) => {
-                        let label = self.label(r.body, slot);
+                        let label = self.label(rows[i].body, slot);
                         match last_group {
                             Some((l, rank)) if l == label => rank,
                             _ => {
@@ -1251,34 +1326,34 @@ impl<'p> Chooser<'p> {
                         }
                     }
                 };
-                out.push(Candidate { group, rank: h.finish128().as_u128(), body: r.body });
+                each(group, h.finish128().as_u128(), i);
             }
-            if let Some(s) = seen.as_deref_mut() {
-                s.insert(message.clone(), first + (end - start) as u64);
+            if let Some(seen) = seen.as_deref_mut() {
+                seen.insert(message.clone(), first + (end - start) as u64);
             }
             start = end;
         }
-        (self.values, self.spans, self.message) = (arena, spans, message);
-        out
+        self.scratch = s;
     }
 
-    /// Feeds one kept row to `fold`: the kept cells at their columns, every other cell empty.
+    /// Feeds one kept row to `fold`: the kept cells at their columns, every other cell empty,
+    /// read where they lie in the row's body.
     fn replay<F: Fold>(&mut self, body: &[u8], fold: &mut F) -> Result<(), BadCell> {
         let (width, mut rest) = take_len(body);
-        self.line.clear();
-        self.ends.clear();
+        self.cells.clear();
         let mut keep = self.plan.keep.iter().peekable();
         for column in 0..width.min(self.plan.keep.last().map_or(0, |k| k + 1)) {
+            let mut span = Span::default();
             if keep.peek() == Some(&&column) {
                 keep.next();
                 let (cell, after) = take_cell(rest);
                 rest = after;
-                self.line.extend_from_slice(cell.unwrap_or_default());
+                let end = body.len() - rest.len();
+                span = Span { start: end - cell.map_or(0, <[u8]>::len), end };
             }
-            self.ends.push(self.line.len());
-            self.line.push(b',');
+            self.cells.push(span);
         }
-        let row = Row::line(&self.line, 0, &self.ends, false, width, &[], 0).with_decimal(self.plan.decimal);
+        let row = Row::spans(body, 0, &[], &self.cells, width, &[], 0).with_decimal(self.plan.decimal);
         fold.row(&row)
     }
 }
@@ -2243,10 +2318,15 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for (n, mask) in
-            [(10, u32::MAX), (63, u32::MAX), (64, u32::MAX), (5000, 0xFF), (5000, 0x00FF_FF00), (3000, 0)]
-        {
-            let mut keys: Vec<u64> = (0..n).map(|i| (next() & u64::from(mask)) << 32 | i).collect();
+        for (n, mask) in [
+            (10, u32::MAX),
+            (RADIX_FROM - 1, u32::MAX),
+            (RADIX_FROM, u32::MAX),
+            (5000, 0xFF),
+            (5000, 0x00FF_FF00),
+            (3000, 0),
+        ] {
+            let mut keys: Vec<u64> = (0..n as u64).map(|i| (next() & u64::from(mask)) << 32 | i).collect();
             let mut want = keys.clone();
             want.sort_unstable();
             sort_by_hash(&mut keys);
@@ -2293,7 +2373,8 @@ mod tests {
         };
         for constant in [false, true] {
             let key = |v: &[u8]| if constant { 7 } else { short_key(v) };
-            let (order, ends) = copies_adjacent_by(values.len(), |i| values[i], |i| bodies[i], key);
+            let (mut order, mut ends) = (Vec::new(), vec![99]);
+            copies_adjacent_by(values.len(), |i| values[i], |i| bodies[i], key, &mut order, &mut ends);
             let got: Vec<_> = order.iter().map(|&i| (values[i], bodies[i])).collect();
             // The ends given are those of the runs of one value.
             let mut from = 0;
