@@ -11,8 +11,12 @@
 //! Memory: four bytes a row until a chunk of rows ([`chunk_for`]: eight per candidate, at
 //! least 4,096 and at most [`CHUNK`]), then the positions are sorted and packed into
 //! (position, count) pairs, at most one per position (2K + 1 of them): bounded by the grid, not
-//! by the rows. The chunk follows the grid so that a fold per group (`--by`, `--discover`)
-//! holds O(K), as the counts per candidate did, not a fixed 4 MiB each.
+//! by the rows. Once the pairs would be more than half of the grid's positions they become
+//! a count per position (four bytes each, [`Positions::dense`]), to which later rows are added
+//! in place: a merge of pairs needs room for its result beside both lists, which near a full
+//! grid was more than the fold declared (issue 38). The chunk follows the grid so that a fold
+//! per group (`--by`, `--discover`) holds O(K), as the counts per candidate did, not a fixed
+//! 4 MiB each.
 
 use std::ops::ControlFlow;
 
@@ -49,6 +53,16 @@ pub struct Positions {
     /// by counting, without moving them (issue 38).
     #[serde(default)]
     sorted: Vec<u32>,
+    /// The grid's positions, 2K + 1 (0: not known, and the counts stay pairs).
+    #[serde(default)]
+    slots: usize,
+    /// Counts by position, in place of `packed`, once the pairs would be more than half of the
+    /// slots (empty before): [`Positions::to_dense`].
+    #[serde(default)]
+    dense: Vec<u32>,
+    /// A position once for every 2^32 rows its count in `dense` wrapped past (unordered).
+    #[serde(default)]
+    wrapped: Vec<u32>,
 }
 
 /// A run of candidates with the same counts: `first..first + points`, each with `below` rows
@@ -64,7 +78,25 @@ pub struct Run {
 impl Positions {
     /// No positions yet, on a grid of `k` candidates.
     pub fn for_grid(k: usize) -> Positions {
-        Positions { chunk: chunk_for(k), ..Positions::default() }
+        Positions { chunk: chunk_for(k), slots: k.saturating_mul(2).saturating_add(1), ..Positions::default() }
+    }
+
+    /// Whether `pairs` (position, count) pairs are more than this grid keeps as pairs: half of
+    /// its slots, so that a pack or merge of pairs (the old list, the new one counted in room
+    /// for its positions, their result) holds at most 8 bytes a slot, as the counts by
+    /// position (4 bytes a slot) with the pairs they replace do ([`Positions::max_heap_bytes`]).
+    fn too_many_pairs(&self, pairs: usize) -> bool {
+        self.slots > 0 && pairs > self.slots / 2
+    }
+
+    /// Replaces the pairs by counts by position (allocated here, once).
+    fn to_dense(&mut self) {
+        let mut dense = vec![0u32; self.slots];
+        let packed = std::mem::take(&mut self.packed);
+        for (p, c) in packed {
+            add_count(&mut dense, &mut self.wrapped, p, c);
+        }
+        self.dense = dense;
     }
 
     fn chunk(&self) -> usize {
@@ -111,17 +143,48 @@ impl Positions {
             }
         }
         self.fresh.extend(other.fresh);
-        if !other.packed.is_empty() {
-            self.packed = merge_packed(&std::mem::take(&mut self.packed), &other.packed);
-        }
+        self.merge_counts(other.packed, other.dense, other.wrapped);
         if self.fresh.len() >= self.chunk() {
             self.pack();
         }
     }
 
+    /// Adds another copy's packed counts (its pairs, or its counts by position) to these.
+    fn merge_counts(&mut self, packed: Vec<(u32, u32)>, mut dense: Vec<u32>, wrapped: Vec<u32>) {
+        if self.dense.is_empty() && !dense.is_empty() {
+            // Into the other's counts by position: its vector is already as large as the grid.
+            std::mem::swap(&mut self.dense, &mut dense);
+            self.wrapped.extend(wrapped);
+            let mine = std::mem::take(&mut self.packed);
+            for (p, c) in mine {
+                add_count(&mut self.dense, &mut self.wrapped, p, c);
+            }
+            return;
+        }
+        self.wrapped.extend(wrapped);
+        for (p, &c) in dense.iter().enumerate().filter(|(_, c)| **c > 0) {
+            add_count(&mut self.dense, &mut self.wrapped, p as u32, c);
+        }
+        if packed.is_empty() {
+            return;
+        }
+        if self.dense.is_empty() && self.too_many_pairs(self.packed.len() + packed.len()) {
+            self.to_dense();
+        }
+        if self.dense.is_empty() {
+            self.packed = merge_packed(&std::mem::take(&mut self.packed), &packed);
+        } else {
+            for (p, c) in packed {
+                add_count(&mut self.dense, &mut self.wrapped, p, c);
+            }
+        }
+    }
+
     /// The rows folded.
     pub fn len(&self) -> u64 {
-        self.fresh.len() as u64 + self.packed.iter().map(|&(_, c)| u64::from(c)).sum::<u64>()
+        let packed = self.packed.iter().map(|&(_, c)| u64::from(c)).sum::<u64>();
+        let dense = self.dense.iter().map(|&c| u64::from(c)).sum::<u64>();
+        self.fresh.len() as u64 + packed + dense + ((self.wrapped.len() as u64) << 32)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -137,7 +200,11 @@ impl Positions {
     }
 
     /// The most heap this can hold on a grid of `k` candidates: two chunks (a merge of two
-    /// copies before it packs), the packed pairs and the ends of the sorted runs.
+    /// copies before it packs), the packed counts and the ends of the sorted runs. Pairs are
+    /// kept while the old ones (a) and the positions being counted (n, each a pair at most)
+    /// are at most half of the 2K + 1 positions, so a pack or merge holds a + n pairs and their
+    /// result, at most (2K + 1)·8 bytes; past that the counts by position take 4·(2K + 1) bytes,
+    /// and as much again for the pairs they replace, while these are added to them.
     pub fn max_heap_bytes(k: usize) -> usize {
         2 * chunk_for(k) * 4 + (2 * k + 2) * std::mem::size_of::<(u32, u32)>() + 2 * MAX_RUNS * 4
     }
@@ -156,6 +223,18 @@ impl Positions {
     }
 
     fn pack(&mut self) {
+        if self.dense.is_empty() && self.too_many_pairs(self.packed.len() + self.fresh.len()) {
+            self.to_dense();
+        }
+        if !self.dense.is_empty() {
+            // Counted in place: no pairs, no sort, whatever order the positions are in.
+            let fresh = std::mem::take(&mut self.fresh);
+            self.sorted = Vec::new();
+            for p in fresh {
+                add_count(&mut self.dense, &mut self.wrapped, p, 1);
+            }
+            return;
+        }
         if !self.sorted.is_empty() {
             // The unsorted tail as one more run, unless the runs are full (then all is counted
             // as unsorted).
@@ -172,13 +251,49 @@ impl Positions {
             true => counted,
             false => merge_packed(&self.packed, &counted),
         };
+        if self.packed.len() < self.packed.capacity() / 2 {
+            // The room counted for a pair a position, kept while it was needed.
+            self.packed.shrink_to_fit();
+        }
     }
 
     /// Every distinct position with its count, ascending. [`Positions::sort`] first (it packs
     /// every position).
-    pub fn for_each_count(&self, f: impl FnMut(u32, u64)) {
+    pub fn for_each_count(&self, mut f: impl FnMut(u32, u64)) {
         debug_assert!(self.fresh.is_empty(), "Positions::sort first");
-        for_each_packed(&self.packed, f);
+        let _ = self.try_for_each_count(|p, c| {
+            f(p, c);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// [`Positions::for_each_count`] until `f` breaks, from the pairs or the counts by position.
+    fn try_for_each_count(&self, mut f: impl FnMut(u32, u64) -> ControlFlow<()>) -> ControlFlow<()> {
+        if self.dense.is_empty() {
+            return try_for_each_packed(&self.packed, f);
+        }
+        if self.wrapped.is_empty() {
+            // Every draw walks this (up to 2·10^6 slots): nothing but the test for zero.
+            for (p, &c) in self.dense.iter().enumerate() {
+                if c != 0 {
+                    f(p as u32, u64::from(c))?;
+                }
+            }
+            return ControlFlow::Continue(());
+        }
+        let mut wrapped = self.wrapped.clone();
+        wrapped.sort_unstable();
+        let mut wrapped = wrapped.iter().peekable();
+        for (p, &c) in self.dense.iter().enumerate() {
+            let mut count = u64::from(c);
+            while wrapped.next_if(|&&w| w as usize == p).is_some() {
+                count += 1 << 32;
+            }
+            if count > 0 {
+                f(p as u32, count)?;
+            }
+        }
+        ControlFlow::Continue(())
     }
 
     /// The runs of a grid of `k` candidates, in order; they cover 0..k.
@@ -194,7 +309,7 @@ impl Positions {
     pub fn try_for_each_run(&self, k: usize, mut f: impl FnMut(Run) -> ControlFlow<()>) -> ControlFlow<()> {
         debug_assert!(self.fresh.is_empty(), "Positions::sort first");
         let (mut next, mut below) = (0usize, 0u64);
-        try_for_each_packed(&self.packed, |p, count| {
+        self.try_for_each_count(|p, count| {
             // Candidates from `next` up to this position's see the rows so far below them.
             let at = (p / 2) as usize;
             let stop = at.min(k);
@@ -222,7 +337,9 @@ impl Positions {
 /// positions on any grid up to MAX_RESOLUTION, and is counted in a table of its span rather than
 /// sorted. Sorting the buckets was most of the merging thread's work on 10^6 rows (issue 38).
 fn count_positions(v: &mut [u32]) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
+    // Room for a pair a position, at most: grown by doubling, a pack could hold twice the
+    // pairs it counts, which [`Positions::max_heap_bytes`] does not allow.
+    let mut out = Vec::with_capacity(v.len());
     let Some(&max) = v.iter().max() else { return out };
     let Some(shift) = bucket_shift(v.len(), max) else {
         v.sort_unstable();
@@ -277,7 +394,8 @@ fn bucket_shift(len: usize, max: u32) -> Option<u32> {
 /// of the top 11 bits are counted in one table, as [`count_positions`] counts a bucket after
 /// moving its positions together; that move was most of its cost.
 fn count_runs(v: &mut [u32], ends: &[u32]) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
+    // Room for a pair a position, as in [`count_positions`].
+    let mut out = Vec::with_capacity(v.len());
     let starts = std::iter::once(0).chain(ends.iter().map(|&e| e as usize));
     let mut runs: Vec<(usize, usize)> = starts.zip(ends.iter().map(|&e| e as usize)).filter(|(s, e)| e > s).collect();
     let Some(max) = runs.iter().map(|&(_, e)| v[e - 1]).max() else { return out };
@@ -330,15 +448,8 @@ fn partition_by(v: &mut [u32], bucket: impl Fn(u32) -> usize, buckets: usize) ->
 }
 
 /// Every distinct position of a packed list with its count (a count past `u32::MAX` spans
-/// several pairs): the walk of every draw once the positions are packed.
-fn for_each_packed(packed: &[(u32, u32)], mut f: impl FnMut(u32, u64)) {
-    let _ = try_for_each_packed(packed, |p, c| {
-        f(p, c);
-        ControlFlow::Continue(())
-    });
-}
-
-/// [`for_each_packed`] until `f` breaks.
+/// several pairs), until `f` breaks: the walk of every draw once the positions are packed as
+/// pairs.
 fn try_for_each_packed(packed: &[(u32, u32)], mut f: impl FnMut(u32, u64) -> ControlFlow<()>) -> ControlFlow<()> {
     let Some(&(mut at, count)) = packed.first() else { return ControlFlow::Continue(()) };
     let mut count = u64::from(count);
@@ -370,9 +481,21 @@ fn push_count(out: &mut Vec<(u32, u32)>, position: u32, mut count: u64) {
     }
 }
 
+/// Adds `count` rows at position `p` to counts by position, a wrap past `u32::MAX` noted in
+/// `wrapped` (2^32 rows each).
+fn add_count(dense: &mut [u32], wrapped: &mut Vec<u32>, p: u32, count: u32) {
+    let (sum, wrap) = dense[p as usize].overflowing_add(count);
+    dense[p as usize] = sum;
+    if wrap {
+        wrapped.push(p);
+    }
+}
+
 /// Two sorted packed lists as one, equal positions summed.
 fn merge_packed(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
-    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    // Room for every pair (a count split in two where a sum passes `u32::MAX` is as rare as
+    // that many rows): grown by doubling, the result could hold twice the pairs.
+    let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() || j < b.len() {
         let p = match (a.get(i), b.get(j)) {
@@ -473,11 +596,60 @@ mod tests {
             let mut p = Positions::for_grid(k);
             (0..rows).for_each(|i| p.push((i * 7919 % (2 * k)) as u32));
             p.end_part();
-            let held = p.fresh.capacity() * 4 + p.packed.capacity() * 8 + p.sorted.capacity() * 4;
+            let held = p.fresh.capacity() * 4 + p.packed.capacity() * 8 + p.sorted.capacity() * 4 + p.dense.capacity() * 4;
             assert!(held <= Positions::heap_bytes_for_rows(k, rows), "{rows} rows: {held}");
         }
         assert_eq!(Positions::heap_bytes_for_rows(k, 262_145), (2 << 20) + 16);
         assert_eq!(Positions::heap_bytes_for_rows(k, CHUNK), Positions::max_heap_bytes(k));
+    }
+
+    /// Past half of the grid's positions the pairs become counts by position, and what a
+    /// copy holds stays within [`Positions::max_heap_bytes`]; the counts are those of a sort.
+    #[test]
+    fn a_full_grid_is_counted_by_position_within_the_bound() {
+        let k = 100_000;
+        let (mut whole, mut all) = (Positions::for_grid(k), Vec::new());
+        for part in 0..6u32 {
+            let mut p = Positions::for_grid(k);
+            // Every position of the grid is hit: far more than half of them as pairs.
+            for i in 0..150_000u32 {
+                let at = (i.wrapping_mul(7919) + part * 13) % (2 * k as u32 + 1);
+                p.push(at);
+                all.push(at);
+            }
+            p.sort();
+            assert!(!p.dense.is_empty() && p.packed.is_empty(), "part {part}");
+            whole.merge(p);
+            let held = whole.fresh.capacity() * 4 + whole.packed.capacity() * 8 + whole.dense.capacity() * 4;
+            assert!(held <= Positions::max_heap_bytes(k), "{held}");
+        }
+        whole.sort();
+        assert!(!whole.dense.is_empty() && whole.packed.is_empty());
+        all.sort_unstable();
+        let (mut want, mut got) = (vec![], vec![]);
+        for_each_group(&all, |p, c| want.push((p, c)));
+        whole.for_each_count(|p, c| got.push((p, c)));
+        assert_eq!(got, want);
+        assert_eq!(whole.len(), all.len() as u64);
+    }
+
+    /// A count by position past `u32::MAX` wraps into `wrapped` and reads back whole.
+    #[test]
+    fn a_count_past_u32_max_reads_back_whole() {
+        let mut p = Positions::for_grid(3);
+        (0..7).for_each(|i| p.push(i % 7));
+        p.sort();
+        assert!(!p.dense.is_empty());
+        p.dense[4] = u32::MAX - 1;
+        let mut other = Positions::for_grid(3);
+        (0..7).for_each(|_| other.push(4));
+        other.sort();
+        p.merge(other);
+        let mut got = vec![];
+        p.for_each_count(|at, c| got.push((at, c)));
+        let big = u64::from(u32::MAX) - 1 + 7;
+        assert_eq!(got, vec![(0, 1), (1, 1), (2, 1), (3, 1), (4, big), (5, 1), (6, 1)]);
+        assert_eq!(p.len(), 6 + big);
     }
 
     proptest! {
@@ -488,16 +660,19 @@ mod tests {
             split in 0usize..80,
             second in 0usize..80,
             sorted in any::<(bool, bool)>(),
+            grid in any::<bool>(),
         ) {
             let k = 20;
+            // On a known grid, past half of its 41 positions the counts go by position.
+            let empty = || if grid { Positions::for_grid(k) } else { Positions::default() };
             let split = split.min(positions.len());
             let second = second.clamp(split, positions.len());
-            let mut a = Positions::default();
+            let mut a = empty();
             positions[..split].iter().for_each(|&p| a.push(p));
             a.pack();
             // Two more parts, each sorted on its own or not ([`Positions::end_part`]).
             for (part, sort) in [(&positions[split..second], sorted.0), (&positions[second..], sorted.1)] {
-                let mut b = Positions::default();
+                let mut b = empty();
                 part.iter().for_each(|&p| b.push(p));
                 if sort {
                     b.end_part();
