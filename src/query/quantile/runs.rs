@@ -12,7 +12,7 @@
 //! least 4,096 and at most [`CHUNK`]), then the positions are sorted and packed into
 //! (position, count) pairs, at most one per position (2K + 1 of them): bounded by the grid, not
 //! by the rows. Once the pairs would be more than half of the grid's positions they become
-//! a count per position (four bytes each, [`Positions::dense`]), to which later rows are added
+//! a count per position (four bytes each), to which later rows are added
 //! in place: a merge of pairs needs room for its result beside both lists, which near a full
 //! grid was more than the fold declared (issue 38). The chunk follows the grid so that a fold
 //! per group (`--by`, `--discover`) holds O(K), as the counts per candidate did, not a fixed
@@ -57,7 +57,7 @@ pub struct Positions {
     #[serde(default)]
     slots: usize,
     /// Counts by position, in place of `packed`, once the pairs would be more than half of the
-    /// slots (empty before): [`Positions::to_dense`].
+    /// slots (empty before): [`Positions::count_by_position`].
     #[serde(default)]
     dense: Vec<u32>,
     /// A position once for every 2^32 rows its count in `dense` wrapped past (unordered).
@@ -90,7 +90,7 @@ impl Positions {
     }
 
     /// Replaces the pairs by counts by position (allocated here, once).
-    fn to_dense(&mut self) {
+    fn count_by_position(&mut self) {
         let mut dense = vec![0u32; self.slots];
         let packed = std::mem::take(&mut self.packed);
         for (p, c) in packed {
@@ -169,7 +169,7 @@ impl Positions {
             return;
         }
         if self.dense.is_empty() && self.too_many_pairs(self.packed.len() + packed.len()) {
-            self.to_dense();
+            self.count_by_position();
         }
         if self.dense.is_empty() {
             self.packed = merge_packed(&std::mem::take(&mut self.packed), &packed);
@@ -224,7 +224,7 @@ impl Positions {
 
     fn pack(&mut self) {
         if self.dense.is_empty() && self.too_many_pairs(self.packed.len() + self.fresh.len()) {
-            self.to_dense();
+            self.count_by_position();
         }
         if !self.dense.is_empty() {
             // Counted in place: no pairs, no sort, whatever order the positions are in.
