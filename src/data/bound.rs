@@ -1253,7 +1253,8 @@ impl<'p> Chooser<'p> {
     /// [`narrow`] keeps of [`Chooser::candidates`] without `--by`, found in a heap of `k` as the
     /// ranks come, not by collecting every row (a ranked person has tens of rows for K of them).
     fn lowest<'r>(&mut self, rows: &[Rec<'r>], k: usize) -> Vec<&'r [u8]> {
-        let mut heap = std::collections::BinaryHeap::with_capacity(k + 1);
+        // At most the rows' number: K comes from a flag (and a person ranked has more rows).
+        let mut heap = std::collections::BinaryHeap::with_capacity(k.min(rows.len()));
         self.rank_rows(rows, None, |_, rank, i| {
             if heap.len() < k {
                 heap.push((rank, i));
