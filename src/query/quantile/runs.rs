@@ -91,12 +91,16 @@ impl Positions {
 
     /// Replaces the pairs by counts by position (allocated here, once).
     fn count_by_position(&mut self) {
-        let mut dense = vec![0u32; self.slots];
+        self.dense = vec![0u32; self.slots];
         let packed = std::mem::take(&mut self.packed);
-        for (p, c) in packed {
-            add_count(&mut dense, &mut self.wrapped, p, c);
+        self.add_pairs(packed);
+    }
+
+    /// Adds (position, count) pairs to the counts by position.
+    fn add_pairs(&mut self, pairs: Vec<(u32, u32)>) {
+        for (p, c) in pairs {
+            add_count(&mut self.dense, &mut self.wrapped, p, c);
         }
-        self.dense = dense;
     }
 
     fn chunk(&self) -> usize {
@@ -151,17 +155,13 @@ impl Positions {
 
     /// Adds another copy's packed counts (its pairs, or its counts by position) to these.
     fn merge_counts(&mut self, packed: Vec<(u32, u32)>, mut dense: Vec<u32>, wrapped: Vec<u32>) {
-        if self.dense.is_empty() && !dense.is_empty() {
-            // Into the other's counts by position: its vector is already as large as the grid.
-            std::mem::swap(&mut self.dense, &mut dense);
-            self.wrapped.extend(wrapped);
-            let mine = std::mem::take(&mut self.packed);
-            for (p, c) in mine {
-                add_count(&mut self.dense, &mut self.wrapped, p, c);
-            }
-            return;
-        }
         self.wrapped.extend(wrapped);
+        if self.dense.is_empty() && !dense.is_empty() {
+            // Into the other's counts by position (already as large as the grid), ours added.
+            std::mem::swap(&mut self.dense, &mut dense);
+            let mine = std::mem::take(&mut self.packed);
+            self.add_pairs(mine);
+        }
         for (p, &c) in dense.iter().enumerate().filter(|(_, c)| **c > 0) {
             add_count(&mut self.dense, &mut self.wrapped, p as u32, c);
         }
@@ -174,9 +174,7 @@ impl Positions {
         if self.dense.is_empty() {
             self.packed = merge_packed(&std::mem::take(&mut self.packed), &packed);
         } else {
-            for (p, c) in packed {
-                add_count(&mut self.dense, &mut self.wrapped, p, c);
-            }
+            self.add_pairs(packed);
         }
     }
 
