@@ -755,8 +755,8 @@ impl PersonBuckets {
 }
 
 /// Appends a cell: its length (u32, little-endian) and bytes; `u32::MAX` for a cell the row
-/// does not have. The encoding the ranks read the id and text values in ([`rank_id`],
-/// [`put_value`]).
+/// does not have. The encoding the ranks read text values and group labels in
+/// ([`put_value`]).
 #[inline]
 fn put(out: &mut Vec<u8>, cell: Option<&[u8]>) {
     match cell {
@@ -778,18 +778,6 @@ fn put_len(out: &mut Vec<u8>, mut n: usize) {
         n >>= 7;
     }
     out.push(n as u8);
-}
-
-/// Appends an encoded id (a record's: each cell's [`put_len`] and bytes; `cells` of them) as
-/// the ranks read it: each cell as [`put`] writes it. Ranks were defined over that encoding
-/// before records carried the shorter one, and keep it, so that the same key keeps the same
-/// rows.
-fn rank_id(mut id: &[u8], cells: usize, out: &mut Vec<u8>) {
-    for _ in 0..cells {
-        let (len, rest) = take_len(id);
-        put(out, Some(&rest[..len]));
-        id = &rest[len..];
-    }
 }
 
 /// The number [`put_len`] wrote at the start of `bytes`, and the rest.
@@ -1229,8 +1217,8 @@ impl<'p> Chooser<'p> {
         group_label(self.plan, cell_at(body, slot).unwrap_or_default().trim_ascii())
     }
 
-    /// The rank of a group: the keyed hash of (id, group label), the id as [`rank_id`] writes
-    /// it.
+    /// The rank of a group: the keyed hash of (id, group label), the id encoded as its record
+    /// holds it (each cell's length, then its bytes: no id is a prefix of another).
     fn group_rank(&self, id: &[u8], label: &[u8]) -> u128 {
         let mut g = self.group_hasher;
         std::hash::Hasher::write(&mut g, id);
@@ -1292,7 +1280,7 @@ impl<'p> Chooser<'p> {
         let message = &mut s.message;
         // What a rank hashes before j: the id, once for the person, then a run's values (the
         // hash is of the bytes in order, however they are cut).
-        rank_id(rows[0].id, self.plan.ids.len(), message);
+        message.extend_from_slice(rows[0].id);
         let id_len = message.len();
         let mut person = self.row_hasher;
         std::hash::Hasher::write(&mut person, message);
@@ -1589,12 +1577,7 @@ impl<G: Fold> Visit for Choose<'_, '_, G> {
                 tallies.insert(rec.id.to_vec(), GroupTally::default());
             }
             if let Some(tally) = tallies.get_mut(rec.id) {
-                let rank = || {
-                    let mut id = Vec::new();
-                    rank_id(rec.id, ids, &mut id);
-                    chooser.group_rank(&id, label)
-                };
-                tally.add(label, rank, groups, counted);
+                tally.add(label, || chooser.group_rank(rec.id, label), groups, counted);
             }
             Ok(())
         })?;
