@@ -22,6 +22,15 @@ and prints, per cell, the expected P(exact), value error (% of the valid quantil
 and rank error (rows), defined as in bench/quantile_peers.py, then how many cell-metrics each
 score wins or loses against signed by more than 1 % relative and 0.005 absolute (in the
 metric's unit: a probability, percentage points, rows); there is no sampling error. No binary is run. Not run by `cargo test`.
+
+    python3 bench/quantile_score_exact.py neighbours
+
+pairs each cell x with its nearest dataset x' whose valid quantiles are all different: x plus m
+rows at one bound, the fewest that do it (m rows at the upper bound move q.n up past the top of
+x's valid run, at the lower bound down past its bottom). By group privacy any eps-DP mechanism
+has P_x(valid on x) + exp(-m eps) P_x'(valid on x') <= 1, so none can be exact with probability
+above p* = 1 / (1 + exp(-m eps)) on both: a mechanism above p* on x is below it on x'. Prints m,
+p* and each score's P(exact) on x and on x'.
 """
 
 import random
@@ -66,16 +75,64 @@ def better(x, y, higher):
     return gap > 0.005 and gap > 0.01 * max(abs(x), abs(y))
 
 
-def main():
+def cells():
+    """The 48 cells, drawn in bench/quantile_peers.py's order from its seed."""
     rng = random.Random(38)
-    tally = {k: [0, 0] for k in KINDS[1:]}
-    print("| data | n | ε | level | " + " | ".join(KINDS) + " |")
-    print("|---|---|---|---|" + "---|" * len(KINDS))
     for name, draw, lower, upper in peers.DATASETS:
         for n in peers.SIZES:
             xs = np.sort(np.asarray(draw(rng, n), dtype=float))
             for eps in peers.EPSILONS:
                 for q in peers.LEVELS:
+                    yield name, lower, upper, n, xs, eps, q
+
+
+def nearest_other(xs, lower, upper, q):
+    """(m, bound): the fewest rows added at one bound after which no quantile valid on xs is."""
+    n = len(xs)
+    truth = peers.Truth(list(xs), q)
+    options = []
+    if truth.hi < upper:
+        # Rows at the upper bound leave #(x <= hi) alone and raise q.n by q each.
+        le_hi = np.searchsorted(xs, truth.hi, "right")
+        options.append((int(np.floor(le_hi / q - n)) + 1, upper))
+    if truth.lo > lower:
+        # Rows at the lower bound raise #(x < lo) by one each and q.n by q.
+        lt_lo = np.searchsorted(xs, truth.lo, "left")
+        options.append((int(np.floor((q * n - lt_lo) / (1 - q))) + 1, lower))
+    return min(options)
+
+
+def neighbours():
+    print("| data | n | ε | level | m | p* | signed on x | signed on x' | opendp on x | opendp on x' |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    above = {k: 0 for k in ("signed", "opendp")}
+    for name, lower, upper, n, xs, eps, q in cells():
+        m, at = nearest_other(xs, lower, upper, q)
+        other = np.sort(np.concatenate([xs, np.full(m, float(at))]))
+        star = 1 / (1 + np.exp(-m * eps))
+        shown = []
+        for k in above:
+            here, there = expected(xs, lower, upper, q, eps, k)[0], expected(other, lower, upper, q, eps, k)[0]
+            above[k] += here > star + 0.005
+            shown += [f"{here:.3f}", f"{there:.3f}"]
+        level = "median" if q == 0.5 else "q0.9"
+        print(f"| {name} | {n} | {eps:g} | {level} | {m} | {star:.3f} | " + " | ".join(shown) + " |", flush=True)
+    print("\nm: rows added at one bound to make x'; p* = 1 / (1 + exp(-m eps)), the most any eps-DP")
+    print("mechanism can be exact on both. Cells where a score is exact on x with more than p* + 0.005:")
+    for k, count in above.items():
+        print(f"- {k}: {count}")
+
+
+def main():
+    if sys.argv[1:] == ["neighbours"]:
+        return neighbours()
+    tally = {k: [0, 0] for k in KINDS[1:]}
+    print("| data | n | ε | level | " + " | ".join(KINDS) + " |")
+    print("|---|---|---|---|" + "---|" * len(KINDS))
+    for name, lower, upper, n, xs, eps, q in cells():
+        if True:
+            if True:
+                if True:
                     cell = {k: expected(xs, lower, upper, q, eps, k) for k in KINDS}
                     for k in KINDS[1:]:
                         for j, higher in enumerate(HIGHER_IS_BETTER):
