@@ -24,7 +24,9 @@
 //! (proposed with probability below 2^−44 on 10^6 candidates), so a draw walks the runs about
 //! three times: O(runs), whatever the number of candidates. The walk that finds the proposal
 //! stops at its run, and a caller that knows where its best score lies passes it
-//! ([`Base2::draw_from`]) instead of a whole walk to find it.
+//! ([`Base2::draw_from`]) instead of a whole walk to find it. Every point [`Base2::reach`] or
+//! more from the best is proposed at one unit, the least weight, so a caller that lists only
+//! the runs nearer than that ([`Base2::draw_near`]) makes the same draw without walking the rest.
 
 use std::ops::ControlFlow;
 
@@ -46,6 +48,14 @@ const LEVELS: u32 = 64;
 /// A walk over runs: calls its argument with `(points, score)` once per run, in order, until
 /// the argument returns `Break` (then it stops; the draw has what it needs).
 pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(u64, i128) -> ControlFlow<()>);
+
+/// A run as [`Base2::draw_near`] reads it: its first point, its points and its score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Near {
+    pub first: u64,
+    pub points: u64,
+    pub score: i128,
+}
 
 /// The base-2 exponential mechanism for one ε and one sensitivity.
 #[derive(Clone, Debug)]
@@ -84,6 +94,25 @@ impl Base2 {
         self.thresholds.partition_point(|&t| t <= d) as u32
     }
 
+    /// The least distance from the best score at which a point is proposed at one unit, the
+    /// least weight (every halving level passed; `u128::MAX` when η is too small for that).
+    pub fn reach(&self) -> u128 {
+        self.thresholds.last().copied().unwrap_or(u128::MAX)
+    }
+
+    /// The proposal weight of `points` points `d` from the best score.
+    fn weight(&self, points: u64, d: u128) -> u128 {
+        (points as u128) << (LEVELS - self.level(d))
+    }
+
+    /// The coin of a point proposed `d` from the best: the proposal carried 2^−k of its
+    /// 2^(−η·d), k = [`Base2::level`]; the coin is the rest.
+    fn accept(&self, d: u128, rng: &mut dyn RngCore) -> bool {
+        let rest = &self.eta * BigRational::from_integer(BigInt::from(d))
+            - BigRational::from_integer(BigInt::from(self.level(d)));
+        bernoulli_pow2(rng, &rest)
+    }
+
     /// Draws a run and a point inside it. `walk` must call its argument once per run, in the
     /// same order and with the same `(points, score)` every time (it is walked several times);
     /// `points` >= 1. Returns (run index, offset in the run), or None if there are no runs.
@@ -105,39 +134,92 @@ impl Base2 {
     /// [`Base2::draw`] given the best (least) score of the runs, which a caller that knows its
     /// scores' shape finds without walking every run (`query::quantile`).
     pub fn draw_from(&self, best: i128, walk: Walk, rng: &mut dyn RngCore) -> Option<(usize, u64, u64)> {
-        let weight = |points: u64, s: i128| -> u128 {
-            let d = s.abs_diff(best);
-            (points as u128) << (LEVELS - self.level(d))
-        };
         let mut total: u128 = 0;
         walk(&mut |p, s| {
-            total += weight(p, s);
+            total += self.weight(p, s.abs_diff(best));
             ControlFlow::Continue(())
         });
         let total = BigUint::from(total);
         loop {
             let u = uniform_below(rng, &total).to_u128().unwrap_or(0);
-            let (mut seen, mut at, mut before, mut found) = (0u128, 0usize, 0u64, None);
-            walk(&mut |p, s| {
-                let w = weight(p, s);
-                if u < seen + w {
-                    let unit = w / p as u128;
-                    found = Some((at, ((u - seen) / unit) as u64, before, s.abs_diff(best)));
-                    return ControlFlow::Break(());
-                }
-                seen += w;
-                at += 1;
-                before += p;
-                ControlFlow::Continue(())
-            });
-            let (run, offset, before, d) = found?;
-            // The proposal carried 2^−k of the point's 2^(−η·d): the coin is the rest.
-            let rest = &self.eta * BigRational::from_integer(BigInt::from(d))
-                - BigRational::from_integer(BigInt::from(self.level(d)));
-            if bernoulli_pow2(rng, &rest) {
+            let (run, offset, before, d) = self.propose(best, walk, u)?;
+            if self.accept(d, rng) {
                 return Some((run, offset, before));
             }
         }
+    }
+
+    /// The point of the walk's proposal weights that `u` (below their total) lands on: (run,
+    /// offset in it, the points before the run, its distance from the best).
+    fn propose(&self, best: i128, walk: Walk, u: u128) -> Option<(usize, u64, u64, u128)> {
+        let (mut seen, mut at, mut before, mut found) = (0u128, 0usize, 0u64, None);
+        walk(&mut |p, s| {
+            let d = s.abs_diff(best);
+            let w = self.weight(p, d);
+            if u < seen + w {
+                let unit = w / p as u128;
+                found = Some((at, ((u - seen) / unit) as u64, before, d));
+                return ControlFlow::Break(());
+            }
+            seen += w;
+            at += 1;
+            before += p;
+            ControlFlow::Continue(())
+        });
+        found
+    }
+
+    /// [`Base2::draw_from`] from the runs near the best score alone. `near` holds, in order and
+    /// with no gap between them, every run that scores less than `best` + [`Base2::reach`], and
+    /// maybe others; the `points` points in all lie in runs covering 0..points, and those
+    /// outside `near` weigh one unit each, so their total needs no walk. `score_of(point)`
+    /// scores a point outside `near`, and is asked only when one is proposed (below 2^−44 of
+    /// the time on 10^6 candidates). The same draw as [`Base2::draw_from`] over every run: the
+    /// same total, the same point for the same uniform number, the same coin. Returns the
+    /// point's index among all points; None if `near` is empty.
+    pub fn draw_near(
+        &self,
+        best: i128,
+        near: &[Near],
+        points: u64,
+        mut score_of: impl FnMut(u64) -> i128,
+        rng: &mut dyn RngCore,
+    ) -> Option<u64> {
+        let (first, last) = (near.first()?, near.last()?);
+        let listed = last.first + last.points - first.first;
+        debug_assert_eq!(listed, near.iter().map(|r| r.points).sum::<u64>(), "near runs without gaps");
+        let weighed: u128 = near.iter().map(|r| self.weight(r.points, r.score.abs_diff(best))).sum();
+        let total = BigUint::from(weighed + u128::from(points - listed));
+        loop {
+            let u = uniform_below(rng, &total).to_u128().unwrap_or(0);
+            let (point, score) = self.propose_near(best, near, u, weighed);
+            let d = score.unwrap_or_else(|| score_of(point)).abs_diff(best);
+            if self.accept(d, rng) {
+                return Some(point);
+            }
+        }
+    }
+
+    /// The point `u` lands on in [`Base2::draw_near`] (`weighed`: the near runs' total), with
+    /// its score when it lies in a near run. The points before and after the near runs weigh
+    /// one unit each, so the point is `u` itself before them, and as far past their end as `u`
+    /// is past the weight up to there after them.
+    fn propose_near(&self, best: i128, near: &[Near], u: u128, weighed: u128) -> (u64, Option<i128>) {
+        let start = near.first().map_or(0, |r| r.first);
+        if u < u128::from(start) {
+            return (u as u64, None);
+        }
+        let mut seen = u128::from(start);
+        for r in near {
+            let w = self.weight(r.points, r.score.abs_diff(best));
+            if u < seen + w {
+                return (r.first + ((u - seen) / (w / r.points as u128)) as u64, Some(r.score));
+            }
+            seen += w;
+        }
+        let end = near.last().map_or(0, |r| r.first + r.points);
+        debug_assert_eq!(seen, u128::from(start) + weighed);
+        (end + (u - seen) as u64, None)
     }
 }
 
@@ -252,6 +334,42 @@ mod tests {
         assert!(stat < critical(points.len()), "χ² {stat}; observed {observed:?}");
         // η·ln 2 is ε/(2Δ) to 18 places.
         assert!((mech.rate() - 0.25).abs() < 1e-15);
+    }
+
+    /// Every uniform number proposes the same point from the near runs as from the whole walk,
+    /// including the one-unit points before and after them, which a draw almost never reaches.
+    #[test]
+    fn near_proposals_are_the_whole_walks() {
+        let mech = Base2::new(&"2".parse().unwrap(), 1);
+        let (best, reach) = (-7i128, mech.reach() as i128);
+        let runs: Vec<(u64, i128)> = vec![
+            (4, best + reach + 90),
+            (2, best + reach),
+            (3, best + reach - 1),
+            (1, best),
+            (5, best + 3),
+            (2, best + reach),
+            (6, best + 4 * reach),
+        ];
+        let walk = |f: &mut dyn FnMut(u64, i128) -> ControlFlow<()>| {
+            let _ = runs.iter().try_for_each(|&(p, s)| f(p, s));
+        };
+        let near = [
+            Near { first: 6, points: 3, score: runs[2].1 },
+            Near { first: 9, points: 1, score: best },
+            Near { first: 10, points: 5, score: best + 3 },
+        ];
+        let weighed: u128 = near.iter().map(|r| mech.weight(r.points, r.score.abs_diff(best))).sum();
+        let total = weighed + 6 + 8;
+        let mut us: Vec<u128> = (0..8).chain(total - 10..total).collect();
+        us.extend([6 + weighed / 3, 6 + weighed - 1, 6 + weighed]);
+        for u in us {
+            let (run, offset, before, d) = mech.propose(best, &walk, u).unwrap();
+            let (point, score) = mech.propose_near(best, &near, u, weighed);
+            assert_eq!(point, before + offset, "u = {u}");
+            assert_eq!(score.map_or(d, |s| s.abs_diff(best)), d, "u = {u}");
+            assert_eq!(score.is_some(), (2..5).contains(&run), "u = {u}");
+        }
     }
 
     /// A huge gap neither overflows nor is ever chosen; a run far past the 64 levels is still

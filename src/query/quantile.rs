@@ -67,7 +67,7 @@ use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::{self, Drawn, Mechanism};
-use crate::privacy::exponential::Base2;
+use crate::privacy::exponential::{Base2, Near};
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::group;
@@ -925,10 +925,22 @@ impl QuantileFold {
         best
     }
 
-    /// One exponential-mechanism draw for `level` ([`Base2`]): the index of a candidate. The
-    /// best score is found by [`Self::best_score`] and the walk stops at the chosen run, so a
-    /// draw walks the runs about twice instead of three times, with the same outcome.
+    /// One exponential-mechanism draw for `level` ([`Base2`]): the index of a candidate. One
+    /// walk lists the runs near the best score (`QuantileFold::near_runs`) and stops past
+    /// them; every other candidate weighs one unit, so the draw ([`Base2::draw_near`]) walks
+    /// no further. Where too many runs are near (a small ε), it walks them all, as
+    /// `QuantileFold::select_by_walks` does: the same draw either way.
     pub fn select(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
+        let Some((best, near)) = self.near_runs(level, mechanism.reach()) else {
+            return self.select_by_walks(level, mechanism, rng);
+        };
+        let k = self.candidates.len() as u64;
+        mechanism.draw_near(best, &near, k, |point| self.score_at(level, point), rng).unwrap_or(0) as usize
+    }
+
+    /// [`QuantileFold::select`] by walking every run: the best score found by
+    /// [`Self::best_score`], then a walk to total the weights and one to the chosen run.
+    fn select_by_walks(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
         let n = self.rows() as i128;
         let walk = |f: &mut dyn FnMut(u64, i128) -> ControlFlow<()>| {
             let _ = self
@@ -942,7 +954,70 @@ impl QuantileFold {
         };
         (first + offset) as usize
     }
+
+    /// The best (least) score for `level` and the runs scoring less than it + `reach`, in order,
+    /// from one walk that stops past them; None where there are no runs or more than
+    /// [`NEAR_RUNS`] would be listed. The scores fall and then rise along the runs (max(f₁,
+    /// f₂), [`Self::best_score`]), so the runs near the best are consecutive: a run listed
+    /// while falling leaves the front once the least so far is `reach` below it, and the walk
+    /// stops at the first run whose f₁ is `reach` past the least, since no later run scores
+    /// lower than its own f₁.
+    fn near_runs(&self, level: &Level, reach: u128) -> Option<(i128, Vec<Near>)> {
+        self.near_runs_up_to(level, reach, NEAR_RUNS)
+    }
+
+    /// [`Self::near_runs`] listing at most `most` runs.
+    fn near_runs_up_to(&self, level: &Level, reach: u128, most: usize) -> Option<(i128, Vec<Near>)> {
+        let n = self.rows() as i128;
+        let (a, b) = (level.numer as i128, level.denom as i128);
+        let far = |s: i128, least: i128| s.abs_diff(least) >= reach;
+        let (mut least, mut near, mut full) = (None::<i128>, std::collections::VecDeque::new(), false);
+        let _ = self.positions.try_for_each_run(self.candidates.len(), |run| {
+            let s = score(level, n, run);
+            let m = least.map_or(s, |m| m.min(s));
+            least = Some(m);
+            while near.front().is_some_and(|r: &Near| far(r.score, m)) {
+                near.pop_front();
+            }
+            let f1 = b * run.below as i128 - a * n;
+            if f1 > m && far(f1, m) {
+                return ControlFlow::Break(());
+            }
+            if !far(s, m) {
+                if near.len() == most {
+                    full = true;
+                    return ControlFlow::Break(());
+                }
+                near.push_back(Near { first: run.first as u64, points: run.points as u64, score: s });
+            }
+            ControlFlow::Continue(())
+        });
+        match full {
+            true => None,
+            false => least.map(|m| (m, near.into())),
+        }
+    }
+
+    /// The score for `level` of the candidate at index `point`, by a walk to its run.
+    fn score_at(&self, level: &Level, point: u64) -> i128 {
+        let n = self.rows() as i128;
+        let mut found = 0;
+        let _ = self.positions.try_for_each_run(self.candidates.len(), |run| {
+            if ((run.first + run.points) as u64) <= point {
+                return ControlFlow::Continue(());
+            }
+            found = score(level, n, run);
+            ControlFlow::Break(())
+        });
+        found
+    }
 }
+
+/// The most runs [`QuantileFold::select`] lists near the best score (32 bytes each, 512 KiB)
+/// before it walks every run instead. The runs listed lie within reach/b rows either side of
+/// q·n, two runs a row at most: 44/ε rows for a median, so a median of distinct rows walks
+/// every run below ε ≈ 0.01.
+const NEAR_RUNS: usize = 1 << 14;
 
 /// The score of a run's candidates (lower is better): b times the signed distance in rows from
 /// q·n to the rows the candidate can stand for, [#(x < c), #(x <= c)]:
@@ -1056,6 +1131,60 @@ mod tests {
             let level = Level { numer, denom: 20 };
             let least = fold.scores(&level).into_iter().min();
             prop_assert_eq!(fold.best_score(&level), least);
+        }
+
+        /// The draw from the runs near the best is the draw of the whole walk: the same
+        /// candidate for the same seed, for any rows, level and ε. The runs listed are every run
+        /// nearer the best than the mechanism's reach, in order.
+        #[test]
+        fn a_draw_near_the_best_is_the_whole_walks(
+            values in proptest::collection::vec(-3i32..205, 0..300),
+            numer in 1u128..20,
+            eps in proptest::sample::select(vec!["0.001", "0.05", "1", "8", "200"]),
+            seed in 0u64..1000,
+        ) {
+            use rand::SeedableRng;
+            let cands = linear("0", "100", 201);
+            let rows: Vec<f64> = values.iter().map(|&v| f64::from(v) / 2.0).collect();
+            let fold = fold_of(&rows, &cands);
+            let level = Level { numer, denom: 20 };
+            let mech = Base2::new(&eps.parse().unwrap(), level.score_sensitivity(Neighbours::AddRemove));
+            let mut runs = Vec::new();
+            fold.for_each_scored_run(&level, |run, s| runs.push((run.first as u64, run.points as u64, s)));
+            let best = runs.iter().map(|r| r.2).min();
+            let wanted: Vec<Near> = runs
+                .iter()
+                .filter(|r| best.is_some_and(|b| r.2.abs_diff(b) < mech.reach()))
+                .map(|&(first, points, score)| Near { first, points, score })
+                .collect();
+            let listed = fold.near_runs(&level, mech.reach());
+            prop_assert_eq!(listed, best.map(|b| (b, wanted)));
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
+            let mut again = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
+            prop_assert_eq!(fold.select(&level, &mech, &mut rng), fold.select_by_walks(&level, &mech, &mut again));
+        }
+    }
+
+    /// Past [`NEAR_RUNS`] runs near the best (a tiny ε on many distinct rows) a draw walks every
+    /// run, and draws what it would have from the runs listed.
+    #[test]
+    fn too_many_runs_near_the_best_are_walked() {
+        use rand::SeedableRng;
+        let cands = linear("0", "40000", 40_001);
+        let rows: Vec<f64> = (0..20_000).map(|i| f64::from(i * 2)).collect();
+        let fold = fold_of(&rows, &cands);
+        let mech = Base2::new(&"0.0001".parse().unwrap(), 1);
+        assert!(fold.near_runs(&Level::MEDIAN, mech.reach()).is_none());
+        for seed in 0..20 {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
+            let mut again = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
+            let (b, near) = fold.near_runs_up_to(&Level::MEDIAN, mech.reach(), usize::MAX).unwrap();
+            let by_walks = fold.select_by_walks(&Level::MEDIAN, &mech, &mut again);
+            assert_eq!(fold.select(&Level::MEDIAN, &mech, &mut rng), by_walks);
+            let mut third = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
+            let k = cands.len() as u64;
+            let drawn = mech.draw_near(b, &near, k, |p| fold.score_at(&Level::MEDIAN, p), &mut third);
+            assert_eq!(drawn, Some(by_walks as u64));
         }
     }
 
