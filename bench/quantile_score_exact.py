@@ -31,6 +31,12 @@ x's valid run, at the lower bound down past its bottom). By group privacy any ep
 has P_x(valid on x) + exp(-m eps) P_x'(valid on x') <= 1, so none can be exact with probability
 above p* = 1 / (1 + exp(-m eps)) on both: a mechanism above p* on x is below it on x'. Prints m,
 p* and each score's P(exact) on x and on x'.
+
+    python3 bench/quantile_score_exact.py then
+
+compares, cell by cell, today's default (signed score, every integer a candidate) with the
+default when issue 38 was filed: the unsigned score, and on the tied data's [0, 20] the 2,001
+multiples of 0.01 (every integer elsewhere, as its grid rule gave for bounds 50 or more apart).
 """
 
 import random
@@ -52,11 +58,15 @@ def scores(kind, lt, le, n, a, b):
     return {"signed": signed, "opendp": opendp, "unsigned": np.maximum(signed, 0), "sum": signed + opendp}[kind]
 
 
-def expected(xs, lower, upper, q, eps, kind):
-    """(P(exact), value error %, rank error) of one cell, exactly."""
+def expected(xs, lower, upper, q, eps, kind, hundredths=False):
+    """(P(exact), value error %, rank error) of one cell, exactly; every integer of the bounds a
+    candidate, or with `hundredths` every multiple of 0.01."""
     n = len(xs)
     a, b = (1, 2) if q == 0.5 else (9, 10)
-    candidates = np.arange(lower, upper + 1, dtype=float)
+    if hundredths:
+        candidates = np.arange(lower * 100, upper * 100 + 1, dtype=float) / 100
+    else:
+        candidates = np.arange(lower, upper + 1, dtype=float)
     lt = np.searchsorted(xs, candidates, "left").astype(np.int64)
     le = np.searchsorted(xs, candidates, "right").astype(np.int64)
     s = scores(kind, lt, le, n, a, b).astype(float)
@@ -69,7 +79,7 @@ def expected(xs, lower, upper, q, eps, kind):
     return (w * (rank == 0)).sum(), (w * distance).sum() / truth.scale * 100, (w * rank).sum()
 
 
-def better(x, y, higher):
+def better_by(x, y, higher):
     """x beats y by more than 1 % relative and 0.005 absolute."""
     gap = x - y if higher else y - x
     return gap > 0.005 and gap > 0.01 * max(abs(x), abs(y))
@@ -123,9 +133,76 @@ def neighbours():
         print(f"- {k}: {count}")
 
 
+def candidates_and_counts(xs, lower, upper, hundredths):
+    if hundredths:
+        candidates = np.arange(lower * 100, upper * 100 + 1, dtype=float) / 100
+    else:
+        candidates = np.arange(lower, upper + 1, dtype=float)
+    lt = np.searchsorted(xs, candidates, "left").astype(np.int64)
+    le = np.searchsorted(xs, candidates, "right").astype(np.int64)
+    return candidates, lt, le
+
+
+def permute_and_flip(xs, lower, upper, q, eps, kind, hundredths, draws, rng):
+    """(P(exact), value error %, rank error) of permute-and-flip (McKenna & Sheldon 2020), by
+    `draws` samples: it is report-noisy-max with exponential noise of rate eps / (2 du) (Ding et
+    al. 2021), and within a run of equal scores the winner is uniform, so each run draws the
+    largest of its m noises at once (inverse CDF of (1 - e^(-rate x))^m)."""
+    n = len(xs)
+    a, b = (1, 2) if q == 0.5 else (9, 10)
+    candidates, lt, le = candidates_and_counts(xs, lower, upper, hundredths)
+    cut = np.flatnonzero((np.diff(lt) != 0) | (np.diff(le) != 0)) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [len(candidates)]])
+    m = (ends - starts).astype(float)
+    s = scores(kind, lt[starts], le[starts], n, a, b).astype(float)
+    rate = eps / (2 * max(a, b - a))
+    truth = peers.Truth(list(xs), q)
+    rank = np.maximum(0, np.maximum(lt[starts] - truth.qn, truth.qn - le[starts]))
+    # A run's mean distance to the valid quantiles over its candidates (one is drawn uniformly).
+    distance = np.maximum(0, np.maximum(truth.lo - candidates, candidates - truth.hi))
+    mean_distance = np.add.reduceat(distance, starts) / m
+    wins = np.zeros(len(starts))
+    for _ in range(draws // 1000):
+        u = rng.random((1000, len(starts)))
+        noise = -np.log1p(-(u ** (1 / m))) / rate
+        wins += np.bincount(np.argmax(noise - s, axis=1), minlength=len(starts))
+    w = wins / wins.sum()
+    return (w * (rank == 0)).sum(), (w * mean_distance).sum() / truth.scale * 100, (w * rank).sum()
+
+
+def then():
+    """Today's default against the issue's (unsigned score; 0.01 apart on the tied data's [0, 20])."""
+    draws = 20_000
+    rng = np.random.default_rng(38)
+    print("| data | n | ε | level | today | issue's score and grid | the same by permute-and-flip |")
+    print("|---|---|---|---|---|---|---|")
+    worse, better = [0, 0], [0, 0]
+    for name, lower, upper, n, xs, eps, q in cells():
+        tied = name.startswith("tied")
+        now = expected(xs, lower, upper, q, eps, "signed")
+        olds = (
+            expected(xs, lower, upper, q, eps, "unsigned", hundredths=tied),
+            permute_and_flip(xs, lower, upper, q, eps, "unsigned", tied, draws, rng),
+        )
+        for k, old in enumerate(olds):
+            for j, higher in enumerate(HIGHER_IS_BETTER):
+                worse[k] += better_by(old[j], now[j], higher)
+                better[k] += better_by(now[j], old[j], higher)
+        level = "median" if q == 0.5 else "q0.9"
+        shown = " | ".join("/".join(f"{v:.3g}" for v in cell) for cell in (now, *olds))
+        print(f"| {name} | {n} | {eps:g} | {level} | {shown} |", flush=True)
+    print("\nEach cell: P(exact) / value error % / rank error (rows); today's and the issue's score")
+    print(f"exactly, permute-and-flip from {draws:,} draws a cell.")
+    print(f"Cell-metrics (of 144) where today's default is worse: {worse[0]} against the issue's score")
+    print(f"and grid, {worse[1]} against them by permute-and-flip; better: {better[0]} and {better[1]}.")
+
+
 def main():
     if sys.argv[1:] == ["neighbours"]:
         return neighbours()
+    if sys.argv[1:] == ["then"]:
+        return then()
     tally = {k: [0, 0] for k in KINDS[1:]}
     print("| data | n | ε | level | " + " | ".join(KINDS) + " |")
     print("|---|---|---|---|" + "---|" * len(KINDS))
@@ -136,8 +213,8 @@ def main():
                     cell = {k: expected(xs, lower, upper, q, eps, k) for k in KINDS}
                     for k in KINDS[1:]:
                         for j, higher in enumerate(HIGHER_IS_BETTER):
-                            tally[k][0] += better(cell[k][j], cell["signed"][j], higher)
-                            tally[k][1] += better(cell["signed"][j], cell[k][j], higher)
+                            tally[k][0] += better_by(cell[k][j], cell["signed"][j], higher)
+                            tally[k][1] += better_by(cell["signed"][j], cell[k][j], higher)
                     level = "median" if q == 0.5 else "q0.9"
                     shown = " | ".join("/".join(f"{v:.3g}" for v in cell[k]) for k in KINDS)
                     print(f"| {name} | {n} | {eps:g} | {level} | {shown} |", flush=True)
