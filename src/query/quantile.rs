@@ -931,7 +931,7 @@ impl QuantileFold {
     /// no further. Where too many runs are near (a small ε), it walks them all, as
     /// `QuantileFold::select_by_walks` does: the same draw either way.
     pub fn select(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
-        let Some((best, near)) = self.near_runs(level, mechanism.reach()) else {
+        let Some((best, near)) = self.near_runs(level, mechanism.reach(), NEAR_RUNS) else {
             return self.select_by_walks(level, mechanism, rng);
         };
         let k = self.candidates.len() as u64;
@@ -956,18 +956,13 @@ impl QuantileFold {
     }
 
     /// The best (least) score for `level` and the runs scoring less than it + `reach`, in order,
-    /// from one walk that stops past them; None where there are no runs or more than
-    /// [`NEAR_RUNS`] would be listed. The scores fall and then rise along the runs (max(f₁,
+    /// from one walk that stops past them; None where there are no runs or more than `most`
+    /// would be listed ([`NEAR_RUNS`] for a draw). The scores fall and then rise along the runs (max(f₁,
     /// f₂), [`Self::best_score`]), so the runs near the best are consecutive: a run listed
     /// while falling leaves the front once the least so far is `reach` below it, and the walk
     /// stops at the first run whose f₁ is `reach` past the least, since no later run scores
     /// lower than its own f₁.
-    fn near_runs(&self, level: &Level, reach: u128) -> Option<(i128, Vec<Near>)> {
-        self.near_runs_up_to(level, reach, NEAR_RUNS)
-    }
-
-    /// [`Self::near_runs`] listing at most `most` runs.
-    fn near_runs_up_to(&self, level: &Level, reach: u128, most: usize) -> Option<(i128, Vec<Near>)> {
+    fn near_runs(&self, level: &Level, reach: u128, most: usize) -> Option<(i128, Vec<Near>)> {
         let n = self.rows() as i128;
         let (a, b) = (level.numer as i128, level.denom as i128);
         let far = |s: i128, least: i128| s.abs_diff(least) >= reach;
@@ -1157,7 +1152,7 @@ mod tests {
                 .filter(|r| best.is_some_and(|b| r.2.abs_diff(b) < mech.reach()))
                 .map(|&(first, points, score)| Near { first, points, score })
                 .collect();
-            let listed = fold.near_runs(&level, mech.reach());
+            let listed = fold.near_runs(&level, mech.reach(), NEAR_RUNS);
             prop_assert_eq!(listed, best.map(|b| (b, wanted)));
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
             let mut again = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
@@ -1174,11 +1169,11 @@ mod tests {
         let rows: Vec<f64> = (0..20_000).map(|i| f64::from(i * 2)).collect();
         let fold = fold_of(&rows, &cands);
         let mech = Base2::new(&"0.0001".parse().unwrap(), 1);
-        assert!(fold.near_runs(&Level::MEDIAN, mech.reach()).is_none());
+        assert!(fold.near_runs(&Level::MEDIAN, mech.reach(), NEAR_RUNS).is_none());
         for seed in 0..20 {
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
             let mut again = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
-            let (b, near) = fold.near_runs_up_to(&Level::MEDIAN, mech.reach(), usize::MAX).unwrap();
+            let (b, near) = fold.near_runs(&Level::MEDIAN, mech.reach(), usize::MAX).unwrap();
             let by_walks = fold.select_by_walks(&Level::MEDIAN, &mech, &mut again);
             assert_eq!(fold.select(&Level::MEDIAN, &mech, &mut rng), by_walks);
             let mut third = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
