@@ -60,17 +60,23 @@ def scores(kind, lt, le, n, a, b):
     return {"signed": signed, "opendp": opendp, "unsigned": np.maximum(signed, 0), "sum": signed + opendp}[kind]
 
 
-def expected(xs, lower, upper, q, eps, kind, hundredths=False):
-    """(P(exact), value error %, rank error) of one cell, exactly; every integer of the bounds a
-    candidate, or with `hundredths` every multiple of 0.01."""
-    n = len(xs)
-    a, b = (1, 2) if q == 0.5 else (9, 10)
+def candidates_and_counts(xs, lower, upper, hundredths):
+    """Every integer of the bounds (or every multiple of 0.01), with #(x < c) and #(x <= c)."""
     if hundredths:
         candidates = np.arange(lower * 100, upper * 100 + 1, dtype=float) / 100
     else:
         candidates = np.arange(lower, upper + 1, dtype=float)
     lt = np.searchsorted(xs, candidates, "left").astype(np.int64)
     le = np.searchsorted(xs, candidates, "right").astype(np.int64)
+    return candidates, lt, le
+
+
+def expected(xs, lower, upper, q, eps, kind, hundredths=False):
+    """(P(exact), value error %, rank error) of one cell, exactly; every integer of the bounds a
+    candidate, or with `hundredths` every multiple of 0.01."""
+    n = len(xs)
+    a, b = (1, 2) if q == 0.5 else (9, 10)
+    candidates, lt, le = candidates_and_counts(xs, lower, upper, hundredths)
     s = scores(kind, lt, le, n, a, b).astype(float)
     du = max(a, b - a) * (2 if kind == "sum" else 1)
     w = np.exp(-eps * (s - s.min()) / (2 * du))
@@ -133,16 +139,6 @@ def neighbours():
     print("mechanism can be exact on both. Cells where a score is exact on x with more than p* + 0.005:")
     for k, count in above.items():
         print(f"- {k}: {count}")
-
-
-def candidates_and_counts(xs, lower, upper, hundredths):
-    if hundredths:
-        candidates = np.arange(lower * 100, upper * 100 + 1, dtype=float) / 100
-    else:
-        candidates = np.arange(lower, upper + 1, dtype=float)
-    lt = np.searchsorted(xs, candidates, "left").astype(np.int64)
-    le = np.searchsorted(xs, candidates, "right").astype(np.int64)
-    return candidates, lt, le
 
 
 def permute_and_flip(xs, lower, upper, q, eps, kind, hundredths, draws, rng):
@@ -212,17 +208,14 @@ def main():
     print("| data | n | ε | level | " + " | ".join(KINDS) + " |")
     print("|---|---|---|---|" + "---|" * len(KINDS))
     for name, lower, upper, n, xs, eps, q in cells():
-        if True:
-            if True:
-                if True:
-                    cell = {k: expected(xs, lower, upper, q, eps, k) for k in KINDS}
-                    for k in KINDS[1:]:
-                        for j, higher in enumerate(HIGHER_IS_BETTER):
-                            tally[k][0] += better_by(cell[k][j], cell["signed"][j], higher)
-                            tally[k][1] += better_by(cell["signed"][j], cell[k][j], higher)
-                    level = "median" if q == 0.5 else "q0.9"
-                    shown = " | ".join("/".join(f"{v:.3g}" for v in cell[k]) for k in KINDS)
-                    print(f"| {name} | {n} | {eps:g} | {level} | {shown} |", flush=True)
+        cell = {k: expected(xs, lower, upper, q, eps, k) for k in KINDS}
+        for k in KINDS[1:]:
+            for j, higher in enumerate(HIGHER_IS_BETTER):
+                tally[k][0] += better_by(cell[k][j], cell["signed"][j], higher)
+                tally[k][1] += better_by(cell["signed"][j], cell[k][j], higher)
+        level = "median" if q == 0.5 else "q0.9"
+        shown = " | ".join("/".join(f"{v:.3g}" for v in cell[k]) for k in KINDS)
+        print(f"| {name} | {n} | {eps:g} | {level} | {shown} |", flush=True)
     print("\nEach cell: P(exact) / value error % / rank error (rows), expected values.")
     print("Cell-metrics (of 144) each score wins / loses against signed:")
     for k, (wins, losses) in tally.items():
