@@ -1219,7 +1219,7 @@ fn bounds_free_quantiles_follow_above_threshold() {
 
 /// Bounded quantiles: 0.5 and 0.9 of age in people.csv on [0, 100] with 41 candidates (steps of
 /// 2.5, so most runs of equal score span several candidates) at ε = 0.2, ε/2 a level.
-const QUANTILE_EM: Config = Config {
+const QUANTILE_BOUNDED: Config = Config {
     fixture: "people.csv",
     args: &[
         "quantile",
@@ -1240,11 +1240,14 @@ const QUANTILE_EM: Config = Config {
     runs: 400,
 };
 
-runs_of!(quantile_em_runs, QUANTILE_EM);
+runs_of!(quantile_bounded_runs, QUANTILE_BOUNDED);
 
-/// The exponential mechanism's probabilities over `grid`, from its definition (issue 38):
-/// candidate c with weight exp(−ε·s(c)/(2Δu)), s(c) = max(b·#(x < c) − a·n, a·n − b·#(x <= c)).
-fn exponential_distribution(xs: &[f64], grid: &[f64], a: i64, b: i64, eps: f64, delta: f64) -> Vec<f64> {
+/// Permute-and-flip's probabilities over `grid`, from its definition in continuous time: each
+/// candidate arrives at a uniform time in [0, 1] and stops the visits with probability
+/// p(c) = exp(−ε·(s(c) − s_min)/(2Δu)), s(c) = max(b·#(x < c) − a·n, a·n − b·#(x <= c)); c is
+/// chosen when it stops at t and no other has stopped before: ∫₀¹ p(c)·Π_{c′≠c} (1 − p(c′)·t) dt
+/// (Simpson's rule).
+fn flip_distribution(xs: &[f64], grid: &[f64], a: i64, b: i64, eps: f64, delta: f64) -> Vec<f64> {
     let n = xs.len() as i64;
     let scores: Vec<i64> = grid
         .iter()
@@ -1255,34 +1258,50 @@ fn exponential_distribution(xs: &[f64], grid: &[f64], a: i64, b: i64, eps: f64, 
         })
         .collect();
     let best = *scores.iter().min().unwrap();
-    let weights: Vec<f64> =
-        scores.iter().map(|&s| (-eps * (s - best) as f64 / (2.0 * delta)).exp()).collect();
-    let z: f64 = weights.iter().sum();
-    weights.iter().map(|w| w / z).collect()
+    let coins: Vec<f64> = scores.iter().map(|&s| (-eps * (s - best) as f64 / (2.0 * delta)).exp()).collect();
+    let steps = 4_000;
+    let h = 1.0 / steps as f64;
+    let mut probs = vec![0.0; grid.len()];
+    for i in 0..=steps {
+        let t = i as f64 * h;
+        let weight = if i == 0 || i == steps {
+            1.0
+        } else if i % 2 == 1 {
+            4.0
+        } else {
+            2.0
+        };
+        for (c, &p) in coins.iter().enumerate() {
+            let others: f64 =
+                coins.iter().enumerate().filter(|&(j, _)| j != c).map(|(_, &q)| 1.0 - q * t).product();
+            probs[c] += weight * h / 3.0 * p * others;
+        }
+    }
+    probs
 }
 
 #[test]
-fn bounded_quantiles_follow_the_exponential_mechanism() {
-    let runs = quantile_em_runs();
+fn bounded_quantiles_follow_permute_and_flip() {
+    let runs = quantile_bounded_runs();
     let xs: Vec<f64> = column("people.csv", "age").iter().map(|s| s.parse().unwrap()).collect();
     let grid: Vec<f64> = (0..41).map(|i| i as f64 * 2.5).collect();
     for (level, a, b) in [(0usize, 1i64, 2i64), (1, 9, 10)] {
         let delta =
             runs[0].json.pointer(&format!("/quantiles/{level}/score_sensitivity")).unwrap().as_f64().unwrap();
         assert_eq!(delta, a.max(b - a) as f64, "add-remove Δu");
-        let probs = exponential_distribution(&xs, &grid, a, b, 0.1, delta);
+        let probs = flip_distribution(&xs, &grid, a, b, 0.1, delta);
         let (cells, expected) = chi2_cells(&probs, runs.len());
         let chosen: Vec<usize> = runs
             .iter()
             .map(|run| {
-                assert_eq!(run.str("/mechanism"), "exponential");
+                assert_eq!(run.str("/mechanism"), "permute-and-flip");
                 let value = run.f64(&format!("/quantiles/{level}/value"));
                 grid.iter().position(|&c| c == value).unwrap_or_else(|| panic!("{value} is no candidate"))
             })
             .collect();
         let power = [COARSE, 1.0 / COARSE]
             .map(|f| {
-                let alt = exponential_distribution(&xs, &grid, a, b, 0.1 * f, delta);
+                let alt = flip_distribution(&xs, &grid, a, b, 0.1 * f, delta);
                 chi2_power(&pooled_cells(&probs, &cells), &pooled_cells(&alt, &cells), runs.len())
             })
             .into_iter()
@@ -1307,7 +1326,7 @@ const QUANTILE_TIES: Config = Config {
 runs_of!(quantile_ties_runs, QUANTILE_TIES);
 
 #[test]
-fn tied_quantiles_on_the_default_grid_follow_the_exponential_mechanism() {
+fn tied_quantiles_on_the_default_grid_follow_permute_and_flip() {
     let runs = quantile_ties_runs();
     let xs: Vec<f64> = column("education_ties.csv", "years").iter().map(|s| s.parse().unwrap()).collect();
     let grid: Vec<f64> = (0..31).map(|i| 1.0 + f64::from(i) / 2.0).collect();
@@ -1316,7 +1335,7 @@ fn tied_quantiles_on_the_default_grid_follow_the_exponential_mechanism() {
         let delta =
             runs[0].json.pointer(&format!("/quantiles/{level}/score_sensitivity")).unwrap().as_f64().unwrap();
         assert_eq!(delta, a.max(b - a) as f64, "add-remove Δu");
-        let probs = exponential_distribution(&xs, &grid, a, b, 0.05, delta);
+        let probs = flip_distribution(&xs, &grid, a, b, 0.05, delta);
         let (cells, expected) = chi2_cells(&probs, runs.len());
         let chosen: Vec<usize> = runs
             .iter()
@@ -1327,7 +1346,7 @@ fn tied_quantiles_on_the_default_grid_follow_the_exponential_mechanism() {
             .collect();
         let power = [COARSE, 1.0 / COARSE]
             .map(|f| {
-                let alt = exponential_distribution(&xs, &grid, a, b, 0.05 * f, delta);
+                let alt = flip_distribution(&xs, &grid, a, b, 0.05 * f, delta);
                 chi2_power(&pooled_cells(&probs, &cells), &pooled_cells(&alt, &cells), runs.len())
             })
             .into_iter()

@@ -1,4 +1,4 @@
-//! quantile and median: the exponential mechanism over public candidates, run through the real binary.
+//! quantile and median: permute-and-flip over public candidates, run through the real binary.
 
 use crate::common;
 
@@ -124,7 +124,7 @@ fn several_levels_split_epsilon_exactly() {
         .arg(fixture("quantile_odd.csv"));
     let json = json_of(&mut cmd);
     assert_eq!(json["epsilon_exact"], "1/1");
-    assert_eq!(json["mechanism"], "exponential");
+    assert_eq!(json["mechanism"], "permute-and-flip");
     let qs = json["quantiles"].as_array().unwrap();
     assert_eq!(qs.len(), 3);
     for (q, level) in qs.iter().zip(["1/4", "1/2", "3/4"]) {

@@ -99,7 +99,7 @@ pub enum Query {
     /// L1 sensitivity 1 (add-remove), 2 (replace).
     #[command(after_help = HISTOGRAM_HELP)]
     Histogram(HistogramArgs),
-    /// Noisy quantiles: with --lower/--upper, the exponential mechanism over round or evenly
+    /// Noisy quantiles: with --lower/--upper, permute-and-flip over round or evenly
     /// spaced candidates; without, AboveThreshold over a public log-scale grid. Score
     /// sensitivity for level q = a/b: max(a, b−a) (add-remove), b (replace).
     #[command(after_help = "Examples:\n  \

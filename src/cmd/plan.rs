@@ -207,7 +207,7 @@ impl Request {
         if self.delta.is_some() && matches!(self.kind, "quantile" | "median") {
             return Err(Error::usage(format!(
                 "--delta compares Laplace with Gaussian noise, and a {} has no Gaussian form (it is \
-                 released by the exponential mechanism, pure epsilon-DP); plan it without --delta",
+                 released by permute-and-flip, pure epsilon-DP); plan it without --delta",
                 self.kind
             )));
         }

@@ -1,5 +1,5 @@
 //! The privacy arithmetic, knowing nothing of CSV or of the statistics: ε as an exact rational,
-//! the privacy unit, the exact samplers, the Laplace, permute-and-flip, exponential and AboveThreshold mechanisms, the one
+//! the privacy unit, the exact samplers, the Laplace, permute-and-flip (with base-2 coins) and AboveThreshold mechanisms, the one
 //! random generator, accuracy bounds, the accountant and the persistent ledger.
 //!
 //! Opt-in approximate DP (docs/DESIGN.md §9): δ (`delta`), zCDP's ρ and its conversion to
@@ -12,12 +12,12 @@
 pub mod above_threshold;
 pub mod accountant;
 pub mod accuracy;
+pub mod base2;
 pub mod contribution;
 pub mod currency;
 pub mod delta;
 pub mod delta_use;
 pub mod epsilon;
-pub mod exponential;
 pub mod gaussian;
 pub mod laplace;
 pub mod ledger;

@@ -1,5 +1,6 @@
 //! Randomness enters here and only here: ChaCha20 seeded once per run from the operating
-//! system's CSPRNG, or, for tests, from `DPSTAT_INSECURE_SEED`, announced on stderr; and the
+//! system's CSPRNG, or, for tests, from `DPSTAT_INSECURE_SEED`, announced on stderr (and
+//! generators seeded from it that a draw restarts, [`Replay`]); and the
 //! secret bytes of a ledger key ([`secret_bytes`]), always from the operating system; and the key
 //! that chooses each person's rows ([`selection_key`]).
 
@@ -28,6 +29,24 @@ pub fn system_rng() -> Result<ChaCha20Rng, Error> {
             );
             Ok(ChaCha20Rng::seed_from_u64(seed)) // INSECURE: test hook only
         }
+    }
+}
+
+/// A generator that a draw can start again from the same point: its seed is drawn from the
+/// noise generator `rng`, so it is as unpredictable, and each [`Replay::start`] gives the same
+/// numbers. For a draw that must see the same random numbers on every walk over data it cannot
+/// keep (`privacy::permute_and_flip`).
+pub struct Replay([u8; 32]);
+
+impl Replay {
+    pub fn new(rng: &mut dyn rand::RngCore) -> Replay {
+        let mut seed = [0u8; 32];
+        rng.fill_bytes(&mut seed);
+        Replay(seed)
+    }
+
+    pub fn start(&self) -> ChaCha20Rng {
+        ChaCha20Rng::from_seed(self.0)
     }
 }
 

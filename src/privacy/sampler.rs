@@ -67,8 +67,8 @@ pub fn uniform_below<R: RngCore + ?Sized>(rng: &mut R, q: &BigUint) -> BigUint {
     }
 }
 
-/// Fast path of [`uniform_below`] that avoids big-integer allocation.
-fn uniform_below_u64<R: RngCore + ?Sized>(rng: &mut R, q: u64) -> u64 {
+/// [`uniform_below`] for a `u64` modulus, without big-integer allocation.
+pub fn uniform_below_u64<R: RngCore + ?Sized>(rng: &mut R, q: u64) -> u64 {
     if q <= 1 {
         return 0;
     }
@@ -80,6 +80,44 @@ fn uniform_below_u64<R: RngCore + ?Sized>(rng: &mut R, q: u64) -> u64 {
             return candidate;
         }
     }
+}
+
+/// Binomial(m, 2^−k), exactly: a trial succeeds when k fair bits all come up zero, so the trials
+/// left after each bit are Binomial(left, 1/2), the ones among that many fair bits. About 2m
+/// bits in all however large k is, and none once no trial is left.
+pub fn binomial_pow2<R: RngCore + ?Sized>(rng: &mut R, m: u64, k: u32) -> u64 {
+    let mut left = m;
+    for done in 0..k {
+        match left {
+            0 => break,
+            // One trial left (most runs are one candidate): its remaining bits in one word.
+            1 => return u64::from(rng.next_u64() >> (64 - (k - done)) == 0),
+            _ => left = ones_among(rng, left),
+        }
+    }
+    left
+}
+
+/// How many of `bits` fair bits are one: Binomial(bits, 1/2).
+fn ones_among<R: RngCore + ?Sized>(rng: &mut R, bits: u64) -> u64 {
+    // Most runs are a few candidates: one word, without a block to fill.
+    if bits <= 64 {
+        return u64::from((rng.next_u64() & (u64::MAX >> (64 - bits))).count_ones());
+    }
+    // Drawn a block at a time: a million bits would otherwise be 15,625 calls.
+    let mut block = [0u8; 512];
+    let (mut ones, mut rest) = (0u64, bits);
+    while rest > 0 {
+        let take = rest.min(8 * block.len() as u64);
+        let bytes = take.div_ceil(8) as usize;
+        rng.fill_bytes(&mut block[..bytes]);
+        if take % 8 != 0 {
+            block[bytes - 1] &= (1u8 << (take % 8)) - 1;
+        }
+        ones += block[..bytes].iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
+        rest -= take;
+    }
+    ones
 }
 
 /// Bernoulli(p/q) for `0 <= p <= q`, `q > 0`: a uniform `u` in `{0, …, q−1}`,
@@ -384,7 +422,7 @@ fn positive_parts(r: &BigRational) -> Option<(BigUint, BigUint)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
@@ -521,6 +559,57 @@ mod tests {
             }
         }
         assert_binomial("uniform_below(2^64) bit 63", top_bit_set, 2_000, 0.5);
+    }
+
+    // ---- binomial_pow2 ----
+
+    /// Cells for a χ² test of `draws` draws from `probs` (outcomes in order): consecutive
+    /// outcomes pooled until a cell expects 5 draws or more, a short last cell joining the one
+    /// before. Returns each outcome's cell and each cell's probability.
+    pub(crate) fn cells_of_five(probs: &[f64], draws: u64) -> (Vec<usize>, Vec<f64>) {
+        let (mut cell_of, mut cells) = (Vec::with_capacity(probs.len()), vec![0.0]);
+        for &p in probs {
+            if cells.last().is_some_and(|&c| c * draws as f64 >= 5.0) {
+                cells.push(0.0);
+            }
+            *cells.last_mut().unwrap() += p;
+            cell_of.push(cells.len() - 1);
+        }
+        if cells.len() > 1 && cells.last().is_some_and(|&c| c * (draws as f64) < 5.0) {
+            let short = cells.pop().unwrap();
+            *cells.last_mut().unwrap() += short;
+            cell_of.iter_mut().for_each(|c| *c = (*c).min(cells.len() - 1));
+        }
+        (cell_of, cells)
+    }
+
+    fn binomial_pmf(m: u64, p: f64, j: u64) -> f64 {
+        let ln_choose = (1..=j).map(|i| ((m - j + i) as f64 / i as f64).ln()).sum::<f64>();
+        (ln_choose + j as f64 * p.ln() + (m - j) as f64 * (1.0 - p).ln()).exp()
+    }
+
+    /// Binomial(m, 2^−k) against its pmf (χ²), for trial counts inside one word, across words
+    /// and across blocks of bits.
+    #[test]
+    fn binomial_pow2_chi_square() {
+        let mut r = rng(41);
+        for (m, k) in [(1u64, 3u32), (20, 2), (130, 1), (5000, 9), (9000, 3)] {
+            let p = 0.5f64.powi(k as i32);
+            let draws = 20_000;
+            let pmf: Vec<f64> = (0..=m).map(|j| binomial_pmf(m, p, j)).collect();
+            let total: f64 = pmf.iter().sum();
+            let pmf: Vec<f64> = pmf.iter().map(|q| q / total).collect();
+            let (cell_of, probs) = cells_of_five(&pmf, draws);
+            let mut counts = vec![0u64; probs.len()];
+            for _ in 0..draws {
+                counts[cell_of[binomial_pow2(&mut r, m, k) as usize]] += 1;
+            }
+            assert_chi2(&format!("binomial_pow2({m}, {k})"), &counts, &probs);
+        }
+        // No halving: every trial; 2^−64 of a million trials: none.
+        assert!((0..100).all(|_| binomial_pow2(&mut r, 100, 0) == 100));
+        assert!((0..1000).all(|_| binomial_pow2(&mut r, 1_000_000, 64) == 0));
+        assert_eq!(binomial_pow2(&mut r, 0, 64), 0);
     }
 
     // ---- bernoulli_ratio ----

@@ -18,7 +18,7 @@
 //!   - count: Δ₁ = 2 (one group −1, another +1; a change within a group moves no count);
 //!   - sum: Δ₁ = 2·max(|L|, |U|) (a removal and an addition; >= U − L, a change within a group);
 //!   - histogram: Δ₁ = 2, as without groups: each row lies in exactly one (group, bin) cell;
-//!   - quantile and median, level q = a/b: the exponential mechanism is not a Laplace vector,
+//!   - quantile and median, level q = a/b: permute-and-flip is not a Laplace vector,
 //!     but the same accounting holds. Each group's selection with score sensitivity Δu at ε is
 //!     (ε·d/Δu)-DP against a change that moves that group's scores by at most d (the mechanism
 //!     only sees ε/(2Δu)), and the groups' selections are independent, so their losses add. A

@@ -23,20 +23,23 @@
 //!   replace a changed row can leave one group and join another, so each group's Δu is
 //!   2·max(a, b − a) (`query::group::score_sensitivity`).
 //!
-//! **With bounds** (`--lower/--upper`): the exponential mechanism with this score (McSherry &
-//! Talwar 2007; quantiles as in Smith 2011), in base 2 (Ilvento 2020, [`Base2`]): candidate c
-//! with probability proportional to 2^(−η·s(c)), η·ln 2 <= ε/(2Δu); ε-DP for the unit Δu was
-//! computed under. The candidates are public, on [L, U]: by default the multiples of a round
-//! step (1, 2 or 5 times a power of ten), every integer for integer bounds at least 20 apart ([`Candidates::round`]);
-//! `--resolution K` evenly spaced points. Values outside [L, U] count as below or above every
-//! candidate. The score is constant on each run of candidates between two rows' positions
-//! ([`runs`]), so the draw picks a run with weight (candidates in it)·2^(−η·s) and then a
-//! candidate in it uniformly: the same distribution as over the candidates one by one, in
+//! **With bounds** (`--lower/--upper`): permute-and-flip with this score (McKenna & Sheldon
+//! 2020; quantiles by selection as in Smith 2011), with base-2 coins (Ilvento 2020,
+//! [`Base2`]): the candidates are visited in a uniformly random order and c stops the visits
+//! with probability 2^(−η·(s(c) − s_min)), η·ln 2 <= ε/(2Δu); ε-DP for the unit Δu was computed
+//! under ([`crate::privacy::permute_and_flip`]), and never worse in expected score than the
+//! exponential mechanism, which dpstat drew from issue 38 until permute-and-flip could be drawn
+//! over runs. The candidates are public, on [L, U]: by default the multiples of a round step
+//! (1, 2 or 5 times a power of ten), every integer for integer bounds at least 20 apart
+//! ([`Candidates::round`]); `--resolution K` evenly spaced points. Values outside [L, U] count
+//! as below or above every candidate. The score is constant on each run of candidates between
+//! two rows' positions ([`runs`]), so the draw counts, run by run, the candidates whose coins
+//! can come up and visits those: the same distribution as over the candidates one by one, in
 //! O(n log n) whatever the grid.
 //!
 //! **Without bounds**: AboveThreshold over the fixed public log-scale grid (Durfee 2023), in
 //! [`unbounded`]: the release stays within the data's range unless the data are too few for ε,
-//! and then a warning says so. The exponential mechanism on that grid did not: thousands of
+//! and then a warning says so. A selection over that grid (the exponential mechanism) did not: thousands of
 //! candidates beyond the data, each only a few rows of score from the best, outweighed it on
 //! small files.
 //!
@@ -67,7 +70,7 @@ use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::{self, Drawn, Mechanism};
-use crate::privacy::exponential::{Base2, Near};
+use crate::privacy::base2::{Base2, Near};
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::group;
@@ -121,7 +124,7 @@ impl Statistic for Quantile {
                     Some(k) => Candidates::linear(bounds, k),
                     None => Candidates::round(bounds, default_cap(setup.groups)),
                 };
-                (candidates, Method::Exponential)
+                (candidates, Method::PermuteAndFlip)
             }
             _ => {
                 // n is public only under replace without filters.
@@ -137,8 +140,8 @@ impl Statistic for Quantile {
         }
         setup.epsilon(kind)?;
         // Without bounds each group would need its own row count, and under replace a group's
-        // size is private: --by takes the bounded (exponential) form only.
-        if setup.grouped() && method != Method::Exponential {
+        // size is private: --by takes the bounded (permute-and-flip) form only.
+        if setup.grouped() && method != Method::PermuteAndFlip {
             return Err(Error::usage(format!(
                 "{kind} --by needs --lower/--upper: without bounds the release relies on a row count, \
                  and group sizes are not public"
@@ -186,7 +189,7 @@ impl Statistic for Quantile {
     fn measure(&self, fold: QuantileFold, cx: &Context, rng: &mut dyn RngCore) -> Result<Measured<Quantile>, Error> {
         let spec = &self.spec;
         match spec.method {
-            Method::Exponential => {
+            Method::PermuteAndFlip => {
                 let eps = spec.epsilon_per_level(cx.epsilon()?);
                 let fold = fold.sorted();
                 let chosen: Vec<f64> = spec
@@ -197,7 +200,7 @@ impl Statistic for Quantile {
                         spec.candidates.get(fold.select(level, &mechanism, rng))
                     })
                     .collect();
-                self.exponential_release(cx, &eps, &chosen).map(Measured::Release)
+                self.flip_release(cx, &eps, &chosen).map(Measured::Release)
             }
             Method::AboveThreshold { n_public, filtered } => {
                 let fold = fold.sorted();
@@ -230,7 +233,7 @@ impl Statistic for Quantile {
     /// privacy unit and the number of candidates. How far the released value is from the true
     /// quantile depends on how the data are spread around it, which no plan can know.
     fn plan(&self, cx: &PlanContext) -> Result<Planned, Error> {
-        if self.spec.method != Method::Exponential {
+        if self.spec.method != Method::PermuteAndFlip {
             return Err(Error::usage(
                 "dpstat plan needs --lower/--upper for a quantile: without bounds the release scans a \
                  public log-scale grid with AboveThreshold, whose result depends on how many rows there \
@@ -248,7 +251,7 @@ impl Statistic for Quantile {
             .map(|l| rank_error_bound(l, spec.score_sensitivity(l), &eps, k, cx.confidence.beta()))
             .fold(0.0, f64::max);
         let accuracy = Accuracy { confidence: cx.confidence.level(), error_bound: worst, scope: RANK };
-        let noise = Noise { mechanism: "exponential", ..Noise::multi(cx.mechanism, cx.neighbours, accuracy) };
+        let noise = Noise { mechanism: "permute-and-flip", ..Noise::multi(cx.mechanism, cx.neighbours, accuracy) };
         let assumption = format!(
             "the bound is on rank, over {} {} candidates: the released candidate is within that many \
              rows (in order) of the best candidate; its distance in value from the true quantile \
@@ -269,8 +272,8 @@ enum Rows<'a> {
 }
 
 impl Quantile {
-    /// The exponential mechanism's candidates, each level with its share of ε and rank bound.
-    fn exponential_release(&self, cx: &Context, eps: &Epsilon, chosen: &[f64]) -> Result<Release, Error> {
+    /// Permute-and-flip's candidates, each level with its share of ε and rank bound.
+    fn flip_release(&self, cx: &Context, eps: &Epsilon, chosen: &[f64]) -> Result<Release, Error> {
         let spec = &self.spec;
         let beta = cx.confidence.beta();
         let k = spec.candidates.len();
@@ -285,7 +288,7 @@ impl Quantile {
             })
             .collect();
         let cost = Cost::sequential(spec.levels.iter().map(|l| Cost::part(level_name(l), eps)).collect());
-        self.release(cx, "exponential", quantiles, cost, vec![])
+        self.release(cx, "permute-and-flip", quantiles, cost, vec![])
     }
 
     /// AboveThreshold's candidates, each level with its rank bound and, when the row count
@@ -293,7 +296,7 @@ impl Quantile {
     fn threshold_release(&self, cx: &Context, split: &Split, rows: Rows, chosen: &[f64]) -> Result<Release, Error> {
         let spec = &self.spec;
         let Method::AboveThreshold { filtered, .. } = spec.method else {
-            return Err(Error::internal("an exponential-mechanism quantile released by AboveThreshold"));
+            return Err(Error::internal("a bounded quantile released by AboveThreshold"));
         };
         let beta = cx.confidence.beta();
         let k = spec.candidates.len();
@@ -812,8 +815,8 @@ pub struct QuantileSpec {
 /// How the candidates are chosen from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
-    /// Permute-and-flip over an even grid on bounds given by flags.
-    Exponential,
+    /// Permute-and-flip over the candidates on bounds given by flags.
+    PermuteAndFlip,
     /// AboveThreshold over the public log-scale grid ([`unbounded`]). `n_public`: n may be
     /// used (replace without filters); otherwise a noisy count is drawn. `filtered`: rows pass
     /// `--where`, which makes the queries non-monotone under replace.
@@ -925,21 +928,21 @@ impl QuantileFold {
         best
     }
 
-    /// One exponential-mechanism draw for `level` ([`Base2`]): the index of a candidate. One
-    /// walk lists the runs near the best score (`QuantileFold::near_runs`) and stops past
-    /// them; every other candidate weighs one unit, so the draw ([`Base2::draw_near`]) walks
-    /// no further. Where too many runs are near (a small ε), it walks them all, as
-    /// `QuantileFold::select_by_walks` does: the same draw either way.
+    /// One permute-and-flip draw for `level` ([`Base2::flip_near`]): the index of a candidate.
+    /// One walk lists the runs near the best score (`QuantileFold::near_runs`) and stops past
+    /// them; every other candidate's coin has the same dyadic part, 2^−64, so the draw walks no
+    /// further. Where too many runs are near (a small ε), it walks them all
+    /// (`QuantileFold::select_by_walks`): the same distribution either way.
     pub fn select(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
         let Some((best, near)) = self.near_runs(level, mechanism.reach(), NEAR_RUNS) else {
             return self.select_by_walks(level, mechanism, rng);
         };
         let k = self.candidates.len() as u64;
-        mechanism.draw_near(best, &near, k, |point| self.score_at(level, point), rng).unwrap_or(0) as usize
+        mechanism.flip_near(best, &near, k, |point| self.score_at(level, point), rng).unwrap_or(0) as usize
     }
 
-    /// [`QuantileFold::select`] by walking every run: the best score found by
-    /// [`Self::best_score`], then a walk to total the weights and one to the chosen run.
+    /// [`QuantileFold::select`] by walking every run ([`Base2::flip_walk`]): the best score
+    /// found by [`Self::best_score`], then a walk to count the candidates held and one a visit.
     fn select_by_walks(&self, level: &Level, mechanism: &Base2, rng: &mut dyn RngCore) -> usize {
         let n = self.rows() as i128;
         let walk = |f: &mut dyn FnMut(u64, i128) -> ControlFlow<()>| {
@@ -948,7 +951,7 @@ impl QuantileFold {
                 .try_for_each_run(self.candidates.len(), |run| f(run.points as u64, score(level, n, run)));
         };
         // The runs cover the candidates in order: the points before the run are its first.
-        let drawn = self.best_score(level).and_then(|best| mechanism.draw_from(best, &walk, rng));
+        let drawn = self.best_score(level).and_then(|best| mechanism.flip_walk(best, &walk, rng));
         let Some((_, offset, first)) = drawn else {
             return 0;
         };
@@ -1057,9 +1060,10 @@ impl Fold for QuantileFold {
     }
 }
 
-/// The rank error bound (rows) of the exponential mechanism at failure probability β: the
-/// chosen candidate's score is within (2Δu/ε)·ln(K/β) of the best with probability >= 1 − β
-/// (the candidates that far from the best weigh at most β/K of the best each), the best scores
+/// The rank error bound (rows) of permute-and-flip at failure probability β: the chosen
+/// candidate's score is within (2Δu/ε)·ln(K/β) of the best with probability >= 1 − β (a
+/// candidate is chosen with probability at most its coin, and those that far from the best
+/// hold coins of at most β/K each), the best scores
 /// at most 0, and a positive score is b times a rank distance to the valid quantiles.
 pub fn rank_error_bound(level: &Level, score_sensitivity: u128, eps: &Epsilon, candidates: usize, beta: f64) -> f64 {
     let delta = score_sensitivity as f64;
@@ -1128,17 +1132,14 @@ mod tests {
             prop_assert_eq!(fold.best_score(&level), least);
         }
 
-        /// The draw from the runs near the best is the draw of the whole walk: the same
-        /// candidate for the same seed, for any rows, level and ε. The runs listed are every run
-        /// nearer the best than the mechanism's reach, in order.
+        /// The runs listed near the best are every run nearer the best than the coins' reach,
+        /// in order, for any rows, level and ε.
         #[test]
-        fn a_draw_near_the_best_is_the_whole_walks(
+        fn the_runs_near_the_best_are_listed(
             values in proptest::collection::vec(-3i32..205, 0..300),
             numer in 1u128..20,
             eps in proptest::sample::select(vec!["0.001", "0.05", "1", "8", "200"]),
-            seed in 0u64..1000,
         ) {
-            use rand::SeedableRng;
             let cands = linear("0", "100", 201);
             let rows: Vec<f64> = values.iter().map(|&v| f64::from(v) / 2.0).collect();
             let fold = fold_of(&rows, &cands);
@@ -1154,14 +1155,49 @@ mod tests {
                 .collect();
             let listed = fold.near_runs(&level, mech.reach(), NEAR_RUNS);
             prop_assert_eq!(listed, best.map(|b| (b, wanted)));
-            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
-            let mut again = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
-            prop_assert_eq!(fold.select(&level, &mech, &mut rng), fold.select_by_walks(&level, &mech, &mut again));
+        }
+    }
+
+    /// Both ways of drawing a fold's candidate, from the runs near the best and by walking
+    /// every run, follow permute-and-flip over the candidates (χ², insecure seed), for a
+    /// median and a 0.9 quantile over ties, rows off the grid and rows outside it.
+    #[test]
+    fn a_fold_draws_by_permute_and_flip() {
+        use crate::privacy::permute_and_flip::tests::{chi2, critical, flip_probabilities};
+        use crate::privacy::sampler::tests::cells_of_five;
+        use rand::SeedableRng;
+        let cands = linear("0", "20", 41);
+        let rows = [-1.0, 2.0, 3.0, 3.0, 3.0, 3.3, 7.0, 8.5, 8.5, 9.0, 12.0, 15.0, 19.0, 25.0];
+        let fold = fold_of(&rows, &cands);
+        for (level, eps) in [(Level::MEDIAN, "0.8"), ("0.9".parse().unwrap(), "2")] {
+            let mech = Base2::new(&eps.parse().unwrap(), level.score_sensitivity(Neighbours::AddRemove));
+            let eta = mech.eta();
+            let best = fold.best_score(&level).unwrap();
+            let mut coins = Vec::new();
+            fold.for_each_scored_run(&level, |run, s| coins.push((run.points as u64, 2f64.powf(-eta * (s - best) as f64))));
+            let expected: Vec<f64> = flip_probabilities(&coins)
+                .iter()
+                .zip(&coins)
+                .flat_map(|(&q, &(points, _))| (0..points).map(move |_| q / points as f64))
+                .collect();
+            let draws = 30_000;
+            let (cell, probs) = cells_of_five(&expected, draws);
+            let cells = probs.len();
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(29); // INSECURE: test-only seed
+            let (mut listed, mut walked) = (vec![0u64; cells], vec![0u64; cells]);
+            for _ in 0..draws {
+                listed[cell[fold.select(&level, &mech, &mut rng)]] += 1;
+                walked[cell[fold.select_by_walks(&level, &mech, &mut rng)]] += 1;
+            }
+            for (name, observed) in [("listed", &listed), ("walked", &walked)] {
+                let stat = chi2(observed, &probs);
+                assert!(stat < critical(cells), "{level:?} {name}: χ² {stat}; {observed:?} vs {probs:?}");
+            }
         }
     }
 
     /// Past [`NEAR_RUNS`] runs near the best (a tiny ε on many distinct rows) a draw walks every
-    /// run, and draws what it would have from the runs listed.
+    /// run: what `select` draws is what the walk draws from the same seed.
     #[test]
     fn too_many_runs_near_the_best_are_walked() {
         use rand::SeedableRng;
@@ -1170,16 +1206,12 @@ mod tests {
         let fold = fold_of(&rows, &cands);
         let mech = Base2::new(&"0.0001".parse().unwrap(), 1);
         assert!(fold.near_runs(&Level::MEDIAN, mech.reach(), NEAR_RUNS).is_none());
-        for seed in 0..20 {
+        for seed in 0..5 {
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
             let mut again = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
-            let (b, near) = fold.near_runs(&Level::MEDIAN, mech.reach(), usize::MAX).unwrap();
-            let by_walks = fold.select_by_walks(&Level::MEDIAN, &mech, &mut again);
-            assert_eq!(fold.select(&Level::MEDIAN, &mech, &mut rng), by_walks);
-            let mut third = rand_chacha::ChaCha20Rng::seed_from_u64(seed); // INSECURE: test-only seed
-            let k = cands.len() as u64;
-            let drawn = mech.draw_near(b, &near, k, |p| fold.score_at(&Level::MEDIAN, p), &mut third);
-            assert_eq!(drawn, Some(by_walks as u64));
+            let drawn = fold.select(&Level::MEDIAN, &mech, &mut rng);
+            assert_eq!(drawn, fold.select_by_walks(&Level::MEDIAN, &mech, &mut again));
+            assert!(drawn < cands.len());
         }
     }
 

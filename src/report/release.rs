@@ -303,7 +303,7 @@ pub struct QuantileValue {
     /// Δu: the most one neighbouring change moves any candidate's score.
     pub score_sensitivity: u128,
     /// With probability >= confidence the released candidate's rank is within this many rows
-    /// of the best candidate's (the exponential mechanism), or of q·n (AboveThreshold).
+    /// of the best candidate's (permute-and-flip), or of q·n (AboveThreshold).
     pub rank_error_bound: f64,
     /// The order AboveThreshold scanned the grid in ("ascending" or "descending").
     #[serde(skip_serializing_if = "Option::is_none")]
