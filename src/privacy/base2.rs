@@ -17,8 +17,6 @@
 //! under the last level; every point [`Base2::reach`] or more from the best is at the last
 //! level, where the dyadic part alone is 2^−64.
 
-use std::ops::ControlFlow;
-
 use num_bigint::{BigInt, BigUint};
 use num_rational::BigRational;
 use num_traits::{ToPrimitive, Zero};
@@ -33,19 +31,6 @@ const LN2_UP_DENOM: u64 = 100_000_000_000_000_000;
 /// The halvings of a coin drawn as fair bits, its dyadic part; past them the rest of the coin
 /// makes up the difference.
 pub(super) const LEVELS: u32 = 64;
-
-/// A walk over runs of equal-scored candidates: calls its argument with `(points, score)` once
-/// per run, in order, until the argument returns `Break` (then it stops; the draw has what it
-/// needs).
-pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(u64, i128) -> ControlFlow<()>);
-
-/// A run as [`Base2::flip_near`] reads it: its first point, its points and its score.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Near {
-    pub first: u64,
-    pub points: u64,
-    pub score: i128,
-}
 
 /// The base-2 coins for one ε and one score sensitivity.
 #[derive(Clone, Debug)]

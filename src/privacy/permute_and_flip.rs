@@ -28,9 +28,22 @@ use std::ops::ControlFlow;
 
 use rand::RngCore;
 
-use super::base2::{Base2, Near, Walk, LEVELS};
+use super::base2::{Base2, LEVELS};
 use super::rng::Replay;
 use super::sampler::{binomial_pow2, uniform_below_u64};
+
+/// A walk over runs of equal-scored candidates: calls its argument with `(points, score)` once
+/// per run, in order, until the argument returns `Break` (then it stops; the draw has what it
+/// needs).
+pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(u64, i128) -> ControlFlow<()>);
+
+/// A run as [`Base2::flip_near`] reads it: its first point, its points and its score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Near {
+    pub first: u64,
+    pub points: u64,
+    pub score: i128,
+}
 
 /// The candidates of a draw whose coins' dyadic parts came up, not yet visited: `runs[j]` of
 /// the j-th run (listed or walked), and `far` of the points beyond the runs listed.
@@ -182,9 +195,9 @@ fn span_of(near: &[Near]) -> Option<std::ops::Range<u64>> {
 pub(crate) mod tests {
     use super::*;
     use crate::privacy::epsilon::Epsilon;
+    use crate::privacy::sampler::tests::assert_chi2;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
-    use statrs::distribution::{ChiSquared, ContinuousCDF};
 
     /// Permute-and-flip's probability of each run, from its definition in continuous time: each
     /// point arrives at a uniform time in [0, 1] and stops the visits with probability p; run j
@@ -210,15 +223,6 @@ pub(crate) mod tests {
                 (density(j, 0.0) + inner + density(j, 1.0)) * h / 3.0
             })
             .collect()
-    }
-
-    pub(crate) fn chi2(observed: &[u64], expected: &[f64]) -> f64 {
-        let n: u64 = observed.iter().sum();
-        observed.iter().zip(expected).map(|(&o, &p)| (o as f64 - p * n as f64).powi(2) / (p * n as f64)).sum()
-    }
-
-    pub(crate) fn critical(cells: usize) -> f64 {
-        ChiSquared::new((cells - 1) as f64).unwrap().inverse_cdf(1.0 - 1e-4)
     }
 
     const RUNS: [(u64, i128); 5] = [(3, 4), (1, -2), (2, 0), (5, 9), (1, 1)];
@@ -266,8 +270,7 @@ pub(crate) mod tests {
             listed[point.unwrap() as usize] += 1;
         }
         for (name, observed) in [("walked", &walked), ("listed", &listed)] {
-            let stat = chi2(observed, &by_point);
-            assert!(stat < critical(by_point.len()), "{name}: χ² {stat}; observed {observed:?}");
+            assert_chi2(name, observed, &by_point);
         }
         // The best run wins 0.3155 of the draws (by the trapezoid rule outside this code), where
         // the exponential mechanism gives it 1/Σ points·coin = 0.2721.
@@ -291,8 +294,7 @@ pub(crate) mod tests {
         }
         assert_eq!(counts[3] + counts[8] + counts[5] + counts[6], 0, "{counts:?}");
         let observed: Vec<u64> = [0, 1, 2, 4, 7, 9].iter().map(|&p| counts[p]).collect();
-        let stat = chi2(&observed, &[1.0 / 6.0; 6]);
-        assert!(stat < critical(6), "χ² {stat}; {counts:?}");
+        assert_chi2("points outside the runs listed", &observed, &[1.0 / 6.0; 6]);
         // Nothing held: nothing to release.
         let held = Held { runs: vec![0], far: 0 };
         assert_eq!(mech.visit_near(0, &near, 10, held, score_of, &mut rng), None);

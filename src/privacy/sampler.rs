@@ -446,7 +446,7 @@ pub(crate) mod tests {
     }
 
     /// Pearson χ² test of `observed` against `probs` (which must sum to 1).
-    fn assert_chi2(name: &str, observed: &[u64], probs: &[f64]) {
+    pub(crate) fn assert_chi2(name: &str, observed: &[u64], probs: &[f64]) {
         assert_eq!(observed.len(), probs.len());
         assert!(observed.len() >= 2, "{name}: need at least 2 bins");
         let total: u64 = observed.iter().sum();

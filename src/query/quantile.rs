@@ -70,7 +70,8 @@ use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::epsilon::Epsilon;
 use crate::privacy::noise::{self, Drawn, Mechanism};
-use crate::privacy::base2::{Base2, Near};
+use crate::privacy::base2::Base2;
+use crate::privacy::permute_and_flip::Near;
 use crate::privacy::unit::Neighbours;
 use crate::query::count;
 use crate::query::group;
@@ -1163,8 +1164,8 @@ mod tests {
     /// median and a 0.9 quantile over ties, rows off the grid and rows outside it.
     #[test]
     fn a_fold_draws_by_permute_and_flip() {
-        use crate::privacy::permute_and_flip::tests::{chi2, critical, flip_probabilities};
-        use crate::privacy::sampler::tests::cells_of_five;
+        use crate::privacy::permute_and_flip::tests::flip_probabilities;
+        use crate::privacy::sampler::tests::{assert_chi2, cells_of_five};
         use rand::SeedableRng;
         let cands = linear("0", "20", 41);
         let rows = [-1.0, 2.0, 3.0, 3.0, 3.0, 3.3, 7.0, 8.5, 8.5, 9.0, 12.0, 15.0, 19.0, 25.0];
@@ -1190,8 +1191,7 @@ mod tests {
                 walked[cell[fold.select_by_walks(&level, &mech, &mut rng)]] += 1;
             }
             for (name, observed) in [("listed", &listed), ("walked", &walked)] {
-                let stat = chi2(observed, &probs);
-                assert!(stat < critical(cells), "{level:?} {name}: χ² {stat}; {observed:?} vs {probs:?}");
+                assert_chi2(&format!("{level:?} {name}"), observed, &probs);
             }
         }
     }
