@@ -255,9 +255,18 @@ fn killed_mid_run(cluster: &Cluster, file: &Path, which: usize) -> Output {
         .spawn()
         .unwrap();
     let mut child = child;
-    // After the probe (milliseconds), while the rows are read (over a second).
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    assert!(child.try_wait().unwrap().is_none(), "the run ended before the executor was lost");
+    // Once the executor has taken a task of the query (its second task: the probe's one task
+    // may be its first), while the others wait: a stage's task takes tens of milliseconds and
+    // the query's first stage has 16.
+    let process = format!("executor-{which}");
+    let tasks = |log: String| log.matches("Received task").count();
+    let before = tasks(cluster.log(&process));
+    let waited = std::time::Instant::now();
+    while tasks(cluster.log(&process)) < before + 2 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before the executor took a task");
+        assert!(waited.elapsed() < std::time::Duration::from_secs(60), "the executor took no task in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
     let started = std::time::Instant::now();
     cluster.kill_executor(which);
     let out = child.wait_with_output().unwrap();
@@ -420,6 +429,111 @@ fn a_holder_of_the_credentials_cannot_have_rows_returned() {
         .args(["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--engine", &cluster.url])
         .arg(&people));
     same(&local, &remote, "mean after the refusals");
+}
+
+/// The rows an executor's Flight port (on loopback) serves to a peer showing `role`'s
+/// certificate from `dir` for one shuffle file, or the error; as Ballista's own client fetches.
+fn fetched(
+    port: u16,
+    dir: &Path,
+    role: &str,
+    job: &str,
+    stage: usize,
+    partition: usize,
+    file: (Option<u64>, bool),
+) -> Result<usize, String> {
+    use ballista_core::client::BallistaClient;
+    use ballista_core::extension::BallistaConfigGrpcEndpoint;
+    use ballista_core::serde::scheduler::{PartitionId, ShuffleLayout};
+    use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read("ca.crt")))
+        .identity(Identity::from_pem(read(&format!("{role}.crt")), read(&format!("{role}.key"))))
+        .domain_name("dpstat-cluster");
+    let endpoint = BallistaConfigGrpcEndpoint::new(std::sync::Arc::new(move |e: Endpoint| {
+        Ok(e.tls_config(tls.clone())?)
+    }));
+    let layout = if file.1 { ShuffleLayout::Sort } else { ShuffleLayout::Passthrough };
+    let id = PartitionId { job_id: job.into(), stage_id: stage, partition_id: partition };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut client = BallistaClient::try_new(
+            "127.0.0.1",
+            port,
+            16 << 20,
+            true,
+            Some(std::sync::Arc::new(endpoint)),
+            1,
+            0,
+            0,
+            0,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let stream =
+            client.fetch_partition("e", &id, file.0, layout, true).await.map_err(|e| e.to_string())?;
+        let batches = datafusion::physical_plan::common::collect(stream).await.map_err(|e| e.to_string())?;
+        Ok(batches.iter().map(|b| b.num_rows()).sum())
+    })
+}
+
+#[test]
+fn a_client_cannot_fetch_what_one_stage_hands_the_next() {
+    let cluster = Cluster::start("gate", 50570, 1, "");
+    let people = fixture("people.parquet");
+    // A person-level mean: its first stage hands the persons' encoded rows to its second.
+    let mean = ["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--privacy-id", "region"];
+    let out = run(dpstat().args(mean).args(["--engine", &cluster.url]).arg(&people));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = cluster.log("executor-1");
+    let work =
+        log.lines().find_map(|l| l.split("Executor working directory: ").nth(1)).expect("the work directory");
+    let listed = |p: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(p).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect()
+    };
+    let jobs = listed(Path::new(work.trim()));
+    assert!(!jobs.is_empty(), "no job in {work}");
+    let creds = cluster.credentials();
+    let flight = cluster.port + 3;
+    let (mut refused, mut served_to_client) = (0, 0);
+    for job in jobs {
+        let name = job.file_name().unwrap().to_str().unwrap().to_string();
+        let number = |p: &Path| p.file_name().unwrap().to_str().unwrap().parse::<usize>().unwrap();
+        let Some(last) = listed(&job).iter().map(|s| number(s)).max() else { continue };
+        let fetch = |role: &str, stage: usize, partition: usize, file: (Option<u64>, bool)| {
+            fetched(flight, &creds, role, &name, stage, partition, file)
+        };
+        // The last stage's output, the fold's results, is what the client fetches. Ballista's two
+        // layouts: a sort shuffle's one file of every partition (named by its file id), or one
+        // file per partition.
+        for part in listed(&job.join(last.to_string())) {
+            let n = number(&part);
+            let sort = part.join("data.arrow").exists();
+            for p in if sort { (0..16).collect() } else { vec![n] } {
+                let got = fetch("client", last, p, (Some(n as u64), sort));
+                served_to_client += got.unwrap_or_else(|e| panic!("job {name} stage {last}: {e}"));
+            }
+        }
+        // The stages before it hand on states (their files may be gone by now: the gate decides
+        // before it looks for one): never to the client, and the gate lets the executors by.
+        for stage in 0..last {
+            for (p, file) in [(0, (Some(0), false)), (1, (Some(0), true))] {
+                let error = fetch("client", stage, p, file).expect_err("a client fetched a stage's states");
+                assert!(error.contains("dpstat executor"), "{error}");
+                refused += usize::from(error.contains("executors only"));
+                if let Err(e) = fetch("executor", stage, p, file) {
+                    assert!(!e.contains("dpstat executor"), "the gate refused an executor: {e}");
+                }
+            }
+        }
+    }
+    assert!(refused > 0 && served_to_client > 0, "{refused} {served_to_client}");
+    assert!(
+        cluster.log("executor-1").contains("refused a fetch"),
+        "the refusals are not in the executor's log"
+    );
 }
 
 /// Serves `answer` to every connection on a loopback port (None: accepts and stays silent);

@@ -13,8 +13,14 @@
 //! `data::bound` buckets them). An aggregate that merges states (Final) may group only by a
 //! column and read only what an earlier stage wrote (a shuffle reader) or a partial aggregate:
 //! so every stage's output, and thus every shuffle file, is fold states.
+//!
+//! What each accepted stage hands on is kept in [`Stages`]: states that another executor merges
+//! next (a partial fold's, which for `--privacy-id` are the persons' rows a `Bounded` fold holds
+//! until its bucket's rows all met), or a fold's results. [`super::gate`] serves a client only
+//! the latter.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use ballista_core::JobId;
 use ballista_executor::execution_engine::{DefaultExecutionEngine, ExecutionEngine, QueryStageExecutor};
@@ -54,19 +60,76 @@ const ROWS: &[&str] = &[
 const STATES: &[&str] =
     &["ShuffleReaderExec", "CoalescePartitionsExec", "CoalesceBatchesExec", "RepartitionExec"];
 
+/// What a stage of dpstat's hands on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// A fold's results (a final or single aggregate): what the client reads.
+    Results,
+    /// Partial states, merged by the next stage's executors; a person-level fold's hold rows.
+    States,
+}
+
 /// Why `plan` is not one of dpstat's stages, or None when it is.
 pub fn refusal(plan: &Arc<dyn ExecutionPlan>) -> Option<String> {
-    output(plan).err()
+    stage(plan).err()
+}
+
+/// What `plan` hands on, or why it is not one of dpstat's stages.
+pub fn stage(plan: &Arc<dyn ExecutionPlan>) -> Result<Output, String> {
+    output(plan).map(|mode| match mode {
+        AggregateMode::Partial | AggregateMode::PartialReduce => Output::States,
+        _ => Output::Results,
+    })
+}
+
+/// What the stages this executor accepted hand on, by job and stage: the last [`Stages::KEPT`]
+/// of them (a client fetches a job's results as soon as it ends; an older stage's output is
+/// served to executors only).
+#[derive(Default)]
+pub struct Stages {
+    seen: Mutex<Seen>,
+}
+
+/// A stage by its job's id and its number.
+type StageId = (String, usize);
+
+/// Each stage's output, and the stages in the order they were accepted.
+#[derive(Default)]
+struct Seen {
+    outputs: HashMap<StageId, Output>,
+    order: VecDeque<StageId>,
+}
+
+impl Stages {
+    pub const KEPT: usize = 4096;
+
+    pub fn record(&self, job: &str, stage: usize, output: Output) {
+        let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Seen { outputs, order } = &mut *seen;
+        if outputs.insert((job.to_string(), stage), output).is_none() {
+            order.push_back((job.to_string(), stage));
+        }
+        while order.len() > Self::KEPT {
+            if let Some(oldest) = order.pop_front() {
+                outputs.remove(&oldest);
+            }
+        }
+    }
+
+    pub fn output(&self, job: &str, stage: usize) -> Option<Output> {
+        let seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        seen.outputs.get(&(job.to_string(), stage)).copied()
+    }
 }
 
 fn node(plan: &Arc<dyn ExecutionPlan>) -> String {
     crate::error::shown(plan.name(), 60)
 }
 
-/// The stage's top: pass-through nodes down to a fold.
-fn output(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
+/// The stage's top: pass-through nodes down to a fold; the fold's mode.
+fn output(plan: &Arc<dyn ExecutionPlan>) -> Result<AggregateMode, String> {
     if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
-        return fold(aggregate);
+        return fold(aggregate).map(|()| *aggregate.mode());
     }
     if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
         if let Some(bad) = projection.expr().iter().find(|p| p.expr.downcast_ref::<Column>().is_none()) {
@@ -153,14 +216,15 @@ fn states(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
     plan.children().into_iter().try_for_each(states)
 }
 
-/// Ballista's engine behind the check.
+/// Ballista's engine behind the check; what each accepted stage hands on goes to `stages`.
 pub struct Guarded {
     inner: DefaultExecutionEngine,
+    stages: Arc<Stages>,
 }
 
-impl Default for Guarded {
-    fn default() -> Guarded {
-        Guarded { inner: DefaultExecutionEngine::new() }
+impl Guarded {
+    pub fn new(stages: Arc<Stages>) -> Guarded {
+        Guarded { inner: DefaultExecutionEngine::new(), stages }
     }
 }
 
@@ -175,14 +239,17 @@ impl ExecutionEngine for Guarded {
         work_dir: &str,
         config: &SessionConfig,
     ) -> Result<Arc<dyn QueryStageExecutor>> {
-        if let Some(why) = refusal(&plan) {
-            log::warn!(
-                "refused job {job_id} stage {stage_id}: {why}; not one of dpstat's folds:\n{}",
-                displayable(plan.as_ref()).indent(false)
-            );
-            return Err(DataFusionError::Execution(format!(
-                "dpstat executor: refused a plan that is not dpstat's ({why})"
-            )));
+        match stage(&plan) {
+            Ok(output) => self.stages.record(job_id.as_str(), stage_id, output),
+            Err(why) => {
+                log::warn!(
+                    "refused job {job_id} stage {stage_id}: {why}; not one of dpstat's folds:\n{}",
+                    displayable(plan.as_ref()).indent(false)
+                );
+                return Err(DataFusionError::Execution(format!(
+                    "dpstat executor: refused a plan that is not dpstat's ({why})"
+                )));
+            }
         }
         self.inner.create_query_stage_exec(
             job_id,
@@ -201,6 +268,7 @@ mod tests {
     use super::*;
     use crate::data::cluster::function::{Probe, ProbeFunction};
     use datafusion::logical_expr::{col, lit, AggregateUDF};
+    use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
     use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
     fn plans(
@@ -243,6 +311,54 @@ mod tests {
         for plan in refused {
             assert!(refusal(&plan).is_some(), "ran:\n{}", displayable(plan.as_ref()).indent(false));
         }
+    }
+
+    #[test]
+    fn a_partial_fold_hands_on_states_and_a_merge_results() {
+        let plan = plans(async |ctx| {
+            let folded = ctx
+                .table("t")
+                .await
+                .unwrap()
+                .select(vec![col("income").alias("dpstat_0")])
+                .unwrap()
+                .aggregate(vec![], vec![probe().call(vec![col("dpstat_0")]).alias("state")])
+                .unwrap();
+            vec![folded.create_physical_plan().await.unwrap()]
+        })
+        .remove(0);
+        let shown = displayable(plan.as_ref()).indent(false).to_string();
+        assert_eq!(stage(&plan), Ok(Output::Results), "{shown}");
+        // The same fold as the partial step of a first stage, under a pass-through node.
+        let whole =
+            plan.downcast_ref::<AggregateExec>().unwrap_or_else(|| panic!("not a fold on top:\n{shown}"));
+        let partial = AggregateExec::try_new(
+            AggregateMode::Partial,
+            whole.group_expr().clone(),
+            whole.aggr_expr().to_vec(),
+            whole.filter_expr().to_vec(),
+            whole.input().clone(),
+            whole.input_schema(),
+        )
+        .unwrap();
+        let first: Arc<dyn ExecutionPlan> = Arc::new(CoalescePartitionsExec::new(Arc::new(partial)));
+        assert_eq!(stage(&first), Ok(Output::States));
+    }
+
+    #[test]
+    fn stages_keep_the_latest() {
+        let stages = Stages::default();
+        stages.record("first", 1, Output::States);
+        stages.record("first", 1, Output::States);
+        for i in 0..Stages::KEPT - 1 {
+            stages.record("job", i, Output::Results);
+        }
+        assert_eq!(stages.output("first", 1), Some(Output::States));
+        stages.record("last", 7, Output::Results);
+        assert_eq!(stages.output("first", 1), None);
+        assert_eq!(stages.output("job", 0), Some(Output::Results));
+        assert_eq!(stages.output("last", 7), Some(Output::Results));
+        assert_eq!(stages.output("last", 8), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! file; an unreachable scheduler, another build or an unreadable path stops the run there.
 
 pub mod function;
+pub mod gate;
 pub mod guard;
 pub mod remote;
 pub mod serve;
@@ -101,6 +102,10 @@ impl Remote {
         // The executors read each column with the type its file declares, as the local reader
         // does (a view type would be read the same, but not every type has a view reading).
         config.options_mut().execution.parquet.schema_force_view_types = false;
+        // Ballista's static planner: its adaptive one (the default since 55) lost track of a
+        // running stage when an executor died after the first stage had finished, and the job
+        // never ended ("Can't find active stage", tests/cluster.rs's lost executor).
+        let config = config.set_bool("ballista.planner.adaptive.enabled", false);
         let state = SessionStateBuilder::new().with_config(config).with_default_features().build();
         SessionContext::remote_with_state(&format!("df://{}:{}", self.host, self.port), state).await
     }

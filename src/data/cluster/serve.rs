@@ -28,7 +28,8 @@ use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 
 use super::function::{LogicalCodec, PhysicalCodec, Registry};
-use super::guard::Guarded;
+use super::gate::Gate;
+use super::guard::{Guarded, Stages};
 use super::tls::Security;
 
 /// Ballista's message limit (its servers' default).
@@ -109,6 +110,9 @@ pub fn executor(setup: ExecutorSetup, registry: Registry) -> Result<()> {
     let security = setup.security.clone();
     let endpoint = security.endpoint_override();
     let tls = security.is_tls();
+    // What the guard accepted, for the gate of the Flight port to serve by.
+    let stages = Arc::new(Stages::default());
+    let accepted = stages.clone();
     let mut config = ExecutorProcessConfig {
         bind_host: setup.bind.ip().to_string(),
         external_host: Some(setup.bind.ip().to_string()),
@@ -131,10 +135,10 @@ pub fn executor(setup: ExecutorSetup, registry: Registry) -> Result<()> {
         })),
         override_arrow_flight_service: Some(Arc::new(
             move |dir: String, address: SocketAddr, shutdown: Shutdown, grpc: GrpcServerConfig| {
-                flight(dir, address, shutdown, grpc, security.clone())
+                flight(dir, address, shutdown, grpc, security.clone(), stages.clone())
             },
         )),
-        override_execution_engine: Some(Arc::new(Guarded::default())),
+        override_execution_engine: Some(Arc::new(Guarded::new(accepted))),
         ..Default::default()
     };
     if !setup.stock {
@@ -201,20 +205,25 @@ async fn join(scheduler: SocketAddr, config: &ExecutorProcessConfig) -> Result<(
     }
 }
 
-/// The executor's Flight server (Ballista's service), over TLS when the cluster has credentials.
+/// The executor's Flight server (Ballista's service behind dpstat's [`Gate`]), over TLS when the
+/// cluster has credentials.
 fn flight(
     dir: String,
     address: SocketAddr,
     mut shutdown: Shutdown,
     grpc: GrpcServerConfig,
     security: Security,
+    stages: Arc<Stages>,
 ) -> tokio::task::JoinHandle<std::result::Result<(), BallistaError>> {
     tokio::spawn(async move {
         let mut server = create_grpc_server(&grpc);
+        let mut executors = None;
         if let Security::Tls(credentials) = &security {
             server = server.tls_config(credentials.server()).map_err(BallistaError::TonicError)?;
+            executors = Some(credentials.certificate().to_vec());
         }
-        let service = FlightServiceServer::new(BallistaFlightService::new(dir))
+        let gate = Gate::new(BallistaFlightService::new(dir), stages, executors);
+        let service = FlightServiceServer::new(gate)
             .max_decoding_message_size(MESSAGE)
             .max_encoding_message_size(MESSAGE);
         server

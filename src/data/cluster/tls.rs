@@ -50,6 +50,8 @@ impl Role {
 pub struct Credentials {
     ca: Certificate,
     identity: Identity,
+    /// This role's certificate (DER): how an executor knows the others ([`super::gate`]).
+    certificate: Vec<u8>,
 }
 
 /// How a process of the cluster talks: mutual TLS with its credentials, or plain gRPC on
@@ -82,7 +84,19 @@ impl Credentials {
                 dir.join(format!("{}.key", role.name())).display()
             ));
         }
-        Ok(Credentials { ca: Certificate::from_pem(ca), identity: Identity::from_pem(cert, key) })
+        let certificate = pem::parse(&cert)
+            .map_err(|e| format!("{}: {e}", dir.join(format!("{}.crt", role.name())).display()))?
+            .into_contents();
+        Ok(Credentials {
+            ca: Certificate::from_pem(ca),
+            identity: Identity::from_pem(cert, key),
+            certificate,
+        })
+    }
+
+    /// This role's certificate, as a TLS peer shows it (DER).
+    pub fn certificate(&self) -> &[u8] {
+        &self.certificate
     }
 
     /// A server's TLS: its certificate, and a client certificate of the cluster's CA required.
