@@ -51,9 +51,10 @@ impl Gate {
     /// Why `peer` may not fetch the output of `stage` of `job`, or None when it may.
     pub fn refusal(&self, peer: Peer, job: &str, stage: usize) -> Option<&'static str> {
         let Some(executors) = &self.executor else { return None };
-        let is_executor = matches!(peer, Peer::Showed(der) if der == executors.as_slice());
+        if matches!(peer, Peer::Showed(der) if der == executors.as_slice()) {
+            return None;
+        }
         match self.stages.output(job, stage) {
-            _ if is_executor => None,
             Some(Output::Results) => None,
             Some(Output::States) => Some("a stage's states are served to the cluster's executors only"),
             None => Some("no stage of this executor's recent jobs by that name"),

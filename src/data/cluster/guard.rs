@@ -106,12 +106,14 @@ impl Stages {
     pub fn record(&self, job: &str, stage: usize, output: Output) {
         let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let Seen { outputs, order } = &mut *seen;
-        if outputs.insert((job.to_string(), stage), output).is_none() {
-            order.push_back((job.to_string(), stage));
-        }
-        while order.len() > Self::KEPT {
-            if let Some(oldest) = order.pop_front() {
-                outputs.remove(&oldest);
+        let id = (job.to_string(), stage);
+        // Every task of a stage records it; only its first is new.
+        if outputs.insert(id.clone(), output).is_none() {
+            order.push_back(id);
+            if order.len() > Self::KEPT {
+                if let Some(oldest) = order.pop_front() {
+                    outputs.remove(&oldest);
+                }
             }
         }
     }
