@@ -9,12 +9,23 @@ with privacy_id, four queries, with and without a grouped one) against the same 
 one by one, locally and on the cluster at URL (whose pid files are in DIR), over one Parquet file
 and over its hive folders (by the grouped column); ROWS rows about ROWS/10 persons (skewed: a
 few thousand rows for the largest). Each executor's peak RSS over a run is its VmHWM after a
-reset (/proc/PID/clear_refs), the largest over the rounds."""
+reset (/proc/PID/clear_refs), the largest over the rounds.
+
+`cluster.py memory DPSTAT DATA RUNS ROWS... [-- VAR=VALUE...]` (issue 36): where an executor's
+resident memory is. For each size and round, a fresh two-executor cluster (scripts/cluster-up.sh,
+one core each, mutual TLS; with the VAR=VALUE settings in the executors' environment too, e.g.
+MALLOC_ARENA_MAX=1, in the same rounds) runs the 3-query person-level workload once on the
+one-file data of `persons`, while each executor's RssAnon and RssFile are read from
+/proc/PID/status every 20 ms: its file pages (the binary's code) apart from its anonymous memory
+(what its jobs hold)."""
 
 import os
 import shutil
 import statistics
+import subprocess
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parquet import generate, timed  # noqa: E402
@@ -153,6 +164,72 @@ def persons(dpstat, data, runs, rows, url, cluster_dir):
     print()
 
 
+def sampled(pids, argv):
+    """(wall s, stdout, per executor: (peak RSS, peak RssAnon, peak RssFile) MiB) of one run."""
+    peaks = {pid: [0, 0, 0] for pid in pids}
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            for pid in pids:
+                with open(f"/proc/{pid}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f)
+                kib = [int(fields[k].split()[0]) for k in ("VmRSS", "RssAnon", "RssFile")]
+                peaks[pid] = [max(a, b) for a, b in zip(peaks[pid], kib)]
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        wall, _, out = timed(argv)
+    finally:
+        done.set()
+        sampler.join()
+    return wall, out, [[kib // 1024 for kib in peaks[pid]] for pid in pids]
+
+
+def memory(dpstat, data, runs, *rest):
+    """Each executor's resident memory split, on fresh clusters (see the module's docstring)."""
+    sizes = [int(r) for r in rest if r != "--" and "=" not in r]
+    settings = [("default", {})] + [(r, dict([r.split("=", 1)])) for r in rest if "=" in r]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cluster_dir = os.path.join(data, "memory-cluster")
+    os.environ["DPSTAT_INSECURE_SEED"] = "1"
+    toml = os.path.join(data, "persons_workload.toml")
+    with open(toml, "w") as f:
+        f.write(WORKLOAD)
+    released, results = {}, []
+    for rows in sizes:
+        path = persons_data(data, rows)["one file"]
+        for _ in range(int(runs)):
+            for label, extra in settings:
+                env = dict(os.environ, DPSTAT=dpstat, DPSTAT_CLUSTER_DIR=cluster_dir, DPSTAT_CLUSTER_PORT="51150",
+                           DPSTAT_EXECUTORS="2", **extra)
+                up = subprocess.run(["bash", "scripts/cluster-up.sh"], cwd=root, env=env, text=True,
+                                    stdout=subprocess.PIPE, check=True, start_new_session=True)
+                url = up.stdout.strip().splitlines()[-1]
+                try:
+                    time.sleep(1)
+                    pids = executors(cluster_dir)
+                    fresh = []
+                    for pid in pids:
+                        with open(f"/proc/{pid}/status") as f:
+                            fresh.append(next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS")))
+                    wall, out, peaks = sampled(pids, [dpstat, "run", toml, "--engine", url, path])
+                finally:
+                    subprocess.run(["bash", "scripts/cluster-down.sh"], cwd=root, env=env, check=False)
+                if released.setdefault(rows, out) != out:
+                    sys.exit(f"{label} released another workload at {rows} rows")
+                results.append((rows, label, wall, fresh, peaks))
+    print("| rows | executors' environment | workload s | fresh RSS MiB | peak RSS MiB | peak anonymous MiB "
+          "| peak file pages MiB |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for rows, label, wall, fresh, peaks in results:
+        cells = [", ".join(str(p[i]) for p in peaks) for i in range(3)]
+        print(f"| {rows:,} | {label} | {wall:.2f} | {', '.join(map(str, fresh))} | {' | '.join(cells)} |")
+    print()
+
+
 def main(dpstat, data, runs, rows, one, two, plain):
     runs, rows = int(runs), int(rows)
     files = generate(data, rows, False)
@@ -197,5 +274,7 @@ def main(dpstat, data, runs, rows, one, two, plain):
 if __name__ == "__main__":
     if sys.argv[1] == "persons":
         persons(*sys.argv[2:])
+    elif sys.argv[1] == "memory":
+        memory(*sys.argv[2:])
     else:
         main(*sys.argv[1:])
