@@ -23,7 +23,8 @@
 //! are read back from the cells, for the persons ranked at all). Past half of [`cap`] bytes held
 //! by all copies of the fold together (their room is up to twice that), the buckets are
 //! appended to temporary files (hash partitioning), and [`Bounded::finish`] reads them back one
-//! at a time, splitting again any file larger than a share of the cap. A bucket is sorted by
+//! at a time; a file larger than a share of the cap is read a few times, each time keeping some
+//! of its persons, or past four times split again. A bucket is sorted by
 //! the hash of the id, each person's rows chosen (a person with at most K rows, in at most
 //! G groups and K_g in each, keeps them all unranked), and the kept rows fed to the query's own
 //! fold, the buckets shared out among the input's threads and their folds merged in bucket
@@ -1457,9 +1458,11 @@ fn read_limit(plan: &Plan) -> usize {
     (plan.cap / (3 * plan.threads.max(1))).max(MIN_SPLIT)
 }
 
-/// A spilled bucket: read whole if it fits [`read_limit`], else split by another hash of the
-/// id into files read one at a time; past four splits the persons left are heavy ones, whose
-/// rows are read in pieces ([`read_pieces`]), so that no person is ever held whole.
+/// A spilled bucket: read whole if it fits [`read_limit`]; a few times larger, read that many
+/// times, each time keeping the persons of some of the next hash's buckets ([`read_passes`]);
+/// else split by another hash of the id into files read one at a time. Past four splits the
+/// persons left are heavy ones, whose rows are read in pieces ([`read_pieces`]), so that no
+/// person is ever held whole.
 fn read_file(
     file: &mut std::fs::File,
     level: u8,
@@ -1467,11 +1470,16 @@ fn read_file(
     visit: &mut dyn Visit,
 ) -> Result<(), Failure> {
     let size = file_size(file)?;
-    if size <= read_limit(&shared.plan) {
+    let limit = read_limit(&shared.plan);
+    if size <= limit {
         return visit.bucket(&read_all(file, size)?);
     }
     if level >= 4 {
         return read_heavy(file, shared, visit);
+    }
+    let passes = size.div_ceil(limit);
+    if passes <= MAX_PASSES {
+        return read_passes(file, size, passes, level, shared, visit);
     }
     let mut parts = split(file, |record| bucket_at(u64::from(u32::from_le_bytes(head4(record))), level))?;
     for part in &mut parts {
@@ -1481,6 +1489,67 @@ fn read_file(
             return read_heavy(part, shared, visit);
         }
         read_file(part, level + 1, shared, visit)?;
+    }
+    Ok(())
+}
+
+/// The most times [`read_file`] reads one file rather than split it: writing every row out
+/// again (and reading it back) cost more than reading the file a few more times from the
+/// cache; at the default cap a person-level mean of 20M rows spent over a second of system
+/// time in that one extra write.
+const MAX_PASSES: usize = 4;
+
+/// [`read_file`] of a file `passes` times its read limit: read `passes` times, the pass p
+/// keeping the records whose bucket at `level` (the hash bits a split would use) is p modulo
+/// `passes`, so that each person's rows meet in one pass, which is chosen from as a bucket. A
+/// pass whose rows pass the limit after all (persons of very unequal sizes) goes to a file of
+/// its own, read as a split part is; one that holds every row of the file holds heavy persons.
+fn read_passes(
+    file: &mut std::fs::File,
+    size: usize,
+    passes: usize,
+    level: u8,
+    shared: &Shared,
+    visit: &mut dyn Visit,
+) -> Result<(), Failure> {
+    let limit = read_limit(&shared.plan);
+    let io = |e: &std::io::Error| Failure::Temp(temp_error(e));
+    for pass in 0..passes {
+        file.rewind().map_err(|e| Failure::Temp(read_error(&e)))?;
+        let mut held: Vec<u8> = Vec::with_capacity(limit.min(size / passes * 2));
+        let mut over: Option<std::io::BufWriter<std::fs::File>> = None;
+        each_record(file, &mut |head, record| {
+            let hash = u64::from(u32::from_le_bytes(head4(record)));
+            if bucket_at(hash, level) % passes != pass {
+                return Ok(());
+            }
+            if over.is_none() && held.len() + head.len() + record.len() > limit {
+                let mut out = std::io::BufWriter::new(tempfile::tempfile().map_err(|e| io(&e))?);
+                out.write_all(&held).map_err(|e| io(&e))?;
+                held = Vec::new();
+                over = Some(out);
+            }
+            match over.as_mut() {
+                Some(out) => out.write_all(head).and_then(|()| out.write_all(record)).map_err(|e| io(&e)),
+                None => {
+                    held.extend_from_slice(head);
+                    held.extend_from_slice(record);
+                    Ok(())
+                }
+            }
+        })?;
+        let Some(out) = over else {
+            visit.bucket(&held)?;
+            continue;
+        };
+        let mut part = out.into_inner().map_err(|e| io(e.error()))?;
+        part.rewind().map_err(|e| io(&e))?;
+        if file_size(&mut part)? == size {
+            // Every row in one pass: one heavy person (or ids whose hashes agree), as a split
+            // that moves every row to one part.
+            return read_heavy(&mut part, shared, visit);
+        }
+        read_file(&mut part, level + 1, shared, visit)?;
     }
     Ok(())
 }
@@ -1563,29 +1632,41 @@ fn read_all(file: &mut std::fs::File, size: usize) -> Result<Vec<u8>, Failure> {
 /// What [`each_record`] calls: with a record's length (its [`put_len`] bytes) and its bytes.
 type EachRecord<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), Failure> + 'a;
 
-/// Calls `each` with every record of a file (its length, then its bytes), in order.
+/// Calls `each` with every record of a file (its length, then its bytes), in order: read a
+/// block at a time and handed on where they lie (read a byte at a time and copied out, the
+/// records of a file read several times cost more than the file's reads).
 fn each_record(file: &mut std::fs::File, each: &mut EachRecord) -> Result<(), Failure> {
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, &mut *file);
-    let mut head = Vec::with_capacity(5);
-    let mut record = Vec::new();
     let io = |e: std::io::Error| Failure::Temp(read_error(&e));
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut start, mut filled) = (0, 0);
     loop {
-        head.clear();
-        let mut byte = [0u8];
-        loop {
-            match reader.read_exact(&mut byte) {
-                Ok(()) => head.push(byte[0]),
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && head.is_empty() => return Ok(()),
-                Err(e) => return Err(io(e)),
-            }
-            if byte[0] < 0x80 {
-                break;
-            }
+        while let Some((head, len)) = next_record(&buf[start..filled]) {
+            let at = start + head;
+            each(&buf[start..at], &buf[at..at + len])?;
+            start = at + len;
         }
-        record.resize(take_len(&head).0, 0);
-        reader.read_exact(&mut record).map_err(io)?;
-        each(&head, &record)?;
+        buf.copy_within(start..filled, 0);
+        (start, filled) = (0, filled - start);
+        if filled == buf.len() {
+            // A record longer than the block: room for it.
+            buf.resize(2 * buf.len(), 0);
+        }
+        match file.read(&mut buf[filled..]) {
+            Ok(0) if filled == 0 => return Ok(()),
+            Ok(0) => return Err(io(std::io::ErrorKind::UnexpectedEof.into())),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
     }
+}
+
+/// The length of the length ([`put_len`]) and of the record that start `bytes`, when the whole
+/// record is there.
+fn next_record(bytes: &[u8]) -> Option<(usize, usize)> {
+    let head = bytes.iter().take(5).position(|&b| b < 0x80)? + 1;
+    let len = take_len(&bytes[..head]).0;
+    (bytes.len() >= head + len).then_some((head, len))
 }
 
 /// The records of a file written to [`BUCKETS`] temporary files, each to the one `by` names.
@@ -2044,6 +2125,25 @@ mod tests {
         two.threads = 2;
         assert_eq!(kept(two, &shuffled(&rows, 9), 3), want);
         assert_eq!(want.len(), 9000 * 2);
+    }
+
+    /// A spilled file a few times its read limit is read that many times, each pass holding
+    /// some of the persons (a heavy person's pass, too large after all, going to a file of its
+    /// own): the same rows as when everything is held at once, with one and two threads.
+    #[test]
+    fn a_bucket_a_few_times_too_large_is_read_in_passes() {
+        let mut rows: Vec<_> =
+            (0..200_000).map(|i| row(&format!("person{}", i % 20_000), "a", i % 13)).collect();
+        rows.extend((0..2_500).map(|i| row("heavy", "a", i % 7)));
+        let bounds = Bounds { rows: 3, groups: 1, rows_per_group: 3 };
+        let want = kept(plan(bounds, 4, usize::MAX, false), &rows, 1);
+        // A read limit of 64 KiB, about half of each bucket's file.
+        let mut small = plan(bounds, 4, 192 << 10, false);
+        assert_eq!(read_limit(&small), 64 << 10);
+        assert_eq!(kept(small.clone(), &shuffled(&rows, 5), 4), want);
+        small.threads = 2;
+        assert_eq!(kept(small, &shuffled(&rows, 6), 4), want);
+        assert_eq!(want.len(), 20_000 * 3 + 3);
     }
 
     /// Neighbours: adding one person (1, K or 10,000 rows) adds at most K kept rows, at most
