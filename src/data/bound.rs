@@ -727,18 +727,28 @@ fn widen_len(out: &mut Vec<u8>, start: usize, len: usize) {
 /// depend on how its cells are spelled.
 #[inline]
 fn put_value(out: &mut Vec<u8>, cell: &[u8], mark: DecimalMark) {
-    let cell = cell.trim_ascii();
-    match parse_number_in(cell, mark) {
-        Some(x) => {
-            let x = if x == 0.0 { 0.0 } else { x };
-            out.push(NUMBER);
-            out.extend_from_slice(&x.to_bits().to_le_bytes());
-        }
+    match value_number(cell, mark) {
+        Some(bits) => out.extend_from_slice(&encoded_number(bits)),
         None => {
             out.push(TEXT);
-            put(out, Some(cell));
+            put(out, Some(cell.trim_ascii()));
         }
     }
+}
+
+/// The number a kept cell's value is (see [`put_value`]), as its bits with `-0` as `0`; None
+/// when the value is text.
+#[inline]
+fn value_number(cell: &[u8], mark: DecimalMark) -> Option<u64> {
+    parse_number_in(cell.trim_ascii(), mark).map(|x| if x == 0.0 { 0 } else { x.to_bits() })
+}
+
+/// [`put_value`]'s bytes for the number whose bits [`value_number`] gave.
+#[inline]
+fn encoded_number(bits: u64) -> [u8; 9] {
+    let mut out = [NUMBER; 9];
+    out[1..].copy_from_slice(&bits.to_le_bytes());
+    out
 }
 
 /// The tags of [`put_value`]'s two kinds of value.
@@ -1295,10 +1305,9 @@ impl<'p> Chooser<'p> {
         numbers.clear();
         keyed.clear();
         for (i, r) in rows.iter().enumerate() {
-            // As `put_value` reads it: the number every query reads from the cell, -0 as 0.
-            let cell = cell_at(r.body, slot).unwrap_or_default().trim_ascii();
-            let Some(x) = parse_number_in(cell, mark) else { return false };
-            let bits = if x == 0.0 { 0 } else { x.to_bits() };
+            let Some(bits) = value_number(cell_at(r.body, slot).unwrap_or_default(), mark) else {
+                return false;
+            };
             numbers.push(bits);
             // A sort of integers that puts equal numbers together (numbers that share the high
             // half are told apart below), each run in the order read.
@@ -1317,27 +1326,8 @@ impl<'p> Chooser<'p> {
                 // Numbers that share the high half: each number's copies together.
                 order.sort_by_key(|&i| numbers[i]);
             }
-            let mut from = 0;
-            while from < order.len() {
-                let bits = numbers[order[from]];
-                let to = from + order[from..].iter().take_while(|&&i| numbers[i] == bits).count();
-                let copies = &mut order[from..to];
-                let first = rows[copies[0]].body;
-                if copies[1..].iter().any(|&i| rows[i].body != first) {
-                    // Copies spelled differently: j numbers them in the order of their bodies.
-                    copies.sort_unstable_by(|&a, &b| rows[a].body.cmp(rows[b].body));
-                }
-                // The value as `put_value` encodes a number.
-                let mut value = [NUMBER; 9];
-                value[1..].copy_from_slice(&bits.to_le_bytes());
-                let mut h = person;
-                std::hash::Hasher::write(&mut h, &value);
-                for (j, &i) in (0u64..).zip(copies.iter()) {
-                    let mut h = h;
-                    std::hash::Hasher::write(&mut h, &j.to_le_bytes());
-                    each(0, h.finish128().as_u128(), i);
-                }
-                from = to;
+            for copies in order.chunk_by_mut(|&a, &b| numbers[a] == numbers[b]) {
+                rank_copies(&person, numbers[copies[0]], copies, rows, each);
             }
             start = end;
         }
@@ -1433,6 +1423,29 @@ impl<'p> Chooser<'p> {
     }
 }
 
+/// The ranks of the copies of one number among a person's rows (`copies`, their numbers in
+/// `rows`), from the person's hash state: (id, the number as [`put_value`] encodes it, j), j
+/// numbering the copies in the order of their bodies when they are spelled differently.
+fn rank_copies(
+    person: &Sip128,
+    bits: u64,
+    copies: &mut [usize],
+    rows: &[Rec<'_>],
+    each: &mut impl FnMut(u128, u128, usize),
+) {
+    let first = rows[copies[0]].body;
+    if copies[1..].iter().any(|&i| rows[i].body != first) {
+        copies.sort_unstable_by(|&a, &b| rows[a].body.cmp(rows[b].body));
+    }
+    let mut h = *person;
+    std::hash::Hasher::write(&mut h, &encoded_number(bits));
+    for (j, &i) in (0u64..).zip(copies.iter()) {
+        let mut h = h;
+        std::hash::Hasher::write(&mut h, &j.to_le_bytes());
+        each(0, h.finish128().as_u128(), i);
+    }
+}
+
 /// What reads the buckets back: each whole, or, for a file too large to hold whose rows are
 /// one heavy person's (or a few), in pieces.
 trait Visit {
@@ -1479,7 +1492,7 @@ fn read_file(
     }
     let passes = size.div_ceil(limit);
     if passes <= MAX_PASSES {
-        return read_passes(file, size, passes, level, shared, visit);
+        return read_passes(file, (size, limit, passes), level, shared, visit);
     }
     let mut parts = split(file, |record| bucket_at(u64::from(u32::from_le_bytes(head4(record))), level))?;
     for part in &mut parts {
@@ -1499,20 +1512,19 @@ fn read_file(
 /// time in that one extra write.
 const MAX_PASSES: usize = 4;
 
-/// [`read_file`] of a file `passes` times its read limit: read `passes` times, the pass p
-/// keeping the records whose bucket at `level` (the hash bits a split would use) is p modulo
-/// `passes`, so that each person's rows meet in one pass, which is chosen from as a bucket. A
-/// pass whose rows pass the limit after all (persons of very unequal sizes) goes to a file of
-/// its own, read as a split part is; one that holds every row of the file holds heavy persons.
+/// [`read_file`] of a file of `size` bytes, `passes` times its read `limit`: read `passes`
+/// times, the pass p keeping the records whose bucket at `level` (the hash bits a split would
+/// use) is p modulo `passes`, so that each person's rows meet in one pass, which is chosen from
+/// as a bucket. A pass whose rows pass the limit after all (persons of very unequal sizes) goes
+/// to a file of its own, read as a split part is; one that holds every row of the file holds
+/// heavy persons.
 fn read_passes(
     file: &mut std::fs::File,
-    size: usize,
-    passes: usize,
+    (size, limit, passes): (usize, usize, usize),
     level: u8,
     shared: &Shared,
     visit: &mut dyn Visit,
 ) -> Result<(), Failure> {
-    let limit = read_limit(&shared.plan);
     let io = |e: &std::io::Error| Failure::Temp(temp_error(e));
     for pass in 0..passes {
         file.rewind().map_err(|e| Failure::Temp(read_error(&e)))?;
