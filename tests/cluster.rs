@@ -94,8 +94,9 @@ fn fixtures_give_the_local_release_on_two_executors() {
 }
 
 /// Persons' rows past what an executor holds in memory (a small `DPSTAT_ID_MEMORY`, which the
-/// plan carries to the executors) spill there, and their states are larger than an executor
-/// keeps in memory when it merges them: the release is still the local one (rows were lost).
+/// plan carries to the executors) spill there, in the folds of each bucket that read them from
+/// the shuffle: the release is still the local one (rows were once lost where a fold's state
+/// past that memory was merged).
 #[test]
 fn persons_past_the_executors_memory_keep_every_row() {
     let dir = tempfile::tempdir().unwrap();
@@ -483,7 +484,7 @@ fn fetched(
 fn a_client_cannot_fetch_what_one_stage_hands_the_next() {
     let cluster = Cluster::start("gate", 50570, 1, "");
     let people = fixture("people.parquet");
-    // A person-level mean: its first stage hands the persons' encoded rows to its second.
+    // A person-level mean: its first stage hands the persons' rows to its second.
     let mean = ["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--privacy-id", "region"];
     let out = run(dpstat().args(mean).args(["--engine", &cluster.url]).arg(&people));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -153,7 +153,10 @@ impl Shared {
 
 #[derive(Debug, Default)]
 struct Spill {
-    files: Vec<std::fs::File>,
+    /// A file for each bucket once anything spilled, made when its bucket first spills: a
+    /// cluster's fold of one bucket of persons (`data::cluster::persons`) has rows in one of
+    /// them, and a task holds such a fold for each of its buckets.
+    files: Vec<Option<std::fs::File>>,
     error: Option<String>,
 }
 
@@ -214,10 +217,11 @@ impl<'de, F: Fold> Deserialize<'de> for Bounded<F> {
         if buckets.len() != BUCKETS {
             return Err(serde::de::Error::custom("a bounded fold of another bucket count"));
         }
-        // On an executor the tasks are the parallelism, and a task may hold a fold for each of
-        // the buckets: each spills past an eighth of the default cap.
+        // On an executor the tasks are the parallelism, and a fold holds one bucket of persons
+        // (`data::cluster::persons`), of which a task may hold every one: together they hold
+        // about the cap.
         plan.threads = 1;
-        plan.cap = plan.cap.min(DEFAULT_CAP / 8);
+        plan.cap = plan.cap.min(DEFAULT_CAP) / BUCKETS;
         let mut bounded = Bounded::grouping(plan, found, inner);
         bounded.bounds = bounds;
         let bytes = buckets.iter().map(Vec::len).sum();
@@ -268,6 +272,7 @@ impl<F> Bounded<F> {
                 return Err(e.clone());
             }
             for (bucket, file) in buckets.iter_mut().zip(&mut spill.files) {
+                let Some(file) = file else { continue };
                 // Appends go on at the end, where reading leaves the file.
                 file.rewind().and_then(|()| file.read_to_end(bucket)).map_err(|e| read_error(&e))?;
             }
@@ -373,6 +378,7 @@ impl<F: Fold> Bounded<F> {
                 return Err(Failure::Temp(e.clone()));
             }
             in_parallel(&mut spill.files, per, &shared, bounds, &inner, |file, chooser, fold| {
+                let Some(file) = file else { return Ok(()) };
                 read_file(file, 1, &shared, &mut Choose::new(chooser, fold))?;
                 // Emptied here, on this thread: freeing a file's cached pages when all 64 are
                 // closed at the end took one thread a twentieth of the run.
@@ -433,7 +439,7 @@ impl<F: Fold> Bounded<F> {
         if let Some(e) = &spill.error {
             return Err(Failure::Temp(e.clone()));
         }
-        for file in &mut spill.files {
+        for file in spill.files.iter_mut().flatten() {
             read_file(file, 1, &shared, visit)?;
         }
         Ok(())
@@ -463,17 +469,19 @@ impl<F: Fold> Bounded<F> {
         let Ok(mut spill) = self.shared.spill.lock() else { return };
         if spill.error.is_none() {
             if spill.files.is_empty() {
-                match (0..BUCKETS).map(|_| tempfile::tempfile()).collect::<std::io::Result<Vec<_>>>() {
-                    Ok(files) => {
-                        spill.files = files;
-                        self.shared.spilled.store(true, Ordering::Relaxed);
-                    }
-                    Err(e) => spill.error = Some(temp_error(&e)),
-                }
+                spill.files = (0..BUCKETS).map(|_| None).collect();
+                self.shared.spilled.store(true, Ordering::Relaxed);
             }
             let mut failed = None;
             for (bucket, file) in self.buckets.iter().zip(&mut spill.files) {
-                if let Err(e) = file.write_all(bucket) {
+                if bucket.is_empty() {
+                    continue;
+                }
+                let written = match file {
+                    Some(file) => file.write_all(bucket),
+                    None => tempfile::tempfile().and_then(|f| file.insert(f).write_all(bucket)),
+                };
+                if let Err(e) = written {
                     failed = Some(temp_error(&e));
                     break;
                 }

@@ -148,7 +148,6 @@ fn schema_difference(first: &Schema, other: &Schema) -> Option<String> {
 }
 
 impl ParquetSet {
-    /// The column names: the files' own, then the partitions'.
     /// Every part's path, as text.
     pub fn paths(&self) -> Vec<String> {
         self.parts.iter().map(|p| p.part.path.to_string_lossy().into_owned()).collect()
@@ -172,6 +171,7 @@ impl ParquetSet {
         groups
     }
 
+    /// The column names: the files' own, then the partitions'.
     pub fn names(&self) -> &[String] {
         &self.names
     }

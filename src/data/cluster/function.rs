@@ -7,7 +7,8 @@
 //! With `--privacy-id` the rows are grouped by `dpstat_bucket`, the bucket of their person
 //! (the seeded hash of the id cells, as `data::bound` buckets them): each bucket's fold is a
 //! `Bounded` fold that chooses its persons' rows once all of them met, and sends back the
-//! query's fold of the kept rows.
+//! query's fold of the kept rows. The scheduler plans it so that the rows reach that fold
+//! through the shuffle as rows ([`super::persons`]).
 //!
 //! `dpstat_probe` is the check before the charge: run on one executor over one row, it answers
 //! with the executor's build and the first data file it cannot open.

@@ -2,8 +2,9 @@
 //! by the executors of the next stage and, for a job's last stage, by the client; Ballista's
 //! own service hands any stage's output to any holder of a certificate of the cluster's CA who
 //! names its job. Between the two stages of a person-level fold that output is the persons'
-//! rows (a `Bounded` fold's state, which chooses rows only once its bucket's rows all met), so
-//! the holder of the client's certificate who ran such a job could have read them back.
+//! rows (shuffled by bucket for the `Bounded` folds that choose rows only once their bucket's
+//! rows all met, or such a fold's state), so the holder of the client's certificate who ran
+//! such a job could have read them back.
 //!
 //! [`Gate`] serves what a stage hands to the next stage ([`Output::States`]) only to a peer
 //! that shows the executors' own certificate, and to any other peer only a fold's results

@@ -1,38 +1,44 @@
-//! What an executor of dpstat's agrees to run: a stage whose output is dpstat's fold states and
-//! nothing else. Ballista hands every task's physical plan to the executor's
-//! [`ExecutionEngine`]; [`Guarded`] checks it against the shapes dpstat's client sends before
-//! Ballista's own engine runs it, and refuses (and logs) anything else, so that even a holder
-//! of the cluster's credentials cannot have an executor return rows (`SELECT *`), a column's
-//! distinct values (a grouping by a data column), or any aggregate but dpstat's.
+//! What an executor of dpstat's agrees to run: a stage whose output is dpstat's fold states, or
+//! rows by person bucket for the next stage's fold, and nothing else. Ballista hands every
+//! task's physical plan to the executor's [`ExecutionEngine`]; [`Guarded`] checks it against
+//! the shapes dpstat's client and scheduler make before Ballista's own engine runs it, and
+//! refuses (and logs) anything else, so that even a holder of the cluster's credentials cannot
+//! have an executor return rows (`SELECT *`), a column's distinct values (a grouping by a data
+//! column), or any aggregate but dpstat's.
 //!
 //! The shapes: a shuffle writer over an aggregate whose every function is `dpstat_fold` or
 //! `dpstat_probe`, reached through nodes that only pass its output on (projections of its
-//! columns, coalescing, repartitioning). Below an aggregate that reads rows (modes Partial and
-//! Single), anything that reads or combines rows, and projections of columns, constants and
-//! their casts, may feed it, since only the fold's state leaves; it may group only by `dpstat_bucket` (a seeded hash of the person columns, as
-//! `data::bound` buckets them). An aggregate that merges states (Final) may group only by a
-//! column and read only what an earlier stage wrote (a shuffle reader) or a partial aggregate:
-//! so every stage's output, and thus every shuffle file, is fold states.
+//! columns, coalescing, repartitioning). Below an aggregate that reads rows (modes Partial,
+//! Single and SinglePartitioned), anything that reads or combines rows, and projections of
+//! columns, constants and their casts, may feed it, since only the fold's state leaves; it may
+//! group only by `dpstat_bucket` (a seeded hash of the person columns, as `data::bound` buckets
+//! them), and a whole fold so grouped may read what an earlier stage wrote. An aggregate that
+//! merges states (Final) may group only by a column and read only what an earlier stage wrote
+//! (a shuffle reader) or a partial aggregate. The one stage without a fold writes rows for a
+//! fold grouped by bucket (`super::persons`): a sort shuffle writer partitioned by columns the
+//! projection under it computes as `dpstat_bucket`, over the nodes that read rows. So every
+//! shuffle file is fold states, or rows that only a fold of their bucket's persons reads.
 //!
-//! What each accepted stage hands on is kept in [`Stages`]: states that another executor merges
-//! next (a partial fold's, which for `--privacy-id` are the persons' rows a `Bounded` fold holds
-//! until its bucket's rows all met), or a fold's results. [`super::gate`] serves a client only
-//! the latter.
+//! What each accepted stage hands on is kept in [`Stages`]: what the next stage's executors
+//! read (a partial fold's states, which for `--privacy-id` are the persons' rows a `Bounded`
+//! fold holds until its bucket's rows all met, or those rows themselves), or a fold's results.
+//! [`super::gate`] serves a client only the latter.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use ballista_core::execution_plans::SortShuffleWriterExec;
 use ballista_core::JobId;
 use ballista_executor::execution_engine::{DefaultExecutionEngine, ExecutionEngine, QueryStageExecutor};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_expr::expressions::{CastExpr, Column, Literal, TryCastExpr};
-use datafusion::physical_expr::ScalarFunctionExpr;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::{displayable, ExecutionPlan, PhysicalExpr};
+use datafusion::physical_plan::{displayable, ExecutionPlan, Partitioning, PhysicalExpr};
 use datafusion::prelude::SessionConfig;
 
-use super::function::{BUCKET, FOLD, PROBE};
+use super::function::{FOLD, PROBE};
+use super::persons::is_bucket;
 
 /// Nodes that pass their input's batches on (a partitioning or a batching of them, never new
 /// values).
@@ -65,7 +71,8 @@ const STATES: &[&str] =
 pub enum Output {
     /// A fold's results (a final or single aggregate): what the client reads.
     Results,
-    /// Partial states, merged by the next stage's executors; a person-level fold's hold rows.
+    /// Partial states, merged by the next stage's executors (a person-level fold's hold rows),
+    /// or the rows by bucket that the next stage's fold reads.
     States,
 }
 
@@ -76,6 +83,12 @@ pub fn refusal(plan: &Arc<dyn ExecutionPlan>) -> Option<String> {
 
 /// What `plan` hands on, or why it is not one of dpstat's stages.
 pub fn stage(plan: &Arc<dyn ExecutionPlan>) -> Result<Output, String> {
+    if let Some(input) = rows_by_bucket(plan) {
+        // Rows, for the fold grouped by their bucket that the next stage runs
+        // (`persons::PersonShuffle`): as sensitive as a person-level fold's states, which hold
+        // the same rows, and served as those are, to executors only.
+        return rows(input, false).map(|()| Output::States);
+    }
     output(plan).map(|mode| match mode {
         AggregateMode::Partial | AggregateMode::PartialReduce => Output::States,
         _ => Output::Results,
@@ -128,6 +141,23 @@ fn node(plan: &Arc<dyn ExecutionPlan>) -> String {
     crate::error::shown(plan.name(), 60)
 }
 
+/// The input of a stage that writes rows to the shuffle partitioned by their persons' buckets
+/// alone (`persons::PersonShuffle`): the sort shuffle writer Ballista puts where a hash
+/// repartition was, by columns that the projection below it computes as `dpstat_bucket`.
+fn rows_by_bucket(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
+    let writer = plan.downcast_ref::<SortShuffleWriterExec>()?;
+    let Partitioning::Hash(exprs, _) = writer.shuffle_output_partitioning() else { return None };
+    let children = plan.children();
+    let [input] = children.as_slice() else { return None };
+    let input: &Arc<dyn ExecutionPlan> = input;
+    let projection = input.downcast_ref::<ProjectionExec>()?;
+    let bucket = |e: &Arc<dyn PhysicalExpr>| {
+        let column = e.downcast_ref::<Column>();
+        column.and_then(|c| projection.expr().get(c.index())).is_some_and(|p| is_bucket(&p.expr))
+    };
+    (!exprs.is_empty() && exprs.iter().all(bucket)).then_some(input)
+}
+
 /// The stage's top: pass-through nodes down to a fold; the fold's mode.
 fn output(plan: &Arc<dyn ExecutionPlan>) -> Result<AggregateMode, String> {
     if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
@@ -164,7 +194,9 @@ fn fold(aggregate: &AggregateExec) -> Result<(), String> {
             if let Some((bad, _)) = groups.iter().find(|(e, _)| !is_bucket(e)) {
                 return Err(format!("a fold grouped by {}", crate::error::shown(&bad.to_string(), 60)));
             }
-            rows(aggregate.input())
+            // A whole fold grouped by bucket may read rows an earlier stage wrote by bucket.
+            let shuffled = !groups.is_empty() && *aggregate.mode() != AggregateMode::Partial;
+            rows(aggregate.input(), shuffled)
         }
         AggregateMode::Final | AggregateMode::FinalPartitioned | AggregateMode::PartialReduce => {
             if let Some((bad, _)) = groups.iter().find(|(e, _)| e.downcast_ref::<Column>().is_none()) {
@@ -175,21 +207,17 @@ fn fold(aggregate: &AggregateExec) -> Result<(), String> {
     }
 }
 
-fn is_bucket(expr: &Arc<dyn PhysicalExpr>) -> bool {
-    expr.downcast_ref::<ScalarFunctionExpr>().is_some_and(|f| f.name() == BUCKET)
-}
-
 /// Below a fold that reads rows: reading, projecting (columns, constants, the bucket) and
-/// combining rows.
-fn rows(plan: &Arc<dyn ExecutionPlan>) -> Result<(), String> {
+/// combining rows; with `shuffled`, also reading what an earlier stage wrote.
+fn rows(plan: &Arc<dyn ExecutionPlan>, shuffled: bool) -> Result<(), String> {
     if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
         if let Some(bad) = projection.expr().iter().find(|p| !plain(&p.expr)) {
             return Err(format!("a projection of {}", crate::error::shown(&bad.expr.to_string(), 60)));
         }
-    } else if !ROWS.contains(&plan.name()) {
+    } else if !(ROWS.contains(&plan.name()) || shuffled && plan.name() == "ShuffleReaderExec") {
         return Err(format!("{} below dpstat's fold", node(plan)));
     }
-    plan.children().into_iter().try_for_each(rows)
+    plan.children().into_iter().try_for_each(|child| rows(child, shuffled))
 }
 
 /// A column, a constant, the bucket, or a cast of one (a union casts a partition's column to

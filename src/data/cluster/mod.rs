@@ -16,6 +16,7 @@
 pub mod function;
 pub mod gate;
 pub mod guard;
+pub mod persons;
 pub mod remote;
 pub mod serve;
 pub mod tls;
@@ -46,6 +47,10 @@ use tls::{Credentials, Role, Security};
 /// How long the probe waits for the cluster's answer (once connected: a scheduler that accepts
 /// the connection but runs no executor).
 const PROBE_WAIT: Duration = Duration::from_secs(30);
+
+/// The bytes of rows a task of the cluster buffers for the shuffle before it spills them, and
+/// that a task reading them holds fetched and not yet folded.
+const SHUFFLE_BUFFER: usize = 8 << 20;
 
 /// How a cluster run failed.
 #[derive(Debug)]
@@ -106,6 +111,13 @@ impl Remote {
         // running stage when an executor died after the first stage had finished, and the job
         // never ended ("Can't find active stage", tests/cluster.rs's lost executor).
         let config = config.set_bool("ballista.planner.adaptive.enabled", false);
+        // The rows a task writes to the shuffle are buffered up to this before they spill
+        // (Ballista's default is 256 MiB): a person-level fold's rows cross it (`persons`).
+        let config =
+            config.set_usize("ballista.shuffle.sort_based.memory_limit_per_task_bytes", SHUFFLE_BUFFER);
+        // And a task reading them holds at most this much fetched and not yet folded (Ballista's
+        // default is 48 MiB, which a partition's rows reached at 16M rows).
+        let config = config.set_usize("ballista.shuffle.reader.max_bytes_in_flight", SHUFFLE_BUFFER);
         let state = SessionStateBuilder::new().with_config(config).with_default_features().build();
         SessionContext::remote_with_state(&format!("df://{}:{}", self.host, self.port), state).await
     }

@@ -24,12 +24,14 @@ use ballista_executor::shutdown::Shutdown;
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::create_scheduler;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 
 use super::function::{LogicalCodec, PhysicalCodec, Registry};
 use super::gate::Gate;
 use super::guard::{Guarded, Stages};
+use super::persons::PersonShuffle;
 use super::tls::Security;
 
 /// Ballista's message limit (its servers' default).
@@ -61,6 +63,14 @@ pub fn scheduler(bind: SocketAddr, security: Security) -> Result<()> {
         override_logical_codec: Some(Arc::new(LogicalCodec::default())),
         override_physical_codec: Some(Arc::new(PhysicalCodec::new(None))),
         override_create_grpc_client_endpoint: Some(security.endpoint_override()),
+        // Ballista's session, planned with dpstat's rule last: a person-level fold's rows cross
+        // the shuffle as rows (`persons`), not as partial states.
+        override_session_builder: Some(Arc::new(|config| {
+            let state = ballista_core::utils::default_session_builder(config)?;
+            Ok(SessionStateBuilder::new_from_existing(state)
+                .with_physical_optimizer_rule(Arc::new(PersonShuffle))
+                .build())
+        })),
         use_tls: security.is_tls(),
         // A lost executor is noticed in seconds, not minutes, so its tasks are run again soon.
         executor_timeout_seconds: 10,
