@@ -218,10 +218,12 @@ impl<'de, F: Fold> Deserialize<'de> for Bounded<F> {
             return Err(serde::de::Error::custom("a bounded fold of another bucket count"));
         }
         // On an executor the tasks are the parallelism, and a fold holds one bucket of persons
-        // (`data::cluster::persons`), of which a task may hold every one: together they hold
-        // about the cap.
+        // (`data::cluster::persons`): a task holds one for each of its buckets, four with
+        // Ballista's 16 parts, so at a sixteenth of the cap each they hold about the cap
+        // together. At a 64th, they spilled so often that a 4M-row workload took 1.1-2.1 s
+        // where it takes 1.0 (docs/PERFORMANCE.md).
         plan.threads = 1;
-        plan.cap = plan.cap.min(DEFAULT_CAP) / BUCKETS;
+        plan.cap = plan.cap.min(DEFAULT_CAP) / 16;
         let mut bounded = Bounded::grouping(plan, found, inner);
         bounded.bounds = bounds;
         let bytes = buckets.iter().map(Vec::len).sum();
