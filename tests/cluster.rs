@@ -537,6 +537,31 @@ fn a_client_cannot_fetch_what_one_stage_hands_the_next() {
     );
 }
 
+#[test]
+fn a_stopped_executor_leaves_no_shuffle_files() {
+    let cluster = Cluster::start("cleanup", 50650, 1, "");
+    let people = fixture("people.parquet");
+    let mean = ["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--privacy-id", "region"];
+    let out = run(dpstat().args(mean).args(["--engine", &cluster.url]).arg(&people));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = cluster.log("executor-1");
+    let work =
+        log.lines().find_map(|l| l.split("Executor working directory: ").nth(1)).expect("the work directory");
+    let work = Path::new(work.trim()).to_path_buf();
+    let jobs = |dir: &Path| -> usize {
+        std::fs::read_dir(dir)
+            .map_or(0, |d| d.filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir())).count())
+    };
+    assert!(jobs(&work) > 0, "the person-level job wrote no shuffle files in {}", work.display());
+    cluster.stop();
+    // The executor removes its jobs' files as it stops (a SIGTERM), within a few seconds.
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        jobs(&work) == 0
+    });
+    assert!(gone, "{} still holds shuffle files after the executor stopped", work.display());
+}
+
 /// Serves `answer` to every connection on a loopback port (None: accepts and stays silent);
 /// returns the port.
 fn listener(answer: Option<&'static [u8]>) -> u16 {

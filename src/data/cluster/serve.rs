@@ -149,6 +149,11 @@ pub fn executor(setup: ExecutorSetup, registry: Registry) -> Result<()> {
             },
         )),
         override_execution_engine: Some(Arc::new(Guarded::new(accepted))),
+        // The shuffle files of a person-level job are persons' rows: a job's are removed a day
+        // after they were last written, and all of them when the executor is stopped (without
+        // a cleaner, Ballista removes none: every stopped executor left its jobs' rows behind).
+        job_data_clean_up_interval_seconds: 600,
+        job_data_ttl_seconds: 24 * 3600,
         ..Default::default()
     };
     if !setup.stock {
