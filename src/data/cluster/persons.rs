@@ -143,11 +143,11 @@ mod tests {
     use crate::data::cluster::guard::{stage, Output};
 
     /// A person-level fold of the people fixture (id `region`, value `income`) as the client
-    /// sends it, planned with the rule at the end as the scheduler plans it.
-    fn planned(rule: bool) -> (Arc<dyn ExecutionPlan>, ConfigOptions) {
+    /// sends it, planned in `parts` parts with the rule at the end as the scheduler plans it.
+    fn planned(rule: bool, parts: usize) -> (Arc<dyn ExecutionPlan>, ConfigOptions) {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         runtime.block_on(async {
-            let config = SessionConfig::new().with_target_partitions(4);
+            let config = SessionConfig::new().with_target_partitions(parts);
             let mut state = SessionStateBuilder::new().with_default_features().with_config(config);
             if rule {
                 state = state.with_physical_optimizer_rule(Arc::new(PersonShuffle));
@@ -203,9 +203,9 @@ mod tests {
 
     #[test]
     fn a_person_level_fold_reads_rows_shuffled_by_bucket() {
-        let (before, _) = planned(false);
+        let (before, _) = planned(false, 4);
         assert!(shown(&before).contains("mode=Partial"), "{}", shown(&before));
-        let (plan, options) = planned(true);
+        let (plan, options) = planned(true, 4);
         let text = shown(&plan);
         assert!(!text.contains("mode=Partial") && !text.contains("mode=Final"), "{text}");
         assert!(text.contains("mode=SinglePartitioned") && text.contains("Hash([dpstat_bucket@3]"), "{text}");
@@ -232,8 +232,19 @@ mod tests {
     }
 
     #[test]
+    fn in_one_part_the_rows_meet_one_fold_without_a_shuffle() {
+        // One part: DataFusion plans one fold over the rows (mode Single), which the rule
+        // leaves as it is: no partial state is made, and the one stage hands on results.
+        let (plan, options) = planned(true, 1);
+        let text = shown(&plan);
+        assert!(text.contains("mode=Single,") && !text.contains("Partial"), "{text}");
+        let outputs: Vec<_> = stages(plan, &options).iter().map(stage).collect();
+        assert_eq!(outputs, [Ok(Output::Results)]);
+    }
+
+    #[test]
     fn rows_shuffled_by_anything_but_the_bucket_are_refused() {
-        let (plan, _) = planned(true);
+        let (plan, _) = planned(true, 4);
         // The projection under the shuffle, with the bucket column and a data column.
         let mut projection = Arc::clone(&plan);
         while projection.downcast_ref::<ProjectionExec>().is_none() {
