@@ -9,7 +9,7 @@ use crate::common;
 use crate::common::cluster;
 use crate::common::tables;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use cluster::Cluster;
@@ -480,22 +480,31 @@ fn fetched(
     })
 }
 
-#[test]
-fn a_client_cannot_fetch_what_one_stage_hands_the_next() {
-    let cluster = Cluster::start("gate", 50570, 1, "");
+/// Runs a person-level mean on the cluster's one executor, whose first stage hands the persons'
+/// rows to its second; returns that executor's work directory (named in its log).
+fn person_level_work(cluster: &Cluster) -> PathBuf {
     let people = fixture("people.parquet");
-    // A person-level mean: its first stage hands the persons' rows to its second.
     let mean = ["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--privacy-id", "region"];
     let out = run(dpstat().args(mean).args(["--engine", &cluster.url]).arg(&people));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let log = cluster.log("executor-1");
     let work =
         log.lines().find_map(|l| l.split("Executor working directory: ").nth(1)).expect("the work directory");
-    let listed = |p: &Path| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(p).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect()
-    };
-    let jobs = listed(Path::new(work.trim()));
-    assert!(!jobs.is_empty(), "no job in {work}");
+    PathBuf::from(work.trim())
+}
+
+/// The folders in `dir` (none when it is gone).
+fn listed(dir: &Path) -> Vec<PathBuf> {
+    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    entries.map(|e| e.path()).filter(|p| p.is_dir()).collect()
+}
+
+#[test]
+fn a_client_cannot_fetch_what_one_stage_hands_the_next() {
+    let cluster = Cluster::start("gate", 50570, 1, "");
+    let work = person_level_work(&cluster);
+    let jobs = listed(&work);
+    assert!(!jobs.is_empty(), "no job in {}", work.display());
     let creds = cluster.credentials();
     let flight = cluster.port + 3;
     let (mut refused, mut served_to_client) = (0, 0);
@@ -540,24 +549,13 @@ fn a_client_cannot_fetch_what_one_stage_hands_the_next() {
 #[test]
 fn a_stopped_executor_leaves_no_shuffle_files() {
     let cluster = Cluster::start("cleanup", 50650, 1, "");
-    let people = fixture("people.parquet");
-    let mean = ["mean", "-c", "income", "-l", "0", "-u", "2e5", "-e", "1", "--privacy-id", "region"];
-    let out = run(dpstat().args(mean).args(["--engine", &cluster.url]).arg(&people));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let log = cluster.log("executor-1");
-    let work =
-        log.lines().find_map(|l| l.split("Executor working directory: ").nth(1)).expect("the work directory");
-    let work = Path::new(work.trim()).to_path_buf();
-    let jobs = |dir: &Path| -> usize {
-        std::fs::read_dir(dir)
-            .map_or(0, |d| d.filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir())).count())
-    };
-    assert!(jobs(&work) > 0, "the person-level job wrote no shuffle files in {}", work.display());
+    let work = person_level_work(&cluster);
+    assert!(!listed(&work).is_empty(), "the person-level job wrote no shuffle files in {}", work.display());
     cluster.stop();
     // The executor removes its jobs' files as it stops (a SIGTERM), within a few seconds.
     let gone = (0..100).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(100));
-        jobs(&work) == 0
+        listed(&work).is_empty()
     });
     assert!(gone, "{} still holds shuffle files after the executor stopped", work.display());
 }

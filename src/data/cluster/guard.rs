@@ -149,13 +149,12 @@ fn rows_by_bucket(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPla
     let Partitioning::Hash(exprs, _) = writer.shuffle_output_partitioning() else { return None };
     let children = plan.children();
     let [input] = children.as_slice() else { return None };
-    let input: &Arc<dyn ExecutionPlan> = input;
     let projection = input.downcast_ref::<ProjectionExec>()?;
     let bucket = |e: &Arc<dyn PhysicalExpr>| {
         let column = e.downcast_ref::<Column>();
         column.and_then(|c| projection.expr().get(c.index())).is_some_and(|p| is_bucket(&p.expr))
     };
-    (!exprs.is_empty() && exprs.iter().all(bucket)).then_some(input)
+    (!exprs.is_empty() && exprs.iter().all(bucket)).then_some(*input)
 }
 
 /// The stage's top: pass-through nodes down to a fold; the fold's mode.

@@ -184,6 +184,15 @@ mod tests {
         })
     }
 
+    /// The first node of type `T` down `plan`'s first inputs.
+    fn first<T: ExecutionPlan + 'static>(plan: &Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        let mut node = Arc::clone(plan);
+        while node.downcast_ref::<T>().is_none() {
+            node = Arc::clone(node.children()[0]);
+        }
+        node
+    }
+
     fn shown(plan: &Arc<dyn ExecutionPlan>) -> String {
         displayable(plan.as_ref()).indent(false).to_string()
     }
@@ -214,10 +223,7 @@ mod tests {
         let outputs: Vec<_> = stages.iter().map(stage).collect();
         assert_eq!(outputs, [Ok(Output::States), Ok(Output::Results)]);
         // Only a whole fold reads the shuffled rows: a partial one would hand them on as states.
-        let mut fold = Arc::clone(&stages[1]);
-        while fold.downcast_ref::<AggregateExec>().is_none() {
-            fold = Arc::clone(fold.children()[0]);
-        }
+        let fold = first::<AggregateExec>(&stages[1]);
         let whole = fold.downcast_ref::<AggregateExec>().unwrap();
         let partial = AggregateExec::try_new(
             AggregateMode::Partial,
@@ -246,10 +252,7 @@ mod tests {
     fn rows_shuffled_by_anything_but_the_bucket_are_refused() {
         let (plan, _) = planned(true, 4);
         // The projection under the shuffle, with the bucket column and a data column.
-        let mut projection = Arc::clone(&plan);
-        while projection.downcast_ref::<ProjectionExec>().is_none() {
-            projection = Arc::clone(projection.children()[0]);
-        }
+        let projection = first::<ProjectionExec>(&plan);
         let write = |column: usize| -> Arc<dyn ExecutionPlan> {
             let by = Arc::new(Column::new("c", column));
             let config = SortShuffleConfig::new(true, 8192);
