@@ -419,40 +419,14 @@ impl Job {
         self.group.is_some() || self.discover_by.is_some()
     }
 
+    /// Every rule across the flags, in stages: the groups, the person, the budget's shares
+    /// and the statistic at row level, then what the output needs. Each stage refuses what it
+    /// checks before the next runs, so a command line with two problems names the first.
     pub fn new(request: Request) -> Result<Job, Error> {
         let has_header = request.input.csv.has_header;
         let (mechanism, discovery) = request.privacy.resolve()?;
-        let (mut group, mut discover_by, mut options) = (None, None, request.options.clone());
-        if options.closed && discovery.is_some() {
-            return Err(Error::usage(options::DISCOVER_CLOSED));
-        }
-        match (&request.by, discovery) {
-            (Some((by, Some(keys))), None) => {
-                group =
-                    Some(GroupSpec { column: ColumnRef::parse(by, has_header, "--by")?, keys: keys.clone() })
-            }
-            (Some((_, None)), None) => {
-                return Err(Error::usage(
-                    "--by COL needs its public keys: --keys K1,K2,... (or --discover --delta D to find \
-                     them in the data)",
-                ))
-            }
-            (Some((_, Some(_))), Some(_)) => {
-                return Err(Error::usage(
-                    "--keys lists the groups and --discover finds them: give one of them",
-                ))
-            }
-            (Some((by, None)), Some(discovery)) => {
-                discover_by = Some((ColumnRef::parse(by, has_header, "--by")?, discovery))
-            }
-            (None, Some(discovery)) if request.kind == "histogram" => options.discover = Some(discovery),
-            (None, Some(_)) => {
-                return Err(Error::usage(
-                    "--discover finds the groups of --by COL (or a histogram's categories): add --by COL",
-                ))
-            }
-            (None, None) => {}
-        }
+        let mut options = request.options.clone();
+        let (mut group, discover_by) = groups_of(&request, discovery, &mut options)?;
         options::close_lists(
             &mut options,
             group.as_mut().map(|g: &mut GroupSpec| &mut g.keys),
@@ -467,106 +441,18 @@ impl Job {
                 request.kind
             )));
         }
-        let person = match &request.person {
-            None => None,
-            Some(flags) => {
-                if options.discover.is_some() {
-                    return Err(Error::usage(
-                        "histogram --discover with --privacy-id is not supported yet: count --by COL \
-                         --discover --privacy-id ID releases the same keys with their counts per person",
-                    ));
-                }
-                let grouped = group.is_some() || discover_by.is_some();
-                let flags = flags.with_default_groups(group.as_ref().map(|g| g.keys.groups()));
-                let person = Person::new(&flags, has_header, grouped, request.neighbours)?;
-                if let (Some((_, discovery)), Mechanism::Laplace(eps)) = (&discover_by, &mechanism) {
-                    // The key cap's margin and each key's δ grow with the keys a person adds:
-                    // refused now if they do not fit, before anything is read or charged.
-                    let persons = person.persons();
-                    let counted = request.kind == "count" && persons.one_row_per_key();
-                    discover::Shares::new(eps, discovery, counted, persons.keys_each())?;
-                }
-                Some(person)
-            }
-        };
-        let mut person = person;
+        let mut person = person_of(&request, &options, group.as_ref(), discover_by.as_ref(), &mechanism)?;
         Person::take_per_id(person.as_mut(), options.per_id.as_ref(), discover_by.is_some())?;
         let spend = match (&mechanism, discover_by.as_ref().map(|d| &d.1).or(options.discover.as_ref())) {
             (Mechanism::Laplace(eps), Some(d)) => Spend::Approx { eps: eps.clone(), delta: d.delta.clone() },
             (m, _) => m.spend(),
         };
-        let groups = match (&group, &discover_by) {
-            (Some(g), _) => g.keys.groups(),
-            // Every key found may be a group: the memory checks count them all.
-            (None, Some((_, d))) => d.max_keys.max(2),
-            (None, None) => 1,
-        };
-        // The statistic runs at row level on the bounded rows: what it is given and checks its
-        // options against is the release's budget divided by what one person moves it by. A
-        // discovery divides its budget itself (`query::discover::publish`), as without persons.
+        let groups = group_count(group.as_ref(), discover_by.as_ref());
         if let (Some(p), Some(flags)) = (person.as_mut(), &request.person) {
-            let extras = u32::from(flags.auto) + u32::from(flags.count_truncated);
-            if extras > 0 && discover_by.is_some() {
-                return Err(Error::usage(
-                    "--max-rows-per-id auto and --count-truncated are not supported with --discover: give \
-                     K as a number",
-                ));
-            }
-            let eps =
-                match &mechanism {
-                    _ if extras == 0 => None,
-                    Mechanism::Laplace(eps) => Some(eps),
-                    Mechanism::Gaussian { .. } => return Err(Error::usage(
-                        "--max-rows-per-id auto and --count-truncated spend a tenth of --eps (pure epsilon) \
-                     each; with --noise gaussian give K as a number and leave out --count-truncated \
-                     (dpstat plan --max-rows-per-id 1,2,5,10 shows the noise at each K)",
-                    )),
-                };
-            if let Some(eps) = eps {
-                let (share, whole) = contribution::AUTO_SHARE;
-                let release = Mechanism::Laplace(eps.share(whole - extras * share, whole));
-                if flags.count_truncated {
-                    p.truncated = Some(eps.share(share, whole));
-                }
-                if extras > 0 {
-                    p.release = Some(release.clone());
-                }
-                if flags.auto {
-                    let auto = AutoRows {
-                        epsilon: eps.share(share, whole),
-                        release,
-                        kind: request.kind,
-                        options: options.clone(),
-                        neighbours: request.neighbours,
-                        has_header,
-                        groups,
-                        filtered: !request.filters.is_empty(),
-                        ledger: request.ledger.path.is_some(),
-                        rows_per_group_given: flags.rows_per_group_given,
-                    };
-                    // K is known only after the scan, and nothing the rows decide may stop the run
-                    // after the charge: the statistic must take the ε of the smallest and of the
-                    // largest K now.
-                    for k in [contribution::MAX_BOUND, 1] {
-                        let m = auto.release.divided(
-                            p.factor_at(&p.with_rows(k, flags.rows_per_group_given), group.is_some()),
-                        );
-                        AnyStatistic::new(request.kind, options.clone(), &auto.setup(&m))?;
-                    }
-                    p.bounds = p.with_rows(1, flags.rows_per_group_given);
-                    p.auto = Some(auto);
-                }
-            }
+            let at = Shares { request: &request, options: &options, groups, keyed: group.is_some() };
+            at.take_extras(p, flags, &mechanism, discover_by.is_some())?;
         }
-        let mechanism = match &person {
-            Some(Person { auto: Some(auto), bounds, .. }) => auto
-                .release
-                .divided(person.as_ref().map_or(Factor::ONE, |p| p.factor_at(bounds, group.is_some()))),
-            Some(p) if discover_by.is_none() => {
-                p.release.as_ref().unwrap_or(&mechanism).divided(p.factor_at(&p.bounds, group.is_some()))
-            }
-            _ => mechanism,
-        };
+        let mechanism = row_mechanism(mechanism, person.as_ref(), group.is_some(), discover_by.is_some());
         let setup = Setup {
             mechanism: &mechanism,
             neighbours: request.neighbours,
@@ -578,29 +464,7 @@ impl Job {
         };
         let statistic = AnyStatistic::new(request.kind, options, &setup)?;
         let filters = filter_specs(&request.filters, has_header, "--where")?;
-        // A chart needs several numbers: bins, groups or quantile levels, known from the flags.
-        let charted = request.format == Format::Chart || request.plot.is_some();
-        if charted && statistic.name() == "histogram" && !statistic.draws_bars() {
-            return Err(Error::usage(
-                "--format chart and --plot draw noisy counts; histogram --normalize releases \
-                 proportions: use --format text or --format json",
-            ));
-        }
-        if charted && group.is_none() && discover_by.is_none() && !statistic.draws_bars() {
-            return Err(Error::usage(format!(
-                "{} ({} releases one number)",
-                chart::ONE_NUMBER,
-                statistic.name()
-            )));
-        }
-        if let Some(path) = &request.plot {
-            check_plot_path(path)?;
-        }
-        if let Some(why) = statistic.reads_twice() {
-            if !rereadable(&request.input.source) {
-                return Err(Error::usage(why));
-            }
-        }
+        check_output(&request, &statistic, group.is_some() || discover_by.is_some())?;
         Ok(Job {
             input: request.input,
             filter_labels: filters.iter().map(FilterSpec::label).collect(),
@@ -619,6 +483,212 @@ impl Job {
             plot: request.plot,
         })
     }
+}
+
+/// A release's groups: listed (`--by` with `--keys`), or the column whose keys are found
+/// (`--by --discover`); neither for one release.
+pub type Groups = (Option<GroupSpec>, Option<(ColumnRef, Discovery)>);
+
+/// The release's groups: `--by` with its `--keys` (listed), `--by --discover` (found in a
+/// column), or a histogram's `--discover` (its categories found, moved into `options`).
+fn groups_of(
+    request: &Request,
+    discovery: Option<Discovery>,
+    options: &mut Options,
+) -> Result<Groups, Error> {
+    let has_header = request.input.csv.has_header;
+    if options.closed && discovery.is_some() {
+        return Err(Error::usage(options::DISCOVER_CLOSED));
+    }
+    match (&request.by, discovery) {
+        (Some((by, Some(keys))), None) => {
+            let column = ColumnRef::parse(by, has_header, "--by")?;
+            Ok((Some(GroupSpec { column, keys: keys.clone() }), None))
+        }
+        (Some((_, None)), None) => Err(Error::usage(
+            "--by COL needs its public keys: --keys K1,K2,... (or --discover --delta D to find \
+             them in the data)",
+        )),
+        (Some((_, Some(_))), Some(_)) => {
+            Err(Error::usage("--keys lists the groups and --discover finds them: give one of them"))
+        }
+        (Some((by, None)), Some(discovery)) => {
+            Ok((None, Some((ColumnRef::parse(by, has_header, "--by")?, discovery))))
+        }
+        (None, Some(discovery)) if request.kind == "histogram" => {
+            options.discover = Some(discovery);
+            Ok((None, None))
+        }
+        (None, Some(_)) => Err(Error::usage(
+            "--discover finds the groups of --by COL (or a histogram's categories): add --by COL",
+        )),
+        (None, None) => Ok((None, None)),
+    }
+}
+
+/// The groups a release may hold, as the memory checks count them: the listed keys, or every
+/// key a discovery may find (at least two), or one.
+pub fn group_count(group: Option<&GroupSpec>, discover_by: Option<&(ColumnRef, Discovery)>) -> usize {
+    match (group, discover_by) {
+        (Some(g), _) => g.keys.groups(),
+        (None, Some((_, d))) => d.max_keys.max(2),
+        (None, None) => 1,
+    }
+}
+
+/// `--privacy-id` and its bounds, checked against the groups; with `--discover`, the key cap's
+/// margin and each key's δ (which grow with the keys a person adds) are refused now if they do
+/// not fit, before anything is read or charged.
+fn person_of(
+    request: &Request,
+    options: &Options,
+    group: Option<&GroupSpec>,
+    discover_by: Option<&(ColumnRef, Discovery)>,
+    mechanism: &Mechanism,
+) -> Result<Option<Person>, Error> {
+    let Some(flags) = &request.person else { return Ok(None) };
+    if options.discover.is_some() {
+        return Err(Error::usage(
+            "histogram --discover with --privacy-id is not supported yet: count --by COL \
+             --discover --privacy-id ID releases the same keys with their counts per person",
+        ));
+    }
+    let grouped = group.is_some() || discover_by.is_some();
+    let flags = flags.with_default_groups(group.map(|g| g.keys.groups()));
+    let person = Person::new(&flags, request.input.csv.has_header, grouped, request.neighbours)?;
+    if let (Some((_, discovery)), Mechanism::Laplace(eps)) = (discover_by, mechanism) {
+        let persons = person.persons();
+        let counted = request.kind == "count" && persons.one_row_per_key();
+        discover::Shares::new(eps, discovery, counted, persons.keys_each())?;
+    }
+    Ok(Some(person))
+}
+
+/// What the person-level extras (`--max-rows-per-id auto`, `--count-truncated`) are checked
+/// against: the request, its options, its groups and whether they are listed.
+struct Shares<'r> {
+    request: &'r Request,
+    options: &'r Options,
+    groups: usize,
+    keyed: bool,
+}
+
+impl Shares<'_> {
+    /// Gives each extra its tenth of ε and the release the rest. The statistic runs at row
+    /// level on the bounded rows: what it is given and checks its options against is the
+    /// release's budget divided by what one person moves it by. A discovery divides its budget
+    /// itself (`query::discover::publish`), as without persons, so it takes no extras.
+    fn take_extras(
+        &self,
+        p: &mut Person,
+        flags: &PersonFlags,
+        mechanism: &Mechanism,
+        discovers: bool,
+    ) -> Result<(), Error> {
+        let extras = u32::from(flags.auto) + u32::from(flags.count_truncated);
+        if extras == 0 {
+            return Ok(());
+        }
+        if discovers {
+            return Err(Error::usage(
+                "--max-rows-per-id auto and --count-truncated are not supported with --discover: give \
+                 K as a number",
+            ));
+        }
+        let Mechanism::Laplace(eps) = mechanism else {
+            return Err(Error::usage(
+                "--max-rows-per-id auto and --count-truncated spend a tenth of --eps (pure epsilon) \
+                 each; with --noise gaussian give K as a number and leave out --count-truncated \
+                 (dpstat plan --max-rows-per-id 1,2,5,10 shows the noise at each K)",
+            ));
+        };
+        let (share, whole) = contribution::AUTO_SHARE;
+        let release = Mechanism::Laplace(eps.share(whole - extras * share, whole));
+        if flags.count_truncated {
+            p.truncated = Some(eps.share(share, whole));
+        }
+        p.release = Some(release.clone());
+        if flags.auto {
+            self.take_auto(p, flags, eps.share(share, whole), release)?;
+        }
+        Ok(())
+    }
+
+    /// `--max-rows-per-id auto`: K is known only after the scan, and nothing the rows decide
+    /// may stop the run after the charge, so the statistic must take the ε of the smallest and
+    /// of the largest K now; until the choice, the bounds are those of K = 1.
+    fn take_auto(
+        &self,
+        p: &mut Person,
+        flags: &PersonFlags,
+        epsilon: Epsilon,
+        release: Mechanism,
+    ) -> Result<(), Error> {
+        let request = self.request;
+        let auto = AutoRows {
+            epsilon,
+            release,
+            kind: request.kind,
+            options: self.options.clone(),
+            neighbours: request.neighbours,
+            has_header: request.input.csv.has_header,
+            groups: self.groups,
+            filtered: !request.filters.is_empty(),
+            ledger: request.ledger.path.is_some(),
+            rows_per_group_given: flags.rows_per_group_given,
+        };
+        for k in [contribution::MAX_BOUND, 1] {
+            let bounds = p.with_rows(k, flags.rows_per_group_given);
+            let m = auto.release.divided(p.factor_at(&bounds, self.keyed));
+            AnyStatistic::new(request.kind, self.options.clone(), &auto.setup(&m))?;
+        }
+        p.bounds = p.with_rows(1, flags.rows_per_group_given);
+        p.auto = Some(auto);
+        Ok(())
+    }
+}
+
+/// The mechanism the statistic runs at row level: with a person (and no discovery, which
+/// divides its budget itself), the release's share divided by what one person moves it by.
+fn row_mechanism(mechanism: Mechanism, person: Option<&Person>, keyed: bool, discovers: bool) -> Mechanism {
+    match person {
+        Some(Person { auto: Some(auto), bounds, .. }) => {
+            auto.release.divided(person.map_or(Factor::ONE, |p| p.factor_at(bounds, keyed)))
+        }
+        Some(p) if !discovers => {
+            p.release.as_ref().unwrap_or(&mechanism).divided(p.factor_at(&p.bounds, keyed))
+        }
+        _ => mechanism,
+    }
+}
+
+/// What the output asks of the statistic: a chart needs several numbers (bins, groups or
+/// quantile levels, known from the flags), a `--plot` path must be writable, and a statistic
+/// that reads its input twice needs a file.
+fn check_output(request: &Request, statistic: &AnyStatistic, grouped: bool) -> Result<(), Error> {
+    let charted = request.format == Format::Chart || request.plot.is_some();
+    if charted && statistic.name() == "histogram" && !statistic.draws_bars() {
+        return Err(Error::usage(
+            "--format chart and --plot draw noisy counts; histogram --normalize releases \
+             proportions: use --format text or --format json",
+        ));
+    }
+    if charted && !grouped && !statistic.draws_bars() {
+        return Err(Error::usage(format!(
+            "{} ({} releases one number)",
+            chart::ONE_NUMBER,
+            statistic.name()
+        )));
+    }
+    if let Some(path) = &request.plot {
+        check_plot_path(path)?;
+    }
+    if let Some(why) = statistic.reads_twice() {
+        if !rereadable(&request.input.source) {
+            return Err(Error::usage(why));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the source can be read a second time from its start: a regular file, decided by its

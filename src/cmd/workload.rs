@@ -29,7 +29,7 @@ use num_traits::{Signed, Zero};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use crate::cmd::release::{filter_specs, InputFlags, Job, Person, PersonFlags};
+use crate::cmd::release::{filter_specs, group_count, Groups, InputFlags, Job, Person, PersonFlags};
 use crate::data::cell::DecimalMark;
 use crate::data::filter::{Filter, FilterSpec};
 use crate::data::source::{ColumnRef, CsvOptions, GroupSpec};
@@ -1017,8 +1017,9 @@ impl SourceText<'_> {
         texts.iter().map(|t| t.parse::<Level>().map_err(|e| (line, format!("q: {e}")))).collect()
     }
 
-    /// One query validated exactly as the same command line would be, at its share. Errors
-    /// carry their line.
+    /// One query validated exactly as the same command line would be, at its share, in the
+    /// command line's stages: its kind, its options, its filters, its groups, then the
+    /// statistic at row level. Errors carry their line.
     #[allow(clippy::too_many_arguments)]
     fn query_job(
         &self,
@@ -1037,6 +1038,72 @@ impl SourceText<'_> {
         let kind_line = self.line(kind.span().start);
         let kind = kind.get_ref().as_str();
         let has_header = input.csv.has_header;
+        let mut options = self.query_options(q, kind, kind_line, name_line, has_header)?;
+        let filters = self.query_filters(q, has_header)?;
+        let (mut group, discover_by) = self.query_groups(q, discovery, name_line, has_header)?;
+        let closed_line = q.closed.as_ref().map_or(name_line, |c| self.line(c.span().start));
+        if options.closed && group.is_none() && options.categories.is_none() {
+            return Err((
+                closed_line,
+                "closed = true declares a listed domain complete: it needs by and keys, or a histogram's \
+                 categories"
+                    .into(),
+            ));
+        }
+        close_lists(&mut options, group.as_mut().map(|g| &mut g.keys), neighbours, ledger)
+            .map_err(|e| (closed_line, e.message().to_string()))?;
+        // With a person, the statistic runs on the bounded rows at its share divided by what one
+        // person moves it by; the share stays what the query spends.
+        let per_id_line = q.total_per_id.as_ref().map(|v| self.line(v.span().start));
+        let per_id_line = per_id_line.or(q.average_per_id.as_ref().map(|v| self.line(v.span().start)));
+        let mut person = person.cloned();
+        Person::take_per_id(person.as_mut(), options.per_id.as_ref(), false)
+            .map_err(|e| (per_id_line.unwrap_or(name_line), e.message().to_string()))?;
+        let grouped = group.is_some() || discover_by.is_some();
+        let row = match &person {
+            Some(p) => mechanism.divided(query_factor(p, grouped)),
+            None => mechanism.clone(),
+        };
+        let setup = Setup {
+            mechanism: &row,
+            neighbours,
+            has_header,
+            groups: group_count(group.as_ref(), discover_by.as_ref()),
+            filtered: !filters.is_empty(),
+            private_bounds: false,
+            ledger,
+        };
+        let statistic =
+            AnyStatistic::new(kind, options, &setup).map_err(|e| (name_line, e.message().to_string()))?;
+        Ok(Job {
+            input: input.clone(),
+            filter_labels: filters.iter().map(FilterSpec::label).collect(),
+            filters,
+            group,
+            discover_by,
+            statistic,
+            spend: mechanism.spend(),
+            mechanism: row,
+            person,
+            neighbours,
+            format,
+            style: Style::default(),
+            confidence,
+            ledger: None,
+            plot: None,
+        })
+    }
+
+    /// A query's options, each key checked as its flag is: the keys its kind takes, then its
+    /// column, bounds, bins, resolution, levels and per-person estimand.
+    fn query_options(
+        &self,
+        q: &RawQuery,
+        kind: &str,
+        kind_line: usize,
+        name_line: usize,
+        has_header: bool,
+    ) -> Result<Options, (usize, String)> {
         let categories = match &q.categories {
             None => None,
             Some(c) => {
@@ -1047,6 +1114,7 @@ impl SourceText<'_> {
         };
         let mut options = Options { categories, ..Options::default() };
         let Some(allowed) = AnyStatistic::workload_keys_of(kind, &options) else {
+            let kinds = workload_kinds().join(", ");
             return Err((kind_line, format!("unknown kind '{kind}': use one of {kinds}")));
         };
         options.closed = q.closed.as_ref().is_some_and(|c| *c.get_ref());
@@ -1074,24 +1142,14 @@ impl SourceText<'_> {
         };
         ((options.lower, options.y_lower), (options.upper, options.y_upper)) =
             (bound(&q.lower, "lower")?, bound(&q.upper, "upper")?);
-        options.bins = match &q.bins {
-            None => None,
-            Some(b) => Some(usize::try_from(*b.get_ref()).map_err(|_| {
-                (self.line(b.span().start), "bins must be a positive whole number".to_string())
-            })?),
-        };
+        options.bins = self.whole(&q.bins, "bins")?;
         if allowed.contains(&"bins") && options.bins.is_none() {
             return Err((
                 name_line,
                 format!("{kind} needs public bins: categories = [...] or bins = K with lower and upper"),
             ));
         }
-        options.resolution = match &q.resolution {
-            None => None,
-            Some(r) => Some(usize::try_from(*r.get_ref()).map_err(|_| {
-                (self.line(r.span().start), "resolution must be a positive whole number".to_string())
-            })?),
-        };
+        options.resolution = self.whole(&q.resolution, "resolution")?;
         if let Some(levels) = &q.q {
             options.levels = self.levels(levels)?;
         } else if kind == "quantile" {
@@ -1101,8 +1159,27 @@ impl SourceText<'_> {
             ));
         }
         options.per_id = self.per_id(q)?;
-        let per_id_line = q.total_per_id.as_ref().map(|v| self.line(v.span().start));
-        let per_id_line = per_id_line.or(q.average_per_id.as_ref().map(|v| self.line(v.span().start)));
+        self.check_bounds(&options, kind, allowed, name_line)?;
+        Ok(options)
+    }
+
+    /// `bins = K` or `resolution = K`: a positive whole number.
+    fn whole(&self, value: &Option<Spanned<i64>>, key: &str) -> Result<Option<usize>, (usize, String)> {
+        let Some(v) = value else { return Ok(None) };
+        let n = usize::try_from(*v.get_ref())
+            .map_err(|_| (self.line(v.span().start), format!("{key} must be a positive whole number")))?;
+        Ok(Some(n))
+    }
+
+    /// The clamping bounds a kind needs: both or neither where they are optional (and with a
+    /// resolution, both), both where they are not, unless each person's total is clamped.
+    fn check_bounds(
+        &self,
+        options: &Options,
+        kind: &str,
+        allowed: &[&str],
+        name_line: usize,
+    ) -> Result<(), (usize, String)> {
         let one_bound = options.lower.is_some() != options.upper.is_some();
         let optional = AnyStatistic::bounds_optional_of(kind);
         if optional && (one_bound || (options.resolution.is_some() && options.lower.is_none())) {
@@ -1128,108 +1205,57 @@ impl SourceText<'_> {
                 ),
             ));
         }
-        let filters = match &q.filters {
-            None => vec![],
-            Some(list) => {
-                let line = self.line(list.span().start);
-                let typed = list
-                    .get_ref()
-                    .iter()
-                    .map(|f| f.parse::<Filter>().map_err(|e| (line, format!("where: {e}"))))
-                    .collect::<Result<Vec<_>, _>>()?;
-                filter_specs(&typed, has_header, "where").map_err(|e| (line, e.message().to_string()))?
+        Ok(())
+    }
+
+    /// `where = [...]`, each filter parsed as `--where` is.
+    fn query_filters(&self, q: &RawQuery, has_header: bool) -> Result<Vec<FilterSpec>, (usize, String)> {
+        let Some(list) = &q.filters else { return Ok(vec![]) };
+        let line = self.line(list.span().start);
+        let typed = list
+            .get_ref()
+            .iter()
+            .map(|f| f.parse::<Filter>().map_err(|e| (line, format!("where: {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        filter_specs(&typed, has_header, "where").map_err(|e| (line, e.message().to_string()))
+    }
+
+    /// A query's groups: `by` with its `keys` (listed), or `by` with `discover = true` (found in
+    /// the column, under the workload's delta).
+    fn query_groups(
+        &self,
+        q: &RawQuery,
+        discovery: Option<&Discovery>,
+        name_line: usize,
+        has_header: bool,
+    ) -> Result<Groups, (usize, String)> {
+        let discover = q.discover.as_ref().is_some_and(|d| *d.get_ref());
+        match (&q.by, &q.keys) {
+            (None, None) if discover => {
+                Err((name_line, "discover = true finds the groups of a column: add by = \"COL\"".into()))
             }
-        };
-        let discover = q.discover.as_ref().filter(|d| *d.get_ref()).map(|d| self.line(d.span().start));
-        let mut discover_by = None;
-        let mut group =
-            match (&q.by, &q.keys) {
-                (None, None) if discover.is_some() => {
-                    return Err((
-                        name_line,
-                        "discover = true finds the groups of a column: add by = \"COL\"".into(),
-                    ))
-                }
-                (Some(_), Some(keys)) if discover.is_some() => {
-                    return Err((
-                        self.line(keys.span().start),
-                        "keys lists the groups and discover = true finds them: give one of them".into(),
-                    ))
-                }
-                (Some(by), None) if discover.is_some() => {
-                    let found = discovery.ok_or((name_line, "discover = true needs delta".to_string()))?;
-                    discover_by = Some((self.column(by, "by", has_header)?, found.clone()));
-                    None
-                }
-                (None, None) => None,
-                (Some(by), Some(keys)) => {
-                    let line = self.line(keys.span().start);
-                    let keys: Keys =
-                        self.list(keys, "keys")?.parse().map_err(|e| (line, format!("keys: {e}")))?;
-                    Some(GroupSpec { column: self.column(by, "by", has_header)?, keys })
-                }
-                (Some(_), None) | (None, Some(_)) => return Err((
-                    name_line,
-                    "by and keys go together: by = \"COL\", keys = [\"k1\", \"k2\"] (or by = \"COL\" with \
-                     discover = true and the workload's delta, to find the groups in the data)"
-                        .into(),
-                )),
-            };
-        let closed_line = q.closed.as_ref().map_or(name_line, |c| self.line(c.span().start));
-        if options.closed && group.is_none() && options.categories.is_none() {
-            return Err((
-                closed_line,
-                "closed = true declares a listed domain complete: it needs by and keys, or a histogram's \
-                 categories"
+            (Some(_), Some(keys)) if discover => Err((
+                self.line(keys.span().start),
+                "keys lists the groups and discover = true finds them: give one of them".into(),
+            )),
+            (Some(by), None) if discover => {
+                let found = discovery.ok_or((name_line, "discover = true needs delta".to_string()))?;
+                Ok((None, Some((self.column(by, "by", has_header)?, found.clone()))))
+            }
+            (None, None) => Ok((None, None)),
+            (Some(by), Some(keys)) => {
+                let line = self.line(keys.span().start);
+                let keys: Keys =
+                    self.list(keys, "keys")?.parse().map_err(|e| (line, format!("keys: {e}")))?;
+                Ok((Some(GroupSpec { column: self.column(by, "by", has_header)?, keys }), None))
+            }
+            (Some(_), None) | (None, Some(_)) => Err((
+                name_line,
+                "by and keys go together: by = \"COL\", keys = [\"k1\", \"k2\"] (or by = \"COL\" with \
+                 discover = true and the workload's delta, to find the groups in the data)"
                     .into(),
-            ));
+            )),
         }
-        close_lists(&mut options, group.as_mut().map(|g| &mut g.keys), neighbours, ledger)
-            .map_err(|e| (closed_line, e.message().to_string()))?;
-        // With a person, the statistic runs on the bounded rows at its share divided by what one
-        // person moves it by; the share stays what the query spends.
-        let mut person = person.cloned();
-        Person::take_per_id(person.as_mut(), options.per_id.as_ref(), false)
-            .map_err(|e| (per_id_line.unwrap_or(name_line), e.message().to_string()))?;
-        let grouped = group.is_some() || discover_by.is_some();
-        let row = match &person {
-            Some(p) => mechanism.divided(query_factor(p, grouped)),
-            None => mechanism.clone(),
-        };
-        // Every key found may be a group: the memory checks count them all, as for --discover.
-        let groups = match (&group, &discover_by) {
-            (Some(g), _) => g.keys.groups(),
-            (None, Some((_, d))) => d.max_keys.max(2),
-            (None, None) => 1,
-        };
-        let setup = Setup {
-            mechanism: &row,
-            neighbours,
-            has_header,
-            groups,
-            filtered: !filters.is_empty(),
-            private_bounds: false,
-            ledger,
-        };
-        let statistic =
-            AnyStatistic::new(kind, options, &setup).map_err(|e| (name_line, e.message().to_string()))?;
-        Ok(Job {
-            input: input.clone(),
-            filter_labels: filters.iter().map(FilterSpec::label).collect(),
-            filters,
-            group,
-            discover_by,
-            statistic,
-            spend: mechanism.spend(),
-            mechanism: row,
-            person,
-            neighbours,
-            format,
-            style: Style::default(),
-            confidence,
-            ledger: None,
-            plot: None,
-        })
     }
 
     /// `total_per_id = [L, U]` or `average_per_id = true`, not both.
