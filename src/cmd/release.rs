@@ -891,50 +891,18 @@ impl Visitor for Scan<'_, '_> {
         }
         // One key for every pass: a second pass keeps the same rows of each person.
         let key = job.person.as_ref().map(|_| rng::selection_key()).transpose()?;
-        let grouped = job.group.is_some();
-        // With `--max-rows-per-id auto`: K, once chosen (on the first pass), and the mechanism
-        // it leaves the statistic.
-        let (mut chosen, mut mechanism) = (None::<u32>, job.mechanism.clone());
-        let mut auto_choice = None::<contribution::AutoChoice>;
-        // `--count-truncated`: persons with rows dropped, counted on the last pass.
-        let mut truncated = 0u64;
+        let mut pass =
+            Passes { job, chosen: None, mechanism: job.mechanism.clone(), auto_choice: None, truncated: 0 };
         loop {
             let (filters, by) = routing(&job.filters, job.group.as_ref(), input)?;
             let fold = empty_fold(&statistic, input)?;
             let folds = match (&job.person, key) {
                 (Some(person), Some(key)) => {
                     let plan = bound_plan(person, &statistic, filters, by.clone(), input, key)?;
-                    let mut bounded = Bounded::new(plan, Routed::new(fold, vec![], by.clone()));
+                    let bounded = Bounded::new(plan, Routed::new(fold, vec![], by.clone()));
                     scan::check_memory(input, &bounded)?;
                     meter.before_rows(input)?;
-                    // A cluster chose the rows already (never with `auto`: refused there).
-                    if let Some((fold, cut)) = engine::scan_bounded(input, &mut bounded)? {
-                        truncated = cut;
-                        fold.groups
-                    } else {
-                        if let (Some(auto), None) = (&person.auto, chosen) {
-                            let counts = bounded
-                                .rows_per_person(contribution::MAX_BOUND as usize)
-                                .map_err(|f| bound_failure(input, f))?;
-                            let release_eps = auto.release.epsilon().ok_or_else(|| {
-                                Error::internal("--max-rows-per-id auto without a Laplace release")
-                            })?;
-                            let target = contribution::auto_target(release_eps, statistic.per_id());
-                            let choice = contribution::choose_rows(&counts, &auto.epsilon, target, rng);
-                            (chosen, auto_choice) = (Some(choice.rows), Some(choice));
-                            mechanism =
-                                auto.release.divided(person.factor_at(&bounds_at(person, chosen), grouped));
-                            // Validated at every K before the charge (`Job::new`).
-                            statistic =
-                                S::new(statistic.name(), auto.options.clone(), &auto.setup(&mechanism))?;
-                        }
-                        bounded.set_bounds(bounds_at(person, chosen));
-                        let fold = Routed::new(empty_fold(&statistic, input)?, vec![], by);
-                        let (fold, cut) =
-                            bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
-                        truncated = cut;
-                        fold.groups
-                    }
+                    pass.bounded_folds(person, bounded, by, &mut statistic, input, rng)?
                 }
                 _ => {
                     let mut routed = Routed::new(fold, filters, by);
@@ -944,40 +912,11 @@ impl Visitor for Scan<'_, '_> {
                     routed.groups
                 }
             };
-            let cx = context(job, input, &mechanism);
+            let cx = context(job, input, &pass.mechanism);
             match publish(&statistic, folds, job.group.as_ref(), &cx, rng)? {
                 Outcome::Published(mut published) => {
                     if let Some(person) = &job.person {
-                        let bounds = bounds_at(person, chosen);
-                        let mut unit = person.unit_at(&bounds, grouped);
-                        published.per_person(
-                            unit.clone(),
-                            person.factor_at(&bounds, grouped),
-                            group::PER_PERSON,
-                        )?;
-                        if let (Some(auto), Unit::Person { auto: chosen_by, .. }) = (&person.auto, &mut unit)
-                        {
-                            let choice = auto_choice.ok_or_else(|| Error::internal("auto chose no K"))?;
-                            *chosen_by = Some(contribution::AutoRows {
-                                rule: AUTO_RULE,
-                                threshold: choice.threshold,
-                                too_few_persons: choice.too_few,
-                                epsilon_exact: auto.epsilon.exact_string(),
-                            });
-                            published
-                                .spent_first(Cost::part("max_rows_per_id auto", &auto.epsilon), Some(unit))?;
-                        }
-                        if let Some(eps) = &person.truncated {
-                            let noisy = contribution::noisy_truncated(truncated, eps, rng);
-                            let info = TruncatedInfo {
-                                persons: saturating_i128(&noisy.value),
-                                epsilon: eps.to_f64_up(),
-                                epsilon_exact: eps.exact_string(),
-                                error_bound: noisy.noise.error_bound(job.confidence.beta()),
-                            };
-                            published.spent_first(Cost::part("persons truncated", eps), None)?;
-                            published.set_truncated(info);
-                        }
+                        pass.per_person(person, &mut published, rng)?;
                     }
                     return Ok(published);
                 }
@@ -988,6 +927,92 @@ impl Visitor for Scan<'_, '_> {
                 }
             }
         }
+    }
+}
+
+/// What a person-level release carries from one pass over the rows to the next.
+struct Passes<'j> {
+    job: &'j Job,
+    /// With `--max-rows-per-id auto`: K, once chosen (on the first pass).
+    chosen: Option<u32>,
+    /// The mechanism the statistic runs at row level (the one K leaves it, once chosen).
+    mechanism: Mechanism,
+    /// How `auto` chose K, as the unit states it.
+    auto_choice: Option<contribution::AutoChoice>,
+    /// `--count-truncated`: persons with rows dropped, counted on the last pass.
+    truncated: u64,
+}
+
+impl Passes<'_> {
+    /// The folds of the rows each person keeps, after the scan (the charge is made): chosen
+    /// by the cluster that read them, or here, with K chosen first when it is `auto` (on the
+    /// first pass, which then builds the statistic at that K).
+    fn bounded_folds<S: Statistic>(
+        &mut self,
+        person: &Person,
+        mut bounded: Bounded<Routed<S::Fold>>,
+        by: Option<GroupBy>,
+        statistic: &mut S,
+        input: &mut Input,
+        rng: &mut dyn RngCore,
+    ) -> Result<Vec<S::Fold>> {
+        // A cluster chose the rows already (never with `auto`: refused there).
+        if let Some((fold, cut)) = engine::scan_bounded(input, &mut bounded)? {
+            self.truncated = cut;
+            return Ok(fold.groups);
+        }
+        let grouped = self.job.group.is_some();
+        if let (Some(auto), None) = (&person.auto, self.chosen) {
+            let counts = bounded
+                .rows_per_person(contribution::MAX_BOUND as usize)
+                .map_err(|f| bound_failure(input, f))?;
+            let release_eps = auto
+                .release
+                .epsilon()
+                .ok_or_else(|| Error::internal("--max-rows-per-id auto without a Laplace release"))?;
+            let target = contribution::auto_target(release_eps, statistic.per_id());
+            let choice = contribution::choose_rows(&counts, &auto.epsilon, target, rng);
+            (self.chosen, self.auto_choice) = (Some(choice.rows), Some(choice));
+            self.mechanism = auto.release.divided(person.factor_at(&bounds_at(person, self.chosen), grouped));
+            // Validated at every K before the charge (`Job::new`).
+            *statistic = S::new(statistic.name(), auto.options.clone(), &auto.setup(&self.mechanism))?;
+        }
+        bounded.set_bounds(bounds_at(person, self.chosen));
+        let fold = Routed::new(empty_fold(statistic, input)?, vec![], by);
+        let (fold, cut) = bounded.finish_counted(fold).map_err(|f| bound_failure(input, f))?;
+        self.truncated = cut;
+        Ok(fold.groups)
+    }
+
+    /// States the release per person: its unit and factor, `auto`'s choice and share, and
+    /// with `--count-truncated` the noisy count of persons with rows dropped and its share.
+    fn per_person(&self, person: &Person, published: &mut Published, rng: &mut dyn RngCore) -> Result<()> {
+        let grouped = self.job.group.is_some();
+        let bounds = bounds_at(person, self.chosen);
+        let mut unit = person.unit_at(&bounds, grouped);
+        published.per_person(unit.clone(), person.factor_at(&bounds, grouped), group::PER_PERSON)?;
+        if let (Some(auto), Unit::Person { auto: chosen_by, .. }) = (&person.auto, &mut unit) {
+            let choice = self.auto_choice.as_ref().ok_or_else(|| Error::internal("auto chose no K"))?;
+            *chosen_by = Some(contribution::AutoRows {
+                rule: AUTO_RULE,
+                threshold: choice.threshold,
+                too_few_persons: choice.too_few,
+                epsilon_exact: auto.epsilon.exact_string(),
+            });
+            published.spent_first(Cost::part("max_rows_per_id auto", &auto.epsilon), Some(unit))?;
+        }
+        if let Some(eps) = &person.truncated {
+            let noisy = contribution::noisy_truncated(self.truncated, eps, rng);
+            let info = TruncatedInfo {
+                persons: saturating_i128(&noisy.value),
+                epsilon: eps.to_f64_up(),
+                epsilon_exact: eps.exact_string(),
+                error_bound: noisy.noise.error_bound(self.job.confidence.beta()),
+            };
+            published.spent_first(Cost::part("persons truncated", eps), None)?;
+            published.set_truncated(info);
+        }
+        Ok(())
     }
 }
 

@@ -87,27 +87,68 @@ pub fn readable(data_type: &DataType) -> bool {
     }
 }
 
+/// Pushes onto `$texts` the text of every cell of `$values` (an array with `is_valid` and
+/// `value`) as `$write` writes `$v` into `$out`; a null cell is an empty one.
+macro_rules! each {
+    ($texts:expr, $values:expr, |$out:ident, $v:ident| $write:expr) => {{
+        let values = $values;
+        for row in 0..values.len() {
+            $texts.push(|$out| {
+                if values.is_valid(row) {
+                    let $v = values.value(row);
+                    $write;
+                }
+            });
+        }
+    }};
+}
+
 /// The text of every cell of `array` (a type [`readable`] accepts; any other reads as empty
-/// cells, which `readable` refused before the scan).
+/// cells, which `readable` refused before the scan), by family of types.
 pub fn texts(array: &dyn Array) -> Texts {
-    let rows = array.len();
-    let mut texts = Texts::with_capacity(rows);
-    macro_rules! each {
-        ($values:expr, |$out:ident, $v:ident| $write:expr) => {{
-            let values = $values;
-            for row in 0..rows {
-                texts.push(|$out| {
-                    if values.is_valid(row) {
-                        let $v = values.value(row);
-                        $write;
-                    }
-                });
+    let mut texts = Texts::with_capacity(array.len());
+    let written = match array.data_type() {
+        DataType::Date32
+        | DataType::Date64
+        | DataType::Timestamp(..)
+        | DataType::Time32(_)
+        | DataType::Time64(_) => temporal_texts(array, &mut texts),
+        DataType::Boolean
+        | DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => byte_texts(array, &mut texts),
+        DataType::Dictionary(..) => {
+            if let Some(dictionary) = array.as_any_dictionary_opt() {
+                let values = self::texts(dictionary.values().as_ref());
+                let keys = dictionary.normalized_keys();
+                for (row, key) in keys.into_iter().enumerate() {
+                    texts.push(|out| {
+                        if array.is_valid(row) {
+                            out.extend_from_slice(values.get(key).unwrap_or_default());
+                        }
+                    });
+                }
             }
-        }};
+            true
+        }
+        _ => number_texts(array, &mut texts),
+    };
+    if !written {
+        texts.ends.resize(array.len(), 0);
     }
+    texts
+}
+
+/// [`texts`] of numbers: integers and floats as Rust displays them (the shortest text that
+/// reads back as the same value), decimals at their scale. False for any other type.
+fn number_texts(array: &dyn Array, texts: &mut Texts) -> bool {
     macro_rules! display {
         ($t:ty) => {
-            each!(array.as_primitive::<$t>(), |out, v| {
+            each!(texts, array.as_primitive::<$t>(), |out, v| {
                 let _ = write!(out, "{v}");
             })
         };
@@ -124,34 +165,46 @@ pub fn texts(array: &dyn Array) -> Texts {
         DataType::Float16 => display!(Float16Type),
         DataType::Float32 => display!(Float32Type),
         DataType::Float64 => display!(Float64Type),
-        DataType::Decimal32(_, s) => decimals::<Decimal32Type>(array, *s, &mut texts, i128::from),
-        DataType::Decimal64(_, s) => decimals::<Decimal64Type>(array, *s, &mut texts, i128::from),
-        DataType::Decimal128(_, s) => decimals::<Decimal128Type>(array, *s, &mut texts, |v| v),
-        DataType::Decimal256(_, s) => each!(array.as_primitive::<Decimal256Type>(), |out, v| {
+        DataType::Decimal32(_, s) => decimals::<Decimal32Type>(array, *s, texts, i128::from),
+        DataType::Decimal64(_, s) => decimals::<Decimal64Type>(array, *s, texts, i128::from),
+        DataType::Decimal128(_, s) => decimals::<Decimal128Type>(array, *s, texts, |v| v),
+        DataType::Decimal256(_, s) => each!(texts, array.as_primitive::<Decimal256Type>(), |out, v| {
             let digits = v.to_string();
             let (negative, digits) = digits.strip_prefix('-').map_or((false, digits.as_str()), |d| (true, d));
             decimal(out, negative, digits, *s)
         }),
+        _ => return false,
+    }
+    true
+}
+
+/// [`texts`] of dates, timestamps and times, as a CSV spells them. False for any other type.
+fn temporal_texts(array: &dyn Array, texts: &mut Texts) -> bool {
+    match array.data_type() {
         DataType::Date32 => {
-            each!(array.as_primitive::<Date32Type>(), |out, v| date(out, i64::from(v) * 86_400))
+            each!(texts, array.as_primitive::<Date32Type>(), |out, v| date(out, i64::from(v) * 86_400))
         }
-        DataType::Date64 => each!(array.as_primitive::<Date64Type>(), |out, v| date(out, v.div_euclid(1000))),
+        DataType::Date64 => {
+            each!(texts, array.as_primitive::<Date64Type>(), |out, v| date(out, v.div_euclid(1000)))
+        }
         DataType::Timestamp(unit, zone) => {
             let z = zone.is_some();
             match unit {
                 TimeUnit::Second => {
-                    each!(array.as_primitive::<TimestampSecondType>(), |out, v| stamp(out, v, 1, z))
+                    each!(texts, array.as_primitive::<TimestampSecondType>(), |out, v| stamp(out, v, 1, z))
                 }
                 TimeUnit::Millisecond => {
-                    each!(array.as_primitive::<TimestampMillisecondType>(), |out, v| stamp(out, v, 1_000, z))
+                    each!(texts, array.as_primitive::<TimestampMillisecondType>(), |out, v| stamp(
+                        out, v, 1_000, z
+                    ))
                 }
                 TimeUnit::Microsecond => {
-                    each!(array.as_primitive::<TimestampMicrosecondType>(), |out, v| stamp(
+                    each!(texts, array.as_primitive::<TimestampMicrosecondType>(), |out, v| stamp(
                         out, v, 1_000_000, z
                     ))
                 }
                 TimeUnit::Nanosecond => {
-                    each!(array.as_primitive::<TimestampNanosecondType>(), |out, v| stamp(
+                    each!(texts, array.as_primitive::<TimestampNanosecondType>(), |out, v| stamp(
                         out,
                         v,
                         1_000_000_000,
@@ -161,45 +214,54 @@ pub fn texts(array: &dyn Array) -> Texts {
             }
         }
         DataType::Time32(TimeUnit::Second) => {
-            each!(array.as_primitive::<Time32SecondType>(), |out, v| time(out, i64::from(v), 1))
+            each!(texts, array.as_primitive::<Time32SecondType>(), |out, v| time(out, i64::from(v), 1))
         }
         DataType::Time32(_) => {
-            each!(array.as_primitive::<Time32MillisecondType>(), |out, v| time(out, i64::from(v), 1_000))
+            each!(texts, array.as_primitive::<Time32MillisecondType>(), |out, v| time(
+                out,
+                i64::from(v),
+                1_000
+            ))
         }
         DataType::Time64(TimeUnit::Microsecond) => {
-            each!(array.as_primitive::<Time64MicrosecondType>(), |out, v| time(out, v, 1_000_000))
+            each!(texts, array.as_primitive::<Time64MicrosecondType>(), |out, v| time(out, v, 1_000_000))
         }
         DataType::Time64(_) => {
-            each!(array.as_primitive::<Time64NanosecondType>(), |out, v| time(out, v, 1_000_000_000))
+            each!(texts, array.as_primitive::<Time64NanosecondType>(), |out, v| time(out, v, 1_000_000_000))
         }
-        DataType::Boolean => {
-            each!(array.as_boolean(), |out, v| out.extend_from_slice(if v { b"true" } else { b"false" }))
-        }
-        DataType::Utf8 => each!(array.as_string::<i32>(), |out, v| out.extend_from_slice(v.as_bytes())),
-        DataType::LargeUtf8 => each!(array.as_string::<i64>(), |out, v| out.extend_from_slice(v.as_bytes())),
-        DataType::Utf8View => each!(array.as_string_view(), |out, v| out.extend_from_slice(v.as_bytes())),
-        DataType::Binary => each!(array.as_binary::<i32>(), |out, v| out.extend_from_slice(v)),
-        DataType::LargeBinary => each!(array.as_binary::<i64>(), |out, v| out.extend_from_slice(v)),
-        DataType::BinaryView => each!(array.as_binary_view(), |out, v| out.extend_from_slice(v)),
-        DataType::FixedSizeBinary(_) => {
-            each!(array.as_fixed_size_binary(), |out, v| out.extend_from_slice(v))
-        }
-        DataType::Dictionary(..) => {
-            if let Some(dictionary) = array.as_any_dictionary_opt() {
-                let values = self::texts(dictionary.values().as_ref());
-                let keys = dictionary.normalized_keys();
-                for (row, key) in keys.into_iter().enumerate() {
-                    texts.push(|out| {
-                        if array.is_valid(row) {
-                            out.extend_from_slice(values.get(key).unwrap_or_default());
-                        }
-                    });
-                }
-            }
-        }
-        _ => texts.ends.resize(rows, 0),
+        _ => return false,
     }
-    texts
+    true
+}
+
+/// [`texts`] of booleans, strings and binary cells: their bytes. False for any other type.
+fn byte_texts(array: &dyn Array, texts: &mut Texts) -> bool {
+    match array.data_type() {
+        DataType::Boolean => {
+            each!(texts, array.as_boolean(), |out, v| out.extend_from_slice(if v {
+                b"true"
+            } else {
+                b"false"
+            }))
+        }
+        DataType::Utf8 => {
+            each!(texts, array.as_string::<i32>(), |out, v| out.extend_from_slice(v.as_bytes()))
+        }
+        DataType::LargeUtf8 => {
+            each!(texts, array.as_string::<i64>(), |out, v| out.extend_from_slice(v.as_bytes()))
+        }
+        DataType::Utf8View => {
+            each!(texts, array.as_string_view(), |out, v| out.extend_from_slice(v.as_bytes()))
+        }
+        DataType::Binary => each!(texts, array.as_binary::<i32>(), |out, v| out.extend_from_slice(v)),
+        DataType::LargeBinary => each!(texts, array.as_binary::<i64>(), |out, v| out.extend_from_slice(v)),
+        DataType::BinaryView => each!(texts, array.as_binary_view(), |out, v| out.extend_from_slice(v)),
+        DataType::FixedSizeBinary(_) => {
+            each!(texts, array.as_fixed_size_binary(), |out, v| out.extend_from_slice(v))
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn decimals<T: ArrowPrimitiveType>(
