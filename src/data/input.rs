@@ -16,7 +16,7 @@ use crate::data::parallel::{Stream, BLOCK};
 use crate::data::parquet::{self, ParquetSet};
 use crate::data::source::{ColumnRef, CsvOptions, Source};
 use crate::data::structure::{first_record, line_ends};
-use crate::error::{bad_input, shown, shown_list};
+use crate::error::{bad_input, shown, shown_list, Error};
 use anyhow::Result;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -546,16 +546,7 @@ impl Input {
 
     fn resolve_index(&self, column: &ColumnRef, flag: &str) -> Result<usize> {
         if let Some(Dataset::Empty { .. }) = &self.dataset {
-            // No file, so no schema: every name is a column of no rows, numbered as named.
-            let mut names = self.empty_names.borrow_mut();
-            let label = column.label();
-            return Ok(match names.iter().position(|n| *n == label) {
-                Some(i) => i,
-                None => {
-                    names.push(label);
-                    names.len() - 1
-                }
-            });
+            return Ok(self.empty_index(column));
         }
         // A Parquet schema is public, like a header; the width of CSV parts without one is their
         // first row's (data): a column past it reads as empty cells, as for one CSV file.
@@ -572,29 +563,32 @@ impl Input {
                 )));
             }
         }
-        let (name, number) = match column {
-            ColumnRef::Index(i) => return Ok(*i),
-            ColumnRef::Name(name) => (name.as_str(), None),
-            ColumnRef::Number { index, text } => (text.as_str(), Some(*index)),
-        };
-        /// A header of one field that holds another likely delimiter: the file is probably
-        /// separated by it; says so, with the flag that reads it so.
-        fn delimiter_guess(names: &[String], delimiter: u8) -> Option<String> {
-            let [only] = names else { return None };
-            let (byte, flag, what) =
-                [(b';', "-d ';'", "semicolons"), (b'\t', "-d '\\t'", "tabs"), (b'|', "-d '|'", "pipes")]
-                    .into_iter()
-                    .filter(|(b, _, _)| *b != delimiter)
-                    .max_by_key(|(b, _, _)| only.bytes().filter(|c| c == b).count())?;
-            only.as_bytes().contains(&byte).then(|| {
-                format!(
-                    "the header is one field, '{}', that holds {what}: if the file is separated by {what}, add {flag}",
-                    shown(only, 40)
-                )
-            })
+        match column {
+            ColumnRef::Index(i) => Ok(*i),
+            ColumnRef::Name(name) => self.header_index(name, None, flag),
+            ColumnRef::Number { index, text } => self.header_index(text, Some(*index), flag),
         }
+    }
+
+    /// With no file, so no schema: every name is a column of no rows, numbered as named.
+    fn empty_index(&self, column: &ColumnRef) -> usize {
+        let mut names = self.empty_names.borrow_mut();
+        let label = column.label();
+        match names.iter().position(|n| *n == label) {
+            Some(i) => i,
+            None => {
+                names.push(label);
+                names.len() - 1
+            }
+        }
+    }
+
+    /// The column of the header named `name` (or, for a name that is also a number, the
+    /// column of that `number` when no column has the name); an unknown, repeated or
+    /// ambiguous name is refused with what the header holds.
+    fn header_index(&self, name: &str, number: Option<usize>, flag: &str) -> Result<usize> {
         let Some(header) = &self.header else {
-            unreachable!("a column name is only planned when the input has a header")
+            return Err(Error::internal("a column name was planned for an input without a header").into());
         };
         let names: Vec<String> = header.iter().map(|h| header_name(h)).collect();
         let matches: Vec<usize> = (0..names.len()).filter(|&i| names[i] == *name).collect();
@@ -617,23 +611,7 @@ impl Input {
                 shown(name, 40)
             ))),
             ([], Some(n)) if n < names.len() => Ok(n),
-            ([], _) if delimiter_guess(&names, self.options.delimiter).is_some() => Err(bad_input(format!(
-                "{source}: no column '{}' ({flag}): {}",
-                shown(name, 40),
-                delimiter_guess(&names, self.options.delimiter).unwrap_or_default()
-            ))),
-            ([], number) => {
-                let hint = match (number, nearest(name, &names)) {
-                    (Some(_), _) => format!("the header has {} columns; ", names.len()),
-                    (None, Some(near)) => format!("did you mean {flag} {}? ", shown(near, 40)),
-                    (None, None) => String::new(),
-                };
-                Err(bad_input(format!(
-                    "{source}: no column '{}' ({flag}); {hint}the columns are: {}",
-                    shown(name, 40),
-                    shown_list(&names, MESSAGE_COLUMNS)
-                )))
-            }
+            ([], _) => Err(bad_input(self.no_column(name, number, &names, flag))),
             _ => Err(bad_input(format!(
                 "{source}: column '{}' ({flag}) appears {} times in the header",
                 shown(name, 40),
@@ -641,6 +619,42 @@ impl Input {
             ))),
         }
     }
+
+    /// Why no column is named `name`: the header is one field that another delimiter would
+    /// split, or the name nearest to it, or the header's width, with the columns there are.
+    fn no_column(&self, name: &str, number: Option<usize>, names: &[String], flag: &str) -> String {
+        let source = &self.name;
+        if let Some(guess) = delimiter_guess(names, self.options.delimiter) {
+            return format!("{source}: no column '{}' ({flag}): {guess}", shown(name, 40));
+        }
+        let hint = match (number, nearest(name, names)) {
+            (Some(_), _) => format!("the header has {} columns; ", names.len()),
+            (None, Some(near)) => format!("did you mean {flag} {}? ", shown(near, 40)),
+            (None, None) => String::new(),
+        };
+        format!(
+            "{source}: no column '{}' ({flag}); {hint}the columns are: {}",
+            shown(name, 40),
+            shown_list(names, MESSAGE_COLUMNS)
+        )
+    }
+}
+
+/// A header of one field that holds another likely delimiter: the file is probably separated
+/// by it; says so, with the flag that reads it so.
+fn delimiter_guess(names: &[String], delimiter: u8) -> Option<String> {
+    let [only] = names else { return None };
+    let (byte, flag, what) =
+        [(b';', "-d ';'", "semicolons"), (b'\t', "-d '\\t'", "tabs"), (b'|', "-d '|'", "pipes")]
+            .into_iter()
+            .filter(|(b, _, _)| *b != delimiter)
+            .max_by_key(|(b, _, _)| only.bytes().filter(|c| c == b).count())?;
+    only.as_bytes().contains(&byte).then(|| {
+        format!(
+            "the header is one field, '{}', that holds {what}: if the file is separated by {what}, add {flag}",
+            shown(only, 40)
+        )
+    })
 }
 
 /// The path of an input that is one regular file, which can be read again.

@@ -625,22 +625,13 @@ pub fn publish<S: Statistic>(
     let column = statistic.columns().first().map(|(c, _)| c.label());
     let released = selection.kept.len();
     let (groups, groups_cost) = if counted {
-        let mut groups = Vec::with_capacity(selection.kept.len());
-        for (key, noisy, _) in selection.kept {
-            let noise = counted_noise(&selection.noise, cx);
-            let release = cx.release(statistic, noise, Cost::spent("count", spend.clone()))?;
-            let unit = persons.map_or(Unit::Row, |p| p.unit.clone());
-            let release = Release { value: Some(Number::Integer(saturating_i128(&noisy))), unit, ..release };
-            groups.push(Group { key, release });
-        }
-        (groups, None)
+        (counted_groups(statistic, selection.kept, &selection.noise, cx, &spend, persons)?, None)
     } else {
         let kept = selection.kept.into_iter().map(|(key, _, fold)| (key, fold));
         let (groups, cost) = measure_groups(statistic, kept, &inner, &row_eps, rng)?;
         match persons {
             None => (groups, Some(cost)),
             Some(p) => {
-                // The groups' row-level releases restated per person: costs × the factor.
                 let part = GroupedRelease::with_accounting(
                     statistic.name(),
                     column.clone(),
@@ -650,12 +641,8 @@ pub fn publish<S: Statistic>(
                     groups,
                     cost,
                 )?;
-                let mut part = Published::Grouped(part);
-                part.per_person(p.unit.clone(), factor, PER_PERSON_COMPOSITION)?;
-                let Published::Grouped(part) = part else {
-                    return Err(Error::internal("a grouped release restated as one"));
-                };
-                (part.groups, Some(part.accounting))
+                let (groups, cost) = per_person_groups(part, p, factor)?;
+                (groups, Some(cost))
             }
         }
     };
@@ -680,6 +667,40 @@ pub fn publish<S: Statistic>(
     grouped.discovery = Some(about);
     grouped.post_processing = vec![selection_note(&tau)];
     Ok(grouped)
+}
+
+/// The released keys of a count: each key's noisy count from the selection itself (its
+/// noise and its share of ε, `spend`), stated for the unit.
+fn counted_groups<S: Statistic>(
+    statistic: &S,
+    kept: Vec<(String, BigInt, S::Fold)>,
+    noise: &Calibrated,
+    cx: &Context,
+    spend: &Spend,
+    persons: Option<&Persons>,
+) -> Result<Vec<Group>, Error> {
+    let mut groups = Vec::with_capacity(kept.len());
+    for (key, noisy, _) in kept {
+        let release = cx.release(statistic, counted_noise(noise, cx), Cost::spent("count", spend.clone()))?;
+        let unit = persons.map_or(Unit::Row, |p| p.unit.clone());
+        let release = Release { value: Some(Number::Integer(saturating_i128(&noisy))), unit, ..release };
+        groups.push(Group { key, release });
+    }
+    Ok(groups)
+}
+
+/// The groups' row-level releases restated per person: their costs × the factor.
+fn per_person_groups(
+    part: GroupedRelease,
+    persons: &Persons,
+    factor: Factor,
+) -> Result<(Vec<Group>, Cost), Error> {
+    let mut part = Published::Grouped(part);
+    part.per_person(persons.unit.clone(), factor, PER_PERSON_COMPOSITION)?;
+    let Published::Grouped(part) = part else {
+        return Err(Error::internal("a grouped release restated as one"));
+    };
+    Ok((part.groups, part.accounting))
 }
 
 /// How a discovered grouping composes, in every such release.

@@ -301,15 +301,7 @@ impl Quantile {
         };
         let beta = cx.confidence.beta();
         let k = spec.candidates.len();
-        // Half the failure probability for the count's bound, half for the levels' releases.
-        let (rows_low, rows_said) = match &rows {
-            Rows::Public(n) => (*n as f64, format!("{n} rows")),
-            Rows::Noisy(noisy) => {
-                let value = noisy.value.to_f64().unwrap_or(0.0);
-                let low = (value - noisy.noise.error_bound_units(beta / 2.0) as f64).max(0.0);
-                (low, format!("a noisy count of {} rows (at least {low} with probability {})", noisy.value, real(1.0 - beta / 2.0)))
-            }
-        };
+        let (rows_low, rows_said) = rows_at_least(&rows, beta);
         let per_level = &split.per_level;
         // A level that would more likely than not land outside the data's range carries no
         // information: the whole release is withheld (its outcome, from the noisy count and
@@ -323,18 +315,15 @@ impl Quantile {
                 (level, at, wild)
             })
             .collect();
-        for (level, _, wild) in &judged {
-            let wild = *wild;
-            if wild >= WITHHELD_WILD {
-                return Err(Error::withheld(format!(
-                    "q={} of {}: too few rows for epsilon {per_level} per level without bounds: with \
-                     {rows_said}, the release would lie outside the range of the data with \
-                     probability up to {}; give --lower/--upper, a larger --eps or more rows",
-                    real(level.to_f64()),
-                    self.column.label(),
-                    real((wild * 1000.0).ceil() / 1000.0)
-                )));
-            }
+        if let Some((level, _, wild)) = judged.iter().find(|(_, _, wild)| *wild >= WITHHELD_WILD) {
+            return Err(Error::withheld(format!(
+                "q={} of {}: too few rows for epsilon {per_level} per level without bounds: with \
+                 {rows_said}, the release would lie outside the range of the data with \
+                 probability up to {}; give --lower/--upper, a larger --eps or more rows",
+                real(level.to_f64()),
+                self.column.label(),
+                real((wild * 1000.0).ceil() / 1000.0)
+            )));
         }
         let mut warnings = vec![];
         let quantiles: Vec<QuantileValue> = judged
@@ -362,8 +351,7 @@ impl Quantile {
                 }
             })
             .collect();
-        let levels = spec.levels.iter().map(|l| {
-            let at = unbounded::mechanism(l, cx.neighbours, filtered, per_level);
+        let levels = judged.iter().map(|(l, at, _)| {
             Cost::sequential(vec![Cost::part("threshold", &at.threshold_eps), Cost::part("queries", &at.queries_eps)])
                 .named(level_name(l))
         });
@@ -1072,6 +1060,20 @@ pub fn rank_error_bound(level: &Level, score_sensitivity: u128, eps: &Epsilon, c
     let score_bound = 2.0 * delta / eps * (candidates as f64 / beta).ln();
     // Rounded up a little so float error never understates the bound.
     (score_bound / level.denom as f64) * (1.0 + 1e-12)
+}
+
+/// The rows a quantile's warnings reason from, and how they say it: the public count, or the
+/// noisy count's lower bound at half the failure probability (the other half is the levels').
+fn rows_at_least(rows: &Rows, beta: f64) -> (f64, String) {
+    match rows {
+        Rows::Public(n) => (*n as f64, format!("{n} rows")),
+        Rows::Noisy(noisy) => {
+            let value = noisy.value.to_f64().unwrap_or(0.0);
+            let low = (value - noisy.noise.error_bound_units(beta / 2.0) as f64).max(0.0);
+            let sure = real(1.0 - beta / 2.0);
+            (low, format!("a noisy count of {} rows (at least {low} with probability {sure})", noisy.value))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -214,63 +214,21 @@ pub fn admits(
 ) -> Result<(), String> {
     let mut history = before.clone();
     history.add(spend);
-    let nothing = "nothing was read, released or charged";
     if history.has_zcdp() && history.has_approx() {
         return Err(format!(
             "dataset {dataset} cannot pay {spend}: zCDP releases (--noise gaussian) and releases of keys \
              found in the data (--discover) cannot share a budget, since dpstat cannot yet compose them \
-             soundly; charge them to separate datasets (--dataset NAME); {nothing}"
+             soundly; charge them to separate datasets (--dataset NAME); {NOTHING}"
         ));
     }
     if let Some(why) = delta.and_then(|_| delta_for.refusal(&history)) {
-        return Err(format!("dataset {dataset} cannot pay {spend}: {why}; {nothing}"));
+        return Err(format!("dataset {dataset} cannot pay {spend}: {why}; {NOTHING}"));
     }
+    let asked = Asked { spend, total, dataset };
     if history.has_zcdp() {
-        let Some(delta) = delta.and_then(|d| delta_for.zcdp_delta(d)) else {
-            return Err(format!(
-                "dataset {dataset} cannot pay {spend}: its budget has delta 0 (pure epsilon-DP), which a \
-                 zCDP release (--noise gaussian) cannot fit; {NEEDS_DELTA}; {nothing}"
-            ));
-        };
-        let delta = &delta;
-        let Some(m) = measure(&history, total, delta) else { unreachable!("ρ without (ε, δ)") };
-        if m.fits {
-            return Ok(());
-        }
-        let raise = "(lower --rho or --eps, or raise the total with --budget TOTAL --change-budget)";
-        return Err(match &m.rule {
-            Rule::Renyi { order, limit } => format!(
-                "budget exhausted for dataset {dataset}: with {spend} the history's Renyi divergence at \
-                 order {} is {}, above the {} that the budget ({}, {delta} for zCDP) allows there; \
-                 {nothing} {raise}",
-                decimal(&order.alpha),
-                decimal(&m.value),
-                rational_to_f64_down(limit),
-                decimal(total)
-            ),
-            Rule::Zcdp => format!(
-                "budget exhausted for dataset {dataset}: with {spend} the history is rho {}-zCDP, which \
-                 is ({}, {delta})-DP, above the total epsilon {}; {nothing} {raise}",
-                decimal(&m.value),
-                rational_to_f64_up(&m.epsilon),
-                decimal(total)
-            ),
-        });
+        return asked.fits_zcdp(&history, delta, delta_for);
     }
-    let (spent, eps) = (before.epsilon_sum(), history.epsilon_sum());
-    if &eps > total {
-        let asked = match spend {
-            Spend::Pure(e) | Spend::Approx { eps: e, .. } => e.to_string(),
-            Spend::Zcdp(_) => unreachable!("handled above"),
-        };
-        return Err(format!(
-            "budget exhausted for dataset {dataset}: spent {} of {}, asked {asked}, remaining {}; {nothing} \
-             (ask for at most the remaining --eps, or raise the total with --budget TOTAL --change-budget)",
-            decimal(&spent),
-            decimal(total),
-            decimal(&(total - &spent).max(BigRational::zero()))
-        ));
-    }
+    asked.fits_epsilon(before, &history)?;
     let allowed = delta.map_or_else(BigRational::zero, |d| delta_for.thresholds_delta(d));
     if history.delta_sum() > &allowed {
         let share = match (delta, delta_for) {
@@ -279,13 +237,86 @@ pub fn admits(
         };
         return Err(format!(
             "budget exhausted for dataset {dataset}: with {spend} the deltas add up to {}, above the \
-             budget's delta {}{share}; {nothing} (record a larger one with --budget TOTAL --budget-delta D \
+             budget's delta {}{share}; {NOTHING} (record a larger one with --budget TOTAL --budget-delta D \
              --change-budget)",
             decimal(history.delta_sum()),
             decimal(&allowed)
         ));
     }
     Ok(())
+}
+
+/// What every refusal of a charge says happened.
+const NOTHING: &str = "nothing was read, released or charged";
+
+/// A charge [`admits`] checks: what it spends, against which total, for which dataset.
+struct Asked<'a> {
+    spend: &'a Spend,
+    total: &'a BigRational,
+    dataset: &'a str,
+}
+
+impl Asked<'_> {
+    /// A history with zCDP releases (and no (ε, δ) ones): it fits when its Rényi or zCDP
+    /// conversion at the budget's δ for zCDP is within ε_total.
+    fn fits_zcdp(&self, history: &History, delta: Option<&Delta>, delta_for: DeltaUse) -> Result<(), String> {
+        let Asked { spend, total, dataset } = *self;
+        let Some(delta) = delta.and_then(|d| delta_for.zcdp_delta(d)) else {
+            return Err(format!(
+                "dataset {dataset} cannot pay {spend}: its budget has delta 0 (pure epsilon-DP), which a \
+                 zCDP release (--noise gaussian) cannot fit; {NEEDS_DELTA}; {NOTHING}"
+            ));
+        };
+        let delta = &delta;
+        let Some(m) = measure(history, total, delta) else {
+            // A history with ρ always has a measure; refusing is the safe side if it had none.
+            return Err(format!(
+                "dataset {dataset} cannot pay {spend}: internal error: no measure of ρ; {NOTHING}"
+            ));
+        };
+        if m.fits {
+            return Ok(());
+        }
+        let raise = "(lower --rho or --eps, or raise the total with --budget TOTAL --change-budget)";
+        Err(match &m.rule {
+            Rule::Renyi { order, limit } => format!(
+                "budget exhausted for dataset {dataset}: with {spend} the history's Renyi divergence at \
+                 order {} is {}, above the {} that the budget ({}, {delta} for zCDP) allows there; \
+                 {NOTHING} {raise}",
+                decimal(&order.alpha),
+                decimal(&m.value),
+                rational_to_f64_down(limit),
+                decimal(total)
+            ),
+            Rule::Zcdp => format!(
+                "budget exhausted for dataset {dataset}: with {spend} the history is rho {}-zCDP, which \
+                 is ({}, {delta})-DP, above the total epsilon {}; {NOTHING} {raise}",
+                decimal(&m.value),
+                rational_to_f64_up(&m.epsilon),
+                decimal(total)
+            ),
+        })
+    }
+
+    /// A history of pure and (ε, δ) releases: its ε add up to at most ε_total.
+    fn fits_epsilon(&self, before: &History, history: &History) -> Result<(), String> {
+        let Asked { spend, total, dataset } = *self;
+        let (spent, eps) = (before.epsilon_sum(), history.epsilon_sum());
+        if &eps <= total {
+            return Ok(());
+        }
+        let asked = match spend {
+            Spend::Pure(e) | Spend::Approx { eps: e, .. } => e.to_string(),
+            Spend::Zcdp(_) => spend.to_string(),
+        };
+        Err(format!(
+            "budget exhausted for dataset {dataset}: spent {} of {}, asked {asked}, remaining {}; {NOTHING} \
+             (ask for at most the remaining --eps, or raise the total with --budget TOTAL --change-budget)",
+            decimal(&spent),
+            decimal(total),
+            decimal(&(total - &spent).max(BigRational::zero()))
+        ))
+    }
 }
 
 /// Adds a spend to an account's running totals.

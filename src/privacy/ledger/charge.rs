@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use num_rational::BigRational;
 
-use super::budget::{add_spend, admits, same_unit, Budget, BudgetSummary, FIRST_DELTA, NEEDS_DELTA};
+use super::budget::{add_spend, admits, same_unit, Account, Budget, BudgetSummary, FIRST_DELTA, NEEDS_DELTA};
 use super::file::{append, open_to_charge, Opened};
 use super::read::Ledger;
 use super::record::{run_id, Charge, Draft, DEFAULT_DATASET};
@@ -163,47 +163,7 @@ fn charge_opened(
     let dataset = &spec.dataset;
     let mut account = ledger.account(dataset);
     let mut records = Vec::new();
-    let same_use = spec.budget_delta_for.is_none_or(|u| u == account.delta_for);
-    let (total, delta, delta_for) = match (&account.total, &spec.budget) {
-        (None, None) => return Err(no_budget(ledger, dataset, &spec.path)),
-        (Some(total), None) => (total.clone(), account.delta.clone(), account.delta_for),
-        (Some(total), Some(Budget(asked)))
-            if total == asked
-                && spec.budget_delta.as_ref().is_none_or(|d| Some(d) == account.delta.as_ref())
-                && same_use =>
-        {
-            (total.clone(), account.delta.clone(), account.delta_for)
-        }
-        (Some(total), Some(Budget(asked))) if !spec.change_budget => {
-            let recorded = |t: &BigRational, d: Option<&Delta>, u: DeltaUse| match d {
-                Some(d) => format!("{} with delta {d} (for {u})", decimal(t)),
-                None => decimal(t),
-            };
-            let asked_use = spec.budget_delta_for.unwrap_or(account.delta_for);
-            return Err(bad_input(format!(
-                "{}: dataset {dataset} has budget {} recorded, not {}; add --change-budget to change it",
-                spec.path.display(),
-                recorded(total, account.delta.as_ref(), account.delta_for),
-                recorded(asked, spec.budget_delta.as_ref().or(account.delta.as_ref()), asked_use)
-            )));
-        }
-        (_, Some(Budget(asked))) => {
-            if account.total.is_none() && !spec.same_data {
-                same_data(ledger, dataset, &spec.path, data)?;
-            }
-            let delta = spec.budget_delta.clone().or(account.delta.clone());
-            // A recorded δ keeps its use unless one is given; a new δ is split.
-            let recorded_use = account.delta.as_ref().map(|_| account.delta_for);
-            let delta_for = spec.budget_delta_for.or(recorded_use).unwrap_or_default();
-            records.push(Draft::Budget {
-                dataset: dataset.clone(),
-                total: asked.clone(),
-                delta: delta.clone(),
-                delta_for,
-            });
-            (asked.clone(), delta, delta_for)
-        }
-    };
+    let (total, delta, delta_for) = budget_to_charge(spec, ledger, &account, data, &mut records)?;
     // A budget this very command records needs no --change-budget to gain its delta.
     let first_budget = account.total.is_none();
     same_unit(account.unit.as_deref(), &charge.unit, dataset, &spec.path)
@@ -238,6 +198,61 @@ fn charge_opened(
         nonce,
     })
     // The lock is released when the caller drops `opened`.
+}
+
+/// The budget a charge is admitted against: the one recorded for the dataset (asked again or
+/// not asked), or the one asked, recorded first (`records`) when the dataset has none or
+/// `--change-budget` changes it. A dataset's first budget in a ledger of completed releases
+/// must name data not charged to another dataset first (`same_data`).
+fn budget_to_charge(
+    spec: &LedgerSpec,
+    ledger: &Ledger,
+    account: &Account,
+    data: &mut dyn FnMut() -> Result<Option<String>>,
+    records: &mut Vec<Draft>,
+) -> Result<(BigRational, Option<Delta>, DeltaUse)> {
+    let dataset = &spec.dataset;
+    let same_use = spec.budget_delta_for.is_none_or(|u| u == account.delta_for);
+    match (&account.total, &spec.budget) {
+        (None, None) => Err(no_budget(ledger, dataset, &spec.path)),
+        (Some(total), None) => Ok((total.clone(), account.delta.clone(), account.delta_for)),
+        (Some(total), Some(Budget(asked)))
+            if total == asked
+                && spec.budget_delta.as_ref().is_none_or(|d| Some(d) == account.delta.as_ref())
+                && same_use =>
+        {
+            Ok((total.clone(), account.delta.clone(), account.delta_for))
+        }
+        (Some(total), Some(Budget(asked))) if !spec.change_budget => {
+            let recorded = |t: &BigRational, d: Option<&Delta>, u: DeltaUse| match d {
+                Some(d) => format!("{} with delta {d} (for {u})", decimal(t)),
+                None => decimal(t),
+            };
+            let asked_use = spec.budget_delta_for.unwrap_or(account.delta_for);
+            Err(bad_input(format!(
+                "{}: dataset {dataset} has budget {} recorded, not {}; add --change-budget to change it",
+                spec.path.display(),
+                recorded(total, account.delta.as_ref(), account.delta_for),
+                recorded(asked, spec.budget_delta.as_ref().or(account.delta.as_ref()), asked_use)
+            )))
+        }
+        (_, Some(Budget(asked))) => {
+            if account.total.is_none() && !spec.same_data {
+                same_data(ledger, dataset, &spec.path, data)?;
+            }
+            let delta = spec.budget_delta.clone().or(account.delta.clone());
+            // A recorded δ keeps its use unless one is given; a new δ is split.
+            let recorded_use = account.delta.as_ref().map(|_| account.delta_for);
+            let delta_for = spec.budget_delta_for.or(recorded_use).unwrap_or_default();
+            records.push(Draft::Budget {
+                dataset: dataset.clone(),
+                total: asked.clone(),
+                delta: delta.clone(),
+                delta_for,
+            });
+            Ok((asked.clone(), delta, delta_for))
+        }
+    }
 }
 
 /// Records that the release charged by `reservation` is complete, read from data with this
