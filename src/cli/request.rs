@@ -8,6 +8,8 @@ use crate::cli::plan::{
 use crate::cli::{BudgetArgs, DescribeArgs, Query, ReleaseFlags, RunArgs, SqlArgs};
 use crate::cmd;
 use crate::error::Error;
+use crate::numeric::bounds::Finite;
+use crate::privacy::epsilon::Epsilon;
 use crate::query::options::Options;
 use crate::report::text;
 
@@ -33,12 +35,7 @@ pub fn release_request(query: &Query) -> Option<cmd::release::Request> {
 
 /// `dpstat plan run WORKLOAD` as the request `cmd::plan` compares.
 pub fn plan_run_request(args: &PlanRunArgs) -> Result<cmd::plan::RunRequest, Error> {
-    let format: text::Format = args.format.into();
-    if format == text::Format::Chart {
-        return Err(Error::usage(
-            "--format chart draws a release; dpstat plan prints --format text, csv or json",
-        ));
-    }
+    let format = plan_format(args.format.into())?;
     Ok(cmd::plan::RunRequest {
         workload: args.workload.clone(),
         delta: args.delta.clone(),
@@ -51,51 +48,7 @@ pub fn plan_run_request(args: &PlanRunArgs) -> Result<cmd::plan::RunRequest, Err
 
 /// `dpstat plan QUERY` as the request `cmd::plan` solves.
 pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
-    let numeric = |a: &PlanNumericArgs| Options {
-        column: Some(a.col.clone().unwrap_or_default()),
-        lower: a.lower,
-        upper: a.upper,
-        ..Options::default()
-    };
-    let rank = |a: &PlanRankArgs, levels| Options {
-        column: Some(a.col.clone().unwrap_or_default()),
-        lower: a.lower,
-        upper: a.upper,
-        resolution: a.resolution,
-        levels,
-        ..Options::default()
-    };
-    let (kind, options, rows, target) = match &args.query {
-        PlanQuery::Count(t) => ("count", Options::default(), None, t),
-        PlanQuery::Sum(a) => ("sum", numeric(a), None, &a.target),
-        PlanQuery::Mean(a) => ("mean", numeric(&a.numeric), a.rows, &a.numeric.target),
-        PlanQuery::Variance(a) => ("variance", numeric(&a.numeric), a.rows, &a.numeric.target),
-        PlanQuery::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), None, &a.rank.target),
-        PlanQuery::Median(a) => ("median", rank(a, vec![]), None, &a.target),
-        PlanQuery::Covariance(_) | PlanQuery::Regress(_) => {
-            return Err(Error::usage(
-                "dpstat plan does not plan covariance or regress: their error bound depends on the \
-                 data through the noisy parts (the count, both columns' means, the mean product and, \
-                 for the slope, the variance of x it divides by), not on ε, the bounds and n alone. \
-                 Plan the parts instead (dpstat plan mean --lower L --upper U --rows N for each \
-                 column), or read the bound each release states in its accuracy",
-            ))
-        }
-        PlanQuery::Histogram(a) => {
-            let options = Options {
-                column: Some(a.col.clone().unwrap_or_default()),
-                bins: a.bins,
-                categories: a.categories.clone(),
-                lower: a.lower,
-                upper: a.upper,
-                ..Options::default()
-            };
-            ("histogram", options, None, &a.target)
-        }
-        PlanQuery::Run(_) | PlanQuery::Sql(_) => {
-            return Err(Error::internal("a workload plan is not a query's"))
-        }
-    };
+    let (kind, options, rows, target) = plan_query(&args.query)?;
     let PlanTarget {
         eps,
         error,
@@ -111,28 +64,8 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
         max_rows_per_group,
         precision,
     } = target;
-    let format: text::Format = (*format).into();
-    if format == text::Format::Chart {
-        return Err(Error::usage(
-            "--format chart draws a release; dpstat plan prints --format text, csv or json",
-        ));
-    }
-    let target = match (eps, error) {
-        (Some(e), _) => cmd::plan::Target::Epsilon(e.clone()),
-        (None, Some(e)) if e.get() > 0.0 => cmd::plan::Target::Error(e.get()),
-        (None, Some(e)) => {
-            return Err(Error::usage(format!(
-                "--error {} must be greater than 0: it is the largest |release − true value| you can accept",
-                e.get()
-            )))
-        }
-        (None, None) => {
-            return Err(Error::usage(
-                "dpstat plan needs --eps E (to print the error bound at that ε) or --error E \
-                 (to print the smallest ε whose bound is at most E)",
-            ))
-        }
-    };
+    let format = plan_format((*format).into())?;
+    let target = plan_target(eps.as_ref(), error.as_ref())?;
     let request = cmd::plan::Request {
         kind,
         options,
@@ -165,6 +98,87 @@ pub fn plan_request(args: &PlanArgs) -> Result<cmd::plan::Request, Error> {
     };
     request.check()?;
     Ok(request)
+}
+
+/// The planned query's kind, its options as a release would take them, the `--rows` a mean or
+/// variance assumes, and its target flags; the kinds `dpstat plan` cannot plan are refused here.
+fn plan_query(query: &PlanQuery) -> Result<(&'static str, Options, Option<u64>, &PlanTarget), Error> {
+    let numeric = |a: &PlanNumericArgs| Options {
+        column: Some(a.col.clone().unwrap_or_default()),
+        lower: a.lower,
+        upper: a.upper,
+        ..Options::default()
+    };
+    let rank = |a: &PlanRankArgs, levels| Options {
+        column: Some(a.col.clone().unwrap_or_default()),
+        lower: a.lower,
+        upper: a.upper,
+        resolution: a.resolution,
+        levels,
+        ..Options::default()
+    };
+    Ok(match query {
+        PlanQuery::Count(t) => ("count", Options::default(), None, t),
+        PlanQuery::Sum(a) => ("sum", numeric(a), None, &a.target),
+        PlanQuery::Mean(a) => ("mean", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Variance(a) => ("variance", numeric(&a.numeric), a.rows, &a.numeric.target),
+        PlanQuery::Quantile(a) => ("quantile", rank(&a.rank, a.levels.clone()), None, &a.rank.target),
+        PlanQuery::Median(a) => ("median", rank(a, vec![]), None, &a.target),
+        PlanQuery::Covariance(_) | PlanQuery::Regress(_) => {
+            return Err(Error::usage(
+                "dpstat plan does not plan covariance or regress: their error bound depends on the \
+                 data through the noisy parts (the count, both columns' means, the mean product and, \
+                 for the slope, the variance of x it divides by), not on ε, the bounds and n alone. \
+                 Plan the parts instead (dpstat plan mean --lower L --upper U --rows N for each \
+                 column), or read the bound each release states in its accuracy",
+            ))
+        }
+        PlanQuery::Histogram(a) => {
+            let options = Options {
+                column: Some(a.col.clone().unwrap_or_default()),
+                bins: a.bins,
+                categories: a.categories.clone(),
+                lower: a.lower,
+                upper: a.upper,
+                ..Options::default()
+            };
+            ("histogram", options, None, &a.target)
+        }
+        PlanQuery::Run(_) | PlanQuery::Sql(_) => {
+            return Err(Error::internal("a workload plan is not a query's"))
+        }
+    })
+}
+
+/// `--format`, which a plan prints in: a chart draws a release, so it is refused.
+fn plan_format(format: text::Format) -> Result<text::Format, Error> {
+    if format == text::Format::Chart {
+        return Err(Error::usage(
+            "--format chart draws a release; dpstat plan prints --format text, csv or json",
+        ));
+    }
+    Ok(format)
+}
+
+/// What the plan solves for: the error bound at `--eps`, or the smallest ε whose bound is at
+/// most `--error`, which must be above 0.
+fn plan_target(eps: Option<&Epsilon>, error: Option<&Finite>) -> Result<cmd::plan::Target, Error> {
+    Ok(match (eps, error) {
+        (Some(e), _) => cmd::plan::Target::Epsilon(e.clone()),
+        (None, Some(e)) if e.get() > 0.0 => cmd::plan::Target::Error(e.get()),
+        (None, Some(e)) => {
+            return Err(Error::usage(format!(
+                "--error {} must be greater than 0: it is the largest |release − true value| you can accept",
+                e.get()
+            )))
+        }
+        (None, None) => {
+            return Err(Error::usage(
+                "dpstat plan needs --eps E (to print the error bound at that ε) or --error E \
+                 (to print the smallest ε whose bound is at most E)",
+            ))
+        }
+    })
 }
 
 impl RunArgs {

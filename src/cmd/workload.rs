@@ -359,24 +359,9 @@ impl Workload {
             file.error_at(line, e.message().trim())
         })?;
         let (mechanism, written, total_line) = file.total(&raw)?;
-        let stated = match &mechanism {
-            Mechanism::Laplace(eps) => Some(eps.clone()),
-            Mechanism::Gaussian { .. } if raw.rho.is_none() => Epsilon::from_rational(written.clone()).ok(),
-            Mechanism::Gaussian { .. } => None,
-        };
+        let stated = stated_epsilon(&raw, &mechanism, &written);
         let mechanism = total.cloned().unwrap_or(mechanism);
-        let neighbours = match &raw.neighbours {
-            None => Neighbours::AddRemove,
-            Some(n) => Neighbours::from_name(n.get_ref()).ok_or_else(|| {
-                file.error(
-                    n.span(),
-                    &format!(
-                        "neighbours '{}' is not a privacy unit: use \"add-remove\" or \"replace\"",
-                        n.get_ref()
-                    ),
-                )
-            })?,
-        };
+        let neighbours = file.neighbours(&raw)?;
         let person = file.person(&raw, neighbours, input.csv.has_header)?;
         let mark = file.decimal_mark(&raw, input.csv.decimal)?;
         if raw.query.is_empty() {
@@ -384,44 +369,10 @@ impl Workload {
         }
 
         // Names, kinds and shares first: the shares decide every query's ε.
-        let mut names: Vec<(String, usize)> = vec![];
-        let mut shares: Vec<Option<(BigRational, usize)>> = vec![];
-        for q in &raw.query {
-            let table_line = file.line(q.span().start);
-            let query = q.get_ref();
-            let Some(name) = &query.name else {
-                return Err(file.error_at(Some(table_line), "this query has no name: add name = \"...\""));
-            };
-            let line = file.line(name.span().start);
-            let name_text = name.get_ref().trim();
-            if name_text.is_empty() {
-                return Err(file.error_at(Some(line), "a query name must not be empty"));
-            }
-            if let Some((_, first)) = names.iter().find(|(n, _)| n == name_text) {
-                return Err(file.error_at(
-                    Some(line),
-                    &format!("query name '{name_text}' is used twice (first on line {first})"),
-                ));
-            }
-            names.push((name_text.to_string(), line));
-            shares.push(match &query.share {
-                None => None,
-                Some(share) => Some(file.share(share)?),
-            });
-        }
+        let (names, mut shares) = file.names_and_shares(&raw)?;
         let discovery = file.discovery(&raw, &mechanism, neighbours)?;
         if discovery.is_some() {
-            if let Some((_, line)) = names.iter().find(|(n, _)| n == SELECTION) {
-                return Err(file.error_at(
-                    Some(*line),
-                    "query name 'selection' names the workload's selection of keys (discover = true): \
-                     rename the query",
-                ));
-            }
-            shares.push(match &raw.selection_share {
-                None => None,
-                Some(share) => Some(file.share(share)?),
-            });
+            shares.push(file.selection_share(&raw, &names)?);
         }
         let unit = if matches!(mechanism, Mechanism::Gaussian { .. }) && raw.rho.is_some() {
             "rho"
@@ -433,35 +384,19 @@ impl Workload {
         // The selection's part is the last, after every query's.
         let selection_part = discovery.as_ref().and_then(|_| parts.pop());
 
-        let mut queries = Vec::with_capacity(raw.query.len());
-        for ((q, (name, line)), part) in raw.query.iter().zip(names).zip(parts) {
-            let at = shares_line(&shares, queries.len()).unwrap_or(total_line);
-            let share = mechanism
-                .scaled(&(part / &written))
-                .map_err(|e| file.error_at(Some(at), &format!("query '{name}': its share: {e}")))?;
-            let job = file
-                .query_job(
-                    q.get_ref(),
-                    line,
-                    (share, person.as_ref(), discovery.as_ref().map(|d| &d.0)),
-                    neighbours,
-                    input,
-                    (confidence, format),
-                    ledger,
-                )
-                .map_err(|e| file.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
-            let origin = format!("{path} line {line}: query '{name}'");
-            queries.push(WorkloadQuery { name, origin, job });
-        }
-        let discovery = match (discovery, selection_part) {
-            (Some((discovery, line)), Some(part)) => {
-                let found = file
-                    .found(discovery, (line, confidence), &part, &queries, person.as_ref())
-                    .map_err(|e| file.error_at(Some(line), &e))?;
-                Some(found)
-            }
-            _ => None,
+        let settings = Settings {
+            mechanism: &mechanism,
+            written: &written,
+            total_line,
+            person: person.as_ref(),
+            discovery: discovery.as_ref().map(|d| &d.0),
+            neighbours,
+            input,
+            output: (confidence, format),
+            ledger,
         };
+        let queries = file.queries(&raw, names, parts, &shares, &settings)?;
+        let discovery = file.selection(discovery, selection_part, confidence, &queries, person.as_ref())?;
         let group_bounds = file.group_bounds(&raw, person.as_ref(), &queries)?;
         Ok(Workload {
             mechanism,
@@ -490,6 +425,16 @@ impl Workload {
     pub fn input(&self, flags: &InputFlags) -> InputFlags {
         let csv = CsvOptions { decimal: self.decimal, ..flags.csv.clone() };
         InputFlags { csv, ..flags.clone() }
+    }
+}
+
+/// The total ε as the file states it, before `dpstat plan run` replaces the total: a Laplace
+/// workload's ε, or the epsilon a Gaussian one derives ρ from; None when the file gives rho.
+fn stated_epsilon(raw: &RawWorkload, mechanism: &Mechanism, written: &BigRational) -> Option<Epsilon> {
+    match mechanism {
+        Mechanism::Laplace(eps) => Some(eps.clone()),
+        Mechanism::Gaussian { .. } if raw.rho.is_none() => Epsilon::from_rational(written.clone()).ok(),
+        Mechanism::Gaussian { .. } => None,
     }
 }
 
@@ -545,6 +490,25 @@ fn lines_text(lines: &[String]) -> String {
         [one] => format!("line {one}"),
         _ => format!("lines {}", lines.join(", ")),
     }
+}
+
+/// Every query's name and its line, and its share as written and its line (None for a query
+/// without one, which gets an even part of what the shares leave), in the file's order.
+type NamesAndShares = (Vec<(String, usize)>, Vec<Option<(BigRational, usize)>>);
+
+/// What every query of a workload is validated with: the total its part is taken of (the
+/// mechanism, the total as written and the line that sets it), the file's person, selection and
+/// unit, and the command line's input, output and ledger.
+struct Settings<'a> {
+    mechanism: &'a Mechanism,
+    written: &'a BigRational,
+    total_line: usize,
+    person: Option<&'a Person>,
+    discovery: Option<&'a Discovery>,
+    neighbours: Neighbours,
+    input: &'a InputFlags,
+    output: (Confidence, Format),
+    ledger: bool,
 }
 
 /// The workload text, for line numbers and exact numbers.
@@ -629,6 +593,129 @@ impl SourceText<'_> {
                 "the workload needs a total: epsilon = \"E\" (rho derived at delta) or rho = \"R\"",
             )),
         }
+    }
+
+    /// `neighbours`, validated: the privacy unit, add-remove when the file names none.
+    fn neighbours(&self, raw: &RawWorkload) -> Result<Neighbours, Error> {
+        Ok(match &raw.neighbours {
+            None => Neighbours::AddRemove,
+            Some(n) => Neighbours::from_name(n.get_ref()).ok_or_else(|| {
+                self.error(
+                    n.span(),
+                    &format!(
+                        "neighbours '{}' is not a privacy unit: use \"add-remove\" or \"replace\"",
+                        n.get_ref()
+                    ),
+                )
+            })?,
+        })
+    }
+
+    /// Every query's name and share, read before anything else of the query because the shares
+    /// decide every query's ε; a query without a name, with an empty one or one used twice is
+    /// refused.
+    fn names_and_shares(&self, raw: &RawWorkload) -> Result<NamesAndShares, Error> {
+        let mut names: Vec<(String, usize)> = vec![];
+        let mut shares: Vec<Option<(BigRational, usize)>> = vec![];
+        for q in &raw.query {
+            let table_line = self.line(q.span().start);
+            let query = q.get_ref();
+            let Some(name) = &query.name else {
+                return Err(self.error_at(Some(table_line), "this query has no name: add name = \"...\""));
+            };
+            let line = self.line(name.span().start);
+            let name_text = name.get_ref().trim();
+            if name_text.is_empty() {
+                return Err(self.error_at(Some(line), "a query name must not be empty"));
+            }
+            if let Some((_, first)) = names.iter().find(|(n, _)| n == name_text) {
+                return Err(self.error_at(
+                    Some(line),
+                    &format!("query name '{name_text}' is used twice (first on line {first})"),
+                ));
+            }
+            names.push((name_text.to_string(), line));
+            shares.push(match &query.share {
+                None => None,
+                Some(share) => Some(self.share(share)?),
+            });
+        }
+        Ok((names, shares))
+    }
+
+    /// With queries that discover their groups: the selection's share as written (None: an
+    /// even part), once no query takes the name 'selection', which messages give the selection.
+    fn selection_share(
+        &self,
+        raw: &RawWorkload,
+        names: &[(String, usize)],
+    ) -> Result<Option<(BigRational, usize)>, Error> {
+        if let Some((_, line)) = names.iter().find(|(n, _)| n == SELECTION) {
+            return Err(self.error_at(
+                Some(*line),
+                "query name 'selection' names the workload's selection of keys (discover = true): \
+                 rename the query",
+            ));
+        }
+        Ok(match &raw.selection_share {
+            None => None,
+            Some(share) => Some(self.share(share)?),
+        })
+    }
+
+    /// Every query validated at its part of the total, in the file's order; an error names the
+    /// query and the line of the key at fault (its share's, or the total's for an even part).
+    fn queries(
+        &self,
+        raw: &RawWorkload,
+        names: Vec<(String, usize)>,
+        parts: Vec<BigRational>,
+        shares: &[Option<(BigRational, usize)>],
+        settings: &Settings,
+    ) -> Result<Vec<WorkloadQuery>, Error> {
+        let mut queries = Vec::with_capacity(raw.query.len());
+        for ((q, (name, line)), part) in raw.query.iter().zip(names).zip(parts) {
+            let at = shares_line(shares, queries.len()).unwrap_or(settings.total_line);
+            let share = settings
+                .mechanism
+                .scaled(&(part / settings.written))
+                .map_err(|e| self.error_at(Some(at), &format!("query '{name}': its share: {e}")))?;
+            let job = self
+                .query_job(
+                    q.get_ref(),
+                    line,
+                    (share, settings.person, settings.discovery),
+                    settings.neighbours,
+                    settings.input,
+                    settings.output,
+                    settings.ledger,
+                )
+                .map_err(|e| self.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
+            let origin = format!("{} line {line}: query '{name}'", self.path);
+            queries.push(WorkloadQuery { name, origin, job });
+        }
+        Ok(queries)
+    }
+
+    /// The selection of keys at its part of the total, once every query is validated (it needs
+    /// their `by` and `where`); None when no query discovers its groups.
+    fn selection(
+        &self,
+        discovery: Option<(Discovery, usize)>,
+        part: Option<BigRational>,
+        confidence: Confidence,
+        queries: &[WorkloadQuery],
+        person: Option<&Person>,
+    ) -> Result<Option<Found>, Error> {
+        Ok(match (discovery, part) {
+            (Some((discovery, line)), Some(part)) => {
+                let found = self
+                    .found(discovery, (line, confidence), &part, queries, person)
+                    .map_err(|e| self.error_at(Some(line), &e))?;
+                Some(found)
+            }
+            _ => None,
+        })
     }
 
     /// `decimal`, validated: the data's decimal mark; `flag` (`--decimal`) when the file has
