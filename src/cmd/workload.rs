@@ -368,7 +368,7 @@ impl Workload {
             return Err(file.error_at(None, "the workload has no queries: add [[query]] tables"));
         }
 
-        // Names, kinds and shares first: the shares decide every query's ε.
+        // Names and shares first: the shares decide every query's ε.
         let (names, mut shares) = file.names_and_shares(&raw)?;
         let discovery = file.discovery(&raw, &mechanism, neighbours)?;
         if discovery.is_some() {
@@ -681,15 +681,7 @@ impl SourceText<'_> {
                 .scaled(&(part / settings.written))
                 .map_err(|e| self.error_at(Some(at), &format!("query '{name}': its share: {e}")))?;
             let job = self
-                .query_job(
-                    q.get_ref(),
-                    line,
-                    (share, settings.person, settings.discovery),
-                    settings.neighbours,
-                    settings.input,
-                    settings.output,
-                    settings.ledger,
-                )
+                .query_job(q.get_ref(), line, share, settings)
                 .map_err(|e| self.error_at(Some(e.0), &format!("query '{name}': {}", e.1)))?;
             let origin = format!("{} line {line}: query '{name}'", self.path);
             queries.push(WorkloadQuery { name, origin, job });
@@ -1107,17 +1099,15 @@ impl SourceText<'_> {
     /// One query validated exactly as the same command line would be, at its share, in the
     /// command line's stages: its kind, its options, its filters, its groups, then the
     /// statistic at row level. Errors carry their line.
-    #[allow(clippy::too_many_arguments)]
     fn query_job(
         &self,
         q: &RawQuery,
         name_line: usize,
-        (mechanism, person, discovery): (Mechanism, Option<&Person>, Option<&Discovery>),
-        neighbours: Neighbours,
-        input: &InputFlags,
-        (confidence, format): (Confidence, Format),
-        ledger: bool,
+        mechanism: Mechanism,
+        settings: &Settings,
     ) -> Result<Job, (usize, String)> {
+        let Settings { person, discovery, neighbours, input, output: (confidence, format), ledger, .. } =
+            *settings;
         let kinds = workload_kinds().join(", ");
         let Some(kind) = &q.kind else {
             return Err((name_line, format!("no kind: add kind = \"...\" (one of {kinds})")));
