@@ -131,16 +131,7 @@ impl Request {
     /// Every column's mean and quantiles as the queries of a workload, each validated as the
     /// same single query would be at its share, before any data is read.
     pub fn workload(&self) -> Result<Workload, Error> {
-        if self.format == Format::Chart {
-            return Err(Error::usage(
-                "--format chart draws one histogram; dpstat describe prints text, csv or json",
-            ));
-        }
-        for (i, c) in self.columns.iter().enumerate() {
-            if self.columns[..i].iter().any(|d| d.name == c.name) {
-                return Err(Error::usage(format!("--cols lists '{}' twice", c.name)));
-            }
-        }
+        self.check_format_and_columns()?;
         let has_header = self.input.csv.has_header;
         let person = match &self.person {
             Some(flags) => Some(workload_person(flags, has_header, self.neighbours, "describe")?),
@@ -155,69 +146,14 @@ impl Request {
         let shared = self.shares_count().then(SharedCount::default);
         // The shared count's ε: the share each column's mean would have given a count of its own.
         let mut count_eps = BigRational::from_integer(BigInt::from(0));
-        let job = |statistic, mechanism: Mechanism| Job {
-            input: self.input.clone(),
-            filter_labels: filters.iter().map(FilterSpec::label).collect(),
-            filters: filters.clone(),
-            group: None,
-            statistic,
-            discover_by: None,
-            spend: mechanism.spend(),
-            mechanism,
-            person: None,
-            neighbours: self.neighbours,
-            format: self.format,
-            confidence: self.confidence,
-            ledger: None,
-            plot: None,
-            style: Style::default(),
-        };
         for (column, share) in self.columns.iter().zip(shares) {
-            // describe is pure ε-DP (its quantiles have no Gaussian form).
-            let half = Mechanism::Laplace(share.split(2));
-            let setup = Setup {
-                mechanism: &half,
-                neighbours: self.neighbours,
-                has_header,
-                groups: 1,
-                filtered: !filters.is_empty(),
-                private_bounds: true,
-                ledger: self.ledger.path.is_some(),
-            };
-            let options = Options {
-                column: Some(column.name.clone()),
-                lower: column.bounds.map(|b| b.0),
-                upper: column.bounds.map(|b| b.1),
-                invalid: self.invalid,
-                ..Options::default()
-            };
-            let quantile_options =
-                Options { levels: self.levels.clone(), resolution: self.resolution, ..options.clone() };
-            for (kind, options) in [("mean", options), ("quantile", quantile_options)] {
-                let origin = format!("--cols '{}'", column.name);
-                let statistic = AnyStatistic::new(kind, options, &setup)
-                    .map_err(|e| Error::usage(format!("{origin}: {kind}: {}", e.message())))?;
-                let mut job = job(statistic, half.clone());
-                if let (Some(shared), AnyStatistic::Mean(mean)) = (&shared, &job.statistic) {
-                    // The mean keeps its shifted sum (and its bounds' share) and gives the share
-                    // of its own count to the shared one: its spend is that much less.
-                    let part = mean
-                        .count_part(&half, self.neighbours)
-                        .and_then(|m| m.epsilon().map(|e| e.as_rational().clone()))
-                        .ok_or_else(|| Error::internal("an add-remove mean has a count part"))?;
-                    count_eps += &part;
-                    let rest = Epsilon::from_rational(share.split(2).as_rational() - part)
-                        .map_err(Error::internal)?;
-                    job.spend = Mechanism::Laplace(rest).spend();
-                    job.statistic = AnyStatistic::Mean(mean.clone().sharing_count(shared.clone()));
-                }
-                queries.push(WorkloadQuery { name: format!("{}.{kind}", column.name), origin, job });
-            }
+            queries.extend(self.column_queries(column, &share, &filters, shared.as_ref(), &mut count_eps)?);
         }
         if let Some(shared) = shared {
             let eps = Epsilon::from_rational(count_eps).map_err(Error::internal)?;
             // First: a workload measures its queries in order, and the means read this draw.
-            let count = job(AnyStatistic::Count(Count::shared(shared)), Mechanism::Laplace(eps));
+            let count =
+                self.job(&filters, AnyStatistic::Count(Count::shared(shared)), Mechanism::Laplace(eps));
             queries.insert(
                 0,
                 WorkloadQuery { name: "count".into(), origin: "the shared count".into(), job: count },
@@ -242,6 +178,100 @@ impl Request {
             discovery: None,
             group_bounds: None,
         })
+    }
+
+    /// What describe refuses before it makes any query: a chart (it prints no single
+    /// histogram) and a column listed twice.
+    fn check_format_and_columns(&self) -> Result<(), Error> {
+        if self.format == Format::Chart {
+            return Err(Error::usage(
+                "--format chart draws one histogram; dpstat describe prints text, csv or json",
+            ));
+        }
+        for (i, c) in self.columns.iter().enumerate() {
+            if self.columns[..i].iter().any(|d| d.name == c.name) {
+                return Err(Error::usage(format!("--cols lists '{}' twice", c.name)));
+            }
+        }
+        Ok(())
+    }
+
+    /// A column's two queries, its mean and then its quantiles, at half its share each. With a
+    /// shared count, the mean gives the share of its own count to the shared one, adding it to
+    /// `count_eps`.
+    fn column_queries(
+        &self,
+        column: &DescribeColumn,
+        share: &Epsilon,
+        filters: &[FilterSpec],
+        shared: Option<&SharedCount>,
+        count_eps: &mut BigRational,
+    ) -> Result<Vec<WorkloadQuery>, Error> {
+        // describe is pure ε-DP (its quantiles have no Gaussian form).
+        let half = Mechanism::Laplace(share.split(2));
+        let setup = Setup {
+            mechanism: &half,
+            neighbours: self.neighbours,
+            has_header: self.input.csv.has_header,
+            groups: 1,
+            filtered: !filters.is_empty(),
+            private_bounds: true,
+            ledger: self.ledger.path.is_some(),
+        };
+        let options = Options {
+            column: Some(column.name.clone()),
+            lower: column.bounds.map(|b| b.0),
+            upper: column.bounds.map(|b| b.1),
+            invalid: self.invalid,
+            ..Options::default()
+        };
+        let quantile_options =
+            Options { levels: self.levels.clone(), resolution: self.resolution, ..options.clone() };
+        let mut queries = Vec::with_capacity(2);
+        for (kind, options) in [("mean", options), ("quantile", quantile_options)] {
+            let origin = format!("--cols '{}'", column.name);
+            let statistic = AnyStatistic::new(kind, options, &setup)
+                .map_err(|e| Error::usage(format!("{origin}: {kind}: {}", e.message())))?;
+            let mut job = self.job(filters, statistic, half.clone());
+            if let (Some(shared), AnyStatistic::Mean(mean)) = (shared, &job.statistic) {
+                // The mean keeps its shifted sum (and its bounds' share) and gives the share
+                // of its own count to the shared one: its spend is that much less.
+                let part = mean
+                    .count_part(&half, self.neighbours)
+                    .and_then(|m| m.epsilon().map(|e| e.as_rational().clone()))
+                    .ok_or_else(|| Error::internal("an add-remove mean has a count part"))?;
+                *count_eps += &part;
+                let rest =
+                    Epsilon::from_rational(share.split(2).as_rational() - part).map_err(Error::internal)?;
+                job.spend = Mechanism::Laplace(rest).spend();
+                job.statistic = AnyStatistic::Mean(mean.clone().sharing_count(shared.clone()));
+            }
+            queries.push(WorkloadQuery { name: format!("{}.{kind}", column.name), origin, job });
+        }
+        Ok(queries)
+    }
+
+    /// One query's job, made at row level: the request's input, filters and output, with no
+    /// group, no person (set after, for a person-level workload) and no ledger (the workload is
+    /// charged once).
+    fn job(&self, filters: &[FilterSpec], statistic: AnyStatistic, mechanism: Mechanism) -> Job {
+        Job {
+            input: self.input.clone(),
+            filter_labels: filters.iter().map(FilterSpec::label).collect(),
+            filters: filters.to_vec(),
+            group: None,
+            statistic,
+            discover_by: None,
+            spend: mechanism.spend(),
+            mechanism,
+            person: None,
+            neighbours: self.neighbours,
+            format: self.format,
+            confidence: self.confidence,
+            ledger: None,
+            plot: None,
+            style: Style::default(),
+        }
     }
 
     /// Whether the columns' means divide by one shared noisy count (DESIGN §6): under

@@ -349,7 +349,31 @@ impl Shown {
 /// The plan as aligned `key value` lines.
 pub fn render_text(r: &Report, style: Style) -> String {
     let shown = Shown(style.rounding());
-    let mut lines: Vec<(&str, String)> = vec![];
+    let mut lines = head_lines(r);
+    lines.extend(input_lines(r));
+    lines.extend(noise_lines(r, shown));
+    lines.push(("error bound", error_bound_line(r, shown)));
+    lines.extend(per_person_lines(r, shown));
+    for a in &r.assumptions {
+        lines.push(("assumes", a.clone()));
+    }
+    for w in &r.warnings {
+        lines.push(("warning", w.clone()));
+    }
+    if let Some(c) = &r.comparison {
+        lines.push(("compare", compare_line(c, shown)));
+    }
+    let mut text = String::new();
+    for (key, value) in lines {
+        text.push_str(&format!("{key:<12} {value}\n"));
+    }
+    text
+}
+
+/// The text's first lines: what is planned, the error it targets when solving for ε, and the ε
+/// (with ρ, when it was converted, and how it was found).
+fn head_lines(r: &Report) -> Vec<(&'static str, String)> {
+    let mut lines = vec![];
     let what = match (&r.column, r.plan) {
         (Some(c), q) => format!("{q} of {c}"),
         (None, q) => q.to_string(),
@@ -383,6 +407,13 @@ pub fn render_text(r: &Report, style: Style) -> String {
     if let Some(m) = &r.method {
         lines.push(("", m.clone()));
     }
+    lines
+}
+
+/// The numbers the plan is given or reads off its flags (bounds, bins, rows, sensitivity), in
+/// full: only what it derives is rounded ([`Shown`]).
+fn input_lines(r: &Report) -> Vec<(&'static str, String)> {
+    let mut lines = vec![];
     if let Some(b) = &r.noise.bounds {
         lines.push(("bounds", format!("[{}, {}] as snapped to the grid", show(b.lower), show(b.upper))));
     }
@@ -395,8 +426,15 @@ pub fn render_text(r: &Report, style: Style) -> String {
     if let Some(s) = r.noise.sensitivity {
         lines.push(("sensitivity", show(s)));
     }
+    lines
+}
+
+/// The noise a release would draw: its scale (Laplace) or σ (Gaussian), and each part's
+/// spend, width and bound when the release draws several.
+fn noise_lines(r: &Report, shown: Shown) -> Vec<(&'static str, String)> {
+    let mut lines = vec![];
+    let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
     if let Some(s) = r.noise.scale {
-        let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
         lines.push((
             "noise scale",
             format!("{} = sensitivity / epsilon, discrete Laplace{grid}", shown.approx(s)),
@@ -404,7 +442,6 @@ pub fn render_text(r: &Report, style: Style) -> String {
     }
     if let (Some(s), Some(sigma)) = (r.noise.l2_sensitivity, r.noise.sigma) {
         lines.push(("sensitivity", format!("{} (L2)", show(s))));
-        let grid = r.noise.grid.as_ref().map_or(String::new(), |g| format!(" on a 2^{} grid", g.exponent));
         lines.push((
             "noise sigma",
             format!("{} = L2 sensitivity / sqrt(2 rho), discrete Gaussian{grid}", shown.approx(sigma)),
@@ -432,23 +469,29 @@ pub fn render_text(r: &Report, style: Style) -> String {
             ),
         ));
     }
+    lines
+}
+
+/// The error bound and what it promises: on the value, or on the rank for a quantile.
+fn error_bound_line(r: &Report, shown: Shown) -> String {
     let bound = shown.of(r.noise.accuracy.scope, r.noise.accuracy.error_bound);
     let confidence = r.noise.accuracy.confidence;
-    lines.push((
-        "error bound",
-        match r.noise.accuracy.scope {
-            RANK => format!(
-                "±{bound} rows of rank per quantile: the released candidate's rank is within {bound} rows \
-                 of the best candidate's with probability >= {confidence}"
-            ),
-            scope => {
-                let per_bin = if scope == PER_BIN { " per bin" } else { "" };
-                format!(
-                    "±{bound}{per_bin}: |release − true value| <= {bound} with probability >= {confidence}"
-                )
-            }
-        },
-    ));
+    match r.noise.accuracy.scope {
+        RANK => format!(
+            "±{bound} rows of rank per quantile: the released candidate's rank is within {bound} rows \
+             of the best candidate's with probability >= {confidence}"
+        ),
+        scope => {
+            let per_bin = if scope == PER_BIN { " per bin" } else { "" };
+            format!("±{bound}{per_bin}: |release − true value| <= {bound} with probability >= {confidence}")
+        }
+    }
+}
+
+/// With `--max-rows-per-id`: one line per K (its bound, and its ε when solving for it), then
+/// [`PER_PERSON_NOTE`].
+fn per_person_lines(r: &Report, shown: Shown) -> Vec<(&'static str, String)> {
+    let mut lines = vec![];
     for p in &r.per_person {
         let bound = shown.of(r.noise.accuracy.scope, p.error_bound);
         let eps =
@@ -461,36 +504,25 @@ pub fn render_text(r: &Report, style: Style) -> String {
     if !r.per_person.is_empty() {
         lines.push(("", PER_PERSON_NOTE.to_string()));
     }
-    for a in &r.assumptions {
-        lines.push(("assumes", a.clone()));
-    }
-    for w in &r.warnings {
-        lines.push(("warning", w.clone()));
-    }
-    if let Some(c) = &r.comparison {
-        let gaussian = match (c.gaussian_error_bound, c.rho) {
-            (Some(b), Some(rho)) => format!("gaussian ±{} (rho {})", shown.bound(b), short(rho)),
-            _ => "gaussian: no positive rho at this (epsilon, delta)".to_string(),
-        };
-        let verdict = match c.less_error {
-            "equal" => "both give the same bound".to_string(),
-            who => format!("{who} gives less error"),
-        };
-        lines.push((
-            "compare",
-            format!(
-                "at (epsilon {}, delta {}): laplace ±{}, {gaussian}: {verdict}",
-                show(c.epsilon),
-                c.delta_shown,
-                shown.bound(c.laplace_error_bound)
-            ),
-        ));
-    }
-    let mut text = String::new();
-    for (key, value) in lines {
-        text.push_str(&format!("{key:<12} {value}\n"));
-    }
-    text
+    lines
+}
+
+/// With `--delta`: both noises' bounds at the same (ε, δ), and which gives less error.
+fn compare_line(c: &Comparison, shown: Shown) -> String {
+    let gaussian = match (c.gaussian_error_bound, c.rho) {
+        (Some(b), Some(rho)) => format!("gaussian ±{} (rho {})", shown.bound(b), short(rho)),
+        _ => "gaussian: no positive rho at this (epsilon, delta)".to_string(),
+    };
+    let verdict = match c.less_error {
+        "equal" => "both give the same bound".to_string(),
+        who => format!("{who} gives less error"),
+    };
+    format!(
+        "at (epsilon {}, delta {}): laplace ±{}, {gaussian}: {verdict}",
+        show(c.epsilon),
+        c.delta_shown,
+        shown.bound(c.laplace_error_bound)
+    )
 }
 
 /// `dpstat plan QUERY --format csv`: one header line and the plan as one row, with one more

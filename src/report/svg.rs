@@ -319,12 +319,34 @@ fn rows_panel(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mu
         let at = px(top + row * listed as f64 + gap / 2.0);
         svg.line("other-rule", MARGIN + Y_TITLE, at, WIDTH - MARGIN, at, MUTED, 1.0, true);
     }
+    let rows = Rows { xa, left, row, points };
     for (i, bar) in panel.bars.iter().enumerate() {
         let cy = px(top + row * (i as f64 + 0.5) + if bar.other { gap } else { 0.0 });
+        rows.draw(svg, bar, cy);
+    }
+    svg.line("axis", left, bottom, right, bottom, AXIS, 1.0, false);
+    axis_titles(svg, [left, right, top, bottom], &panel.measure, &panel.category)
+}
+
+/// What every row of a bars or points panel is drawn against: the value axis, where the plot
+/// starts (the labels end there), the height of a row, and whether the rows are points (else
+/// bars from zero).
+struct Rows {
+    xa: Axis,
+    left: f64,
+    row: f64,
+    points: bool,
+}
+
+impl Rows {
+    /// One row centred at `cy`: its label, its value and bound at the right, its bar or point,
+    /// its error bar, and a mark where it lies beyond the scale.
+    fn draw(&self, svg: &mut Svg, bar: &Bar, cy: f64) {
+        let (xa, row, points) = (self.xa, self.row, self.points);
         let (fill, error, ink) =
             if bar.other { (OTHER_FILL, OTHER_ERROR, MUTED) } else { (BAR_FILL, ERROR_STROKE, "#000000") };
         let font = (row * 0.55).clamp(9.0, 14.0);
-        svg.text("label", left - 8.0, cy + font / 3.0, "end", font, ink, &bar.label);
+        svg.text("label", self.left - 8.0, cy + font / 3.0, "end", font, ink, &bar.label);
         svg.text(
             "value",
             WIDTH - MARGIN,
@@ -349,56 +371,58 @@ fn rows_panel(svg: &mut Svg, panel: &Panel, scales: &Scales, layout: &Layout, mu
                 Some(&title),
             );
         }
-        let (b0, b1) = bar.band_ends();
-        let (b0, b1) = (xa.clamp(b0), xa.clamp(b1));
-        if matches!(bar.band, Band::Value(_)) && b0 < b1 {
-            let class = format!("error{other}");
-            let tick = (row / 4.0).max(2.0);
-            svg.line(&class, xa.at(b0), cy, xa.at(b1), cy, error, 1.5, false);
-            // An end cut by the axis has no tick: the band goes on.
-            let (e0, e1) = bar.band_ends();
-            for (end, cut) in [(b0, b0 != e0), (b1, b1 != e1)] {
-                if !cut {
-                    svg.line(&class, xa.at(end), cy - tick, xa.at(end), cy + tick, error, 1.5, false);
-                }
-            }
-        }
+        self.error_bar(svg, bar, cy, &format!("error{other}"), error);
         if points && v == bar.value {
             let r = (row / 5.0).clamp(2.0, 5.0);
             let (fill, stroke) = if bar.other { ("#FFFFFF", OTHER_FILL) } else { (POINT_FILL, POINT_FILL) };
             svg.circle(&format!("point{other}"), xa.at(v), cy, r, fill, stroke, &title);
         }
         if v != bar.value {
-            // Beyond the scale (only `other` can be): an arrowhead at the edge, and the number.
-            let (x, dir) = (xa.at(v), if bar.value > v { 1.0 } else { -1.0 });
-            let (s, h) = (6.0 * dir, (row / 3.0).min(6.0));
-            let _ = writeln!(
-                svg.body,
-                "<path class=\"clip{other}\" d=\"M{} {} L{} {} L{} {} Z\" fill=\"{}\"/>",
-                px(x - s),
-                px(cy - h),
-                px(x),
-                cy,
-                px(x - s),
-                px(cy + h),
-                if points { OTHER_FILL } else { NOTE }
-            );
-            let anchor = if dir > 0.0 { "end" } else { "start" };
-            // Above the bar, or beside the point's arrow.
-            let above = if points { h } else { half };
-            svg.text(
-                "clipped",
-                px(x - 9.0 * dir),
-                px(cy - above - 3.0),
-                anchor,
-                11.0,
-                NOTE,
-                &number(bar.value),
-            );
+            self.clipped(svg, bar, v, cy, other);
         }
     }
-    svg.line("axis", left, bottom, right, bottom, AXIS, 1.0, false);
-    axis_titles(svg, [left, right, top, bottom], &panel.measure, &panel.category)
+
+    /// The whisker of a value's bound (a quantile's, on rank, has none), ticked at each end the
+    /// axis does not cut.
+    fn error_bar(&self, svg: &mut Svg, bar: &Bar, cy: f64, class: &str, stroke: &str) {
+        let xa = self.xa;
+        let (b0, b1) = bar.band_ends();
+        let (b0, b1) = (xa.clamp(b0), xa.clamp(b1));
+        if matches!(bar.band, Band::Value(_)) && b0 < b1 {
+            let tick = (self.row / 4.0).max(2.0);
+            svg.line(class, xa.at(b0), cy, xa.at(b1), cy, stroke, 1.5, false);
+            // An end cut by the axis has no tick: the band goes on.
+            let (e0, e1) = bar.band_ends();
+            for (end, cut) in [(b0, b0 != e0), (b1, b1 != e1)] {
+                if !cut {
+                    svg.line(class, xa.at(end), cy - tick, xa.at(end), cy + tick, stroke, 1.5, false);
+                }
+            }
+        }
+    }
+
+    /// A value beyond the scale (only `other` can be), clamped to `v` at the axis end: an
+    /// arrowhead at the edge, and the number.
+    fn clipped(&self, svg: &mut Svg, bar: &Bar, v: f64, cy: f64, other: &str) {
+        let (xa, row, points) = (self.xa, self.row, self.points);
+        let (x, dir) = (xa.at(v), if bar.value > v { 1.0 } else { -1.0 });
+        let (s, h) = (6.0 * dir, (row / 3.0).min(6.0));
+        let _ = writeln!(
+            svg.body,
+            "<path class=\"clip{other}\" d=\"M{} {} L{} {} L{} {} Z\" fill=\"{}\"/>",
+            px(x - s),
+            px(cy - h),
+            px(x),
+            cy,
+            px(x - s),
+            px(cy + h),
+            if points { OTHER_FILL } else { NOTE }
+        );
+        let anchor = if dir > 0.0 { "end" } else { "start" };
+        // Above the bar, or beside the point's arrow.
+        let above = if points { h } else { row / 3.0 };
+        svg.text("clipped", px(x - 9.0 * dir), px(cy - above - 3.0), anchor, 11.0, NOTE, &number(bar.value));
+    }
 }
 
 /// Each counts panel's categories as shares of its drawn noisy total: one 100% stacked bar per
