@@ -156,119 +156,28 @@ where
     let Scratch { ends, spans, rewritten, memo, stamp } = scratch;
     let ends = &mut ends[..];
     let mut rest = Rest { spans, rewritten, memo, stamp };
-    let mut rows = 0u64;
-    let mut lines = 0u64;
-    let mut mode = Mode::Start;
-    let mut prev_cr = part.after_cr;
-    // The current record: its first byte, the delimiters seen in it (the first `read` are in
-    // `scratch.ends`), whether it holds a quote.
-    let mut start = 0usize;
-    let mut separators = 0usize;
-    let mut quoted = false;
-    // Whether the record so far holds a dirty byte ([`Structure::dirty`]).
-    let mut unclean = false;
-    let mut padded;
+    let mut carry = Carry { mode: Mode::Start, prev_cr: part.after_cr, lines: 0 };
+    let mut at = Cursor { start: 0, separators: 0, quoted: false, unclean: false, rows: 0 };
     // The masks of a block of windows (and a window of zeros past it, so that a view of 64
     // bits may start anywhere in the block).
-    let mut block = [[0u64; BLOCK + 1]; 4];
+    let mut masks = [[0u64; BLOCK + 1]; 4];
     let windows = windows.clamp(1, BLOCK);
     let mut block_base = 0;
     while block_base < bytes.len() {
         let block_len = (bytes.len() - block_base).min(windows * WINDOW);
         // Stage 1: the structure of each window, in order (the quote state runs through them).
-        let mut any_quote_or_dirty = 0u64;
-        for w in 0..windows {
-            let base = block_base + w * WINDOW;
-            if base >= bytes.len() {
-                for masks in &mut block {
-                    masks[w] = 0;
-                }
-                continue;
-            }
-            let n = (bytes.len() - base).min(WINDOW);
-            let window: &[u8; WINDOW] = match bytes[base..].first_chunk::<WINDOW>() {
-                Some(w) => w,
-                None => {
-                    padded = [0u8; WINDOW];
-                    padded[..n].copy_from_slice(&bytes[base..]);
-                    &padded
-                }
-            };
-            let mut m = window_masks::<WIDE>(window, delimiter);
-            if n < WINDOW {
-                let valid = (1u64 << n) - 1;
-                m.quote &= valid;
-                m.delimiter &= valid;
-                m.cr &= valid;
-                m.lf &= valid;
-            }
-            let s = structure(&m, mode, n as u32 - 1, window, delimiter);
-            let mut dirty = s.dirty;
-            // A closing quote on the last byte of the window before: dirty unless a delimiter
-            // or line end follows it.
-            if mode == Mode::Closed && (s.separators | s.line_ends) & 1 == 0 {
-                dirty |= 1;
-            }
-            mode = s.mode;
-            if m.cr == 0 && !prev_cr {
-                lines += u64::from(m.lf.count_ones());
-            } else {
-                let crlf = m.lf & ((m.cr << 1) | u64::from(prev_cr));
-                lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
-                prev_cr = (m.cr >> (n - 1)) & 1 == 1;
-            }
-            block[SEPARATORS][w] = s.separators;
-            block[LINE_ENDS][w] = s.line_ends;
-            block[QUOTES][w] = m.quote;
-            block[DIRTY][w] = dirty;
-            any_quote_or_dirty |= m.quote | dirty;
-        }
-        // Stage 2: the records, 64 bytes at a time from where each starts, so that the
-        // branches do not depend on how records fall across windows.
-        let mut p = 0;
-        while p < block_len {
-            let ending = view(&block[LINE_ENDS], p);
-            // The bytes up to the record's line end, or the next 64 (to the block's end) when
-            // it ends further on.
-            let (len, ends_here) =
-                if ending != 0 { (ending.trailing_zeros() as usize, true) } else { (64, false) };
-            let below = if ends_here { (1u64 << len) - 1 } else { u64::MAX };
-            let mine = view(&block[SEPARATORS], p) & below;
-            locate(ends, separators.min(read), read, block_base + p, mine);
-            separators += mine.count_ones() as usize;
-            // (A file without quotes has neither quotes nor dirty bytes: one test per block.)
-            if any_quote_or_dirty != 0 {
-                quoted |= view(&block[QUOTES], p) & below != 0;
-                unclean |= view(&block[DIRTY], p) & below != 0;
-            }
-            if !ends_here {
-                p = (p + 64).min(block_len);
-                continue;
-            }
-            let at = block_base + p + len;
-            let fields = separators + 1;
-            let record = start;
-            (start, separators) = (at + 1, 0);
-            p += len + 1;
-            if at == record {
-                continue;
-            }
-            rows += 1;
-            let row = Record { start: record, end: at, fields, quoted, clean: !unclean };
-            (quoted, unclean) = (false, false);
-            if let Err(problem) = one(row, bytes, shape, &mut ends[..read], &mut rest, &mut each) {
-                let lines = line_ends(&bytes[..record], part.after_cr);
-                return Parsed {
-                    rows,
-                    lines,
-                    unfinished: None,
-                    stop: Some(Stop { problem, row: rows, offset: record }),
-                };
-            }
+        let any_quote_or_dirty =
+            block_masks::<WIDE>(bytes, block_base, windows, delimiter, &mut carry, &mut masks);
+        // Stage 2: the records.
+        let block = Block { masks: &masks, base: block_base, len: block_len, any_quote_or_dirty };
+        if let Err(stop) = block_records(block, bytes, shape, ends, &mut rest, &mut each, &mut at) {
+            let lines = line_ends(&bytes[..stop.offset], part.after_cr);
+            return Parsed { rows: at.rows, lines, unfinished: None, stop: Some(stop) };
         }
         block_base += windows * WINDOW;
     }
-    let mut parsed = Parsed { rows, lines, unfinished: None, stop: None };
+    let Cursor { start, separators, quoted, rows, .. } = at;
+    let mut parsed = Parsed { rows, lines: carry.lines, unfinished: None, stop: None };
     if start < bytes.len() {
         if part.last {
             parsed.rows += 1;
@@ -284,6 +193,153 @@ where
         }
     }
     parsed
+}
+
+/// The record stage 2 of [`parse_with`] is in: its first byte, the delimiters seen in it (the
+/// first `read` are in `scratch.ends`), whether it holds a quote or a dirty byte
+/// ([`Structure::dirty`]); and the rows read so far.
+struct Cursor {
+    start: usize,
+    separators: usize,
+    quoted: bool,
+    unclean: bool,
+    rows: u64,
+}
+
+/// A block's masks (stage 1's), where it starts in the part, its length, and whether any of
+/// its windows holds a quote or a dirty byte (a file without quotes has neither: one test per
+/// block).
+#[derive(Clone, Copy)]
+struct Block<'m> {
+    masks: &'m [[u64; BLOCK + 1]; 4],
+    base: usize,
+    len: usize,
+    any_quote_or_dirty: u64,
+}
+
+/// Stage 2 of [`parse_with`]: the records of one block, 64 bytes at a time from where each
+/// starts, so that the branches do not depend on how records fall across windows; each
+/// complete record is handed to [`one`]. The first problem stops the part.
+#[inline(always)]
+fn block_records<C>(
+    block: Block,
+    bytes: &[u8],
+    shape: &Shape,
+    ends: &mut [usize],
+    rest: &mut Rest,
+    each: &mut C,
+    at: &mut Cursor,
+) -> Result<(), Stop>
+where
+    C: FnMut(&Row) -> Result<(), BadCell>,
+{
+    let read = shape.read;
+    let mut p = 0;
+    while p < block.len {
+        let ending = view(&block.masks[LINE_ENDS], p);
+        // The bytes up to the record's line end, or the next 64 (to the block's end) when it
+        // ends further on.
+        let (len, ends_here) =
+            if ending != 0 { (ending.trailing_zeros() as usize, true) } else { (64, false) };
+        let below = if ends_here { (1u64 << len) - 1 } else { u64::MAX };
+        let mine = view(&block.masks[SEPARATORS], p) & below;
+        locate(ends, at.separators.min(read), read, block.base + p, mine);
+        at.separators += mine.count_ones() as usize;
+        if block.any_quote_or_dirty != 0 {
+            at.quoted |= view(&block.masks[QUOTES], p) & below != 0;
+            at.unclean |= view(&block.masks[DIRTY], p) & below != 0;
+        }
+        if !ends_here {
+            p = (p + 64).min(block.len);
+            continue;
+        }
+        let end = block.base + p + len;
+        let fields = at.separators + 1;
+        let record = at.start;
+        (at.start, at.separators) = (end + 1, 0);
+        p += len + 1;
+        if end == record {
+            continue;
+        }
+        at.rows += 1;
+        let row = Record { start: record, end, fields, quoted: at.quoted, clean: !at.unclean };
+        (at.quoted, at.unclean) = (false, false);
+        if let Err(problem) = one(row, bytes, shape, &mut ends[..read], rest, each) {
+            return Err(Stop { problem, row: at.rows, offset: record });
+        }
+    }
+    Ok(())
+}
+
+/// What runs from one window to the next in stage 1 of [`parse_with`]: the quote state, whether
+/// the last byte was a CR (a CRLF split across windows is one line end), and the lines so far.
+struct Carry {
+    mode: Mode,
+    prev_cr: bool,
+    lines: u64,
+}
+
+/// Stage 1 of [`parse_with`]: the structure of each of the `windows` windows of the block at
+/// `block_base`, in order, into `block` (a window past the input's end is all zeros); whether
+/// any of them holds a quote or a dirty byte.
+#[inline(always)]
+fn block_masks<const WIDE: bool>(
+    bytes: &[u8],
+    block_base: usize,
+    windows: usize,
+    delimiter: u8,
+    carry: &mut Carry,
+    block: &mut [[u64; BLOCK + 1]; 4],
+) -> u64 {
+    let mut any_quote_or_dirty = 0u64;
+    let mut padded;
+    for w in 0..windows {
+        let base = block_base + w * WINDOW;
+        if base >= bytes.len() {
+            for masks in block.iter_mut() {
+                masks[w] = 0;
+            }
+            continue;
+        }
+        let n = (bytes.len() - base).min(WINDOW);
+        let window: &[u8; WINDOW] = match bytes[base..].first_chunk::<WINDOW>() {
+            Some(w) => w,
+            None => {
+                padded = [0u8; WINDOW];
+                padded[..n].copy_from_slice(&bytes[base..]);
+                &padded
+            }
+        };
+        let mut m = window_masks::<WIDE>(window, delimiter);
+        if n < WINDOW {
+            let valid = (1u64 << n) - 1;
+            m.quote &= valid;
+            m.delimiter &= valid;
+            m.cr &= valid;
+            m.lf &= valid;
+        }
+        let s = structure(&m, carry.mode, n as u32 - 1, window, delimiter);
+        let mut dirty = s.dirty;
+        // A closing quote on the last byte of the window before: dirty unless a delimiter
+        // or line end follows it.
+        if carry.mode == Mode::Closed && (s.separators | s.line_ends) & 1 == 0 {
+            dirty |= 1;
+        }
+        carry.mode = s.mode;
+        if m.cr == 0 && !carry.prev_cr {
+            carry.lines += u64::from(m.lf.count_ones());
+        } else {
+            let crlf = m.lf & ((m.cr << 1) | u64::from(carry.prev_cr));
+            carry.lines += u64::from((m.cr | m.lf).count_ones() - crlf.count_ones());
+            carry.prev_cr = (m.cr >> (n - 1)) & 1 == 1;
+        }
+        block[SEPARATORS][w] = s.separators;
+        block[LINE_ENDS][w] = s.line_ends;
+        block[QUOTES][w] = m.quote;
+        block[DIRTY][w] = dirty;
+        any_quote_or_dirty |= m.quote | dirty;
+    }
+    any_quote_or_dirty
 }
 
 /// Windows whose masks are found before their records are read.
