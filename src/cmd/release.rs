@@ -723,22 +723,7 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         return Err(bad_input(AUTO_ON_CLUSTER));
     }
     note_no_files(&input, job.ledger.is_some());
-    let query = match (&job.group, &job.discover_by) {
-        (Some(g), _) => format!("{} by {}", job.statistic.name(), g.column.label()),
-        (None, Some((by, _))) => format!("{} by {} (keys found)", job.statistic.name(), by.label()),
-        (None, None) => job.statistic.name().to_string(),
-    };
-    let charge = ledger::Charge {
-        query,
-        column: job.statistic.column().map(ColumnRef::label),
-        neighbours: job.neighbours.name().to_string(),
-        unit: job
-            .person
-            .as_ref()
-            .map_or_else(|| ledger::ROW_UNIT.to_string(), |p| p.unit(job.group.is_some()).ledger_name()),
-        spend: job.spend.clone(),
-    };
-    let mut meter = Meter::new(job.ledger.as_ref(), charge);
+    let mut meter = Meter::new(job.ledger.as_ref(), charge_of(&job));
     let scanned =
         job.statistic.visit(Scan { job: &job, input: &mut input, rng: &mut rng, meter: &mut meter });
     let measured = meter.after_rows(scanned.and_then(|published| {
@@ -765,6 +750,34 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     }
     out.write_all(&bytes)?;
     out.flush()?;
+    print_notes(&published, job.confidence);
+    Ok(())
+}
+
+/// What the ledger records of a release: the query as it names it, the column, the neighbours,
+/// the unit and the spend.
+fn charge_of(job: &Job) -> ledger::Charge {
+    let query = match (&job.group, &job.discover_by) {
+        (Some(g), _) => format!("{} by {}", job.statistic.name(), g.column.label()),
+        (None, Some((by, _))) => format!("{} by {} (keys found)", job.statistic.name(), by.label()),
+        (None, None) => job.statistic.name().to_string(),
+    };
+    ledger::Charge {
+        query,
+        column: job.statistic.column().map(ColumnRef::label),
+        neighbours: job.neighbours.name().to_string(),
+        unit: job
+            .person
+            .as_ref()
+            .map_or_else(|| ledger::ROW_UNIT.to_string(), |p| p.unit(job.group.is_some()).ledger_name()),
+        spend: job.spend.clone(),
+    }
+}
+
+/// The notes and warnings on stderr once the release is printed: its unit, the persons with
+/// rows dropped, and its own notes, which may carry released values (privately chosen
+/// bounds), so only after the charge.
+fn print_notes(published: &Published, confidence: Confidence) {
     if let Some(line) = published.unit().line() {
         note_line(&format!("privacy unit: {line}"));
     }
@@ -773,12 +786,11 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
             "about {} people (± {} at {}%) had rows dropped by the bounds (--count-truncated, epsilon {})",
             t.persons,
             t.error_bound,
-            job.confidence.level() * 100.0,
+            confidence.level() * 100.0,
             t.epsilon
         ));
     }
-    // Notes may carry released values (privately chosen bounds): only after the charge.
-    if let Published::One(release) = &published {
+    if let Published::One(release) = published {
         for note in &release.notes {
             note_line(note);
         }
@@ -786,10 +798,9 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
             warn(warning);
         }
     }
-    for warning in text::warnings(&published, None) {
+    for warning in text::warnings(published, None) {
         warn(&warning);
     }
-    Ok(())
 }
 
 /// The ledger's side of a run. [`Meter::before_rows`] charges the release once its flags and
