@@ -100,46 +100,14 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
         Some(path) => Some(file_fingerprint(path, args.delimiter)?),
     };
     let ledger = ledger::read_keyed(&args.ledger, args.key.as_deref())?;
-    let names: Vec<String> = match &args.dataset {
-        Some(name) => {
-            let name = ledger::check_dataset_name(name)?;
-            if !ledger.accounts.contains_key(&name) {
-                let known: Vec<String> = ledger.accounts.keys().cloned().collect();
-                return Err(bad_input(format!(
-                    "{}: no dataset '{}' in this ledger; it has: {}",
-                    args.ledger.display(),
-                    shown(&name, 40),
-                    if known.is_empty() { "none yet".to_string() } else { known.join(", ") }
-                )));
-            }
-            vec![name]
-        }
-        None => ledger.accounts.keys().cloned().collect(),
-    };
+    let names = dataset_names(args, &ledger)?;
     let datasets: Vec<DatasetReport> = names.iter().map(|n| dataset_report(n, &ledger.account(n))).collect();
-    let file = file.map(|(name, fingerprint)| {
-        let matches = datasets
-            .iter()
-            .flat_map(|d| &d.releases)
-            .filter(|r| r.entry.fingerprint.as_deref() == Some(fingerprint.as_str()))
-            .map(|r| r.entry.seq)
-            .collect();
-        FileReport { name, fingerprint, matches }
-    });
+    let file = file.map(|(name, fingerprint)| file_report(name, fingerprint, &datasets));
     let report = Report {
         ledger: args.ledger.display().to_string(),
         records: ledger.records,
         head: ledger.head_hex(),
-        chain: ledger.key_id.as_ref().map(|id| ChainReport {
-            keyed: true,
-            key_id: id.clone(),
-            verified: ledger.verified,
-            state: match (ledger.verified, ledger.state_checked) {
-                (false, _) => "not checked",
-                (true, true) => "checked",
-                (true, false) => "missing",
-            },
-        }),
+        chain: chain_report(&ledger),
         datasets,
         file,
     };
@@ -156,13 +124,65 @@ pub fn report(args: &Request, out: &mut dyn Write) -> Result<()> {
     out.flush()?;
     if args.format == Format::Csv {
         // The lines about the ledger and the file are not rows of the CSV: notes on stderr.
-        let mut text = Vec::new();
-        render_text(&mut text, &Report { datasets: vec![], ..report }, &ledger)?;
-        for line in
-            String::from_utf8_lossy(&text).lines().filter(|l| !l.is_empty() && !l.starts_with("datasets"))
-        {
-            note_line(&line.split_whitespace().collect::<Vec<_>>().join(" "));
-        }
+        csv_notes(report, &ledger)?;
+    }
+    Ok(())
+}
+
+/// The datasets to list: the one `--dataset` names, refused with the names the ledger has when
+/// it holds no such dataset; else every dataset in the ledger.
+fn dataset_names(args: &Request, ledger: &Ledger) -> Result<Vec<String>> {
+    let Some(name) = &args.dataset else {
+        return Ok(ledger.accounts.keys().cloned().collect());
+    };
+    let name = ledger::check_dataset_name(name)?;
+    if !ledger.accounts.contains_key(&name) {
+        let known: Vec<String> = ledger.accounts.keys().cloned().collect();
+        return Err(bad_input(format!(
+            "{}: no dataset '{}' in this ledger; it has: {}",
+            args.ledger.display(),
+            shown(&name, 40),
+            if known.is_empty() { "none yet".to_string() } else { known.join(", ") }
+        )));
+    }
+    Ok(vec![name])
+}
+
+/// The data file named `name` with its `fingerprint`, and the listed releases that read
+/// exactly its records.
+fn file_report(name: String, fingerprint: String, datasets: &[DatasetReport]) -> FileReport {
+    let matches = datasets
+        .iter()
+        .flat_map(|d| &d.releases)
+        .filter(|r| r.entry.fingerprint.as_deref() == Some(fingerprint.as_str()))
+        .map(|r| r.entry.seq)
+        .collect();
+    FileReport { name, fingerprint, matches }
+}
+
+/// How a keyed ledger's chain was checked; None for a keyless ledger, which has no chain to
+/// verify.
+fn chain_report(ledger: &Ledger) -> Option<ChainReport> {
+    ledger.key_id.as_ref().map(|id| ChainReport {
+        keyed: true,
+        key_id: id.clone(),
+        verified: ledger.verified,
+        state: match (ledger.verified, ledger.state_checked) {
+            (false, _) => "not checked",
+            (true, true) => "checked",
+            (true, false) => "missing",
+        },
+    })
+}
+
+/// The text listing's lines about the ledger and the file (the listing without its datasets),
+/// each written as a note of one line.
+fn csv_notes(report: Report, ledger: &Ledger) -> Result<()> {
+    let mut text = Vec::new();
+    render_text(&mut text, &Report { datasets: vec![], ..report }, ledger)?;
+    for line in String::from_utf8_lossy(&text).lines().filter(|l| !l.is_empty() && !l.starts_with("datasets"))
+    {
+        note_line(&line.split_whitespace().collect::<Vec<_>>().join(" "));
     }
     Ok(())
 }

@@ -32,7 +32,7 @@ use std::fmt::Write;
 use crate::numeric::bins::OTHER;
 use crate::numeric::format::real;
 use crate::report::figure::{figure, percent, Style};
-use crate::report::release::{Number, Published, Release, PER_BIN};
+use crate::report::release::{Group, GroupedRelease, Number, Published, Release, PER_BIN};
 
 /// Width when neither `COLUMNS` nor a terminal says otherwise.
 pub const DEFAULT_WIDTH: usize = 80;
@@ -175,18 +175,7 @@ pub const ONE_NUMBER: &str = "--format chart and --plot draw releases of several
 /// The chart of a release; None for a release of one number.
 pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
     match published {
-        Published::One(release) => {
-            let panel = release_panel(release, None, style)?;
-            // Keys found in the data: as many bars as keys were released, none or one included
-            // (whether a chart is drawn must not depend on the data).
-            (panel.bars.len() > 1 || release.discovery.is_some()).then(|| Chart {
-                title: release_title(release, None),
-                confidence: release.noise.accuracy.confidence,
-                shares: panel.kind == Kind::Bars,
-                panels: vec![panel],
-                shared_scale: true,
-            })
-        }
+        Published::One(release) => one_chart(release, style),
         Published::Grouped(grouped) if grouped.groups.is_empty() && grouped.discovery.is_some() => {
             Some(Chart {
                 title: format!("{} by {}: no key reached the threshold", grouped.query, grouped.by),
@@ -196,53 +185,42 @@ pub fn of_published(published: &Published, style: Style) -> Option<Chart> {
                 shares: false,
             })
         }
-        Published::Grouped(grouped) => {
-            let first = &grouped.groups.first()?.release;
-            let title = release_title(first, Some(&grouped.by));
-            let per_group = first.bins.is_some() || first.quantiles.is_some() && first.value.is_none();
-            // `other` is the group of rows outside the listed keys; keys found in the data have none.
-            let is_other = |key: &str| key == OTHER && grouped.discovery.is_none();
-            let panels = if per_group {
-                grouped
-                    .groups
-                    .iter()
-                    .map(|g| {
-                        let mut panel =
-                            release_panel(&g.release, Some(format!("{} = {}", grouped.by, g.key)), style)?;
-                        if is_other(&g.key) {
-                            panel.bars.iter_mut().for_each(|b| b.other = true);
-                        }
-                        Some(panel)
-                    })
-                    .collect::<Option<Vec<_>>>()?
-            } else {
-                let bars = grouped
-                    .groups
-                    .iter()
-                    .filter_map(|g| {
-                        let bar = scalar_bar(&g.key, &g.release, g.release.value?, style);
-                        Some(Bar { other: is_other(&g.key), ..bar })
-                    })
-                    .collect();
-                vec![Panel {
-                    heading: None,
-                    kind: scalar_kind(first),
-                    category: grouped.by.clone(),
-                    measure: measure(first),
-                    per_bin: false,
-                    bars,
-                }]
-            };
-            let shares = panels.iter().all(|p| p.kind == Kind::Bars);
-            Some(Chart {
-                title,
-                confidence: first.noise.accuracy.confidence,
-                panels,
-                shared_scale: true,
-                shares,
-            })
-        }
+        Published::Grouped(grouped) => grouped_chart(grouped, style),
     }
+}
+
+/// The chart of a release that is not grouped: its bins or quantiles as one panel; None for a
+/// single value, or for at most one bar unless its keys were found in the data.
+fn one_chart(release: &Release, style: Style) -> Option<Chart> {
+    let panel = release_panel(release, None, style)?;
+    // Keys found in the data: as many bars as keys were released, none or one included
+    // (whether a chart is drawn must not depend on the data).
+    (panel.bars.len() > 1 || release.discovery.is_some()).then(|| Chart {
+        title: release_title(release, None),
+        confidence: release.noise.accuracy.confidence,
+        shares: panel.kind == Kind::Bars,
+        panels: vec![panel],
+        shared_scale: true,
+    })
+}
+
+/// The chart of a grouped release with groups: a panel per group when each group has bars of
+/// its own (bins, quantiles), else one panel with a bar per group, all on one scale.
+fn grouped_chart(grouped: &GroupedRelease, style: Style) -> Option<Chart> {
+    let first = &grouped.groups.first()?.release;
+    let title = release_title(first, Some(&grouped.by));
+    let per_group = first.bins.is_some() || first.quantiles.is_some() && first.value.is_none();
+    let panels = if per_group {
+        grouped
+            .groups
+            .iter()
+            .map(|g| group_panel(grouped, g, format!("{} = {}", grouped.by, g.key), style))
+            .collect::<Option<Vec<_>>>()?
+    } else {
+        vec![scalar_panel(None, first, grouped.by.clone(), group_bars(grouped, style))]
+    };
+    let shares = panels.iter().all(|p| p.kind == Kind::Bars);
+    Some(Chart { title, confidence: first.noise.accuracy.confidence, panels, shared_scale: true, shares })
 }
 
 /// The chart of a workload's `(name, release)` queries, at `total` (as printed: `eps 1`) and
@@ -257,56 +235,11 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
         match release {
             Published::One(r) => {
                 neighbours = r.noise.neighbours;
-                let heading = Some(format!("{name}: {}", what(r)));
-                match release_panel(r, heading, style) {
-                    Some(panel) => panels.push(panel),
-                    None => {
-                        // One value: its bar is labelled with the query's name.
-                        if let Some(value) = r.value {
-                            panels.push(Panel {
-                                heading: None,
-                                kind: scalar_kind(r),
-                                category: "query".into(),
-                                measure: measure(r),
-                                per_bin: false,
-                                bars: vec![scalar_bar(name, r, value, style)],
-                            });
-                        }
-                    }
-                }
+                panels.extend(query_panel(name, r, style));
             }
             Published::Grouped(g) => {
                 neighbours = g.neighbours;
-                let Some(first) = g.groups.first() else { continue };
-                let is_other = |key: &str| key == OTHER && g.discovery.is_none();
-                if first.release.value.is_none() {
-                    for group in &g.groups {
-                        let heading = format!("{name}: {} = {}", g.by, group.key);
-                        if let Some(mut panel) = release_panel(&group.release, Some(heading), style) {
-                            if is_other(&group.key) {
-                                panel.bars.iter_mut().for_each(|b| b.other = true);
-                            }
-                            panels.push(panel);
-                        }
-                    }
-                } else {
-                    let bars = g
-                        .groups
-                        .iter()
-                        .filter_map(|group| {
-                            let bar = scalar_bar(&group.key, &group.release, group.release.value?, style);
-                            Some(Bar { other: is_other(&group.key), ..bar })
-                        })
-                        .collect();
-                    panels.push(Panel {
-                        heading: Some(format!("{name}: {} by {}", what(&first.release), g.by)),
-                        kind: scalar_kind(&first.release),
-                        category: g.by.clone(),
-                        measure: measure(&first.release),
-                        per_bin: false,
-                        bars,
-                    });
-                }
+                panels.extend(grouped_query_panels(name, g, style));
             }
         }
     }
@@ -322,6 +255,66 @@ pub fn of_workload(queries: &[(&str, &Published)], total: &str, confidence: f64,
         shared_scale: false,
         shares: false,
     }
+}
+
+/// The panel of a workload query `name` that is not grouped: its bins or quantiles under the
+/// query's name, else its value; None for a release without one.
+fn query_panel(name: &str, r: &Release, style: Style) -> Option<Panel> {
+    let heading = Some(format!("{name}: {}", what(r)));
+    release_panel(r, heading, style).or_else(|| {
+        // One value: its bar is labelled with the query's name.
+        let value = r.value?;
+        Some(scalar_panel(None, r, "query".into(), vec![scalar_bar(name, r, value, style)]))
+    })
+}
+
+/// The panels of a grouped workload query `name`: one per group when the groups have no single
+/// value (bins, quantiles), else one with a bar per group; none for a release without groups.
+fn grouped_query_panels(name: &str, g: &GroupedRelease, style: Style) -> Vec<Panel> {
+    let Some(first) = g.groups.first() else { return vec![] };
+    if first.release.value.is_none() {
+        g.groups
+            .iter()
+            .filter_map(|group| group_panel(g, group, format!("{name}: {} = {}", g.by, group.key), style))
+            .collect()
+    } else {
+        let heading = format!("{name}: {} by {}", what(&first.release), g.by);
+        vec![scalar_panel(Some(heading), &first.release, g.by.clone(), group_bars(g, style))]
+    }
+}
+
+/// Whether `key` is `other`, the group of rows outside the listed keys; keys found in the data
+/// have none.
+fn is_other(grouped: &GroupedRelease, key: &str) -> bool {
+    key == OTHER && grouped.discovery.is_none()
+}
+
+/// One group's own bars (bins, quantiles) under `heading`, all drawn as `other`'s when it is
+/// that group; None for a group of a single value.
+fn group_panel(grouped: &GroupedRelease, group: &Group, heading: String, style: Style) -> Option<Panel> {
+    let mut panel = release_panel(&group.release, Some(heading), style)?;
+    if is_other(grouped, &group.key) {
+        panel.bars.iter_mut().for_each(|b| b.other = true);
+    }
+    Some(panel)
+}
+
+/// A bar per group, labelled with its key, for the groups that released a single value.
+fn group_bars(grouped: &GroupedRelease, style: Style) -> Vec<Bar> {
+    grouped
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let bar = scalar_bar(&g.key, &g.release, g.release.value?, style);
+            Some(Bar { other: is_other(grouped, &g.key), ..bar })
+        })
+        .collect()
+}
+
+/// A panel of single values, each a bar or point of the statistic `first` releases, labelled by
+/// `category`.
+fn scalar_panel(heading: Option<String>, first: &Release, category: String, bars: Vec<Bar>) -> Panel {
+    Panel { heading, kind: scalar_kind(first), category, measure: measure(first), per_bin: false, bars }
 }
 
 /// Counts are bars from zero; every other value is a point on its own value axis.

@@ -462,44 +462,58 @@ fn shares_panel(svg: &mut Svg, chart: &Chart, layout: &Layout, mut y: f64) -> f6
     for (r, (panel, shares)) in rows.iter().enumerate() {
         let cy = top + SHARE_ROW * (r as f64 + 0.5);
         svg.text("label", left - 8.0, px(cy + 4.5), "end", 13.0, "#000000", &names[r]);
-        let mut at = 0.0;
-        let mut listed = 0;
-        for (bar, &share) in panel.bars.iter().zip(shares) {
-            let (x0, x1) = (xa.at(at), xa.at(at + share));
-            at += share;
-            if share <= 0.0 {
-                continue;
-            }
-            let fill = if bar.other {
-                OTHER_FILL
-            } else {
-                listed += 1;
-                if listed % 2 == 1 {
-                    BAR_FILL
-                } else {
-                    SHARE_FILL
-                }
-            };
-            let text = format!("{} {}", bar.label, chart::share_text(share));
-            let class = if bar.other { "share other" } else { "share" };
-            svg.rect(class, x0, px(cy - SHARE_ROW * 0.36), x1, px(cy + SHARE_ROW * 0.36), fill, Some(&text));
-            if text.chars().count() as f64 * 6.6 + 6.0 <= x1 - x0 {
-                let ink = if fill == BAR_FILL { "#FFFFFF" } else { "#000000" };
-                svg.text("share-label", px((x0 + x1) / 2.0), px(cy + 4.0), "middle", 11.0, ink, &text);
-            } else {
-                unlabelled.push(text);
-            }
-        }
+        unlabelled.extend(share_segments(svg, xa, cy, panel, shares));
     }
     svg.line("axis", left, bottom, right, bottom, AXIS, 1.0, false);
-    let mut y = bottom + 36.0;
+    too_narrow_note(svg, &unlabelled, bottom + 36.0) + GAP
+}
+
+/// One panel's 100% stacked bar, centred at `cy`: a segment per category with a share above 0,
+/// listed ones in alternate fills and `other` grey, each labelled inside where its text fits;
+/// returns the labels that did not fit.
+fn share_segments(svg: &mut Svg, xa: Axis, cy: f64, panel: &Panel, shares: &[f64]) -> Vec<String> {
+    let mut unlabelled = vec![];
+    let mut at = 0.0;
+    let mut listed = 0;
+    for (bar, &share) in panel.bars.iter().zip(shares) {
+        let (x0, x1) = (xa.at(at), xa.at(at + share));
+        at += share;
+        if share <= 0.0 {
+            continue;
+        }
+        let fill = if bar.other {
+            OTHER_FILL
+        } else {
+            listed += 1;
+            if listed % 2 == 1 {
+                BAR_FILL
+            } else {
+                SHARE_FILL
+            }
+        };
+        let text = format!("{} {}", bar.label, chart::share_text(share));
+        let class = if bar.other { "share other" } else { "share" };
+        svg.rect(class, x0, px(cy - SHARE_ROW * 0.36), x1, px(cy + SHARE_ROW * 0.36), fill, Some(&text));
+        if text.chars().count() as f64 * 6.6 + 6.0 <= x1 - x0 {
+            let ink = if fill == BAR_FILL { "#FFFFFF" } else { "#000000" };
+            svg.text("share-label", px((x0 + x1) / 2.0), px(cy + 4.0), "middle", 11.0, ink, &text);
+        } else {
+            unlabelled.push(text);
+        }
+    }
+    unlabelled
+}
+
+/// The share labels too narrow to fit their segments, listed under the shares' axis from `y`,
+/// so that none is lost; returns where the list ends.
+fn too_narrow_note(svg: &mut Svg, unlabelled: &[String], mut y: f64) -> f64 {
     if !unlabelled.is_empty() {
         for line in wrap(&[format!("too narrow to label: {}", unlabelled.join(", "))], 112) {
             svg.text("note", MARGIN + Y_TITLE, y, "start", 12.0, NOTE, &line);
             y += 16.0;
         }
     }
-    y + GAP
+    y
 }
 
 fn heading(svg: &mut Svg, panel: &Panel, muted: bool, y: f64) -> f64 {
