@@ -521,51 +521,63 @@ impl SourceText<'_> {
     /// The workload's total: its mechanism, the total as written (ε, or ρ when `rho` is given)
     /// that shares are parts of, and the line that sets it.
     fn total(&self, raw: &RawWorkload) -> Result<(Mechanism, BigRational, usize), Error> {
-        let number = |v: &Spanned<Value>, key: &str| -> Result<(BigRational, usize), Error> {
-            let line = self.line(v.span().start);
-            self.exact(v).map(|r| (r, line)).map_err(|e| self.error_at(Some(line), &format!("{key}: {e}")))
-        };
-        let gaussian = match &raw.noise {
-            None => false,
-            Some(n) if n.get_ref() == "laplace" => false,
-            Some(n) if n.get_ref() == "gaussian" => true,
-            Some(n) => {
-                return Err(self.error(
-                    n.span(),
-                    &format!("noise '{}' is not a mechanism: use \"laplace\" or \"gaussian\"", n.get_ref()),
-                ))
-            }
-        };
-        let delta = match &raw.delta {
-            None => None,
-            Some(d) => {
-                let (r, line) = number(d, "delta")?;
-                Some((
-                    Delta::from_rational(r).map_err(|e| self.error_at(Some(line), &format!("delta: {e}")))?,
-                    line,
-                ))
-            }
-        };
+        let gaussian = self.gaussian(raw)?;
+        let delta = self.delta(raw)?;
         if !gaussian {
-            // A Laplace workload's delta is its selection's (discover = true): `discovery`.
-            let delta = raw.delta.as_ref().filter(|_| !discovers(raw));
-            if let Some(v) = raw.rho.as_ref().or(delta) {
-                return Err(self.error(
-                    v.span(),
-                    "rho and delta belong to noise = \"gaussian\" (delta also to queries with discover = \
-                     true); a Laplace workload is pure epsilon-DP",
-                ));
-            }
-            let Some(total) = &raw.epsilon else {
-                return Err(
-                    self.error_at(None, "the workload needs a total: add a line like epsilon = \"1\"")
-                );
-            };
-            let (r, line) = number(total, "epsilon")?;
-            let eps = Epsilon::from_rational(r.clone())
-                .map_err(|e| self.error_at(Some(line), &format!("epsilon: {e}")))?;
-            return Ok((Mechanism::Laplace(eps), r, line));
+            return self.laplace_total(raw);
         }
+        self.gaussian_total(raw, delta)
+    }
+
+    /// `noise`, validated: whether the workload draws Gaussian noise (Laplace when the file
+    /// names none).
+    fn gaussian(&self, raw: &RawWorkload) -> Result<bool, Error> {
+        match &raw.noise {
+            None => Ok(false),
+            Some(n) if n.get_ref() == "laplace" => Ok(false),
+            Some(n) if n.get_ref() == "gaussian" => Ok(true),
+            Some(n) => Err(self.error(
+                n.span(),
+                &format!("noise '{}' is not a mechanism: use \"laplace\" or \"gaussian\"", n.get_ref()),
+            )),
+        }
+    }
+
+    /// `delta`, validated with its line whatever the noise, so a bad one is refused before the
+    /// total is read; None when the file has none.
+    fn delta(&self, raw: &RawWorkload) -> Result<Option<(Delta, usize)>, Error> {
+        let Some(d) = &raw.delta else { return Ok(None) };
+        let (r, line) = self.exact_at(d, "delta")?;
+        let delta = Delta::from_rational(r).map_err(|e| self.error_at(Some(line), &format!("delta: {e}")))?;
+        Ok(Some((delta, line)))
+    }
+
+    /// A Laplace workload's total: its `epsilon`, which it needs, with neither `rho` nor a
+    /// `delta` of its own.
+    fn laplace_total(&self, raw: &RawWorkload) -> Result<(Mechanism, BigRational, usize), Error> {
+        // A Laplace workload's delta is its selection's (discover = true): `discovery`.
+        let delta = raw.delta.as_ref().filter(|_| !discovers(raw));
+        if let Some(v) = raw.rho.as_ref().or(delta) {
+            return Err(self.error(
+                v.span(),
+                "rho and delta belong to noise = \"gaussian\" (delta also to queries with discover = \
+                 true); a Laplace workload is pure epsilon-DP",
+            ));
+        }
+        let Some(total) = &raw.epsilon else {
+            return Err(self.error_at(None, "the workload needs a total: add a line like epsilon = \"1\""));
+        };
+        let (eps, r, line) = self.epsilon(total)?;
+        Ok((Mechanism::Laplace(eps), r, line))
+    }
+
+    /// A Gaussian workload's total, at the `delta` it needs: `rho` as given, or the largest ρ
+    /// whose conversion at δ is at most `epsilon`.
+    fn gaussian_total(
+        &self,
+        raw: &RawWorkload,
+        delta: Option<(Delta, usize)>,
+    ) -> Result<(Mechanism, BigRational, usize), Error> {
         let Some((delta, delta_line)) = delta else {
             return Err(self.error_at(
                 None,
@@ -576,15 +588,13 @@ impl SourceText<'_> {
         match (&raw.rho, &raw.epsilon) {
             (Some(_), Some(e)) => Err(self.error(e.span(), "give the total as rho or as epsilon, not both")),
             (Some(rho), None) => {
-                let (r, line) = number(rho, "rho")?;
+                let (r, line) = self.exact_at(rho, "rho")?;
                 let rho = Rho::from_rational(r.clone())
                     .map_err(|e| self.error_at(Some(line), &format!("rho: {e}")))?;
                 Ok((Mechanism::Gaussian { rho, delta }, r, line))
             }
             (None, Some(total)) => {
-                let (r, line) = number(total, "epsilon")?;
-                let eps = Epsilon::from_rational(r.clone())
-                    .map_err(|e| self.error_at(Some(line), &format!("epsilon: {e}")))?;
+                let (eps, r, line) = self.epsilon(total)?;
                 let rho = Rho::largest_for(&eps, &delta).map_err(|e| self.error_at(Some(line), &e))?;
                 Ok((Mechanism::Gaussian { rho, delta }, r, line))
             }
@@ -593,6 +603,21 @@ impl SourceText<'_> {
                 "the workload needs a total: epsilon = \"E\" (rho derived at delta) or rho = \"R\"",
             )),
         }
+    }
+
+    /// `epsilon`, validated: the total ε, the number as written (what shares are parts of) and
+    /// its line.
+    fn epsilon(&self, total: &Spanned<Value>) -> Result<(Epsilon, BigRational, usize), Error> {
+        let (r, line) = self.exact_at(total, "epsilon")?;
+        let eps = Epsilon::from_rational(r.clone())
+            .map_err(|e| self.error_at(Some(line), &format!("epsilon: {e}")))?;
+        Ok((eps, r, line))
+    }
+
+    /// A key's exact decimal and its line; an error names the key.
+    fn exact_at(&self, v: &Spanned<Value>, key: &str) -> Result<(BigRational, usize), Error> {
+        let line = self.line(v.span().start);
+        self.exact(v).map(|r| (r, line)).map_err(|e| self.error_at(Some(line), &format!("{key}: {e}")))
     }
 
     /// `neighbours`, validated: the privacy unit, add-remove when the file names none.
@@ -905,15 +930,28 @@ impl SourceText<'_> {
         // Only G or K_g make the bounds bind by group (without them G = K_g = K).
         let given = raw.max_groups_per_id.as_ref().or(raw.max_rows_per_group.as_ref());
         let line = given.map(|v| self.line(v.span().start));
-        let by_of = |q: &WorkloadQuery| -> Option<ColumnRef> {
-            q.job.group.as_ref().map(|g| g.column.clone()).or(q
-                .job
-                .discover_by
-                .as_ref()
-                .map(|(by, _)| by.clone()))
-        };
         let grouped: Vec<(&WorkloadQuery, ColumnRef)> =
-            queries.iter().filter_map(|q| by_of(q).map(|by| (q, by))).collect();
+            queries.iter().filter_map(|q| grouped_by(q).map(|by| (q, by))).collect();
+        let (first, by) = self.one_by(line, person, &grouped)?;
+        self.same_keys(line, (first, by), &grouped)?;
+        let filters = first
+            .job
+            .filters
+            .iter()
+            .filter(|f| queries.iter().all(|q| q.job.filter_labels.contains(&f.label())))
+            .cloned()
+            .collect();
+        Ok(Some(GroupBounds { by: by.clone(), keys: group_keys(first), filters }))
+    }
+
+    /// The first grouped query and its `by`, which every other grouped query must share: a
+    /// workload bounds each person's groups of one column. `line` is that of G or K_g.
+    fn one_by<'g, 'q>(
+        &self,
+        line: Option<usize>,
+        person: &Person,
+        grouped: &'g [(&'q WorkloadQuery, ColumnRef)],
+    ) -> Result<(&'q WorkloadQuery, &'g ColumnRef), Error> {
         let Some((first, by)) = grouped.first() else {
             return Err(self.error_at(
                 line,
@@ -938,32 +976,35 @@ impl SourceText<'_> {
                 ),
             ));
         }
+        Ok((*first, by))
+    }
+
+    /// Refuses a grouped query whose keys are not those of `first` (grouped by `by`): one
+    /// bounding of each person's groups serves every query.
+    fn same_keys(
+        &self,
+        line: Option<usize>,
+        (first, by): (&WorkloadQuery, &ColumnRef),
+        grouped: &[(&WorkloadQuery, ColumnRef)],
+    ) -> Result<(), Error> {
         // The bounding labels a row's group as every grouped query routes it (an unlisted key
         // to `other`, an imputed one to its key), so that no query's group holds more of a
         // person's rows than K_g: the queries list the same keys, or all find them.
-        let keys = |q: &WorkloadQuery| q.job.group.as_ref().map(|g| g.keys.clone());
-        if let Some((other, _)) = grouped.iter().find(|(q, _)| keys(q) != keys(first)) {
-            return Err(self.error_at(
-                line,
-                &format!(
-                    "queries '{}' and '{}' group by {:?} with other keys (or one lists them and one finds \
-                     them): a workload bounds each person's groups (max_groups_per_id, max_rows_per_group) \
-                     once for all its queries, so they list the same keys, with the same closed and \
-                     invalid, or all find them",
-                    first.name,
-                    other.name,
-                    by.label()
-                ),
-            ));
-        }
-        let filters = first
-            .job
-            .filters
-            .iter()
-            .filter(|f| queries.iter().all(|q| q.job.filter_labels.contains(&f.label())))
-            .cloned()
-            .collect();
-        Ok(Some(GroupBounds { by: by.clone(), keys: keys(first), filters }))
+        let Some((other, _)) = grouped.iter().find(|(q, _)| group_keys(q) != group_keys(first)) else {
+            return Ok(());
+        };
+        Err(self.error_at(
+            line,
+            &format!(
+                "queries '{}' and '{}' group by {:?} with other keys (or one lists them and one finds \
+                 them): a workload bounds each person's groups (max_groups_per_id, max_rows_per_group) \
+                 once for all its queries, so they list the same keys, with the same closed and \
+                 invalid, or all find them",
+                first.name,
+                other.name,
+                by.label()
+            ),
+        ))
     }
 
     /// 1-based line of a byte offset.
@@ -1394,6 +1435,16 @@ impl SourceText<'_> {
 /// Whether some query of the file asks for its groups to be found (`discover = true`).
 fn discovers(raw: &RawWorkload) -> bool {
     raw.query.iter().any(|q| q.get_ref().discover.as_ref().is_some_and(|d| *d.get_ref()))
+}
+
+/// A grouped query's `by` column: the groups it lists, or those it finds (`discover = true`).
+fn grouped_by(q: &WorkloadQuery) -> Option<ColumnRef> {
+    q.job.group.as_ref().map(|g| g.column.clone()).or(q.job.discover_by.as_ref().map(|(by, _)| by.clone()))
+}
+
+/// The keys a grouped query lists; None when it finds them.
+fn group_keys(q: &WorkloadQuery) -> Option<Keys> {
+    q.job.group.as_ref().map(|g| g.keys.clone())
 }
 
 /// The kinds a workload takes, in registry order.

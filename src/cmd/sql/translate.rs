@@ -544,35 +544,14 @@ fn conditions(
     out: &mut Vec<String>,
     keys: &mut Option<Vec<String>>,
 ) -> Result<(), Error> {
-    let col = |x: &Expr| column_name(x, Some(table));
-    let unsupported = |what: &str| {
-        refuse(
-            &format!("{what} in WHERE"),
-            "dpstat filters are comparisons of a column with a literal (=, !=, <, <=, >, >=, IN, BETWEEN, IS \
-             [NOT] NULL) joined by AND",
-        )
-    };
     match e {
         Expr::Nested(inner) => conditions(inner, table, group, top, out, keys),
         Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
             conditions(left, table, group, top, out, keys)?;
             conditions(right, table, group, top, out, keys)
         }
-        Expr::BinaryOp { op: BinaryOperator::Or, .. } => Err(refuse(
-            "OR in WHERE",
-            "filters are joined by AND; for one column's alternatives write col IN ('a', 'b')",
-        )),
-        Expr::BinaryOp { left, op, right } => {
-            let (c, lit, op) = match (col(left), col(right)) {
-                (Some(c), None) => (c, right.as_ref(), op.clone()),
-                (None, Some(c)) => (c, left.as_ref(), flipped(op)),
-                _ => return Err(unsupported(&e.to_string())),
-            };
-            out.extend(comparison(&c, &op, lit).ok_or_else(|| unsupported(&e.to_string()))??);
-            Ok(())
-        }
         Expr::InList { expr, list, negated } => {
-            let c = col(expr).ok_or_else(|| unsupported(&e.to_string()))?;
+            let c = column_name(expr, Some(table)).ok_or_else(|| unsupported(&e.to_string()))?;
             let items: Option<Vec<String>> = list.iter().map(|v| number(v).or_else(|| text(v))).collect();
             let items = items.ok_or_else(|| unsupported(&e.to_string()))?;
             if top && !negated && group == Some(c.as_str()) && keys.is_none() {
@@ -583,20 +562,41 @@ fn conditions(
             out.push(format!("{} {word} {}", filter_column(&c), list::join(&items)));
             Ok(())
         }
+        other => {
+            out.extend(condition(other, table)?);
+            Ok(())
+        }
+    }
+}
+
+/// One condition of WHERE other than AND and IN, as the filters it becomes (BETWEEN is two);
+/// what is outside the subset is refused.
+fn condition(e: &Expr, table: &[String]) -> Result<Vec<String>, Error> {
+    let col = |x: &Expr| column_name(x, Some(table));
+    match e {
+        Expr::BinaryOp { op: BinaryOperator::Or, .. } => Err(refuse(
+            "OR in WHERE",
+            "filters are joined by AND; for one column's alternatives write col IN ('a', 'b')",
+        )),
+        Expr::BinaryOp { left, op, right } => {
+            let (c, lit, op) = match (col(left), col(right)) {
+                (Some(c), None) => (c, right.as_ref(), op.clone()),
+                (None, Some(c)) => (c, left.as_ref(), flipped(op)),
+                _ => return Err(unsupported(&e.to_string())),
+            };
+            comparison(&c, &op, lit).ok_or_else(|| unsupported(&e.to_string()))?
+        }
         Expr::Between { expr, negated: false, low, high } => {
             let c = col(expr).ok_or_else(|| unsupported(&e.to_string()))?;
             let (Some(l), Some(h)) = (number(low).or_else(|| text(low)), number(high).or_else(|| text(high))) else {
                 return Err(unsupported(&e.to_string()));
             };
-            out.push(format!("{}>={l}", filter_column(&c)));
-            out.push(format!("{}<={h}", filter_column(&c)));
-            Ok(())
+            Ok(vec![format!("{}>={l}", filter_column(&c)), format!("{}<={h}", filter_column(&c))])
         }
         Expr::IsNull(x) | Expr::IsNotNull(x) => {
             let c = col(x).ok_or_else(|| unsupported(&e.to_string()))?;
             let test = if matches!(e, Expr::IsNull(_)) { "is empty" } else { "is not empty" };
-            out.push(format!("{} {test}", filter_column(&c)));
-            Ok(())
+            Ok(vec![format!("{} {test}", filter_column(&c))])
         }
         Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
             Err(refuse("a subquery", "query the table itself; list public groups with --keys"))
@@ -607,6 +607,16 @@ fn conditions(
         )),
         other => Err(unsupported(&shown(&other.to_string(), 60))),
     }
+}
+
+/// The refusal of a condition outside the subset (`what`, as written), with the conditions
+/// dpstat takes.
+fn unsupported(what: &str) -> Error {
+    refuse(
+        &format!("{what} in WHERE"),
+        "dpstat filters are comparisons of a column with a literal (=, !=, <, <=, >, >=, IN, BETWEEN, IS \
+         [NOT] NULL) joined by AND",
+    )
 }
 
 /// `column op literal` as filters; None when it is no comparison of the subset.
