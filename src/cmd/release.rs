@@ -449,7 +449,7 @@ impl Job {
         };
         let groups = group_count(group.as_ref(), discover_by.as_ref());
         if let (Some(p), Some(flags)) = (person.as_mut(), &request.person) {
-            let at = Shares { request: &request, options: &options, groups, keyed: group.is_some() };
+            let at = Extras { request: &request, options: &options, groups, keyed: group.is_some() };
             at.take_extras(p, flags, &mechanism, discover_by.is_some())?;
         }
         let mechanism = row_mechanism(mechanism, person.as_ref(), group.is_some(), discover_by.is_some());
@@ -566,14 +566,14 @@ fn person_of(
 
 /// What the person-level extras (`--max-rows-per-id auto`, `--count-truncated`) are checked
 /// against: the request, its options, its groups and whether they are listed.
-struct Shares<'r> {
+struct Extras<'r> {
     request: &'r Request,
     options: &'r Options,
     groups: usize,
     keyed: bool,
 }
 
-impl Shares<'_> {
+impl Extras<'_> {
     /// Gives each extra its tenth of ε and the release the rest. The statistic runs at row
     /// level on the bounded rows: what it is given and checks its options against is the
     /// release's budget divided by what one person moves it by. A discovery divides its budget

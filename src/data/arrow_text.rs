@@ -107,35 +107,25 @@ macro_rules! each {
 /// cells, which `readable` refused before the scan), by family of types.
 pub fn texts(array: &dyn Array) -> Texts {
     let mut texts = Texts::with_capacity(array.len());
-    let written = match array.data_type() {
-        DataType::Date32
-        | DataType::Date64
-        | DataType::Timestamp(..)
-        | DataType::Time32(_)
-        | DataType::Time64(_) => temporal_texts(array, &mut texts),
-        DataType::Boolean
-        | DataType::Utf8
-        | DataType::LargeUtf8
-        | DataType::Utf8View
-        | DataType::Binary
-        | DataType::LargeBinary
-        | DataType::BinaryView
-        | DataType::FixedSizeBinary(_) => byte_texts(array, &mut texts),
-        DataType::Dictionary(..) => {
-            if let Some(dictionary) = array.as_any_dictionary_opt() {
-                let values = self::texts(dictionary.values().as_ref());
-                let keys = dictionary.normalized_keys();
-                for (row, key) in keys.into_iter().enumerate() {
-                    texts.push(|out| {
-                        if array.is_valid(row) {
-                            out.extend_from_slice(values.get(key).unwrap_or_default());
-                        }
-                    });
-                }
+    let written = match array.as_any_dictionary_opt() {
+        Some(dictionary) => {
+            let values = self::texts(dictionary.values().as_ref());
+            let keys = dictionary.normalized_keys();
+            for (row, key) in keys.into_iter().enumerate() {
+                texts.push(|out| {
+                    if array.is_valid(row) {
+                        out.extend_from_slice(values.get(key).unwrap_or_default());
+                    }
+                });
             }
             true
         }
-        _ => number_texts(array, &mut texts),
+        // Each family writes the types it knows and says false to the others.
+        None => {
+            number_texts(array, &mut texts)
+                || temporal_texts(array, &mut texts)
+                || byte_texts(array, &mut texts)
+        }
     };
     if !written {
         texts.ends.resize(array.len(), 0);
