@@ -1,8 +1,8 @@
 //! A floor for issue 36's speed target (a person-level mean within 3× of the row-level one):
 //! what keeping at most K rows per person costs on this machine when every row must go through
 //! the temporary files, with dpstat's own scan, against dpstat's row-level mean in the same
-//! harness. A plain harness: `cargo bench --bench person_floor -- FILE [K]`, FILE an `id,value`
-//! CSV such as bench/gen_person.rs writes; prints medians of 5 runs.
+//! harness. A plain harness: `cargo bench --bench person_floor -- FILE [K] [--ids] [--rank-mix]`,
+//! FILE an `id,value` CSV such as bench/gen_person.rs writes; prints medians of 5 runs.
 //!
 //! This is not dpstat's choice of rows and must not become it: each row keeps 16 bytes only, a
 //! 64-bit hash of its id and its value's bits (parsed once, during the scan), so two persons
@@ -12,6 +12,14 @@
 //! sorted by person after the scan, a person's rows ranked by the keyed SipHash-1-3 of (person,
 //! value, copy) and the K lowest kept in a heap), to show what that design costs at the least.
 //! docs/PERFORMANCE.md has its figures.
+//!
+//! Two options bound what a cheaper version of the same design could reach:
+//! - `--ids`: each row also keeps its id's bytes (ids of at most 8 bytes, in one word), and a
+//!   person is the rows of one id, not of one hash (what DESIGN §3.10 needs: persons are never
+//!   merged), as `data::bound` does, which also reads ids of any length;
+//! - `--rank-mix`: a row's rank is an unkeyed multiply-xorshift of (person, value, copy)
+//!   instead of SipHash. Not a pseudo-random function (a writer of rows could choose which are
+//!   kept): only a lower bound on the cost of any rank.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -35,8 +43,16 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 use twox_hash::XxHash3_64;
 
 const RUNS: usize = 5;
-/// A row as this floor keeps it: its id's hash, then its value's bits, little-endian.
+/// A row as this floor keeps it: its id's hash, then its value's bits, little-endian; with
+/// `--ids`, then its id's bytes (see [`Floor::row`]).
 const RECORD: usize = 16;
+
+/// What the floor keeps and ranks (see the module's comment).
+#[derive(Clone, Copy, Debug, Default)]
+struct Options {
+    ids: bool,
+    mix: bool,
+}
 
 /// What every copy of the fold shares.
 #[derive(Debug, Default)]
@@ -54,11 +70,18 @@ struct Floor {
     buckets: Vec<Vec<u8>>,
     #[serde(skip)]
     unreported: usize,
+    #[serde(skip)]
+    ids: bool,
 }
 
 impl Floor {
     fn copy(&self) -> Floor {
-        Floor { shared: self.shared.clone(), buckets: vec![Vec::new(); BUCKETS], unreported: 0 }
+        Floor {
+            shared: self.shared.clone(),
+            buckets: vec![Vec::new(); BUCKETS],
+            unreported: 0,
+            ids: self.ids,
+        }
     }
 
     fn spill(&mut self) {
@@ -94,9 +117,22 @@ impl Fold for Floor {
             self.buckets = vec![Vec::new(); BUCKETS];
         }
         let bucket = &mut self.buckets[(hash % BUCKETS as u64) as usize];
-        bucket.extend_from_slice(&hash.to_le_bytes());
-        bucket.extend_from_slice(&value.to_bits().to_le_bytes());
-        self.unreported += RECORD;
+        let before = bucket.len();
+        if self.ids {
+            // The id in 8 bytes, zero-padded, its length in the hash's low byte (equal ids have
+            // equal hashes): three words a row, no copy of a variable length. Longer ids would
+            // cost more; the generated files' have a few digits.
+            let mut word = [0u8; 8];
+            let Some(padded) = word.get_mut(..id.len()) else { panic!("an id over 8 bytes") };
+            padded.copy_from_slice(id);
+            bucket.extend_from_slice(&(hash & !0xFF | id.len() as u64).to_le_bytes());
+            bucket.extend_from_slice(&value.to_bits().to_le_bytes());
+            bucket.extend_from_slice(&word);
+        } else {
+            bucket.extend_from_slice(&hash.to_le_bytes());
+            bucket.extend_from_slice(&value.to_bits().to_le_bytes());
+        }
+        self.unreported += bucket.len() - before;
         if self.unreported >= 1 << 20 {
             self.report();
         }
@@ -133,45 +169,69 @@ impl Fold for Floor {
     }
 }
 
+/// One row as [`choose`] reads it back: its id's hash (with `--ids`, its length in the low
+/// byte), its value's bits and its id's bytes as a word (0 without `--ids`).
+type Kept = (u64, u64, u64);
+
 /// The sum and count of the rows kept of one bucket's records: every row of a person with at
 /// most `k`, else the `k` of lowest rank.
-fn choose(bytes: &[u8], k: usize, key: &SipHasher13) -> (f64, u64) {
-    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("eight bytes"));
-    let mut rows: Vec<(u64, u64)> =
-        bytes.chunks_exact(RECORD).map(|r| (word(&r[..8]), word(&r[8..]))).collect();
-    rows.sort_unstable_by_key(|r| r.0);
+fn choose(bytes: &[u8], k: usize, key: &SipHasher13, options: Options) -> (f64, u64) {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let size = if options.ids { RECORD + 8 } else { RECORD };
+    let row = |i: usize| -> Kept {
+        let (hash, at) = (word(i * size), i * size);
+        (hash, word(at + 8), if options.ids { word(at + RECORD) } else { 0 })
+    };
+    // By person: the hash, then (`--ids`) the id's bytes, which tell apart ids whose hashes agree.
+    let mut rows: Vec<Kept> = (0..bytes.len() / size).map(row).collect();
+    rows.sort_unstable_by_key(|r| (r.0, r.2));
     let (mut sum, mut kept) = (0.0, 0);
     let mut values = Vec::new();
-    for person in rows.chunk_by(|a, b| a.0 == b.0) {
+    let mut person = |person: &[Kept]| {
         if person.len() <= k {
             sum += person.iter().map(|r| f64::from_bits(r.1).clamp(0.0, 1000.0)).sum::<f64>();
             kept += person.len() as u64;
-            continue;
+            return;
         }
         values.clear();
         values.extend(person.iter().map(|r| r.1));
         values.sort_unstable();
-        let mut state = *key;
-        std::hash::Hasher::write(&mut state, &person[0].0.to_le_bytes());
-        let mut heap = std::collections::BinaryHeap::with_capacity(k);
-        let mut copy = 0u64;
-        for (i, &value) in values.iter().enumerate() {
-            copy = if i > 0 && values[i - 1] == value { copy + 1 } else { 0 };
+        let (s, n) = lowest(&values, k, person[0], key, options.mix);
+        (sum, kept) = (sum + s, kept + n);
+    };
+    rows.chunk_by(|a, b| (a.0, a.2) == (b.0, b.2)).for_each(&mut person);
+    (sum, kept)
+}
+
+/// The sum and count of the `k` lowest-ranked of one person's `values` (sorted, so that the
+/// copies of a value are together and numbered in turn).
+fn lowest(values: &[u64], k: usize, person: Kept, key: &SipHasher13, mix: bool) -> (f64, u64) {
+    let mut state = *key;
+    // Without `--ids`, the person is their hash; with, their id's bytes (and its length).
+    std::hash::Hasher::write(&mut state, &person.0.to_le_bytes());
+    std::hash::Hasher::write(&mut state, &person.2.to_le_bytes());
+    let mut heap = std::collections::BinaryHeap::with_capacity(k);
+    let mut copy = 0u64;
+    for (i, &value) in values.iter().enumerate() {
+        copy = if i > 0 && values[i - 1] == value { copy + 1 } else { 0 };
+        let rank = if mix {
+            let x =
+                (person.0 ^ value.rotate_left(17) ^ copy.rotate_left(43)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            u128::from(x ^ (x >> 29))
+        } else {
             let mut h = state;
             std::hash::Hasher::write(&mut h, &value.to_le_bytes());
             std::hash::Hasher::write(&mut h, &copy.to_le_bytes());
-            let rank = h.finish128().as_u128();
-            if heap.len() < k {
-                heap.push((rank, value));
-            } else if heap.peek().is_some_and(|&(top, _)| rank < top) {
-                heap.pop();
-                heap.push((rank, value));
-            }
+            h.finish128().as_u128()
+        };
+        if heap.len() < k {
+            heap.push((rank, value));
+        } else if heap.peek().is_some_and(|&(top, _)| rank < top) {
+            heap.pop();
+            heap.push((rank, value));
         }
-        sum += heap.iter().map(|&(_, v)| f64::from_bits(v).clamp(0.0, 1000.0)).sum::<f64>();
-        kept += heap.len() as u64;
     }
-    (sum, kept)
+    (heap.iter().map(|&(_, v)| f64::from_bits(v).clamp(0.0, 1000.0)).sum::<f64>(), heap.len() as u64)
 }
 
 fn open(path: &str, threads: usize) -> Input {
@@ -180,10 +240,10 @@ fn open(path: &str, threads: usize) -> Input {
 }
 
 /// One run of the floor: (the scan's time, the whole time, rows kept, their mean).
-fn floor(path: &str, threads: usize, k: usize) -> (Duration, Duration, u64, f64) {
+fn floor(path: &str, threads: usize, k: usize, options: Options) -> (Duration, Duration, u64, f64) {
     let start = Instant::now();
     let mut input = open(path, threads);
-    let mut fold = Floor::default().copy();
+    let mut fold = Floor { ids: options.ids, ..Floor::default() }.copy();
     scan(&mut input, &mut fold).expect("the file scans");
     let scanned = start.elapsed();
     let spilled = fold.shared.spilled.load(Ordering::Relaxed);
@@ -209,7 +269,7 @@ fn floor(path: &str, threads: usize, k: usize) -> (Duration, Duration, u64, f64)
                         file.rewind().expect("the temporary file rewinds");
                         file.read_to_end(bucket).expect("the temporary file reads back");
                     }
-                    let (s, n) = choose(bucket, k, key);
+                    let (s, n) = choose(bucket, k, key, options);
                     (sum, kept) = (sum + s, kept + n);
                 }
                 (sum, kept)
@@ -239,9 +299,23 @@ fn median(mut times: Vec<Duration>) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let mut args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let mut options = Options::default();
+    args.retain(|a| match a.as_str() {
+        "--ids" => {
+            options.ids = true;
+            false
+        }
+        "--rank-mix" => {
+            options.mix = true;
+            false
+        }
+        _ => true,
+    });
     let Some(path) = args.first() else {
-        eprintln!("usage: cargo bench --bench person_floor -- FILE [K]   (FILE: id,value rows)");
+        eprintln!(
+            "usage: cargo bench --bench person_floor -- FILE [K] [--ids] [--rank-mix]   (FILE: id,value)"
+        );
         std::process::exit(2);
     };
     let k = args.get(1).and_then(|k| k.parse().ok()).unwrap_or(10);
@@ -254,19 +328,22 @@ fn main() {
     let mut last = (0, 0.0);
     // Interleaved, after a warm-up of each.
     row_level(path, threads, &spec);
-    floor(path, threads, k);
+    floor(path, threads, k, options);
     for _ in 0..RUNS {
         rows.push(row_level(path, threads, &spec));
-        let (scanned, whole, kept, mean) = floor(path, threads, k);
+        let (scanned, whole, kept, mean) = floor(path, threads, k, options);
         scans.push(scanned);
         floors.push(whole);
         last = (kept, mean);
     }
     let (row, whole) = (median(rows), median(floors));
-    println!("{path}: {threads} threads, K = {k}, median of {RUNS} interleaved runs after a warm-up");
+    println!(
+        "{path}: {threads} threads, K = {k}, {options:?}, median of {RUNS} interleaved runs after a warm-up"
+    );
     println!("row-level mean (dpstat's fold)         {row:.3} s");
     println!(
-        "floor: 16-byte rows, spilled past {} MiB {whole:.3} s ({:.2}× the row-level mean)",
+        "floor: {}-byte rows, spilled past {} MiB {whole:.3} s ({:.2}× the row-level mean)",
+        if options.ids { RECORD + 8 } else { RECORD },
         DEFAULT_CAP >> 21,
         whole / row
     );
