@@ -169,54 +169,79 @@ impl Fold for Floor {
     }
 }
 
-/// One row as [`choose`] reads it back: its id's hash (with `--ids`, its length in the low
-/// byte), its value's bits and its id's bytes as a word (0 without `--ids`).
-type Kept = (u64, u64, u64);
+/// Who a row belongs to, as the floor tells persons apart: its id's hash alone, or with
+/// `--ids` the hash (the id's length in its low byte) and the id's bytes in a word.
+trait Person: Copy + Ord {
+    /// What a rank hashes before the value and the copy.
+    fn write(self, hasher: &mut SipHasher13);
+    /// What `--rank-mix` mixes with the value and the copy.
+    fn word(self) -> u64;
+}
+
+impl Person for u64 {
+    fn write(self, hasher: &mut SipHasher13) {
+        std::hash::Hasher::write(hasher, &self.to_le_bytes());
+    }
+    fn word(self) -> u64 {
+        self
+    }
+}
+
+impl Person for (u64, u64) {
+    fn write(self, hasher: &mut SipHasher13) {
+        std::hash::Hasher::write(hasher, &self.0.to_le_bytes());
+        std::hash::Hasher::write(hasher, &self.1.to_le_bytes());
+    }
+    fn word(self) -> u64 {
+        self.0 ^ self.1.rotate_left(29)
+    }
+}
 
 /// The sum and count of the rows kept of one bucket's records: every row of a person with at
 /// most `k`, else the `k` of lowest rank.
 fn choose(bytes: &[u8], k: usize, key: &SipHasher13, options: Options) -> (f64, u64) {
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
-    let size = if options.ids { RECORD + 8 } else { RECORD };
-    let row = |i: usize| -> Kept {
-        let (hash, at) = (word(i * size), i * size);
-        (hash, word(at + 8), if options.ids { word(at + RECORD) } else { 0 })
-    };
-    // By person: the hash, then (`--ids`) the id's bytes, which tell apart ids whose hashes agree.
-    let mut rows: Vec<Kept> = (0..bytes.len() / size).map(row).collect();
-    rows.sort_unstable_by_key(|r| (r.0, r.2));
+    let word = |r: &[u8], at: usize| u64::from_le_bytes(r[at..at + 8].try_into().expect("eight bytes"));
+    if options.ids {
+        let rows = bytes.chunks_exact(RECORD + 8).map(|r| ((word(r, 0), word(r, RECORD)), word(r, 8)));
+        by_person(rows.collect(), k, key, options.mix)
+    } else {
+        let rows = bytes.chunks_exact(RECORD).map(|r| (word(r, 0), word(r, 8)));
+        by_person(rows.collect(), k, key, options.mix)
+    }
+}
+
+/// [`choose`] of rows read back as (person, value's bits).
+fn by_person<P: Person>(mut rows: Vec<(P, u64)>, k: usize, key: &SipHasher13, mix: bool) -> (f64, u64) {
+    rows.sort_unstable_by_key(|r| r.0);
     let (mut sum, mut kept) = (0.0, 0);
     let mut values = Vec::new();
-    let mut person = |person: &[Kept]| {
+    for person in rows.chunk_by(|a, b| a.0 == b.0) {
         if person.len() <= k {
             sum += person.iter().map(|r| f64::from_bits(r.1).clamp(0.0, 1000.0)).sum::<f64>();
             kept += person.len() as u64;
-            return;
+            continue;
         }
         values.clear();
         values.extend(person.iter().map(|r| r.1));
         values.sort_unstable();
-        let (s, n) = lowest(&values, k, person[0], key, options.mix);
+        let (s, n) = lowest(&values, k, person[0].0, key, mix);
         (sum, kept) = (sum + s, kept + n);
-    };
-    rows.chunk_by(|a, b| (a.0, a.2) == (b.0, b.2)).for_each(&mut person);
+    }
     (sum, kept)
 }
 
 /// The sum and count of the `k` lowest-ranked of one person's `values` (sorted, so that the
 /// copies of a value are together and numbered in turn).
-fn lowest(values: &[u64], k: usize, person: Kept, key: &SipHasher13, mix: bool) -> (f64, u64) {
+fn lowest(values: &[u64], k: usize, person: impl Person, key: &SipHasher13, mix: bool) -> (f64, u64) {
     let mut state = *key;
-    // Without `--ids`, the person is their hash; with, their id's bytes (and its length).
-    std::hash::Hasher::write(&mut state, &person.0.to_le_bytes());
-    std::hash::Hasher::write(&mut state, &person.2.to_le_bytes());
+    person.write(&mut state);
     let mut heap = std::collections::BinaryHeap::with_capacity(k);
     let mut copy = 0u64;
     for (i, &value) in values.iter().enumerate() {
         copy = if i > 0 && values[i - 1] == value { copy + 1 } else { 0 };
         let rank = if mix {
-            let x =
-                (person.0 ^ value.rotate_left(17) ^ copy.rotate_left(43)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let x = (person.word() ^ value.rotate_left(17) ^ copy.rotate_left(43))
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
             u128::from(x ^ (x >> 29))
         } else {
             let mut h = state;
