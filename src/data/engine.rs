@@ -4,10 +4,10 @@
 //! back the folded state; the noise, the accountant and the ledger stay with the caller
 //! (`cmd`), and no executor imports them (`tests/layers.rs` checks it).
 //!
-//! Three executors sit behind [`Executor`] today: the CSV stream (`data::scan`, one file or
-//! standard input), a dataset of CSV files (each part scanned like one file, its partition
-//! values joined to its rows) and Parquet files (`data::parquet`). A new engine is one more
-//! implementation.
+//! Two executors implement [`Executor`]: a dataset of CSV files (each part scanned like one
+//! file, its partition values joined to its rows) and Parquet files (`data::parquet`); one CSV
+//! file or standard input is the stream scan's (`data::scan::scan_stream`), which [`scan()`]
+//! calls when the input is not a dataset. A new engine is one more implementation.
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};

@@ -25,7 +25,7 @@
 //! **Rounding.** Every ln and √ is bracketed between rationals ([`crate::numeric::bracket`]),
 //! and each term is taken at the end of its bracket that makes ε larger: ln(1/δ) is rounded up
 //! to a multiple of 2^-128, each order's constant (α−1)·ln(α−1) − α·ln α up, √ up. The orders
-//! are a fixed public table, α − 1 = (8 + i)/8 · 2^e for i in 0..8 and e in −12..=50 (496
+//! are a fixed public table, α − 1 = (8 + i)/8 · 2^e for i in 0..8 and e in −12..=50 (504
 //! orders, within 0.2% of the best α in the range that matters), so the minimum over them is
 //! an exact function of ρ and ln(1/δ), monotone in both. The result is rounded up to 64
 //! significant bits, which keeps it short enough to store.
@@ -392,6 +392,17 @@ mod tests {
 
     fn delta(s: &str) -> Delta {
         s.parse().unwrap()
+    }
+
+    /// The table the module doc and DESIGN §9.4 describe: 63 exponents of 8 steps, each order
+    /// above the one before (so none is counted twice), from 1 + 2^-12 to 1 + 1.875·2^50.
+    #[test]
+    fn the_order_table_holds_504_increasing_orders() {
+        let table = orders();
+        assert_eq!(table.len(), 504);
+        assert!(table.windows(2).all(|w| w[0].alpha < w[1].alpha));
+        assert_eq!(table[0].minus_one, ratio(1, 4096));
+        assert_eq!(table[503].minus_one, ratio(15, 8) * pow2(50));
     }
 
     fn f(r: &BigRational) -> f64 {

@@ -5,7 +5,8 @@
 //! pipeline, workloads, groups and planning only ever call the trait, through [`AnyStatistic`].
 //!
 //! Adding a statistic touches its own file, one line of the `registry!` below and its clap
-//! variant in `cli.rs`.
+//! variants in `cli/` (the release subcommand in `cli/mod.rs`, `dpstat plan`'s in `cli/plan.rs`
+//! and `cli/request.rs`).
 
 pub mod bounds;
 pub mod discover;

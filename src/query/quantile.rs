@@ -1538,6 +1538,29 @@ mod tests {
                 }
             }
         }
+
+        /// Per person (DESIGN §3.10): a person adds or removes at most T kept rows and changes
+        /// no one else's, so every score moves by at most T·Δu, the sensitivity a person-level
+        /// quantile states; the person's rows may all sit on one value, where Δu alone is
+        /// exceeded as soon as T > 1.
+        #[test]
+        fn a_persons_rows_move_scores_by_at_most_t_times_their_sensitivity(
+            rows in proptest::collection::vec(0u8..18, 0..60),
+            person in proptest::collection::vec(0u8..18, 1..12),
+            tied in any::<bool>(),
+            level in prop_oneof![Just("0.5"), Just("0.9"), Just("0.25"), Just("0.1")],
+        ) {
+            let level: Level = level.parse().unwrap();
+            let cands = linear("1", "16", 16);
+            let rows: Vec<f64> = rows.into_iter().map(f64::from).collect();
+            let person: Vec<f64> =
+                person.iter().map(|&v| f64::from(if tied { person[0] } else { v })).collect();
+            let with: Vec<f64> = rows.iter().chain(&person).copied().collect();
+            let delta = person.len() as u128 * level.score_sensitivity(Neighbours::AddRemove);
+            for (s, t) in fold_of(&rows, &cands).scores(&level).iter().zip(fold_of(&with, &cands).scores(&level)) {
+                prop_assert!(s.abs_diff(t) <= delta, "moved {} > T·Δu {}", s.abs_diff(t), delta);
+            }
+        }
     }
 
     proptest! {

@@ -71,8 +71,8 @@
 //! The module's files: `record` (the header, the records and the chain's links), `read`
 //! (validating a whole ledger), `file` (opening, locking, the key's state, appending),
 //! `budget` (budgets, accounts and the admission of a charge), [`key`] (the key and its
-//! state file); this file holds the flags and the two steps of a release, [`reserve`] and
-//! [`complete`].
+//! state file), `charge` (the flags and the two steps of a release, [`reserve`] and
+//! [`complete`]); this file declares them and re-exports what the rest of dpstat calls.
 
 mod budget;
 mod charge;
