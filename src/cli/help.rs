@@ -32,7 +32,9 @@ Worked examples:
     without data).
   dpstat count --by region --discover --eps 1 --delta 1e-7 fixtures/people.csv
     one count per region found in the data; a region is shown only if its
-    noisy count reaches the threshold that ε and δ set (17 here): (ε, δ)-DP.
+    noisy count reaches the threshold that ε and δ set (19 here: a tenth of ε
+    and δ tests the number of keys against --max-keys, the rest selects them):
+    (ε, δ)-DP.
   dpstat count --noise gaussian --eps 1 --delta 1e-6 fixtures/people.csv
     Gaussian noise at the largest ρ that is (1, 1e-6)-DP; pays off in large
     workloads (`dpstat plan count --eps 1 --delta 1e-6` compares the two).";
@@ -46,8 +48,10 @@ on a 2^k grid):
 Worked example:
   dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 fixtures/people.csv
     add-remove: Δ = max(0, 200000) = 200000, scale = 200000/0.5 = 400000: the
-    printed sum is within ±1198293 of the true clamped sum with probability
-    0.95 (see `dpstat plan sum --lower 0 --upper 200000 --eps 0.5`).";
+    released sum is within ±1198293 of the true clamped sum with probability
+    0.95 (the JSON's error_bound; `dpstat plan sum --lower 0 --upper 200000
+    --eps 0.5` rounds it to ±1200000, and -E rounds it up to ±1300000 so that
+    it still covers the printed, rounded sum).";
 
 pub const MEAN_HELP: &str = "\
 Sensitivity (values clamped to [L, U]):
@@ -61,11 +65,11 @@ Sensitivity (values clamped to [L, U]):
 Worked examples:
   dpstat mean -c age -l 0 -u 100 -e 1 --neighbours replace fixtures/people.csv
     replace with n = 200 rows: Δ = (100 − 0)/200 = 0.5, scale = 0.5/1 = 0.5:
-    the printed mean is within ±1.5 of the true clamped mean with probability
+    the released mean is within ±1.5 of the true clamped mean with probability
     0.95: `dpstat plan mean -l 0 -u 100 -e 1 --neighbours replace --rows 200`.
-  dpstat mean -c income -l 0 -u 200000 -e 0.5 -E -r fixtures/people.csv
-    -E prints the mean with its 95% error bound, `V ± E (95%)`, and -r rounds
-    it to the digits the noise leaves meaningful.";
+  dpstat mean -c income -l 0 -u 200000 -e 0.5 -E fixtures/people.csv
+    -E prints the mean with its 95% error bound, `V ± E (95%)`, rounded to the
+    digits the noise leaves meaningful, the bound rounded up to cover it.";
 
 pub const HISTOGRAM_HELP: &str = "\
 Sensitivity (L1 over all bins; every bin gets independent discrete Laplace
@@ -96,7 +100,8 @@ Worked examples:
 pub const PLAN_HELP: &str = "\
 Planning never reads data, never draws noise and never charges a ledger. It
 calls the same accuracy code as a release, so its bound is the one the release
-will print.
+states (its JSON error_bound); a release printed as text rounds its bound up
+so that it still covers the rounded value.
 
 Examples:
   dpstat plan sum --lower 0 --upper 200000 --eps 0.5
@@ -120,7 +125,8 @@ Examples (QUERY in double quotes):
   dpstat sql QUERY --explain
 
 The query becomes the workload that dpstat run executes, and --explain prints it: \
-epsilon is split evenly between the aggregates; GROUP BY needs its public keys (--keys, \
-or WHERE key IN (...)); SUM, AVG and PERCENTILE_CONT leave NULL cells out; every bound is \
+epsilon is split evenly between the aggregates; GROUP BY takes its public keys from --keys \
+or WHERE key IN (...), or with OPTIONS(delta = D) finds them in the data (that selection \
+then takes an even share of epsilon beside the aggregates'); SUM, AVG and PERCENTILE_CONT leave NULL cells out; every bound is \
 public (contribution_bounds_per_group). Joins, subqueries, window functions, other \
 aggregates and SELECT * are refused before anything is read. GUIDE.md has examples.";

@@ -80,7 +80,14 @@ pub enum Query {
     /// shifted sum and sum of squares over the public n, ε split in two.
     #[command(
         after_help = "Examples:\n  dpstat variance --col age --lower 0 --upper 100 --eps 0.5 fixtures/people.csv\n  \
-        dpstat variance -c score -l 0 -u 100 -e 1 -w region=north fixtures/people.csv"
+        dpstat variance -c score -l 0 -u 100 -e 1 -w region=north fixtures/people.csv",
+        // The flags it shares with sum and mean but refuses: it needs public bounds, and a
+        // person's total or average is a sum's or a mean's.
+        mut_arg("lower", |a| a.help("Lower clamping bound L (public; required)")),
+        mut_arg("upper", |a| a.help("Upper clamping bound U (public; required)")),
+        mut_arg("bounds_eps", |a| a.hide(true)),
+        mut_arg("total_per_id", |a| a.hide(true)),
+        mut_arg("average_per_id", |a| a.hide(true))
     )]
     Variance(NumericArgs),
     /// Noisy population covariance of two columns clamped to [Lx, Ux] × [Ly, Uy].
@@ -117,7 +124,8 @@ pub enum Query {
     #[command(
         after_help = "Example:\n  dpstat run fixtures/compose_two_columns.toml fixtures/people.csv\n\n\
         Workload file:\n  epsilon = \"1\"\n  neighbours = \"add-remove\"\n\n  [[query]]\n  name = \"mean_income\"\n  \
-        kind = \"mean\"\n  column = \"income\"\n  lower = 0\n  upper = 200000\n  share = \"0.25\"   # optional; default: even split"
+        kind = \"mean\"\n  column = \"income\"\n  lower = 0\n  upper = 200000\n  share = \"0.25\"   # optional: the queries without one split the rest\n\n  \
+        [[query]]\n  name = \"people\"\n  kind = \"count\"\n  # no share: the remaining 0.75"
     )]
     Run(RunArgs),
     /// A differentially private SQL query, GoogleSQL's (BigQuery's) clause: SELECT WITH
@@ -135,7 +143,12 @@ pub enum Query {
         public bounds-free candidates). A column's ε is split in two exact halves: the mean and the \
         quantiles (split evenly by level). Under add-remove with --invalid error or impute=V the means \
         divide by one shared noisy count, drawn once with the quarter of each column's ε its own count \
-        would have had; with skip each mean keeps its own.")]
+        would have had; with skip each mean keeps its own.",
+        // Flags of a --by release that describe, one summary per column, refuses.
+        mut_arg("max_groups_per_id", |a| a.hide(true)),
+        mut_arg("max_rows_per_group", |a| a.hide(true)),
+        mut_arg("count_truncated", |a| a.hide(true))
+    )]
     Describe(DescribeArgs),
     /// Show a dataset's budget, what has been spent and the releases charged to it.
     #[command(after_help = "Examples:\n  \
@@ -597,9 +610,10 @@ pub struct BudgetArgs {
     /// Output format: text, csv (one header, a row per release; the other lines on stderr) or json.
     #[arg(short = 'f', short_alias = 'o', long, value_enum, default_value_t)]
     pub format: Format,
-    /// Field delimiter of FILE.
-    #[arg(short = 'd', long, value_name = "CHAR", default_value = ",")]
-    pub delimiter: Delimiter,
+    /// Field delimiter of FILE, as the releases read it: one ASCII character, or \t / tab
+    /// [default: tab for a .tsv or .tab FILE, else ,].
+    #[arg(short = 'd', long, value_name = "CHAR")]
+    pub delimiter: Option<Delimiter>,
     /// A data file to compare with the data each release read (its fingerprint); - reads
     /// standard input. Without it no data is read.
     #[arg(value_name = "FILE")]
@@ -689,7 +703,7 @@ pub struct SqlArgs {
     pub query: String,
     /// Bind a FROM name to a file, directory or glob: --table professors=data/professors.csv
     /// (repeatable). Without FILE or a binding, FROM names the path itself (`path` in
-    /// backticks), or stdin / - for standard input.
+    /// backticks), or stdin (or `-` in backticks) for standard input.
     #[arg(long = "table", value_name = "NAME=PATH")]
     pub tables: Vec<String>,
     /// The public keys of the GROUP BY column, comma-separated (or WHERE key IN (…) in the query):

@@ -61,8 +61,9 @@ pub enum PlanQuery {
     Run(PlanRunArgs),
     /// The error bound each aggregate of a dpstat sql query would state, at its share of the
     /// query's epsilon (no data read).
-    #[command(after_help = "Example (QUERY in double quotes, as dpstat sql takes it):\n  \
-        dpstat plan sql QUERY --keys pen,pencil --rows 1000")]
+    #[command(after_help = "Example (QUERY in double quotes, as dpstat sql takes it; its groups' keys \
+        from WHERE key IN (...) or --keys, not both):\n  \
+        dpstat plan sql QUERY --rows 1000")]
     Sql(PlanSqlArgs),
 }
 
@@ -221,8 +222,8 @@ pub struct PlanRankArgs {
     /// Column name, only to label the plan (no data is read).
     #[arg(long, value_name = "NAME")]
     pub col: Option<String>,
-    /// Lowest candidate L, as the query would take it; without --lower/--upper, the public
-    /// bounds-free candidates.
+    /// Lowest candidate L, as the query would take it (required: the bounds-free candidates'
+    /// accuracy depends on the data, so they cannot be planned).
     #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
     pub lower: Option<Finite>,
     /// Highest candidate U.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::cli::plan::{
     PlanArgs, PlanNumericArgs, PlanQuery, PlanRankArgs, PlanRunArgs, PlanSqlArgs, PlanTarget,
 };
-use crate::cli::{BudgetArgs, DescribeArgs, Query, ReleaseFlags, RunArgs, SqlArgs};
+use crate::cli::{BudgetArgs, Delimiter, DescribeArgs, Query, ReleaseFlags, RunArgs, SqlArgs};
 use crate::cmd;
 use crate::error::Error;
 use crate::numeric::bounds::Finite;
@@ -291,7 +291,7 @@ impl BudgetArgs {
             dataset: self.dataset.clone(),
             format: self.format.into(),
             file: self.file.clone(),
-            delimiter: self.delimiter.0,
+            delimiter: self.delimiter.unwrap_or_else(|| Delimiter::for_file(self.file.as_deref())).0,
         }
     }
 }

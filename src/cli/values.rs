@@ -57,7 +57,10 @@ impl From<Noise> for NoiseKind {
 pub struct MaxKeys(pub usize);
 
 impl MaxKeys {
-    /// Beyond this even the smallest fold's worst case passes the memory cap.
+    /// A ceiling for the parser only: the memory check before any charge
+    /// (`data::scan::check_memory`) refuses a cap whose worst case does not fit, which for a
+    /// count by keys found in the data is between 818,000 and 850,000 keys, fewer for a
+    /// statistic with a larger fold.
     pub const MAX: usize = 10_000_000;
 }
 
@@ -80,13 +83,15 @@ impl FromStr for MaxKeys {
 /// `--format` (`text::Format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
-    /// One number on a line; a histogram as CSV `bin,count`.
+    /// One number on a line; a histogram as CSV `bin,count`; run, sql and describe an
+    /// aligned table.
     #[default]
     Text,
-    /// One JSON object with the release and how to read it.
+    /// One JSON object with the release and how to read it; run, sql and describe one line
+    /// per query.
     Json,
     /// Bars of a release of several numbers (bins, --by groups, --q levels, a workload), each
-    /// with its ± accuracy band.
+    /// with its ± accuracy band (not describe, budget or plan).
     Chart,
     /// CSV with one header line, each value and its error bound in columns of their own (the
     /// text's rows, unpadded; a lone number as `value,error(95%)`); notes stay on stderr.
@@ -293,16 +298,16 @@ mod tests {
 #[derive(Args, Debug)]
 pub struct PrecisionArgs {
     /// Text: round each value to the decimal place of its error bound's second significant
-    /// digit. Kept for scripts; the default since 0.2.
+    /// digit. Kept for scripts: it is the default, so it changes nothing.
     #[arg(short = 'r', long)]
     pub round: bool,
     /// Text: N significant digits (1 to 17) for every printed value, instead of the digits
     /// its accuracy supports; a printed bound still covers the rounding.
     #[arg(long, value_name = "N", value_parser = digits, conflicts_with = "full_precision", allow_negative_numbers = true)]
     pub digits: Option<u8>,
-    /// Text: every value in full, the shortest decimal that reads back as the same double (the
-    /// output before 0.2); by default values are rounded to the digits the noise leaves
-    /// meaningful: the place of their error bound's second significant digit.
+    /// Text: every value in full, the shortest decimal that reads back as the same double; by
+    /// default values are rounded to the digits the noise leaves meaningful: the place of their
+    /// error bound's second significant digit.
     #[arg(long)]
     pub full_precision: bool,
 }

@@ -36,11 +36,14 @@ pub fn man(command: Command, path: &[String], out: &mut dyn Write) -> Result<()>
             let parent =
                 std::iter::once("dpstat").chain(path[..depth].iter().map(String::as_str)).collect::<Vec<_>>();
             let choices: Vec<&str> = page.get_subcommands().map(Command::get_name).collect();
+            let pages = match choices.as_slice() {
+                [] => "it has one page, its own".to_string(),
+                _ => format!("its pages are: {}", choices.join(", ")),
+            };
             bad_input(format!(
-                "dpstat man: {} has no subcommand '{}'; its pages are: {}",
+                "dpstat man: {} has no subcommand '{}'; {pages}",
                 parent.join(" "),
                 crate::error::shown(name, 40),
-                choices.join(", ")
             ))
         })?;
     }

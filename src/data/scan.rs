@@ -73,8 +73,9 @@ pub fn check_memory<F: Fold>(input: &Input, fold: &F) -> Result<()> {
     let bytes = fold.heap_bytes();
     if bytes > MAX_FOLD_BYTES {
         return Err(bad_input(format!(
-            "{}: the flags ask for {} MiB of counts in memory (bins × --by groups, or quantile \
-             candidates), more than the {} MiB dpstat allows; use fewer bins, keys or a lower --resolution",
+            "{}: the flags ask for {} MiB of counts in memory (bins × --by groups, keys found in the \
+             data up to --max-keys, or quantile candidates), more than the {} MiB dpstat allows; use \
+             fewer bins or keys, a lower --max-keys or a lower --resolution",
             input.name(),
             bytes.div_ceil(1 << 20),
             MAX_FOLD_BYTES >> 20

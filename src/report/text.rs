@@ -11,7 +11,7 @@
 use anyhow::Result;
 
 use crate::error::bad_input;
-use crate::numeric::format::real;
+use crate::numeric::format::{bound_up, real, Rounding};
 use crate::report::chart;
 pub use crate::report::figure::{
     error_heading, figure, format_number, percent, quantile_value, rank_rows, Style,
@@ -222,7 +222,8 @@ pub fn warnings(published: &Published, name: Option<&str>) -> Vec<String> {
              a larger --eps (or more rows) narrows it, and `dpstat plan` shows by how much",
             what(r),
             percent(r.noise.accuracy.confidence),
-            real(r.noise.accuracy.error_bound),
+            // Rounded up as a printed bound is: never below the one that covers the range.
+            bound_up(r.noise.accuracy.error_bound, Rounding::Accuracy),
             real(low),
             real(high)
         )
