@@ -49,9 +49,9 @@ Worked example:
   dpstat sum --col income --lower 0 --upper 200000 --eps 0.5 fixtures/people.csv
     add-remove: Δ = max(0, 200000) = 200000, scale = 200000/0.5 = 400000: the
     released sum is within ±1198293 of the true clamped sum with probability
-    0.95 (the JSON's error_bound; `dpstat plan sum --lower 0 --upper 200000
-    --eps 0.5` rounds it to ±1200000, and -E rounds it up to ±1300000 so that
-    it still covers the printed, rounded sum).";
+    0.95 (the JSON's error_bound, which this plan prints as ±1200000:
+    `dpstat plan sum --lower 0 --upper 200000 --eps 0.5`; -E prints it rounded
+    up, ±1300000, so that it still covers the printed, rounded sum).";
 
 pub const MEAN_HELP: &str = "\
 Sensitivity (values clamped to [L, U]):

@@ -330,8 +330,7 @@ pub fn withheld(query: &str, column: &str, total: Option<&Epsilon>, share: &Epsi
     let total = total.map(|t| format!(" {t}")).unwrap_or_default();
     Error::withheld(format!(
         "{query} of {column}: no bounds found privately at epsilon{total} (bounds share {share}): \
-         give --lower/--upper, or a larger --eps (or --bounds-eps, where the query takes it); at \
-         this share a column needs \
+         give --lower/--upper, or a larger --eps or --bounds-eps; at this share a column needs \
          roughly {needed} rows"
     ))
 }
