@@ -427,3 +427,21 @@ fn found_groups_without_delta_are_refused_before_the_charge() {
         refused_under_a_ledger(dir.path(), &["sql", query.as_str()], &[&fixture("sql_discover.csv")]);
     assert!(error.contains("delta"), "{error}");
 }
+
+/// A query whose private outcome is "no value" (a bounds-free quantile on the 36 rows of one
+/// region) keeps its row in the table, marked withheld, and says why on stderr; the run exits 0
+/// and its other queries release.
+#[test]
+fn a_withheld_aggregate_keeps_its_row_and_says_why() {
+    let query = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1) region, COUNT(*) n, \
+                 PERCENTILE_CONT(income, 0.5) m FROM t WHERE region IN ('north') GROUP BY region";
+    let out = sql(7, query, &[]).arg(fixture("people.csv")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    let row = stdout.lines().find(|l| l.starts_with("m ")).unwrap_or_else(|| panic!("no row m:\n{stdout}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[5], "-", "{row}");
+    assert_eq!(cells.last(), Some(&"withheld"), "{row}");
+    assert!(stdout.lines().any(|l| l.starts_with("n ")), "{stdout}");
+    assert!(stderr.contains("dpstat: note: m: q=0.5 of income: too few rows"), "{stderr}");
+}

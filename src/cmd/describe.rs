@@ -36,7 +36,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 
 use crate::cmd::release::{filter_specs, note_line, InputFlags, Job, PersonFlags};
-use crate::cmd::run::{release_all, Batch};
+use crate::cmd::run::{print_query_notes, release_all, Batch};
 use crate::cmd::workload::{person_factor, workload_person, Workload, WorkloadQuery};
 use crate::data::cell::InvalidPolicy;
 use crate::data::filter::{Filter, FilterSpec};
@@ -357,13 +357,7 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
 fn write_then_notes(bytes: Vec<u8>, queries: &[table::Query], out: &mut dyn Write) -> Result<()> {
     out.write_all(&bytes)?;
     out.flush()?;
-    for query in queries {
-        if let Published::One(release) = &query.release {
-            for note in &release.notes {
-                note_line(&format!("{}: {note}", query.name));
-            }
-        }
-    }
+    print_query_notes(queries);
     Ok(())
 }
 

@@ -80,7 +80,7 @@ use crate::query::sum::SumFold;
 use crate::query::variance::VarianceFold;
 use crate::query::AnyFold;
 use crate::report::release::{
-    saturating_i128, Accuracy, Group, GroupedRelease, Guarantee, Noise, Number, Published, Release,
+    saturating_i128, Accuracy, Group, GroupedRelease, Guarantee, Noise, Number, Published, Release, NO_VALUE,
 };
 use crate::report::text::{self, Format, Style};
 use crate::report::{svg, table};
@@ -142,12 +142,25 @@ pub fn run_with(
     if let (Format::Csv, Some(line)) = (request.format, table::unit_line(&printed)) {
         note_line(&format!("unit: {line}"));
     }
+    print_query_notes(&printed.queries);
     for query in &printed.queries {
         for warning in text::warnings(&query.release, Some(&query.name)) {
             warn(&warning);
         }
     }
     Ok(())
+}
+
+/// The releases' own notes on stderr, each after its query's name: why a query was withheld,
+/// or in `describe` the bounds found privately.
+pub fn print_query_notes(queries: &[table::Query]) {
+    for query in queries {
+        if let Published::One(release) = &query.release {
+            for note in &release.notes {
+                note_line(&format!("{}: {note}", query.name));
+            }
+        }
+    }
 }
 
 /// Validated queries released together: a workload file's, or `dpstat describe`'s.
@@ -525,7 +538,7 @@ fn withheld(job: &crate::cmd::release::Job, cx: &Context, line: String) -> Resul
     };
     let cost = Cost::spent("withheld", spend);
     let mut release = Release::new(job.statistic.name(), column, cx.filters.to_vec(), noise, cost)?;
-    release.post_processing.push("no value: the private outcome was that there is none".to_string());
+    release.post_processing.push(NO_VALUE.to_string());
     release.notes.push(line);
     Ok(release)
 }

@@ -29,7 +29,7 @@
 //! before a `=`, `<`, `>` or `!` the filter is refused as ambiguous (`born in city=Paris` could
 //! be either), and the message says to quote the column. A value starting with `=`, `<` or `>`
 //! after `=` or `!=` is refused too: `age=>65` or `age==65` are typos far more often than
-//! filters on such texts (which `COL in =65` still writes).
+//! filters on such texts (which `"COL" in =65`, the column quoted, still writes).
 //!
 //! The texts of `in` and `not in` are one CSV record ([`list::items`]): a text that holds a
 //! comma or a quote is written in double quotes, a quote inside doubled
@@ -320,8 +320,8 @@ fn test_of(rest: &str) -> Result<Test, String> {
         "=" | "!=" => {
             if let Some(c) = value.chars().next().filter(|c| ['=', '<', '>'].contains(c)) {
                 return Err(format!(
-                    "the value after {op} starts with '{c}': write comparisons as <=, >=, != (to match a \
-                     text that starts with '{c}', write 'COL in {value}')"
+                    "the value after {op} starts with '{c}': write comparisons as <=, >=, != (for a text \
+                     that starts with '{c}': '\"COL\" in {value}')"
                 ));
             }
             Ok(match (op, value.is_empty()) {

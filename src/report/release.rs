@@ -361,6 +361,9 @@ pub struct Part {
 
 /// The scope of a single value's bound.
 pub const VALUE: &str = "value";
+/// The post-processing line of a release whose private outcome was that there is no value (a
+/// bounds-free quantile too likely outside the data, no bounds found): tables show it as such.
+pub const NO_VALUE: &str = "no value: the private outcome was that there is none";
 /// The scope of a quantile's bound: rows of rank (how far the chosen candidate's rank may be
 /// from the best candidate's), each level on its own.
 pub const RANK: &str = "rank (rows), per quantile";

@@ -12,7 +12,7 @@ use crate::privacy::contribution::Unit;
 use crate::privacy::currency::Spend;
 use crate::report::chart;
 use crate::report::figure::percent;
-use crate::report::release::{Guarantee, Number, Published, Release};
+use crate::report::release::{Guarantee, Number, Published, Release, NO_VALUE};
 use crate::report::text::{figure, format_number, quantile_value, rank_rows, Format, Style};
 
 /// A workload's releases as printed.
@@ -217,6 +217,10 @@ fn table_rows(rows: &mut Vec<[String; 9]>, name: &str, group: &str, r: &Release,
     if let Some(value) = r.value {
         let (value, error) = shown(value);
         rows.push(row("-".into(), value, sensitivity.clone(), error));
+    } else if r.post_processing.iter().any(|p| p == NO_VALUE) {
+        // Withheld: its row stays (its share is spent), its reason is a note on stderr.
+        let sensitivity = if sensitivity.is_empty() { "-".into() } else { sensitivity.clone() };
+        rows.push(row("-".into(), "-".into(), sensitivity, "withheld".into()));
     }
     for bin in r.bins.iter().flatten() {
         let (value, error) = shown(Number::Integer(bin.count));
