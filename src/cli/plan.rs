@@ -220,14 +220,14 @@ pub struct PlanHistogramArgs {
 #[derive(Args, Debug)]
 pub struct PlanRankArgs {
     /// Column name, only to label the plan (no data is read).
-    #[arg(long, value_name = "NAME")]
+    #[arg(short = 'c', long, visible_alias = "column", visible_short_alias = 's', value_name = "NAME")]
     pub col: Option<String>,
     /// Lowest candidate L, as the query would take it (required: the bounds-free candidates'
     /// accuracy depends on the data, so they cannot be planned).
-    #[arg(long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
+    #[arg(short = 'l', long, value_name = "L", allow_hyphen_values = true, requires = "upper")]
     pub lower: Option<Finite>,
     /// Highest candidate U.
-    #[arg(long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
+    #[arg(short = 'u', long, value_name = "U", allow_hyphen_values = true, requires = "lower")]
     pub upper: Option<Finite>,
     /// Number of evenly spaced candidates over [L, U], 2 to 1000001 (default: round multiples of a
     /// step 1, 2 or 5 times a power of ten, every integer for integer bounds at least 20
@@ -242,7 +242,7 @@ pub struct PlanRankArgs {
 #[derive(Args, Debug)]
 pub struct PlanQuantileArgs {
     /// Quantile level(s) in (0, 1), exact decimals; several split ε evenly.
-    #[arg(long = "q", value_name = "Q", required = true, value_delimiter = ',', value_parser = number::<Level>)]
+    #[arg(short = 'q', long = "q", value_name = "Q", required = true, value_delimiter = ',', value_parser = number::<Level>)]
     pub levels: Vec<Level>,
     #[command(flatten)]
     pub rank: PlanRankArgs,
