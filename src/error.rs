@@ -98,8 +98,10 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Text from the data (a cell, a header name) as a message may show it: control characters
-/// escaped (`\x1b`, `\u{9b}`), so no byte of the file can drive the reader's terminal, and cut to
+/// Text from the data (a cell, a header name, a file's name) as a message may show it: control
+/// characters escaped (`\x1b`, `\u{9b}`), so no byte of the file can drive the reader's terminal,
+/// and so are the characters that reorder or break what a terminal shows (bidirectional
+/// overrides and isolates, zero-width marks, line and paragraph separators, `\u{202e}`); cut to
 /// `max` characters with `…`.
 pub fn shown(text: &str, max: usize) -> String {
     let mut out = String::new();
@@ -108,16 +110,45 @@ pub fn shown(text: &str, max: usize) -> String {
             out.push('…');
             break;
         }
-        if c.is_control() {
-            match u32::from(c) {
-                n @ 0..=0xff => out.push_str(&format!("\\x{n:02x}")),
-                n => out.push_str(&format!("\\u{{{n:x}}}")),
-            }
-        } else {
+        push_escaped(c, &mut out);
+    }
+    out
+}
+
+/// Printed output (text, CSV, a chart) as it reaches a terminal: every character [`shown`]
+/// escapes, but line ends and tabs, which the output's own layout uses. Its own bytes hold no
+/// other, so only data in it is changed: a key found in the data, a category, a column name.
+/// JSON escapes such characters itself and carries them exactly.
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\n' || c == '\t' {
             out.push(c);
+        } else {
+            push_escaped(c, &mut out);
         }
     }
     out
+}
+
+/// `c`, or its escape (`\x1b`, `\u{202e}`) when it is a control character or [`reorders`].
+fn push_escaped(c: char, out: &mut String) {
+    if c.is_control() || reorders(c) {
+        match u32::from(c) {
+            n @ 0..=0xff => out.push_str(&format!("\\x{n:02x}")),
+            n => out.push_str(&format!("\\u{{{n:x}}}")),
+        }
+    } else {
+        out.push(c);
+    }
+}
+
+/// Unicode format characters that change how a line reads on a terminal without being control
+/// characters: zero-width marks and the left-to-right/right-to-left marks (U+200B to U+200F),
+/// the line and paragraph separators and the bidirectional embeddings and overrides (U+2028 to
+/// U+202E), the bidirectional isolates (U+2066 to U+2069), and the byte-order mark (U+FEFF).
+fn reorders(c: char) -> bool {
+    matches!(u32::from(c), 0x200B..=0x200F | 0x2028..=0x202E | 0x2066..=0x2069 | 0xFEFF)
 }
 
 /// A list of names from the data for a message: each [`shown`], and past `max` names only
@@ -259,7 +290,10 @@ mod tests {
         assert_eq!(shown("a\u{1b}]0;pwned\u{7}", 40), "a\\x1b]0;pwned\\x07");
         assert_eq!(shown("tab\there\r\n", 40), "tab\\x09here\\x0d\\x0a");
         assert_eq!(shown("\u{9b}31m", 40), "\\x9b31m");
-        assert_eq!(shown("\u{2028}é", 40), "\u{2028}é", "printable Unicode is kept");
+        assert_eq!(shown("café ½", 40), "café ½", "printable Unicode is kept");
+        // What reorders or breaks a terminal's line without being a control character.
+        assert_eq!(shown("a\u{202e}ge", 40), "a\\u{202e}ge");
+        assert_eq!(shown("x\u{2028}y\u{2066}z\u{200b}", 40), "x\\u{2028}y\\u{2066}z\\u{200b}");
         assert_eq!(shown("abcdef", 3), "abc…");
         let names: Vec<String> = (0..10_000).map(|i| format!("c{i}")).collect();
         assert_eq!(shown_list(&names, 3), "c0, c1, c2, … (10000 columns in all)");

@@ -42,6 +42,7 @@ mod post_processing;
 mod quantile;
 mod quoted_lists;
 mod readme;
+mod robustness;
 mod sql;
 mod sum;
 mod text_output;

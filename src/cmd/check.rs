@@ -16,7 +16,7 @@ use anyhow::Result;
 use crate::cmd::release::InputFlags;
 use crate::data::cell::{parse_number_in, DecimalMark};
 use crate::data::engine::each_record;
-use crate::data::input::Input;
+use crate::data::input::{Dataset, Input};
 use crate::error::{shown, Error};
 
 /// Examples kept per column and per kind of problem.
@@ -67,10 +67,14 @@ pub fn run(input: &InputFlags, out: &mut dyn Write) -> Result<()> {
 /// Reads the whole file once, keeping counters and a few examples, so memory does not grow
 /// with the rows.
 fn scan(file: &mut Input) -> Result<Scan> {
-    let width = file.width();
-    let mut scan = Scan { columns: vec![Column::default(); width.unwrap_or(0)], ..Scan::default() };
-    // Every row is measured against the header's width, else the first row's.
-    let expected_len = width.unwrap_or(0);
+    // Every row is measured against the header's width, else the first row's; a CSV dataset's
+    // partition columns come from its folders' names, not from its files' records, so its rows
+    // are measured against the files' own header and the partition columns are not read.
+    let expected_len = match file.dataset() {
+        Some(Dataset::Csv { width, .. }) => *width,
+        _ => file.width().unwrap_or(0),
+    };
+    let mut scan = Scan { columns: vec![Column::default(); expected_len], ..Scan::default() };
     let rows = each_record(file, |record, row, line| {
         if record.width() != expected_len {
             scan.ragged += 1;

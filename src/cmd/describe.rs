@@ -35,7 +35,7 @@ use anyhow::Result;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 
-use crate::cmd::release::{filter_specs, note_line, InputFlags, Job, PersonFlags};
+use crate::cmd::release::{filter_specs, note_line, warn_if_large, InputFlags, Job, PersonFlags};
 use crate::cmd::run::{print_query_notes, release_all, Batch};
 use crate::cmd::workload::{person_factor, workload_person, Workload, WorkloadQuery};
 use crate::data::cell::InvalidPolicy;
@@ -60,7 +60,7 @@ use crate::query::AnyStatistic;
 use crate::report::describe::{self, Described};
 use crate::report::release::{Number, Published, Release};
 use crate::report::table;
-use crate::report::text::{Format, Style};
+use crate::report::text::{self, Format, Style};
 
 /// A column of `--cols`: `NAME` or `NAME:LOWER:UPPER`.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,7 +150,8 @@ impl Request {
             queries.extend(self.column_queries(column, &share, &filters, shared.as_ref(), &mut count_eps)?);
         }
         if let Some(shared) = shared {
-            let eps = Epsilon::from_rational(count_eps).map_err(Error::internal)?;
+            let eps = Epsilon::from_part(count_eps)
+                .ok_or_else(|| Error::internal("the shared count's epsilon is 0"))?;
             // First: a workload measures its queries in order, and the means read this draw.
             let count =
                 self.job(&filters, AnyStatistic::Count(Count::shared(shared)), Mechanism::Laplace(eps));
@@ -241,8 +242,8 @@ impl Request {
                     .and_then(|m| m.epsilon().map(|e| e.as_rational().clone()))
                     .ok_or_else(|| Error::internal("an add-remove mean has a count part"))?;
                 *count_eps += &part;
-                let rest =
-                    Epsilon::from_rational(share.split(2).as_rational() - part).map_err(Error::internal)?;
+                let rest = Epsilon::from_part(share.split(2).as_rational() - part)
+                    .ok_or_else(|| Error::internal("a mean's count part is its whole half"))?;
                 job.spend = Mechanism::Laplace(rest).spend();
                 job.statistic = AnyStatistic::Mean(mean.clone().sharing_count(shared.clone()));
             }
@@ -311,7 +312,8 @@ impl Request {
 fn times(spend: &Spend, factor: Factor) -> Result<Spend, Error> {
     match spend {
         Spend::Pure(eps) => Ok(Spend::Pure(
-            Epsilon::from_rational(eps.as_rational() * BigInt::from(factor.pure)).map_err(Error::internal)?,
+            Epsilon::from_part(eps.as_rational() * BigInt::from(factor.pure))
+                .ok_or_else(|| Error::internal("a spend of 0"))?,
         )),
         other => Err(Error::internal(format!("describe spent {other}, not a pure epsilon"))),
     }
@@ -325,12 +327,13 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
     let names = list::join(&request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>());
     let batch = Batch { workload: &workload, ledger_query: "describe", ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
+    warn_if_large(&workload.spend(), workload.mechanism.delta());
     let bytes = match request.format {
         Format::Text => describe::render_text(&summary(request, &queries)?, request.style),
         Format::Csv => {
             let described = summary(request, &queries)?;
             let bytes = describe::render_csv(&described, request.style)?;
-            write_then_notes(bytes, &queries, out)?;
+            write_then_notes(bytes, request.format, &queries, out)?;
             if let Some(line) = describe::unit_line(&described) {
                 note_line(&format!("unit: {line}"));
             }
@@ -345,17 +348,23 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
             };
             return write_then_notes(
                 table::render(&printed, request.format, request.style)?,
+                request.format,
                 &printed.queries,
                 out,
             );
         }
     };
-    write_then_notes(bytes, &queries, out)
+    write_then_notes(bytes, request.format, &queries, out)
 }
 
 /// Writes the output, then the releases' notes (privately found bounds) on stderr.
-fn write_then_notes(bytes: Vec<u8>, queries: &[table::Query], out: &mut dyn Write) -> Result<()> {
-    out.write_all(&bytes)?;
+fn write_then_notes(
+    bytes: Vec<u8>,
+    format: Format,
+    queries: &[table::Query],
+    out: &mut dyn Write,
+) -> Result<()> {
+    out.write_all(&text::for_terminal(bytes, format))?;
     out.flush()?;
     print_query_notes(queries);
     Ok(())
@@ -427,8 +436,8 @@ fn count_of(
         Unit::Person { factor, .. } => *factor,
         Unit::Row => 1,
     };
-    let eps = Epsilon::from_rational(BigRational::new(parse(n)?, parse(d)? * BigInt::from(factor)))
-        .map_err(Error::internal)?;
+    let eps = Epsilon::from_part(BigRational::new(parse(n)?, parse(d)? * BigInt::from(factor)))
+        .ok_or_else(|| Error::internal("a part's epsilon is 0"))?;
     let bound = Calibration::of(&count::aggregate(0), &eps).error_bound(confidence.beta());
     let value = part.value_units.clone().ok_or_else(|| Error::internal("a drawn part has its value"))?;
     Ok(describe::Count::Noisy { value, bound })

@@ -716,7 +716,6 @@ pub fn filter_specs(filters: &[Filter], has_header: bool, flag: &str) -> Result<
 /// then writes it to `out`.
 pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     rng::refuse_with_ledger(job.ledger.is_some())?;
-    warn_if_large(&job.spend, job.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = job.input.open(job.ledger.is_some())?;
     if input.engine().is_some() && job.person.as_ref().is_some_and(|p| p.auto.is_some()) {
@@ -731,6 +730,8 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
         Ok(published)
     }));
     let mut published = meter.finish_withheld(&mut input, measured)?;
+    // Once nothing can refuse the run any more: a refusal's first line is its problem.
+    warn_if_large(&job.spend, job.mechanism.delta());
     // Drawn now, so a failure to draw charges nothing; written only after the charge.
     let plot = match &job.plot {
         Some(path) => {
@@ -744,7 +745,7 @@ pub fn run(job: Job, out: &mut dyn Write) -> Result<()> {
     if let Some(summary) = meter.complete(&mut input)? {
         published.set_budget(summary);
     }
-    let bytes = text::render(&published, job.format, job.style)?;
+    let bytes = text::for_terminal(text::render(&published, job.format, job.style)?, job.format);
     if let Some((path, svg)) = plot {
         write_plot(path, &svg, job.ledger.is_some())?;
     }

@@ -126,6 +126,8 @@ pub fn run_with(
     let names = workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",");
     let batch = Batch { workload: &workload, ledger_query, ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &workload.input(&request.input), ledger.as_ref())?;
+    // Once nothing can refuse the run any more: a refusal's first line is its problem.
+    warn_if_large(&workload.spend(), workload.mechanism.delta());
     let printed =
         table::Workload { total: workload.spend(), guarantee, confidence: request.confidence, queries };
     // Drawn from the releases alone (post-processing); written only after the output is rendered.
@@ -133,7 +135,7 @@ pub fn run_with(
         Some(path) => Some((path, svg::render(&table::chart(&printed, request.style))?)),
         None => None,
     };
-    let bytes = table::render(&printed, request.format, request.style)?;
+    let bytes = text::for_terminal(table::render(&printed, request.format, request.style)?, request.format);
     if let Some((path, svg)) = plot {
         write_plot(path, &svg, ledger.is_some())?;
     }
@@ -182,7 +184,6 @@ pub fn release_all(
     ledger: Option<&LedgerSpec>,
 ) -> Result<(Vec<table::Query>, Guarantee)> {
     let workload = batch.workload;
-    warn_if_large(&workload.spend(), workload.mechanism.delta());
     let mut rng = rng::system_rng()?;
     let mut input = flags.open(ledger.is_some())?;
     let auto = workload.queries.iter().any(|q| q.job.person.as_ref().is_some_and(|p| p.auto.is_some()));

@@ -118,11 +118,15 @@ struct Found {
 }
 
 impl Found {
-    /// How messages name the file (see [`Naming`]).
+    /// How messages name the file (see [`Naming`]). A path found in a directory or by a glob
+    /// is the data's own text, escaped as a cell would be (`error::shown`): a file's name can
+    /// hold bytes that drive a terminal.
     fn shown(&self, arguments: &[PathBuf], naming: Naming) -> String {
         let argument = arguments[self.argument].display();
         match (naming, self.how) {
-            (Naming::Paths, _) | (_, How::Given) => self.path.display().to_string(),
+            (Naming::Paths, _) | (_, How::Given) => {
+                crate::error::shown(&self.path.display().to_string(), 160)
+            }
             (Naming::Arguments, How::Under) => format!("a file under {argument}"),
             (Naming::Arguments, How::Matched) => format!("a file matched by {argument}"),
         }
@@ -163,6 +167,14 @@ pub fn list(paths: &[PathBuf], naming: Naming) -> Result<Listing> {
         if std::fs::metadata(&file.path).is_ok_and(|m| m.is_file() && m.len() == 0) {
             empty += 1;
             continue;
+        }
+        // A pipe, socket or device found in a folder or by a glob: opening a pipe that no one
+        // writes would wait forever. One given by name is read (`<(…)` gives a pipe).
+        if file.how != How::Given && std::fs::metadata(&file.path).is_ok_and(|m| !m.is_file()) {
+            return Err(bad_input(format!(
+                "{shown} is not a regular file (a pipe, a socket or a device): a dataset's parts are \
+                 files; move it out or name the files"
+            )));
         }
         let this = if is_parquet(&file.path, &shown)? { Format::Parquet } else { Format::Csv };
         match format {

@@ -12,7 +12,7 @@ use crate::data::cell::DecimalMark;
 use crate::data::cluster::remote::Remote;
 use crate::data::dataset::{self, Format, Listing, Naming, Part};
 use crate::data::fingerprint::Fingerprinter;
-use crate::data::parallel::{Stream, BLOCK};
+use crate::data::parallel::Stream;
 use crate::data::parquet::{self, ParquetSet};
 use crate::data::source::{ColumnRef, CsvOptions, Source};
 use crate::data::structure::{first_record, line_ends};
@@ -164,9 +164,20 @@ impl Input {
         let reading = |e: io::Error| bad_input(format!("{name}: reading: {e}"));
         let mut head = Vec::new();
         let mut eof = false;
+        // The first record is the header, a public schema; without a header it is a data row,
+        // which under a ledger (`fingerprint`) nothing may refuse uncharged.
+        let may_refuse = options.has_header || !fingerprint;
+        let binary = |first: &[u8]| match binary_kind(first) {
+            Some(kind) if may_refuse => Err(bad_input(format!(
+                "{name} is not CSV text: it looks like {kind}; dpstat reads CSV (plain, gzip or zstd)"
+            ))),
+            _ => Ok(()),
+        };
         let (fields, used, bom) = loop {
             if !eof {
-                let want = head.len().clamp(64 << 10, BLOCK);
+                // Each read as large as what is held: a first record of n bytes is scanned
+                // about 2n bytes in all, where reads of one block each scanned it n/BLOCK times.
+                let want = head.len().max(64 << 10);
                 let got = (&mut raw).take(want as u64).read_to_end(&mut head).map_err(reading)?;
                 eof = got < want;
             }
@@ -177,16 +188,11 @@ impl Input {
             if let Some((fields, used)) = first_record(&head[bom..], options.delimiter, eof) {
                 break (fields, used, bom);
             }
+            // No line end yet, so all of it is the first record: a binary stream may have none
+            // (a gzip of zeros, /dev/zero), so it is refused now, not once it has all been read.
+            binary(&head[bom..])?;
         };
-        // The first record is the header, a public schema; without a header it is a data row,
-        // which under a ledger (`fingerprint`) nothing may refuse uncharged.
-        if options.has_header || !fingerprint {
-            if let Some(kind) = binary_kind(&head[bom..bom + used]) {
-                return Err(bad_input(format!(
-                    "{name} is not CSV text: it looks like {kind}; dpstat reads CSV (plain, gzip or zstd)"
-                )));
-            }
-        }
+        binary(&head[bom..bom + used])?;
         if let Some(digest) = &mut digest {
             digest.update(&head);
         }

@@ -33,10 +33,11 @@ pub enum Rounding {
 /// rounded up, never printed smaller than it is: to two significant digits (to N with
 /// `--digits N`). A rounded value moved by at most half a step, and the printed bound covers
 /// that too: |printed value − truth| <= printed bound whenever |value − truth| <= bound.
-/// `integer` values (counts) are never given decimals. A value or bound that is not finite, or
-/// too large or small for plain decimals, is printed as it is; so is a value whose bound is 0.
+/// `integer` values (counts) are never given decimals. A value or bound too large or small for
+/// plain decimals is printed as it is; so is a value whose bound is 0. A bound that is not finite
+/// (a slope whose x variance may be 0: null in JSON) is `unbounded`, never `inf`.
 pub fn with_error(value: f64, error: f64, integer: bool, rounding: Rounding) -> (String, String) {
-    let as_is = || (real(value), real(error));
+    let as_is = || (real(value), if error.is_finite() { real(error) } else { "unbounded".to_string() });
     // Beyond these, plain decimals stop being shorter than `real`'s exponent form.
     let plain = 1e-12..1e16;
     if !(error.is_finite() && error >= 0.0 && value.is_finite() && value.abs() < plain.end) {

@@ -47,6 +47,14 @@ impl Epsilon {
         Epsilon::from_positive(&self.0 * BigRational::new(BigInt::from(numer), BigInt::from(denom)))
     }
 
+    /// A part made by exact arithmetic on the shares of a validated ε (their sum, or a share
+    /// less another part of it): like [`Epsilon::split`]'s shares it may lie below the 1e-9 a
+    /// flag must reach, which is a floor for what a user asks, not for the parts a release is
+    /// cut into. None when it is not positive.
+    pub fn from_part(r: BigRational) -> Option<Epsilon> {
+        r.is_positive().then_some(Epsilon(r))
+    }
+
     /// ε − other, if that is still a valid (positive, >= 1e-9) budget.
     pub fn minus(&self, other: &Epsilon) -> Option<Epsilon> {
         let rest = &self.0 - &other.0;

@@ -10,7 +10,7 @@
 
 use anyhow::Result;
 
-use crate::error::bad_input;
+use crate::error::{bad_input, terminal_safe};
 use crate::numeric::format::{bound_up, real, Rounding};
 use crate::report::chart;
 pub use crate::report::figure::{
@@ -30,6 +30,19 @@ pub enum Format {
     Chart,
     /// CSV, one header line, every value next to its error bound in a column of its own.
     Csv,
+}
+
+/// `bytes` rendered in `format`, as they may reach a terminal: JSON as it is (it escapes
+/// control characters itself), any other format with the characters that could drive a
+/// terminal escaped ([`terminal_safe`]): a key found in the data or a column name is data.
+pub fn for_terminal(bytes: Vec<u8>, format: Format) -> Vec<u8> {
+    if format == Format::Json {
+        return bytes;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => terminal_safe(&text).into_bytes(),
+        Err(e) => terminal_safe(&String::from_utf8_lossy(e.as_bytes())).into_bytes(),
+    }
 }
 
 /// The bytes to print for a release.

@@ -52,6 +52,7 @@ use crate::error::Error;
 use crate::numeric::bounds::Bounds;
 use crate::numeric::exact::{exact, rational_to_f64_up};
 use crate::numeric::grid::{Grid, GridBounds, MAX_GRID_UNITS};
+use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::laplace::Aggregate;
 use crate::privacy::noise::{self, Mechanism};
@@ -311,10 +312,10 @@ impl PairSpec {
             return Err(Error::usage(format!(
                 "bounds [{}, {}] and [{}, {}] are too wide: 2^64 rows of their products would exceed \
                  the largest floating-point number; narrow --lower/--upper",
-                bounds.x.lower(),
-                bounds.x.upper(),
-                bounds.y.lower(),
-                bounds.y.upper()
+                real(bounds.x.lower()),
+                real(bounds.x.upper()),
+                real(bounds.y.lower()),
+                real(bounds.y.upper())
             )));
         }
         let (hx, hy) = (BigInt::from(x.half_units()), BigInt::from(y.half_units()));

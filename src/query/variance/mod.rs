@@ -52,6 +52,7 @@ use crate::error::Error;
 use crate::numeric::bounds::Bounds;
 use crate::numeric::exact::{exact, rational_to_f64_up};
 use crate::numeric::grid::{Grid, GridBounds, MAX_GRID_UNITS};
+use crate::numeric::format::real;
 use crate::privacy::accountant::Cost;
 use crate::privacy::laplace::Aggregate;
 use crate::privacy::noise::{self, Calibrated, Drawn, Mechanism};
@@ -308,8 +309,8 @@ impl VarianceSpec {
             return Err(Error::usage(format!(
                 "bounds [{}, {}] are too wide for a variance: 2^64 rows of ((U-L)/2)^2 would exceed \
                  the largest floating-point number; narrow --lower/--upper",
-                bounds.lower(),
-                bounds.upper()
+                real(bounds.lower()),
+                real(bounds.upper())
             )));
         }
         let squares_grid = part.grid(&(&h * &h));
