@@ -118,7 +118,7 @@ pub fn shown(text: &str, max: usize) -> String {
 /// Printed output (text, CSV, a chart) as it reaches a terminal: every character [`shown`]
 /// escapes, but line ends and tabs, which the output's own layout uses. Its own bytes hold no
 /// other, so only data in it is changed: a key found in the data, a category, a column name.
-/// JSON escapes such characters itself and carries them exactly.
+/// JSON carries the exact text (it escapes the controls below 0x20; a JSON reader decodes it).
 pub fn terminal_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use common::{dpstat, fails_with, fixture, stdout_of};
 
-/// A scratch folder of this test process.
+/// A scratch folder of this test process, one per test (`process_dir` empties its folder on
+/// every call, and the tests run at once).
 fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = common::process_dir("robustness").join(name);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+    common::process_dir(&format!("robustness-{name}"))
 }
 
 /// A stream of NUL bytes has no line end: it is refused as binary at once, not read forever.
@@ -140,4 +139,89 @@ fn check_reads_csv_hive_folders_as_the_queries_do() {
     fs::write(dir.join("p.csv"), "id,age\n1,20\n2,30\n").unwrap();
     let report = stdout_of(dpstat().arg("check").arg(dir.parent().unwrap()));
     assert!(report.contains("2 rows") && report.contains("ok: no problems found"), "{report}");
+}
+
+/// Two links back up a data folder made its walk branch without end: a loop is refused.
+#[test]
+fn a_loop_of_symbolic_links_in_a_data_folder_is_refused() {
+    let dir = scratch("loops").join("d");
+    for sub in ["loop0", "loop1"] {
+        fs::create_dir_all(dir.join(sub)).unwrap();
+        let link = dir.join(sub).join("up");
+        if fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink("..", &link).unwrap();
+        }
+    }
+    fs::write(dir.join("a.csv"), "id,age\n1,20\n").unwrap();
+    let mut cmd = dpstat();
+    cmd.args(["count", "--eps", "1"]).arg(&dir).timeout(Duration::from_secs(20));
+    fails_with(&mut cmd, &["a loop of symbolic links"]);
+}
+
+/// `--eps 1e-9` less the tenth that finds bounds is below the 1e-9 a flag must reach but is a
+/// part of ε: the search runs (and here finds none: exit 5), rather than a refusal that blamed
+/// a `--bounds-eps` no one gave.
+#[test]
+fn the_smallest_epsilon_leaves_a_part_for_the_bounds_search() {
+    let out =
+        dpstat().args(["mean", "-c", "age", "--eps", "1e-9"]).arg(fixture("people.csv")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(!stderr.contains("must be less than"), "{stderr}");
+}
+
+/// A plot that cannot be written after the ledger was charged is the system's failure (exit 1),
+/// not bad input (exit 2 says nothing was charged).
+#[test]
+fn a_plot_unwritable_after_the_charge_exits_1() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let dir = scratch("plot");
+    let plot = dir.join("full.svg");
+    if fs::symlink_metadata(&plot).is_err() {
+        std::os::unix::fs::symlink("/dev/full", &plot).unwrap();
+    }
+    let ledger = dir.join(format!("ledger-{}.jsonl", std::process::id()));
+    let _ = fs::remove_file(&ledger);
+    let out = common::unseeded()
+        .args([
+            "histogram",
+            "-c",
+            "age",
+            "-l",
+            "0",
+            "-u",
+            "100",
+            "--bins",
+            "5",
+            "--eps",
+            "1",
+            "--invalid",
+            "skip",
+        ])
+        .arg("--plot")
+        .arg(&plot)
+        .arg("--ledger")
+        .arg(&ledger)
+        .args(["--budget", "5"])
+        .arg(fixture("people.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the ledger was already charged"));
+}
+
+/// A FILE named on the command line (a shell glob expands to such names) is escaped in messages.
+#[test]
+fn a_file_name_given_as_file_is_escaped() {
+    let dir = scratch("given");
+    let file = dir.join("b\u{1b}]0;x\u{7}.csv");
+    fs::write(&file, "id,age\n1,20\n").unwrap();
+    let error = fails_with(
+        dpstat().args(["sum", "--col", "zz", "-l", "0", "-u", "1", "-e", "1"]).arg(&file),
+        &["no column"],
+    );
+    assert!(!error.contains('\u{1b}') && !error.contains('\u{7}'), "{error:?}");
 }

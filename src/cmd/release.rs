@@ -876,11 +876,17 @@ impl<'a> Meter<'a> {
     }
 }
 
-/// Writes a drawn `--plot`; a failure says whether the ledger was already charged.
+/// Writes a drawn `--plot`; a failure says whether the ledger was already charged. Charged, it
+/// is the system's failure (exit 1), as every failure after the charge is: exit 2 says nothing
+/// was charged.
 pub fn write_plot(path: &Path, svg: &str, charged: bool) -> Result<()> {
     std::fs::write(path, svg).map_err(|e| {
-        let charged = if charged { " (the ledger was already charged)" } else { "" };
-        bad_input(format!("--plot: writing {}: {e}; nothing was printed{charged}", path.display()))
+        let message = format!("--plot: writing {}: {e}; nothing was printed", path.display());
+        if charged {
+            Error::internal(format!("{message} (the ledger was already charged)")).into()
+        } else {
+            bad_input(message)
+        }
     })
 }
 

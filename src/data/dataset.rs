@@ -303,12 +303,24 @@ fn walk(dir: &Path, naming: Naming) -> Result<Vec<(PathBuf, PathBuf)>> {
 
 /// [`walk`], for a directory that `argument` (itself, or a glob that matched it) listed.
 fn walk_as(dir: &Path, argument: &Path, naming: Naming) -> Result<Vec<(PathBuf, PathBuf)>> {
+    /// `above`: the folders `dir` is in, as their real paths. A folder linked back to one of them
+    /// is a loop, refused: two such links made the walk branch without end.
     fn go(
         root: &Path,
         dir: &Path,
         say: &dyn Fn(&Path) -> String,
+        above: &mut Vec<PathBuf>,
         out: &mut Vec<(PathBuf, PathBuf)>,
     ) -> Result<()> {
+        let real =
+            std::fs::canonicalize(dir).map_err(|e| bad_input(format!("cannot list {}: {e}", say(dir))))?;
+        if above.contains(&real) {
+            return Err(bad_input(format!(
+                "{} is a link back to a folder above it (a loop of symbolic links): remove the link",
+                say(dir)
+            )));
+        }
+        above.push(real);
         let read = std::fs::read_dir(dir).map_err(|e| bad_input(format!("cannot list {}: {e}", say(dir))))?;
         let mut entries: Vec<PathBuf> = read.filter_map(|e| e.ok().map(|e| e.path())).collect();
         entries.sort();
@@ -317,21 +329,22 @@ fn walk_as(dir: &Path, argument: &Path, naming: Naming) -> Result<Vec<(PathBuf, 
                 continue;
             }
             if entry.is_dir() {
-                go(root, &entry, say, out)?;
+                go(root, &entry, say, above, out)?;
             } else {
                 let under = entry.strip_prefix(root).ok().and_then(Path::parent).map(Path::to_path_buf);
                 out.push((entry.clone(), under.unwrap_or_default()));
             }
         }
+        above.pop();
         Ok(())
     }
     // Under a ledger a folder below the argument is named by the argument only.
     let say = |folder: &Path| match naming {
         Naming::Arguments if folder != argument => format!("a folder under {}", argument.display()),
-        _ => folder.display().to_string(),
+        _ => crate::error::shown(&folder.display().to_string(), 160),
     };
     let mut out = Vec::new();
-    go(dir, dir, &say, &mut out)?;
+    go(dir, dir, &say, &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 

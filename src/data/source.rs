@@ -17,12 +17,14 @@ pub enum Source {
 }
 
 impl Source {
-    /// How messages name the input.
+    /// How messages name the input: each path escaped as text from the data is (a shell glob
+    /// hands dpstat the names it finds, whose bytes could drive a terminal).
     pub fn display_name(&self) -> String {
+        let shown = |p: &PathBuf| crate::error::shown(&p.display().to_string(), 160);
         match self {
             Source::Stdin => "<stdin>".to_string(),
-            Source::Path(p) => p.display().to_string(),
-            Source::Paths(ps) => ps.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
+            Source::Path(p) => shown(p),
+            Source::Paths(ps) => ps.iter().map(shown).collect::<Vec<_>>().join(" "),
         }
     }
 }

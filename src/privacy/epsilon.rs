@@ -55,11 +55,10 @@ impl Epsilon {
         r.is_positive().then_some(Epsilon(r))
     }
 
-    /// ε − other, if that is still a valid (positive, >= 1e-9) budget.
+    /// ε − other, if that is positive: a part of ε, which like [`Epsilon::from_part`]'s may lie
+    /// below the 1e-9 a flag must reach (`--eps 1e-9` less its tenth for bounds).
     pub fn minus(&self, other: &Epsilon) -> Option<Epsilon> {
-        let rest = &self.0 - &other.0;
-        let min = BigRational::new(BigInt::one(), BigInt::from(10u32).pow(MIN_EPSILON_DECIMALS));
-        (rest >= min).then_some(Epsilon(rest))
+        Epsilon::from_part(&self.0 - &other.0)
     }
 
     pub fn is_large(&self) -> bool {

@@ -10,7 +10,7 @@
 
 use anyhow::Result;
 
-use crate::error::{bad_input, terminal_safe};
+use crate::error::{bad_input, shown, terminal_safe};
 use crate::numeric::format::{bound_up, real, Rounding};
 use crate::report::chart;
 pub use crate::report::figure::{
@@ -252,15 +252,21 @@ pub fn warnings(published: &Published, name: Option<&str>) -> Vec<String> {
                 })
                 .collect();
             let Some(&(key, first, range)) = wide_groups.first() else { return vec![] };
-            let keys: Vec<&str> = wide_groups.iter().map(|w| w.0).collect();
+            // Keys may be found in the data: escaped and cut as a message shows data.
+            let keys: Vec<String> = wide_groups.iter().map(|w| w.0.to_string()).collect();
             let groups = match keys.as_slice() {
-                [one] => format!(" in group {one}"),
-                _ => format!(
-                    " in {} of {} groups ({}; shown for {key})",
-                    keys.len(),
-                    g.groups.len(),
-                    keys.join(", ")
-                ),
+                [one] => format!(" in group {}", shown(one, 40)),
+                _ => {
+                    let listed: Vec<String> = keys.iter().take(5).map(|k| shown(k, 40)).collect();
+                    let more = if keys.len() > 5 { ", …" } else { "" };
+                    format!(
+                        " in {} of {} groups ({}{more}; shown for {})",
+                        keys.len(),
+                        g.groups.len(),
+                        listed.join(", "),
+                        shown(key, 40)
+                    )
+                }
             };
             vec![say(first, range, groups)]
         }
