@@ -151,6 +151,12 @@ fn reorders(c: char) -> bool {
     matches!(u32::from(c), 0x200B..=0x200F | 0x2028..=0x202E | 0x2066..=0x2069 | 0xFEFF)
 }
 
+/// A path as a message names it: [`shown`], since a file's name (one a shell glob or a
+/// directory listed) is text from outside that can hold bytes that drive a terminal.
+pub fn shown_path(path: &std::path::Path) -> String {
+    shown(&path.display().to_string(), 160)
+}
+
 /// A list of names from the data for a message: each [`shown`], and past `max` names only
 /// how many more there are.
 pub fn shown_list(names: &[String], max: usize) -> String {

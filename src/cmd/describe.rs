@@ -35,7 +35,7 @@ use anyhow::Result;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 
-use crate::cmd::release::{filter_specs, note_line, warn_if_large, InputFlags, Job, PersonFlags};
+use crate::cmd::release::{filter_specs, note_line, InputFlags, Job, PersonFlags};
 use crate::cmd::run::{print_query_notes, release_all, Batch};
 use crate::cmd::workload::{person_factor, workload_person, Workload, WorkloadQuery};
 use crate::data::cell::InvalidPolicy;
@@ -327,7 +327,6 @@ pub fn run(request: &Request, out: &mut dyn Write) -> Result<()> {
     let names = list::join(&request.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>());
     let batch = Batch { workload: &workload, ledger_query: "describe", ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &request.input, ledger.as_ref())?;
-    warn_if_large(&workload.spend(), workload.mechanism.delta());
     let bytes = match request.format {
         Format::Text => describe::render_text(&summary(request, &queries)?, request.style),
         Format::Csv => {

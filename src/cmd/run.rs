@@ -126,8 +126,6 @@ pub fn run_with(
     let names = workload.queries.iter().map(|q| q.name.as_str()).collect::<Vec<_>>().join(",");
     let batch = Batch { workload: &workload, ledger_query, ledger_column: names };
     let (queries, guarantee) = release_all(&batch, &workload.input(&request.input), ledger.as_ref())?;
-    // Once nothing can refuse the run any more: a refusal's first line is its problem.
-    warn_if_large(&workload.spend(), workload.mechanism.delta());
     let printed =
         table::Workload { total: workload.spend(), guarantee, confidence: request.confidence, queries };
     // Drawn from the releases alone (post-processing); written only after the output is rendered.
@@ -236,6 +234,8 @@ pub fn release_all(
     let measured = meter.after_rows(measure_all(workload, fold, &mut input, &mut rng));
     let released = meter.finish_withheld(&mut input, measured)?;
     meter.complete(&mut input)?;
+    // Once nothing can refuse the batch any more: a refusal's first line is its problem.
+    warn_if_large(&workload.spend(), workload.mechanism.delta());
     Ok(released)
 }
 

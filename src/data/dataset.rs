@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::error::{bad_input, shown};
+use crate::error::{bad_input, shown, shown_path};
 
 /// The value hive writes for a null partition value.
 const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
@@ -122,11 +122,9 @@ impl Found {
     /// is the data's own text, escaped as a cell would be (`error::shown`): a file's name can
     /// hold bytes that drive a terminal.
     fn shown(&self, arguments: &[PathBuf], naming: Naming) -> String {
-        let argument = arguments[self.argument].display();
+        let argument = shown_path(&arguments[self.argument]);
         match (naming, self.how) {
-            (Naming::Paths, _) | (_, How::Given) => {
-                crate::error::shown(&self.path.display().to_string(), 160)
-            }
+            (Naming::Paths, _) | (_, How::Given) => shown_path(&self.path),
             (Naming::Arguments, How::Under) => format!("a file under {argument}"),
             (Naming::Arguments, How::Matched) => format!("a file matched by {argument}"),
         }
@@ -340,8 +338,8 @@ fn walk_as(dir: &Path, argument: &Path, naming: Naming) -> Result<Vec<(PathBuf, 
     }
     // Under a ledger a folder below the argument is named by the argument only.
     let say = |folder: &Path| match naming {
-        Naming::Arguments if folder != argument => format!("a folder under {}", argument.display()),
-        _ => crate::error::shown(&folder.display().to_string(), 160),
+        Naming::Arguments if folder != argument => format!("a folder under {}", shown_path(argument)),
+        _ => shown_path(folder),
     };
     let mut out = Vec::new();
     go(dir, dir, &say, &mut Vec::new(), &mut out)?;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::data::cell::DecimalMark;
-use crate::error::Error;
+use crate::error::{shown_path, Error};
 use crate::numeric::bins::Keys;
 
 /// Where the CSV comes from.
@@ -20,11 +20,10 @@ impl Source {
     /// How messages name the input: each path escaped as text from the data is (a shell glob
     /// hands dpstat the names it finds, whose bytes could drive a terminal).
     pub fn display_name(&self) -> String {
-        let shown = |p: &PathBuf| crate::error::shown(&p.display().to_string(), 160);
         match self {
             Source::Stdin => "<stdin>".to_string(),
-            Source::Path(p) => shown(p),
-            Source::Paths(ps) => ps.iter().map(shown).collect::<Vec<_>>().join(" "),
+            Source::Path(p) => shown_path(p),
+            Source::Paths(ps) => ps.iter().map(|p| shown_path(p)).collect::<Vec<_>>().join(" "),
         }
     }
 }
